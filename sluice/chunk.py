@@ -1,0 +1,174 @@
+"""Column (tensor + validity + type [+ dictionary]) and Chunk (a batch of rows on one device)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from sluice.types import LType
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a chunk.
+
+    ``data`` is 1-d (or 0-d for a constant that broadcasts). ``valid`` is a bool tensor of
+    the same shape, or None when no value is null. String columns hold int32 codes in
+    ``data`` and their values in ``dictionary`` (an Arrow string array on the host).
+    """
+
+    data: torch.Tensor
+    type: LType
+    valid: torch.Tensor | None = None
+    dictionary: pa.Array | None = None
+    wide: tuple | None = None
+    """Exact values of a SUM that exceeds 64 bits (``data`` then holds zeros)."""
+
+    def __len__(self) -> int:
+        return int(self.data.shape[0]) if self.data.dim() else 1
+
+    @property
+    def is_const(self) -> bool:
+        return self.data.dim() == 0
+
+    def take(self, idx: torch.Tensor) -> "Column":
+        if self.is_const:
+            return self
+        v = None if self.valid is None else self.valid[idx]
+        w = None if self.wide is None else tuple(self.wide[i] for i in idx.cpu().tolist())
+        return Column(self.data[idx], self.type, v, self.dictionary, w)
+
+    def filter(self, mask: torch.Tensor) -> "Column":
+        if self.is_const:
+            return self
+        if self.wide is not None:
+            return self.take(mask.nonzero().squeeze(1))
+        v = None if self.valid is None else self.valid[mask]
+        return Column(self.data[mask], self.type, v, self.dictionary)
+
+    def expand(self, n: int) -> "Column":
+        """A constant broadcast to ``n`` rows (materialised)."""
+        if not self.is_const:
+            return self
+        v = None if self.valid is None else self.valid.reshape(()).expand(n)
+        return Column(self.data.reshape(()).expand(n), self.type, v, self.dictionary)
+
+    def with_valid(self, valid: torch.Tensor | None) -> "Column":
+        return Column(self.data, self.type, valid, self.dictionary)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A batch of rows: named columns, all of ``num_rows`` rows on one device."""
+
+    columns: Mapping[str, Column]
+    num_rows: int
+    seq: int = 0
+    _: tuple = field(default=(), repr=False)
+
+    def __getitem__(self, name: str) -> Column:
+        return self.columns[name]
+
+    def select(self, names) -> "Chunk":
+        return Chunk({n: self.columns[n] for n in names}, self.num_rows, self.seq)
+
+    def filter(self, mask: torch.Tensor) -> "Chunk":
+        idx = mask.nonzero().squeeze(1)
+        n = int(idx.numel())
+        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, n, self.seq)
+
+    def take(self, idx: torch.Tensor) -> "Chunk":
+        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, int(idx.numel()), self.seq)
+
+    def slice(self, start: int, stop: int) -> "Chunk":
+        cols = {}
+        for k, c in self.columns.items():
+            if c.is_const:
+                cols[k] = c
+            else:
+                v = None if c.valid is None else c.valid[start:stop]
+                w = None if c.wide is None else c.wide[start:stop]
+                cols[k] = Column(c.data[start:stop], c.type, v, c.dictionary, w)
+        return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq)
+
+
+# ---------------------------------------------------------------- dictionaries
+
+
+def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]]:
+    """Re-code string columns with different dictionaries into one deduplicated dictionary.
+
+    Returns the unified dictionary and, per input column, its codes in that dictionary.
+    Work is proportional to the dictionaries' sizes (Arrow hashing), plus one gather of codes.
+    """
+    dicts = [c.dictionary for c in cols]
+    first = dicts[0]
+    if all(d is first for d in dicts) and _is_unique(first):
+        return first, [c.data for c in cols]
+    combined = pa.concat_arrays([_as_string(d) for d in dicts])
+    enc = pc.dictionary_encode(combined)
+    mapping = torch.from_numpy(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
+    out, off = [], 0
+    for c, d in zip(cols, dicts):
+        m = mapping[off: off + len(d)].to(c.data.device)
+        off += len(d)
+        out.append(m[c.data.long()] if len(d) else c.data)
+    return enc.dictionary, out
+
+
+_UNIQUE_CACHE: dict[int, tuple[pa.Array, bool]] = {}
+
+
+def _is_unique(d: pa.Array) -> bool:
+    hit = _UNIQUE_CACHE.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    res = len(pc.unique(d)) == len(d)
+    if len(_UNIQUE_CACHE) > 256:
+        _UNIQUE_CACHE.clear()
+    _UNIQUE_CACHE[id(d)] = (d, res)
+    return res
+
+
+def _as_string(d: pa.Array) -> pa.Array:
+    return d if d.type == pa.string() else d.cast(pa.string())
+
+
+def concat_columns(cols: list[Column]) -> Column:
+    """Concatenate non-constant columns of one type (string dictionaries are unified)."""
+    t = cols[0].type
+    dictionary = None
+    if t.kind == "string":
+        dictionary, datas = unify_dictionaries(cols)
+    else:
+        datas = [c.data for c in cols]
+    if any(c.wide is not None for c in cols):
+        from sluice.errors import ExecutionError
+        raise ExecutionError("a SUM exceeding 64 bits can only be output, not processed further")
+    data = torch.cat(datas) if len(datas) > 1 else datas[0]
+    if any(c.valid is not None for c in cols):
+        valid = torch.cat([c.valid if c.valid is not None
+                           else torch.ones(len(c), dtype=torch.bool, device=c.data.device)
+                           for c in cols])
+    else:
+        valid = None
+    return Column(data, t, valid, dictionary)
+
+
+def concat_chunks(chunks: list[Chunk], names=None) -> Chunk | None:
+    if not chunks:
+        return None
+    if len(chunks) == 1:
+        return chunks[0] if names is None else chunks[0].select(names)
+    names = list(chunks[0].columns) if names is None else names
+    n = sum(c.num_rows for c in chunks)
+    cols = {}
+    for k in names:
+        parts = [c.columns[k].expand(c.num_rows) for c in chunks]
+        cols[k] = concat_columns(parts)
+    return Chunk(cols, n, chunks[0].seq)

@@ -1,0 +1,142 @@
+"""One frozen, validated configuration.
+
+Every setting is a field of :class:`Config`. It can be given as a keyword of
+``sluice.connect(...)``, as ``--set key=value`` on the CLI, or as an environment variable
+``SLUICE_<KEY>`` (upper case). Precedence: keyword / --set > environment > default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from sluice.errors import ConfigError
+
+#: Rows per chunk. A million rows amortises Python overhead per chunk while keeping a
+#: chunk of lineitem (16 columns) around 100 MiB on the device.
+DEFAULT_CHUNK_ROWS = 1 << 20
+
+
+def _parse_size(text: str) -> int:
+    """Parse ``'512MiB'``, ``'2GB'``, ``'1048576'`` into bytes."""
+    s = text.strip().lower().replace(" ", "")
+    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+             "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": 1 << 10,
+             "m": 1 << 20, "g": 1 << 30, "b": 1}
+    for unit, mult in units.items():
+        if s.endswith(unit):
+            num = s[: -len(unit)]
+            break
+    else:
+        num, mult = s, 1
+    try:
+        value = float(num)
+    except ValueError:
+        raise ConfigError(f"cannot read {text!r} as a size (e.g. 512MiB, 2GB)") from None
+    return int(value * mult)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Engine settings. Each field's docstring is the user documentation."""
+
+    device: str = "auto"
+    """Where operators run: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present)."""
+
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    """Rows per chunk produced by scans; operators work a chunk at a time."""
+
+    threads: int = 0
+    """CPU threads for torch and for Parquet decoding; 0 means all cores."""
+
+    io_threads: int = 2
+    """Threads of the shared I/O pool that read and decode row groups ahead of the consumer."""
+
+    prefetch_chunks: int = 2
+    """Chunks each scan may have decoded ahead of its consumer (bounded queue)."""
+
+    host_memory_limit: int = field(default=0)
+    """Host memory budget in bytes (0: 70% of physical memory). Accepts 4GiB etc."""
+
+    device_memory_limit: int = field(default=0)
+    """Device memory budget in bytes (0: 85% of the device's memory)."""
+
+    row_group_pruning: bool = True
+    """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
+
+    def __post_init__(self) -> None:
+        dev = self.device
+        if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
+            raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, not {dev!r}")
+        if self.chunk_rows < 1:
+            raise ConfigError(f"chunk_rows must be at least 1, not {self.chunk_rows}")
+        if self.threads < 0:
+            raise ConfigError(f"threads must be >= 0, not {self.threads}")
+        if self.io_threads < 1:
+            raise ConfigError(f"io_threads must be at least 1, not {self.io_threads}")
+        if self.prefetch_chunks < 0:
+            raise ConfigError(f"prefetch_chunks must be >= 0, not {self.prefetch_chunks}")
+        for name in ("host_memory_limit", "device_memory_limit"):
+            v = getattr(self, name)
+            if v < 0 or (0 < v < (1 << 20)):
+                raise ConfigError(f"{name} must be 0 (automatic) or at least 1MiB, not {v}")
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | None = None,
+                      environ: Mapping[str, str] | None = None) -> "Config":
+        """Build a config from keyword settings layered over ``SLUICE_*`` variables."""
+        environ = os.environ if environ is None else environ
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for name in known:
+            env = environ.get(f"SLUICE_{name.upper()}")
+            if env is not None:
+                values[name] = _coerce(name, env, known[name].type)
+        for name, value in (settings or {}).items():
+            key = name.replace("-", "_")
+            if key not in known:
+                raise ConfigError(f"unknown setting {name!r}; known: {', '.join(known)}")
+            values[key] = _coerce(key, value, known[key].type)
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> "Config":
+        return Config.from_settings({**dataclasses.asdict(self), **changes}, environ={})
+
+
+def _coerce(name: str, value: Any, typ: Any) -> Any:
+    tname = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    if tname == "bool":
+        if isinstance(value, bool):
+            return value
+        s = str(value).strip().lower()
+        if s in ("1", "true", "yes", "on"):
+            return True
+        if s in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name} must be true or false, not {value!r}")
+    if tname == "int":
+        if isinstance(value, bool):
+            raise ConfigError(f"{name} must be a number, not {value!r}")
+        if isinstance(value, int):
+            return value
+        if name.endswith("memory_limit"):
+            return _parse_size(str(value))
+        try:
+            return int(str(value).replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, not {value!r}") from None
+    return str(value)
+
+
+def parse_set_option(text: str) -> tuple[str, str]:
+    """Split a CLI ``--set key=value``."""
+    if "=" not in text:
+        raise ConfigError(f"--set expects key=value, not {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()

@@ -1,0 +1,175 @@
+"""Connection and Relation: the Python API.
+
+``connect(DIR)`` opens a directory of Parquet tables; ``con.sql(q)`` plans the query (cached by
+SQL text) and returns a lazy :class:`Relation` that runs when a result is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import torch
+
+from sluice.config import Config
+from sluice.errors import ConfigError, DataError, InternalError, PlanError, SluiceError
+from sluice.exec.context import ExecContext
+from sluice.exec.driver import explain as explain_ops, lower, run_to_arrow
+from sluice.io.parquet.metadata import MetadataCache, TableInfo, load_table, table_files
+from sluice.plan.logical import PlanNode
+from sluice.plan.rules import optimize
+from sluice.sql.parse import parse_sql
+from sluice.sql.translate import Translator
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError("device 'cuda' was asked for but no CUDA device is available")
+        dev = torch.device(name)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(f"{name} does not exist ({torch.cuda.device_count()} CUDA devices)")
+        return dev
+    return torch.device("cpu")
+
+
+class Connection:
+    """A data directory plus settings. Thread-compatible, not thread-safe."""
+
+    def __init__(self, data: str | os.PathLike | None = None, **settings: Any) -> None:
+        self.config = Config.from_settings(settings)
+        self.root = Path(data) if data is not None else Path.cwd()
+        if data is not None and not self.root.is_dir():
+            raise DataError(f"data directory {self.root} does not exist")
+        self.device = resolve_device(self.config.device)
+        if self.config.threads:
+            torch.set_num_threads(self.config.threads)
+        self.cache = MetadataCache()
+        self._registered: dict[str, str] = {}
+        self._tables: dict[str, TableInfo] = {}
+        self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix="sluice-io")
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ catalog
+
+    def register(self, name: str, path: str | os.PathLike) -> None:
+        """Make ``name`` refer to a Parquet file or a folder of Parquet files."""
+        p = Path(path)
+        if not p.exists():
+            raise DataError(f"cannot register {name!r}: {p} does not exist")
+        self._registered[name.lower()] = str(p)
+        self._tables.pop(name.lower(), None)
+
+    def table(self, name: str) -> TableInfo:
+        name = name.lower()
+        files = table_files(self.root, name, self._registered)
+        info = self._tables.get(name)
+        if info is not None and info.files == tuple(files):
+            # Re-validate each footer (cheap stat); reload when a file changed.
+            if all(self.cache.footer(f) is not None for f in files) and \
+                    all(self._fresh(info, f) for f in files):
+                return info
+        info = load_table(name, files, self.cache)
+        self._tables[name] = info
+        return info
+
+    def _fresh(self, info: TableInfo, path: str) -> bool:
+        before = self.cache.misses
+        self.cache.footer(path)
+        return self.cache.misses == before
+
+    def tables(self) -> list[str]:
+        names = {p.stem for p in self.root.glob("*.parquet")} | \
+            {p.name for p in self.root.iterdir() if p.is_dir() and any(p.rglob("*.parquet"))}
+        return sorted(names | set(self._registered))
+
+    # ------------------------------------------------------------------ queries
+
+    def sql(self, query: str) -> "Relation":
+        ast = parse_sql(query)
+        if ast.key == "describe" or ast.key == "command":
+            raise PlanError("only SELECT queries are supported")
+        explain = False
+        rel = Translator(self.table).translate(ast)
+        plan = optimize(rel.plan)
+        return Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs], explain)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Relation:
+    """A planned query; runs on demand."""
+
+    def __init__(self, con: Connection, plan: PlanNode, names: list[str], out_names: list[str],
+                 explain: bool = False) -> None:
+        self._con = con
+        self.plan = plan
+        self._names = names
+        self.columns = out_names
+        self.metrics = None
+
+    def _context(self) -> ExecContext:
+        c = self._con
+        return ExecContext(c.config, c.device, c._pool, c.cache)
+
+    def to_arrow(self) -> pa.Table:
+        op = lower(self.plan, self._con.config)
+        ctx = self._context()
+        try:
+            with torch.inference_mode():
+                table = run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema)
+        except SluiceError:
+            raise
+        except torch.cuda.OutOfMemoryError as e:  # pragma: no cover - GPU only
+            from sluice.errors import ResourcesExhausted
+            raise ResourcesExhausted(f"device memory exhausted: {str(e).splitlines()[0]}") from None
+        except MemoryError:
+            from sluice.errors import ResourcesExhausted
+            raise ResourcesExhausted("host memory exhausted") from None
+        except Exception as e:  # noqa: BLE001 - anything else is our bug; say so in one line
+            raise InternalError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+        self.metrics = ctx.metrics
+        return table
+
+    def to_pandas(self):
+        return self.to_arrow().to_pandas()
+
+    def to_torch(self) -> dict[str, torch.Tensor]:
+        """Columns as tensors (strings as Arrow arrays cannot be tensors: they stay codes...)."""
+        t = self.to_arrow()
+        out = {}
+        for name, col in zip(t.column_names, t.columns):
+            arr = col.combine_chunks()
+            if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+                raise PlanError(f"column {name!r} is a string; use to_arrow() or to_pandas()")
+            if pa.types.is_decimal(arr.type):
+                arr = arr.cast(pa.float64())
+            if pa.types.is_date(arr.type):
+                arr = arr.cast(pa.int32())
+            out[name] = torch.from_numpy(arr.to_numpy(zero_copy_only=False).copy())
+        return out
+
+    def explain(self) -> str:
+        op = lower(self.plan, self._con.config)
+        return "\n".join(explain_ops(op))
+
+    def __repr__(self) -> str:
+        return self.explain()
+
+
+def connect(data: str | os.PathLike | None = None, **settings: Any) -> Connection:
+    """Open a directory whose tables are ``NAME.parquet`` files or ``NAME/`` folders."""
+    return Connection(data, **settings)

@@ -1,0 +1,65 @@
+"""Error categories: each says whose fault a failure is (user SQL, plan, resources, bug).
+
+The CLI prints ``str(err)`` as one line for every ``SluiceError``; anything else is a bug
+and is reported as ``InternalError``.
+"""
+
+from __future__ import annotations
+
+
+class SluiceError(Exception):
+    """Base class of every error sluice raises on purpose."""
+
+    category = "error"
+
+    def __str__(self) -> str:
+        msg = super().__str__().strip().splitlines()
+        return f"{self.category}: {' '.join(s.strip() for s in msg)}"
+
+
+class SqlError(SluiceError):
+    """The SQL text does not parse."""
+
+    category = "syntax error"
+
+
+class PlanError(SluiceError):
+    """The SQL parses but names something unknown or mixes types wrongly."""
+
+    category = "plan error"
+
+
+class UnsupportedError(SluiceError):
+    """Valid SQL that sluice does not implement (yet)."""
+
+    category = "unsupported"
+
+
+class ConfigError(SluiceError):
+    """An unknown setting or a bad value."""
+
+    category = "config error"
+
+
+class DataError(SluiceError):
+    """A missing, unreadable or corrupt data file."""
+
+    category = "data error"
+
+
+class ExecutionError(SluiceError):
+    """A failure while running a valid plan (overflow, bad cast of a value, ...)."""
+
+    category = "execution error"
+
+
+class ResourcesExhausted(SluiceError):
+    """A memory budget cannot be met even after spilling."""
+
+    category = "resources exhausted"
+
+
+class InternalError(SluiceError):
+    """A bug in sluice."""
+
+    category = "internal error"

@@ -1,0 +1,144 @@
+"""Lower a logical plan to operators and run it to an Arrow table.
+
+Lowering picks the physical side of each join (the smaller estimated side builds), splits
+DISTINCT aggregates into two aggregation steps, and prunes row groups of each scan.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+import pyarrow as pa
+
+from sluice.chunk import Chunk, concat_chunks
+from sluice.errors import UnsupportedError
+from sluice.exec.context import ExecContext
+from sluice.exec.hash_aggregate import HashAggregateOp
+from sluice.exec.hash_join import HashJoinOp
+from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, UnionOp
+from sluice.exec.sort import SortOp
+from sluice.io.parquet.convert import column_to_arrow
+from sluice.io.parquet.pruning import prune_row_groups
+from sluice.plan.estimate import estimate
+from sluice.plan.expr import Col
+from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
+                                 Sort, Union)
+from sluice.types import to_arrow
+
+
+@singledispatch
+def lower(plan: PlanNode, cfg) -> Operator:
+    raise UnsupportedError(f"no operator for {type(plan).__name__}")
+
+
+@lower.register
+def _(plan: Scan, cfg):
+    groups = list(plan.table.row_groups)
+    kept = prune_row_groups(groups, plan.filter, plan.columns) if cfg.row_group_pruning else groups
+    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept))
+
+
+@lower.register
+def _(plan: OneRow, cfg):
+    return OneRowOp()
+
+
+@lower.register
+def _(plan: Filter, cfg):
+    return FilterOp(lower(plan.child, cfg), plan.predicate)
+
+
+@lower.register
+def _(plan: Project, cfg):
+    return ProjectOp(lower(plan.child, cfg), plan.exprs)
+
+
+@lower.register
+def _(plan: Limit, cfg):
+    return LimitOp(lower(plan.child, cfg), plan.limit, plan.offset)
+
+
+@lower.register
+def _(plan: Sort, cfg):
+    return SortOp(lower(plan.child, cfg), plan.keys, plan.limit, plan.offset)
+
+
+@lower.register
+def _(plan: Union, cfg):
+    return UnionOp(tuple(lower(c, cfg) for c in plan.inputs))
+
+
+@lower.register
+def _(plan: Aggregate, cfg):
+    distinct = [a for _, a in plan.aggs if a.distinct]
+    if not distinct:
+        return HashAggregateOp(lower(plan.child, cfg), plan.keys, plan.aggs)
+    # agg(DISTINCT x) GROUP BY k  ==  agg(x) over (SELECT k, x GROUP BY k, x) GROUP BY k
+    arg = distinct[0].arg
+    xname = "__distinct_arg"
+    inner_keys = plan.keys + ((xname, arg),)
+    inner = HashAggregateOp(lower(plan.child, cfg), inner_keys, ())
+    outer_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
+    outer_aggs = tuple((n, AggCall(a.func, Col(xname, arg.type))) for n, a in plan.aggs)
+    return HashAggregateOp(inner, outer_keys, outer_aggs)
+
+
+# Physical mode when the logical left side probes / when it builds.
+_MODES = {
+    "inner": ("inner", "inner"),
+    "cross": ("cross", "cross"),
+    "left": ("probe_outer", "build_outer"),
+    "right": ("build_outer", "probe_outer"),
+    "full": ("full", "full"),
+    "semi": ("semi", "build_semi"),
+    "anti": ("anti", "build_anti"),
+}
+
+
+@lower.register
+def _(plan: Join, cfg):
+    left_rows, _ = estimate(plan.left)
+    right_rows, _ = estimate(plan.right)
+    swap = left_rows < right_rows and bool(plan.left_keys) and not plan.null_aware and not plan.single_row
+    if plan.kind == "cross" and not plan.single_row:
+        swap = left_rows < right_rows
+    probe, build = (plan.right, plan.left) if swap else (plan.left, plan.right)
+    pk, bk = (plan.right_keys, plan.left_keys) if swap else (plan.left_keys, plan.right_keys)
+    mode = _MODES[plan.kind][1 if swap else 0]
+    return HashJoinOp(lower(probe, cfg), lower(build, cfg), mode, pk, bk, plan.residual,
+                      probe.schema, build.schema, plan.null_aware, plan.single_row)
+
+
+def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
+                 schema: dict) -> pa.Table:
+    chunks = list(op.execute(ctx))
+    data = concat_chunks(chunks, names) if chunks else None
+    if data is None:
+        arrays = [pa.array([], to_arrow(schema[n])) for n in names]
+        return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
+    arrays = [column_to_arrow(data.columns[n].expand(data.num_rows)) for n in names]
+    return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
+
+
+def collect(op: Operator, ctx: ExecContext) -> Chunk | None:
+    return concat_chunks(list(op.execute(ctx)))
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}_{seen[n]}")
+        else:
+            seen[n] = 0
+            out.append(n)
+    return out
+
+
+def explain(op: Operator, indent: int = 0) -> list[str]:
+    lines = ["  " * indent + op.describe()]
+    for c in op.children:
+        lines += explain(c, indent + 1)
+    return lines

@@ -1,0 +1,221 @@
+"""Hash join: materialise the build side, stream the probe side.
+
+1. Build: concatenate the build side's chunks, code its keys (:class:`BuildKeys`) and index
+   them (:class:`JoinTable`: direct table / CSR offsets for dense keys, sorted array else).
+2. Probe: per chunk, code the keys against the build, expand all matching pairs, apply the
+   residual condition on the pairs.
+3. Emit by mode: inner pairs; probe rows with/without a match (semi/anti); unmatched probe
+   rows null-extended (probe_outer); matched flags on the build side, whose rows are emitted
+   after the probe side is exhausted (build_outer, build_semi, build_anti).
+
+Joins without keys (cross joins, scalar subqueries, EXISTS with only non-equality
+correlation) pair every probe row with every build row, in batches of about a chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import torch
+
+from sluice.chunk import Chunk, Column, concat_chunks
+from sluice.errors import ExecutionError
+from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.exec.kernels.keys import BuildKeys, JoinTable
+from sluice.exec.operators import Operator
+from sluice.plan.expr import Expr
+from sluice.types import LType, common_numeric
+
+MODES = ("inner", "probe_outer", "build_outer", "full", "semi", "anti",
+         "build_semi", "build_anti", "cross")
+
+
+def null_column(t: LType, n: int, device: torch.device, dictionary=None) -> Column:
+    d = dictionary if (dictionary is not None and len(dictionary)) else \
+        (pa.array([""], pa.string()) if t.kind == "string" else None)
+    return Column(torch.zeros(n, dtype=t.torch_dtype, device=device), t,
+                  torch.zeros(n, dtype=torch.bool, device=device), d)
+
+
+def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
+    cols = {}
+    for k, t in schema.items():
+        cols[k] = Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
+                         pa.array([], pa.string()) if t.kind == "string" else None)
+    return Chunk(cols, 0)
+
+
+def _key_type(a: LType, b: LType) -> LType:
+    if a.kind in ("string", "date", "timestamp", "bool") or a == b:
+        return a
+    return common_numeric(a, b)
+
+
+@dataclass
+class HashJoinOp(Operator):
+    probe: Operator
+    build: Operator
+    mode: str
+    probe_keys: tuple[Expr, ...]
+    build_keys: tuple[Expr, ...]
+    residual: Expr | None
+    probe_schema: dict[str, LType]
+    build_schema: dict[str, LType]
+    null_aware: bool = False
+    single_row: bool = False
+    label = "HashJoin"
+
+    def __post_init__(self):
+        self.children = (self.probe, self.build)
+
+    def describe(self):
+        keys = ", ".join(f"{p} = {b}" for p, b in zip(self.probe_keys, self.build_keys))
+        r = f" residual={self.residual}" if self.residual is not None else ""
+        extra = " single_row" if self.single_row else ""
+        return f"HashJoin {self.mode} [{keys}]{r}{extra} (probe=first child, build=second)"
+
+    def execute(self, ctx):
+        dev = ctx.device
+        build = concat_chunks(list(self.build.execute(ctx))) or empty_chunk(self.build_schema, dev)
+        build = Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows)
+        m = build.num_rows
+        if not self.probe_keys:
+            yield from self._no_keys(ctx, build)
+            return
+        types = [_key_type(p.type, b.type) for p, b in zip(self.probe_keys, self.build_keys)]
+        bcols = [evaluate(k, build) for k in self.build_keys]
+        bk = BuildKeys(bcols, types)
+        table = JoinTable(bk.key, bk.valid, bk.card)
+        build_has_null = bk.valid is not None and not bool(bk.valid.all())
+        flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in (
+            "build_outer", "full", "build_semi", "build_anti") else None
+        for chunk in self.probe.execute(ctx):
+            n = chunk.num_rows
+            pcols = [evaluate(k, chunk) for k in self.probe_keys]
+            key, ok = bk.probe(pcols, n)
+            p, b = table.match(key, ok)
+            pair = None
+            if self.residual is not None:
+                pair = self._pair(chunk, build, p, b)
+                keep = evaluate_predicate(self.residual, pair)
+                p, b = p[keep], b[keep]
+                pair = pair.filter(keep)
+            if flags is not None:
+                flags[b] = True
+            out = self._emit_probe(chunk, build, p, b, pair, ok, m, build_has_null, pcols)
+            if out is not None and out.num_rows:
+                yield out
+        if flags is not None:
+            out = self._emit_build(build, flags, dev)
+            if out is not None and out.num_rows:
+                yield out
+
+    def _pair(self, chunk: Chunk, build: Chunk, p, b) -> Chunk:
+        cols = {k: c.take(p) for k, c in chunk.columns.items()}
+        cols.update({k: c.take(b) for k, c in build.columns.items()})
+        return Chunk(cols, int(p.numel()), chunk.seq)
+
+    def _emit_probe(self, chunk, build, p, b, pair, ok, m, build_has_null, pcols):
+        mode = self.mode
+        if mode in ("inner", "build_outer"):
+            return pair if pair is not None else self._pair(chunk, build, p, b)
+        if mode in ("semi", "anti", "probe_outer", "full"):
+            matched = torch.zeros(chunk.num_rows, dtype=torch.bool, device=ok.device)
+            matched[p] = True
+            if mode == "semi":
+                return chunk.filter(matched)
+            if mode == "anti":
+                keep = ~matched
+                if self.null_aware and m > 0:
+                    if build_has_null:
+                        return None
+                    keep = keep & ok_nonnull(pcols, chunk.num_rows, ok.device)
+                return chunk.filter(keep)
+            inner = pair if pair is not None else self._pair(chunk, build, p, b)
+            unmatched = chunk.filter(~matched)
+            if unmatched.num_rows == 0:
+                return inner
+            ext = dict(unmatched.columns)
+            for k, t in self.build_schema.items():
+                ext[k] = null_column(t, unmatched.num_rows, ok.device, build.columns[k].dictionary)
+            return concat_chunks([inner, Chunk(ext, unmatched.num_rows, chunk.seq)]) if inner.num_rows \
+                else Chunk(ext, unmatched.num_rows, chunk.seq)
+        return None  # build_semi / build_anti emit at the end
+
+    def _emit_build(self, build: Chunk, flags, dev):
+        mode = self.mode
+        if mode == "build_semi":
+            return build.filter(flags)
+        if mode == "build_anti":
+            return build.filter(~flags)
+        unmatched = build.filter(~flags)  # build_outer / full
+        if unmatched.num_rows == 0:
+            return None
+        ext = dict(unmatched.columns)
+        for k, t in self.probe_schema.items():
+            ext[k] = null_column(t, unmatched.num_rows, dev)
+        return Chunk(ext, unmatched.num_rows)
+
+    def _no_keys(self, ctx, build: Chunk):
+        m = build.num_rows
+        dev = ctx.device
+        if self.single_row:
+            if m > 1:
+                raise ExecutionError("a scalar subquery returned more than one row")
+            if m == 0:
+                consts = {k: null_column(t, 1, dev, None) for k, t in self.build_schema.items()}
+            else:
+                consts = dict(build.columns)
+            for chunk in self.probe.execute(ctx):
+                cols = dict(chunk.columns)
+                for k, c in consts.items():
+                    cols[k] = c.expand(1).take(torch.zeros(chunk.num_rows, dtype=torch.long, device=dev)) \
+                        if chunk.num_rows else c.filter(torch.zeros(1, dtype=torch.bool, device=dev))
+                yield Chunk(cols, chunk.num_rows, chunk.seq)
+            return
+        flags = torch.zeros(m, dtype=torch.bool, device=dev)
+        batch_rows = max(1, ctx.config.chunk_rows // max(m, 1))
+        for chunk in self.probe.execute(ctx):
+            n = chunk.num_rows
+            matched = torch.zeros(n, dtype=torch.bool, device=dev)
+            outs = []
+            for s in range(0, n, batch_rows):
+                e = min(n, s + batch_rows)
+                p = torch.arange(s, e, device=dev).repeat_interleave(m)
+                b = torch.arange(m, device=dev).repeat(e - s)
+                pair = self._pair(chunk, build, p, b)
+                if self.residual is not None:
+                    keep = evaluate_predicate(self.residual, pair)
+                    p, b = p[keep], b[keep]
+                    pair = pair.filter(keep)
+                matched[p] = True
+                flags[b] = True
+                if self.mode in ("inner", "cross", "build_outer", "probe_outer", "full") and pair.num_rows:
+                    outs.append(pair)
+            if self.mode == "semi":
+                outs = [chunk.filter(matched)]
+            elif self.mode == "anti":
+                outs = [chunk.filter(~matched)]
+            elif self.mode in ("probe_outer", "full"):
+                um = chunk.filter(~matched)
+                if um.num_rows:
+                    ext = dict(um.columns)
+                    for k, t in self.build_schema.items():
+                        ext[k] = null_column(t, um.num_rows, dev)
+                    outs.append(Chunk(ext, um.num_rows))
+            for o in outs:
+                if o.num_rows:
+                    yield o
+        if self.mode in ("build_outer", "full", "build_semi", "build_anti"):
+            out = self._emit_build(build, flags, dev)
+            if out is not None and out.num_rows:
+                yield out
+
+
+def ok_nonnull(cols: list[Column], n: int, dev) -> torch.Tensor:
+    keep = torch.ones(n, dtype=torch.bool, device=dev)
+    for c in cols:
+        if c.valid is not None:
+            keep &= c.valid.expand(n)
+    return keep

@@ -1,0 +1,295 @@
+"""Dense integer codes for (multi-column) keys, shared by aggregation and joins.
+
+Group-by: every key column becomes codes 0..k-1 (+1 slot for NULL); columns are combined by
+mixed radix while the product of cardinalities fits in 62 bits, re-densified with
+``torch.unique`` otherwise. Joins: both sides are coded against the build side's ranges (or
+its sorted distinct values), so equal keys get equal codes and probe values absent from the
+build side are flagged as non-matching.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sluice.chunk import Column, unify_dictionaries
+from sluice.types import LType
+
+#: Largest code range we address directly (bincount / direct tables) relative to row count.
+DIRECT_RANGE_FACTOR = 4
+_LIMIT = 1 << 62
+
+
+def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
+    """Values as a tensor whose order and equality match SQL's (decimals share scale)."""
+    if col.type.kind == "string":
+        d, (codes,) = unify_dictionaries([col])
+        from sluice.exec.evaluate import _dictionary_rank
+        return _dictionary_rank(d).to(codes.device)[codes.long()]
+    if col.type.kind == "bool":
+        return col.data.to(torch.int64)
+    if t is not None and t != col.type and t.is_numeric:
+        from sluice.exec.evaluate import _to_type
+        return _to_type(col, t)
+    return col.data
+
+
+def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
+    n = v.numel()
+    if n == 0:
+        return v.to(torch.int64), 1
+    if v.is_floating_point():
+        uniq, inv = torch.unique(v, return_inverse=True)
+        return inv, int(uniq.numel())
+    lo, hi = torch.aminmax(v)
+    lo_i, hi_i = int(lo), int(hi)
+    rng = hi_i - lo_i + 1
+    if rng <= max(DIRECT_RANGE_FACTOR * n, 1 << 16):
+        return (v.to(torch.int64) - lo_i), rng
+    uniq, inv = torch.unique(v, return_inverse=True)
+    return inv, int(uniq.numel())
+
+
+def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
+    """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls)."""
+    col = col.expand(n)
+    if col.type.kind == "string":
+        _, (codes,) = unify_dictionaries([col])
+        codes = codes.to(torch.int64)
+        k = len(col.dictionary) if codes.numel() == 0 else int(codes.max()) + 1
+        k = max(k, 1)
+    elif col.type.kind == "bool":
+        codes, k = col.data.to(torch.int64), 2
+    else:
+        codes, k = _int_codes(col.data)
+    if col.valid is not None:
+        codes = torch.where(col.valid, codes, torch.full_like(codes, k))
+        k += 1
+    return codes, k
+
+
+def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
+    n = codes.numel()
+    if card <= max(DIRECT_RANGE_FACTOR * n, 1 << 16):
+        present = torch.bincount(codes, minlength=card) > 0
+        remap = torch.cumsum(present, 0) - 1
+        return remap[codes], int(present.sum())
+    uniq, inv = torch.unique(codes, return_inverse=True)
+    return inv, int(uniq.numel())
+
+
+def group_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
+    """Group id (0..g-1) of each of ``n`` rows, and g. With no key columns: one group."""
+    if not cols:
+        dev = torch.device("cpu")
+        return torch.zeros(n, dtype=torch.int64, device=dev), 1
+    combined, card = column_codes(cols[0], n)
+    for c in cols[1:]:
+        codes, k = column_codes(c, n)
+        if card * k >= _LIMIT:
+            combined, card = _densify(combined, card)
+        combined = combined * k + codes
+        card *= k
+    return _densify(combined, card)
+
+
+def first_rows(ids: torch.Tensor, groups: int) -> torch.Tensor:
+    """Index of the first row of each group."""
+    n = ids.numel()
+    out = torch.full((groups,), n, dtype=torch.int64, device=ids.device)
+    return out.scatter_reduce_(0, ids, torch.arange(n, device=ids.device), reduce="amin")
+
+
+# --------------------------------------------------------------------- joins
+
+
+class BuildKeys:
+    """Per-column coding of the build side's join keys, reused for every probe chunk."""
+
+    def __init__(self, cols: list[Column], types: list[LType]) -> None:
+        self.types = types
+        self.specs = []  # per column: ("range", lo, k) | ("values", sorted uniq) | ("dict", dictionary)
+        n = len(cols[0]) if cols else 0
+        valid = None
+        codes_all = []
+        for c, t in zip(cols, types):
+            c = c.expand(n)
+            if c.valid is not None:
+                valid = c.valid if valid is None else (valid & c.valid)
+            if c.type.kind == "string":
+                d, (codes,) = unify_dictionaries([c])
+                self.specs.append(("dict", d, len(d)))
+                codes_all.append((codes.to(torch.int64), max(len(d), 1)))
+                continue
+            v = sortable(c, t)
+            if v.is_floating_point():
+                uniq = torch.unique(v)
+                self.specs.append(("values", uniq, uniq.numel()))
+                codes_all.append((torch.searchsorted(uniq, v), max(uniq.numel(), 1)))
+                continue
+            if n == 0:
+                self.specs.append(("range", 0, 1))
+                codes_all.append((v.to(torch.int64), 1))
+                continue
+            lo, hi = torch.aminmax(v)
+            lo_i, k = int(lo), int(hi) - int(lo) + 1
+            if k <= max(DIRECT_RANGE_FACTOR * n, 1 << 16):
+                self.specs.append(("range", lo_i, k))
+                codes_all.append((v.to(torch.int64) - lo_i, k))
+            else:
+                uniq = torch.unique(v)
+                self.specs.append(("values", uniq, uniq.numel()))
+                codes_all.append((torch.searchsorted(uniq, v), uniq.numel()))
+        self.valid = valid
+        self.combine_steps: list[torch.Tensor | None] = []
+        key, card = None, 1
+        for codes, k in codes_all:
+            if key is None:
+                key, card = codes, k
+                continue
+            if card * k >= _LIMIT:
+                uniq = torch.unique(key)
+                self.combine_steps.append(uniq)
+                key, card = torch.searchsorted(uniq, key), uniq.numel()
+            else:
+                self.combine_steps.append(None)
+            key = key * k + codes
+            card *= k
+        self.key = key if key is not None else torch.zeros(0, dtype=torch.int64)
+        self.card = card
+
+    def probe(self, cols: list[Column], n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(codes, ok): probe rows' codes in the build's code space; ok=False never matches."""
+        ok = None
+        codes_all = []
+        for c, t, spec in zip(cols, self.types, self.specs):
+            c = c.expand(n)
+            if c.valid is not None:
+                ok = c.valid if ok is None else (ok & c.valid)
+            kind = spec[0]
+            if kind == "dict":
+                d = spec[1]
+                import pyarrow.compute as pc
+                import numpy as np
+                idx = pc.index_in(c.dictionary, value_set=d).fill_null(-1).to_numpy(zero_copy_only=False)
+                m = torch.from_numpy(np.asarray(idx, dtype=np.int64)).to(c.data.device)
+                codes = m[c.data.long()] if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)
+                good = codes >= 0
+                codes_all.append((codes.clamp(min=0), spec[2], good))
+                continue
+            v = sortable(c, t)
+            if kind == "range":
+                lo, k = spec[1], spec[2]
+                x = v.to(torch.int64) - lo
+                good = (x >= 0) & (x < k)
+                codes_all.append((x.clamp(0, max(k - 1, 0)), k, good))
+            else:
+                uniq = spec[1]
+                if uniq.numel() == 0:
+                    codes_all.append((torch.zeros(n, dtype=torch.int64, device=v.device), 1,
+                                      torch.zeros(n, dtype=torch.bool, device=v.device)))
+                    continue
+                pos = torch.searchsorted(uniq, v).clamp(max=uniq.numel() - 1)
+                codes_all.append((pos, spec[2], uniq[pos] == v))
+        key = None
+        for i, (codes, k, good) in enumerate(codes_all):
+            ok = good if ok is None else (ok & good)
+            if key is None:
+                key = codes
+                continue
+            uniq = self.combine_steps[i - 1]
+            if uniq is not None:
+                if uniq.numel() == 0:
+                    key = torch.zeros_like(key)
+                    ok = ok & False
+                else:
+                    pos = torch.searchsorted(uniq, key).clamp(max=uniq.numel() - 1)
+                    ok = ok & (uniq[pos] == key)
+                    key = pos
+            key = key * k + codes
+        assert key is not None and ok is not None
+        return key, ok
+
+
+class JoinTable:
+    """Build side index over int64 codes: a direct table or CSR offsets when the code range
+    is small, else a sorted array searched with ``searchsorted``."""
+
+    def __init__(self, key: torch.Tensor, valid: torch.Tensor | None, card: int) -> None:
+        dev = key.device
+        rows = torch.arange(key.numel(), device=dev)
+        if valid is not None:
+            rows = rows[valid]
+            key = key[valid]
+        self.n = key.numel()
+        self.direct = card <= max(DIRECT_RANGE_FACTOR * max(self.n, 1), 1 << 16)
+        self.card = card
+        if self.direct:
+            counts = torch.bincount(key, minlength=card)
+            self.unique = bool(self.n == 0 or int(counts.max()) <= 1)
+            if self.unique:
+                table = torch.full((card + 1,), -1, dtype=torch.int64, device=dev)
+                table[key] = rows
+                self.table = table
+            else:
+                order = torch.argsort(key, stable=True)
+                self.sorted_rows = rows[order]
+                self.offsets = torch.zeros(card + 1, dtype=torch.int64, device=dev)
+                self.offsets[1:] = torch.cumsum(counts, 0)
+        else:
+            sk, order = torch.sort(key, stable=True)
+            self.sorted_keys = sk
+            self.sorted_rows = rows[order]
+            self.unique = bool(self.n <= 1 or not bool((sk[1:] == sk[:-1]).any()))
+
+    def match(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """All (probe row, build row) pairs with equal keys, probe-major order."""
+        dev = key.device
+        n = key.numel()
+        if self.n == 0 or n == 0:
+            e = torch.zeros(0, dtype=torch.int64, device=dev)
+            return e, e
+        if self.direct and self.unique:
+            k = torch.where(ok, key, torch.full_like(key, self.card))
+            b = self.table[k]
+            hit = b >= 0
+            p = hit.nonzero().squeeze(1)
+            return p, b[p]
+        if self.direct:
+            k = torch.where(ok, key, torch.zeros_like(key))
+            lo = self.offsets[k]
+            hi = self.offsets[k + 1]
+        else:
+            lo = torch.searchsorted(self.sorted_keys, key)
+            hi = torch.searchsorted(self.sorted_keys, key, right=True)
+        cnt = torch.where(ok, hi - lo, torch.zeros_like(lo))
+        if self.unique:
+            p = (cnt > 0).nonzero().squeeze(1)
+            return p, self.sorted_rows[lo[p]]
+        total = int(cnt.sum())
+        p = torch.repeat_interleave(torch.arange(n, device=dev), cnt, output_size=total)
+        starts = torch.cumsum(cnt, 0) - cnt
+        pos = lo[p] + (torch.arange(total, device=dev) - starts[p])
+        return p, self.sorted_rows[pos]
+
+
+# --------------------------------------------------------------------- exact sums
+
+
+_MASK32 = (1 << 32) - 1
+
+
+def split_hi_lo(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """v = hi * 2**32 + lo with 0 <= lo < 2**32; sums of either part over < 2**31 rows fit."""
+    v = v.to(torch.int64)
+    return v >> 32, v & _MASK32
+
+
+def normalize_hi_lo(hi: torch.Tensor, lo: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return hi + (lo >> 32), lo & _MASK32
+
+
+def hi_lo_fits_int64(hi: torch.Tensor) -> bool:
+    if hi.numel() == 0:
+        return True
+    lo, hi_max = torch.aminmax(hi)
+    return int(lo) >= -(1 << 31) and int(hi_max) < (1 << 31) - 1

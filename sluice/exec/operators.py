@@ -1,0 +1,167 @@
+"""Streaming operators: scan, filter, project, limit, union, one-row.
+
+Each ``execute`` pulls chunks from its children and yields chunks; none materialises its
+input. Parameters live on the operator, state in the generator. Empty chunks are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from sluice.chunk import Chunk
+from sluice.exec.context import ExecContext
+from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.io.parquet.metadata import RowGroup, TableInfo
+from sluice.io.parquet.reader import scan_chunks
+from sluice.plan.expr import Expr
+
+
+class Operator:
+    children: tuple["Operator", ...] = ()
+    label = "operator"
+
+    def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.label
+
+
+@dataclass
+class ScanOp(Operator):
+    table: TableInfo
+    columns: dict[str, str]  # internal -> file column
+    filter: Expr | None
+    row_groups: list[RowGroup]
+    pruned: int = 0
+    label = "Scan"
+
+    def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
+        file_cols = sorted(set(self.columns.values()))
+        cfg = ctx.config
+        for chunk in scan_chunks(self.table, file_cols, self.row_groups, chunk_rows=cfg.chunk_rows,
+                                 pool=ctx.pool, prefetch=cfg.prefetch_chunks, cache=ctx.cache,
+                                 device=ctx.device):
+            cols = {k: chunk.columns[v] for k, v in self.columns.items()}
+            out = Chunk(cols, chunk.num_rows, chunk.seq)
+            if self.filter is not None:
+                mask = evaluate_predicate(self.filter, out)
+                if not cols:
+                    n = int(mask.sum())
+                    out = Chunk({}, n, chunk.seq)
+                else:
+                    out = out.filter(mask)
+            if out.num_rows:
+                yield out
+
+    def describe(self) -> str:
+        f = f" filter={self.filter}" if self.filter is not None else ""
+        return (f"Scan {self.table.name} [{', '.join(self.columns.values())}]{f} "
+                f"row_groups={len(self.row_groups)} pruned={self.pruned}")
+
+
+@dataclass
+class OneRowOp(Operator):
+    label = "OneRow"
+
+    def execute(self, ctx):
+        yield Chunk({}, 1)
+
+
+@dataclass
+class FilterOp(Operator):
+    child: Operator
+    predicate: Expr
+    label = "Filter"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def execute(self, ctx):
+        for chunk in self.child.execute(ctx):
+            mask = evaluate_predicate(self.predicate, chunk)
+            if not chunk.columns:
+                out = Chunk({}, int(mask.sum()), chunk.seq)
+            else:
+                out = chunk.filter(mask)
+            if out.num_rows:
+                yield out
+
+    def describe(self):
+        return f"Filter {self.predicate}"
+
+
+@dataclass
+class ProjectOp(Operator):
+    child: Operator
+    exprs: tuple[tuple[str, Expr], ...]
+    label = "Project"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def execute(self, ctx):
+        for chunk in self.child.execute(ctx):
+            cols = {}
+            for name, e in self.exprs:
+                c = evaluate(e, chunk)
+                cols[name] = c.expand(chunk.num_rows) if c.is_const else c
+            yield Chunk(cols, chunk.num_rows, chunk.seq)
+
+    def describe(self):
+        return "Project " + ", ".join(n if str(e) == n else f"{n}={e}" for n, e in self.exprs)
+
+
+@dataclass
+class LimitOp(Operator):
+    child: Operator
+    limit: int | None
+    offset: int = 0
+    label = "Limit"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def execute(self, ctx):
+        skip = self.offset
+        left = self.limit
+        if left == 0:
+            return
+        for chunk in self.child.execute(ctx):
+            n = chunk.num_rows
+            if skip >= n:
+                skip -= n
+                continue
+            start = skip
+            skip = 0
+            stop = n if left is None else min(n, start + left)
+            out = chunk.slice(start, stop) if (start, stop) != (0, n) else chunk
+            if out.num_rows:
+                yield out
+            if left is not None:
+                left -= out.num_rows
+                if left <= 0:
+                    return
+
+    def describe(self):
+        return f"Limit {self.limit} offset {self.offset}"
+
+
+@dataclass
+class UnionOp(Operator):
+    inputs: tuple[Operator, ...]
+    label = "UnionAll"
+
+    def __post_init__(self):
+        self.children = tuple(self.inputs)
+
+    def execute(self, ctx):
+        for op in self.inputs:
+            yield from op.execute(ctx)
+
+
+def empty_like_device(ctx: ExecContext) -> torch.device:
+    return ctx.device

@@ -1,0 +1,130 @@
+"""Arrow arrays <-> sluice Columns.
+
+Decimals become int64 scaled integers by viewing the decimal128 value buffer as int64 pairs
+and keeping the low words (checked: the high word must be the low word's sign extension).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from sluice.chunk import Chunk, Column
+from sluice.errors import DataError
+from sluice.types import LType, from_arrow, to_arrow
+
+# Arrow buffers are read-only; sluice never writes into scanned columns in place.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+def _validity(arr: pa.Array) -> torch.Tensor | None:
+    if arr.null_count == 0:
+        return None
+    return torch.from_numpy(arr.is_valid().to_numpy(zero_copy_only=False))
+
+
+def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
+                    device: torch.device | None = None) -> Column:
+    """Convert one Arrow array (or chunked array) to a Column on ``device``."""
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1:
+            arr = arr.chunk(0)
+        elif pa.types.is_dictionary(arr.type):
+            arr = arr.unify_dictionaries().combine_chunks() if arr.num_chunks else pa.array([], arr.type)
+        else:
+            arr = arr.combine_chunks()
+    t = t or from_arrow(arr.type)
+    valid = _validity(arr)
+    at = arr.type
+    if t.kind == "string":
+        if not pa.types.is_dictionary(at):
+            arr = pc.dictionary_encode(arr)
+        codes = arr.indices
+        if codes.type != pa.int32():
+            codes = codes.cast(pa.int32())
+        data = torch.from_numpy(codes.fill_null(0).to_numpy(zero_copy_only=False))
+        dictionary = arr.dictionary
+        if dictionary.type != pa.string():
+            dictionary = dictionary.cast(pa.string())
+        col = Column(data, t, valid, dictionary)
+    elif t.kind == "decimal":
+        if pa.types.is_decimal(at) and at.bit_width == 128:
+            buf = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+            pairs = buf[2 * arr.offset: 2 * (arr.offset + len(arr))].reshape(-1, 2)
+            lo, hi = pairs[:, 0], pairs[:, 1]
+            if not np.array_equal(hi, lo >> 63):
+                raise DataError("a decimal value does not fit in 18 digits")
+            data = torch.from_numpy(lo.copy())
+        elif pa.types.is_decimal(at):
+            data = torch.from_numpy(
+                np.asarray(pc.multiply(arr.cast(pa.float64()), 10.0 ** t.scale)
+                           .to_numpy(zero_copy_only=False)).round().astype(np.int64))
+        else:
+            data = torch.from_numpy(arr.cast(pa.int64()).to_numpy(zero_copy_only=False)) * 10 ** t.scale
+        col = Column(data, t, valid)
+    elif t.kind in ("date", "timestamp"):
+        storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
+            else arr.cast(pa.timestamp("us")).cast(pa.int64())
+        if pa.types.is_date64(at):
+            storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
+        data = torch.from_numpy(storage.fill_null(0).to_numpy(zero_copy_only=False))
+        col = Column(data, t, valid)
+    elif t.kind == "bool":
+        data = torch.from_numpy(arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.bool_))
+        col = Column(data, t, valid)
+    else:
+        np_arr = arr.fill_null(0).to_numpy(zero_copy_only=False) if valid is not None \
+            else arr.to_numpy(zero_copy_only=False)
+        data = torch.from_numpy(np.ascontiguousarray(np_arr, dtype=np.dtype(str(t.torch_dtype).split(".")[1])))
+        col = Column(data, t, valid)
+    if device is not None and device.type != "cpu":
+        col = to_device(col, device)
+    return col
+
+
+def to_device(col: Column, device: torch.device) -> Column:
+    nb = device.type == "cuda"
+    data = col.data.pin_memory().to(device, non_blocking=nb) if nb else col.data.to(device)
+    valid = None if col.valid is None else col.valid.to(device, non_blocking=False)
+    return Column(data, col.type, valid, col.dictionary)
+
+
+def column_to_arrow(col: Column) -> pa.Array:
+    """Convert a Column back to Arrow (strings decoded on the host)."""
+    t = col.type
+    data = col.data.detach().cpu()
+    n = int(data.numel())
+    mask = None if col.valid is None else ~col.valid.cpu().numpy()
+    if t.kind == "string":
+        codes = pa.array(data.numpy().astype(np.int32), pa.int32(), mask=mask)
+        if n == 0:
+            return pa.array([], pa.string())
+        return col.dictionary.take(codes)
+    if t.kind == "decimal" and col.wide is not None:
+        import decimal as _dec
+        vals = [None if (mask is not None and mask[i]) else _dec.Decimal(v).scaleb(-t.scale)
+                for i, v in enumerate(col.wide)]
+        return pa.array(vals, pa.decimal128(38, t.scale))
+    if t.kind == "decimal":
+        lo = data.numpy().astype(np.int64)
+        pairs = np.empty((n, 2), dtype=np.int64)
+        pairs[:, 0] = lo
+        pairs[:, 1] = lo >> 63
+        validity = None if mask is None else pa.array(~mask).buffers()[1]
+        nulls = 0 if mask is None else int(mask.sum())
+        return pa.Array.from_buffers(pa.decimal128(38, t.scale), n,
+                                     [validity, pa.py_buffer(pairs.tobytes())], null_count=nulls)
+    if t.kind == "date":
+        return pa.array(data.numpy().astype(np.int32), pa.int32(), mask=mask).cast(pa.date32())
+    if t.kind == "timestamp":
+        return pa.array(data.numpy().astype(np.int64), pa.int64(), mask=mask).cast(pa.timestamp("us"))
+    return pa.array(data.numpy(), to_arrow(t), mask=mask)
+
+
+def chunk_to_arrow(chunk: Chunk, names: list[str], out_names: list[str]) -> pa.Table:
+    arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
+    return pa.Table.from_arrays(arrays, names=out_names)

@@ -1,0 +1,75 @@
+"""Row-group pruning: drop row groups whose min/max statistics rule out a pushed predicate.
+
+Only conjuncts of the form ``column op constant`` (and IN lists) are used; anything else
+keeps the row group.
+"""
+
+from __future__ import annotations
+
+from sluice.io.parquet.metadata import RowGroup
+from sluice.plan import expr as E
+from sluice.plan.expr import Col, Expr, Func, Lit
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
+
+
+def _bounds(c: Expr, columns: dict[str, str]):
+    """(file column, op, value in the column's representation) or None."""
+    if not isinstance(c, Func) or c.op not in _FLIP:
+        return None
+    a, b = c.args
+    op = c.op
+    if isinstance(a, Lit) and isinstance(b, Col):
+        a, b, op = b, a, _FLIP[op]
+    if not (isinstance(a, Col) and isinstance(b, Lit)) or b.value is None or a.name not in columns:
+        return None
+    ta, tb = a.type, b.type
+    v = b.value
+    if ta.kind == "decimal":
+        if tb.kind == "decimal":
+            if tb.scale > ta.scale:
+                return None
+            v = v * 10 ** (ta.scale - tb.scale)
+        elif tb.is_integer:
+            v = v * 10 ** ta.scale
+        else:
+            return None
+    elif ta.kind == "date" and tb.kind != "date":
+        return None
+    elif ta.kind == "string" and tb.kind != "string":
+        return None
+    elif ta.is_numeric and not tb.is_numeric:
+        return None
+    if tb.kind == "decimal" and ta.kind != "decimal":
+        v = v / 10 ** tb.scale
+    return columns[a.name], op, v
+
+
+def _may_match(rg: RowGroup, col: str, op: str, v) -> bool:
+    st = rg.stats.get(col)
+    if st is None or st[0] is None or st[1] is None:
+        return True
+    lo, hi = st
+    try:
+        if op == "=":
+            return lo <= v <= hi
+        if op == "<":
+            return lo < v
+        if op == "<=":
+            return lo <= v
+        if op == ">":
+            return hi > v
+        if op == ">=":
+            return hi >= v
+    except TypeError:
+        return True
+    return True
+
+
+def prune_row_groups(groups: list[RowGroup], predicate: Expr | None, columns: dict[str, str]) -> list[RowGroup]:
+    if predicate is None:
+        return groups
+    tests = [b for b in (_bounds(c, columns) for c in E.conjuncts(predicate)) if b is not None]
+    if not tests:
+        return groups
+    return [rg for rg in groups if all(_may_match(rg, *t) for t in tests)]

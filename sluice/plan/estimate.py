@@ -1,0 +1,125 @@
+"""Cardinality estimates for join ordering: Parquet row counts, min/max statistics and
+selectivity guesses. Joins assume foreign-key/primary-key: the result has the size of the
+side with the larger base table, scaled by the other side's filter selectivity."""
+
+from __future__ import annotations
+
+from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Sort, Union
+
+DEFAULT_SEL = 0.3
+EQ_SEL = 0.1
+LIKE_SEL = 0.1
+
+
+def estimate(plan: PlanNode) -> tuple[float, float]:
+    """(estimated rows, base rows) where base is the unfiltered size of the plan's fact side."""
+    if isinstance(plan, Scan):
+        base = float(plan.table.num_rows)
+        return max(1.0, base * selectivity(plan.filter, plan)), base
+    if isinstance(plan, OneRow):
+        return 1.0, 1.0
+    if isinstance(plan, Filter):
+        rows, base = estimate(plan.child)
+        return max(1.0, rows * selectivity(plan.predicate, _scan_below(plan.child))), base
+    if isinstance(plan, (Project, Sort)):
+        rows, base = estimate(plan.child)
+        if isinstance(plan, Sort) and plan.limit is not None:
+            rows = min(rows, plan.limit)
+        return rows, base
+    if isinstance(plan, Limit):
+        rows, base = estimate(plan.child)
+        return min(rows, plan.limit or rows), base
+    if isinstance(plan, Aggregate):
+        rows, base = estimate(plan.child)
+        if not plan.keys:
+            return 1.0, 1.0
+        return max(1.0, rows * 0.2), max(1.0, rows * 0.2)
+    if isinstance(plan, Union):
+        parts = [estimate(c) for c in plan.inputs]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if isinstance(plan, Join):
+        lr, lb = estimate(plan.left)
+        rr, rb = estimate(plan.right)
+        if plan.kind in ("semi", "anti"):
+            return max(1.0, lr * 0.5), lb
+        if plan.kind == "cross" or not plan.left_keys:
+            return lr * rr, lb * rb
+        return join_estimate(lr, lb, rr, rb), max(lb, rb)
+    return 1000.0, 1000.0
+
+
+def join_estimate(lr: float, lb: float, rr: float, rb: float) -> float:
+    if lb >= rb:
+        return max(1.0, lr * (rr / rb))
+    return max(1.0, rr * (lr / lb))
+
+
+def _scan_below(plan: PlanNode) -> Scan | None:
+    while True:
+        if isinstance(plan, Scan):
+            return plan
+        if isinstance(plan, (Filter, Project)):
+            plan = plan.child
+        else:
+            return None
+
+
+def selectivity(pred: Expr | None, scan: Scan | None) -> float:
+    if pred is None:
+        return 1.0
+    if isinstance(pred, Func):
+        op = pred.op
+        if op == "and":
+            s = 1.0
+            for a in pred.args:
+                s *= selectivity(a, scan)
+            return s
+        if op == "or":
+            return min(1.0, sum(selectivity(a, scan) for a in pred.args))
+        if op == "not":
+            return max(0.05, 1.0 - selectivity(pred.args[0], scan))
+        if op == "=":
+            return EQ_SEL
+        if op == "<>":
+            return 0.9
+        if op in ("<", "<=", ">", ">="):
+            return _range_sel(pred, scan)
+        if op in ("like", "ilike"):
+            return LIKE_SEL
+        if op in ("not_like", "not_ilike"):
+            return 0.9
+        if op == "in":
+            return min(0.5, EQ_SEL * len(pred.params[0]))
+    return DEFAULT_SEL
+
+
+def _range_sel(pred: Func, scan: Scan | None) -> float:
+    a, b = pred.args
+    op = pred.op
+    if isinstance(b, Col) and isinstance(a, Lit):
+        a, b = b, a
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+    if scan is None or not isinstance(a, Col) or not isinstance(b, Lit) or b.value is None:
+        return DEFAULT_SEL
+    file_col = scan.columns.get(a.name)
+    if file_col is None or a.type.kind not in ("date", "decimal", "int32", "int64", "int16", "int8"):
+        return DEFAULT_SEL
+    lo = hi = None
+    for rg in scan.table.row_groups:
+        st = rg.stats.get(file_col)
+        if st is None or st[0] is None or st[1] is None:
+            return DEFAULT_SEL
+        lo = st[0] if lo is None else min(lo, st[0])
+        hi = st[1] if hi is None else max(hi, st[1])
+    if lo is None or hi is None or hi <= lo:
+        return DEFAULT_SEL
+    v = b.value
+    if b.type.kind == "decimal" and a.type.kind == "decimal":
+        v = v * 10 ** (a.type.scale - b.type.scale)
+    elif a.type.kind == "decimal":
+        v = v * 10 ** a.type.scale
+    frac = (v - lo) / (hi - lo)
+    frac = min(1.0, max(0.0, frac))
+    s = frac if op in ("<", "<=") else 1.0 - frac
+    return max(0.01, s)

@@ -1,0 +1,84 @@
+"""Greedy join ordering for the inner joins of one FROM clause.
+
+Each relation starts as its own component, with the single-relation conjuncts applied on it.
+Repeatedly, the pair of components connected by equi-join conditions whose join is estimated
+smallest is joined (the smaller side on the right = the build side); conditions spanning
+more components wait until those are joined. Components without connecting conditions are
+cross-joined last, smallest first.
+"""
+
+from __future__ import annotations
+
+from sluice.plan import expr as E
+from sluice.plan.estimate import estimate, join_estimate
+from sluice.plan.expr import Expr
+from sluice.plan.logical import Filter, Join, PlanNode
+
+
+def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
+    from sluice.sql.translate import equi_pair
+
+    comps: list[tuple[PlanNode, set[str]]] = [(p, set(p.schema)) for p in items]
+    pending: list[Expr] = []
+    constant: list[Expr] = []
+    for c in conjuncts:
+        cols = c.columns()
+        if not cols:
+            constant.append(c)
+            continue
+        owners = [i for i, (_, names) in enumerate(comps) if cols & names]
+        if len(owners) == 1 and cols <= comps[owners[0]][1]:
+            p, names = comps[owners[0]]
+            comps[owners[0]] = (Filter(p, c), names)
+        else:
+            pending.append(c)
+
+    while len(comps) > 1:
+        best = None
+        for i in range(len(comps)):
+            for j in range(len(comps)):
+                if i == j:
+                    continue
+                li, ni = comps[i]
+                lj, nj = comps[j]
+                keys = [equi_pair(c, ni, nj) for c in pending if c.columns() <= ni | nj]
+                keys = [k for k in keys if k is not None]
+                if not keys:
+                    continue
+                lr, lb = estimate(li)
+                rr, rb = estimate(lj)
+                if rr > lr:  # build (right) on the smaller side
+                    continue
+                cost = join_estimate(lr, lb, rr, rb)
+                if best is None or cost < best[0]:
+                    best = (cost, i, j)
+        if best is None:
+            # no connecting condition: cross join the two smallest components
+            order = sorted(range(len(comps)), key=lambda k: estimate(comps[k][0])[0])
+            i, j = order[1], order[0]
+            joined_names = comps[i][1] | comps[j][1]
+            node: PlanNode = Join(comps[i][0], comps[j][0], "cross")
+        else:
+            _, i, j = best
+            ni, nj = comps[i][1], comps[j][1]
+            joined_names = ni | nj
+            lk, rk, used = [], [], []
+            for c in pending:
+                if c.columns() <= joined_names:
+                    pair = equi_pair(c, ni, nj)
+                    if pair is not None:
+                        lk.append(pair[0])
+                        rk.append(pair[1])
+                        used.append(c)
+            node = Join(comps[i][0], comps[j][0], "inner", tuple(lk), tuple(rk))
+            pending = [c for c in pending if c not in used]
+        now = [c for c in pending if c.columns() <= joined_names]
+        if now:
+            node = Filter(node, E.and_all(now))
+            pending = [c for c in pending if c not in now]
+        comps = [c for k, c in enumerate(comps) if k not in (i, j)] + [(node, joined_names)]
+    plan = comps[0][0]
+    rest = pending + constant
+    if rest:
+        plan = Filter(plan, E.and_all(rest))
+    return plan

@@ -1,0 +1,190 @@
+"""Logical plan nodes. Immutable; change a plan with ``reconstruct``.
+
+Every node exposes ``schema``: the ordered (internal column name -> type) it produces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Sequence
+
+from sluice.io.parquet.metadata import TableInfo
+from sluice.plan.expr import Expr
+from sluice.types import LType, INT64, FLOAT64
+
+
+class PlanNode:
+    _children: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def children(self) -> tuple["PlanNode", ...]:
+        out: list[PlanNode] = []
+        for name in self._children:
+            v = getattr(self, name)
+            out.extend(v if isinstance(v, tuple) else (v,))
+        return tuple(out)
+
+    def reconstruct(self, children: Sequence["PlanNode"]):
+        if self._children == ("inputs",):
+            return replace(self, inputs=tuple(children))
+        return replace(self, **dict(zip(self._children, children)))
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(PlanNode):
+    """Read ``columns`` (internal name -> file column) of a table, applying ``filter``."""
+
+    table: TableInfo
+    alias: str
+    columns: dict[str, str]
+    filter: Expr | None = None
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        return {k: self.table.types[v] for k, v in self.columns.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class OneRow(PlanNode):
+    """A single row with no columns (SELECT without FROM)."""
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        return {}
+
+
+@dataclass(frozen=True, eq=False)
+class Filter(PlanNode):
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    predicate: Expr
+
+    @property
+    def schema(self):
+        return self.child.schema
+
+
+@dataclass(frozen=True, eq=False)
+class Project(PlanNode):
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    exprs: tuple[tuple[str, Expr], ...]
+
+    @property
+    def schema(self):
+        return {n: e.type for n, e in self.exprs}
+
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
+
+
+@dataclass(frozen=True, eq=False)
+class Join(PlanNode):
+    """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual`` condition.
+
+    semi/anti output the left side's columns only. ``null_aware`` makes an anti join follow
+    NOT IN semantics (any NULL key on the right yields no rows). ``single_row`` makes the
+    right side a scalar subquery: more than one row is an error, none gives NULLs.
+    """
+
+    _children: ClassVar = ("left", "right")
+    left: PlanNode
+    right: PlanNode
+    kind: str
+    left_keys: tuple[Expr, ...] = ()
+    right_keys: tuple[Expr, ...] = ()
+    residual: Expr | None = None
+    null_aware: bool = False
+    single_row: bool = False
+
+    @property
+    def schema(self):
+        if self.kind in ("semi", "anti"):
+            return dict(self.left.schema)
+        return {**self.left.schema, **self.right.schema}
+
+
+@dataclass(frozen=True)
+class AggCall:
+    func: str  # sum avg count count_star min max
+    arg: Expr | None
+    distinct: bool = False
+
+    @property
+    def type(self) -> LType:
+        if self.func in ("count", "count_star"):
+            return INT64
+        if self.func == "avg":
+            return FLOAT64
+        assert self.arg is not None
+        t = self.arg.type
+        if self.func == "sum" and (t.is_integer or t.kind == "bool"):
+            return INT64
+        return t
+
+    def __str__(self) -> str:
+        if self.func == "count_star":
+            return "count(*)"
+        return f"{self.func}({'DISTINCT ' if self.distinct else ''}{self.arg})"
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(PlanNode):
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    keys: tuple[tuple[str, Expr], ...]
+    aggs: tuple[tuple[str, AggCall], ...]
+
+    @property
+    def schema(self):
+        return {**{n: e.type for n, e in self.keys}, **{n: a.type for n, a in self.aggs}}
+
+
+@dataclass(frozen=True)
+class SortKey:
+    expr: Expr
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Sort(PlanNode):
+    """Sort by ``keys``; with ``limit`` it is a top-k."""
+
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    keys: tuple[SortKey, ...]
+    limit: int | None = None
+    offset: int = 0
+
+    @property
+    def schema(self):
+        return self.child.schema
+
+
+@dataclass(frozen=True, eq=False)
+class Limit(PlanNode):
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    limit: int | None
+    offset: int = 0
+
+    @property
+    def schema(self):
+        return self.child.schema
+
+
+@dataclass(frozen=True, eq=False)
+class Union(PlanNode):
+    """UNION ALL of inputs with identical column names (each input ends in a Project)."""
+
+    _children: ClassVar = ("inputs",)
+    inputs: tuple[PlanNode, ...] = field(default=())
+
+    @property
+    def schema(self):
+        return self.inputs[0].schema

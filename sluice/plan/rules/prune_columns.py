@@ -1,0 +1,83 @@
+"""Keep only the columns some ancestor needs, down to the scans' projected columns."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import singledispatch
+
+from sluice.plan.expr import Col
+from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Sort, Union
+
+
+def prune_columns(plan: PlanNode) -> PlanNode:
+    return _prune(plan, set(plan.schema))
+
+
+def _cols(exprs) -> set[str]:
+    out: set[str] = set()
+    for e in exprs:
+        if e is not None:
+            out |= e.columns()
+    return out
+
+
+@singledispatch
+def _prune(plan: PlanNode, need: set[str]) -> PlanNode:
+    return plan
+
+
+@_prune.register
+def _(plan: Scan, need):
+    need = need | (plan.filter.columns() if plan.filter is not None else set())
+    keep = {k: v for k, v in plan.columns.items() if k in need}
+    return replace(plan, columns=keep)
+
+
+@_prune.register
+def _(plan: OneRow, need):
+    return plan
+
+
+@_prune.register
+def _(plan: Filter, need):
+    return Filter(_prune(plan.child, need | plan.predicate.columns()), plan.predicate)
+
+
+@_prune.register
+def _(plan: Project, need):
+    exprs = tuple((n, e) for n, e in plan.exprs if n in need)
+    if not exprs and plan.exprs:
+        exprs = ()
+    return Project(_prune(plan.child, _cols(e for _, e in exprs)), exprs)
+
+
+@_prune.register
+def _(plan: Join, need):
+    lneed = (need & set(plan.left.schema)) | _cols(plan.left_keys) | _cols([plan.residual])
+    rneed = (need & set(plan.right.schema)) | _cols(plan.right_keys) | _cols([plan.residual])
+    lneed &= set(plan.left.schema)
+    rneed &= set(plan.right.schema)
+    return replace(plan, left=_prune(plan.left, lneed), right=_prune(plan.right, rneed))
+
+
+@_prune.register
+def _(plan: Aggregate, need):
+    aggs = tuple((n, a) for n, a in plan.aggs if n in need)
+    child_need = _cols(e for _, e in plan.keys) | _cols(a.arg for _, a in aggs)
+    return Aggregate(_prune(plan.child, child_need), plan.keys, aggs)
+
+
+@_prune.register
+def _(plan: Sort, need):
+    return replace(plan, child=_prune(plan.child, need | _cols(k.expr for k in plan.keys)))
+
+
+@_prune.register
+def _(plan: Limit, need):
+    return replace(plan, child=_prune(plan.child, need))
+
+
+@_prune.register
+def _(plan: Union, need):
+    # Positions must stay aligned: prune the same output names in every input.
+    return Union(tuple(_prune(c, need) for c in plan.inputs))

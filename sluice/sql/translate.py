@@ -1,0 +1,1128 @@
+"""sqlglot AST -> logical plan.
+
+Name resolution is scope-based (a column resolves in the innermost SELECT that has it; a
+reference to an enclosing SELECT makes the subquery correlated). Subqueries are decorrelated
+here into joins: EXISTS/NOT EXISTS -> semi/anti join, IN/NOT IN -> semi/(null-aware) anti
+join, scalar subqueries -> a one-row cross join or, when correlated, an aggregate grouped by
+the correlation keys joined on them. Inner joins of a FROM clause are ordered greedily by
+estimated size (:mod:`sluice.plan.joins`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal as dec
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.io.parquet.metadata import TableInfo
+from sluice.plan import expr as E
+from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.plan.joins import plan_inner_joins
+from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project,
+                                 Scan, Sort, SortKey, Union)
+from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
+
+Catalog = Callable[[str], TableInfo]
+
+
+@dataclass
+class Source:
+    alias: str
+    cols: dict[str, Col]  # lower-case column name -> internal column
+
+
+@dataclass
+class Scope:
+    parent: "Scope | None"
+    sources: list[Source] = field(default_factory=list)
+    local: set[str] = field(default_factory=set)
+
+    def add(self, src: Source) -> None:
+        if any(s.alias == src.alias for s in self.sources):
+            raise PlanError(f"table name {src.alias!r} is used twice in one FROM clause; use aliases")
+        self.sources.append(src)
+        self.local.update(c.name for c in src.cols.values())
+
+    def resolve(self, table: str | None, name: str) -> Col:
+        name_l = name.lower()
+        if table:
+            t = table.lower()
+            for s in self.sources:
+                if s.alias == t:
+                    if name_l in s.cols:
+                        return s.cols[name_l]
+                    raise PlanError(f"table {table!r} has no column {name!r}")
+        else:
+            hits = [s.cols[name_l] for s in self.sources if name_l in s.cols]
+            if len(hits) > 1:
+                raise PlanError(f"column reference {name!r} is ambiguous")
+            if hits:
+                return hits[0]
+        if self.parent is not None:
+            return self.parent.resolve(table, name)
+        if table:
+            raise PlanError(f"unknown table or alias {table!r} in {table}.{name}")
+        raise PlanError(f"unknown column {name!r}")
+
+
+@dataclass
+class Correlation:
+    """Filled while translating a correlated subquery: equality pairs and other conditions."""
+
+    pairs: list[tuple[Expr, Expr]] = field(default_factory=list)  # (outer expr, inner expr)
+    residual: list[Expr] = field(default_factory=list)
+    inner_key_cols: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rel:
+    plan: PlanNode
+    outputs: list[tuple[str, str]]  # (user-visible name, internal name)
+
+
+@dataclass
+class Ctx:
+    scope: Scope
+    aggs: dict[int, Col] | None = None        # id(agg AST) -> aggregate output (post-agg)
+    group_map: dict[Expr, Col] | None = None  # group key expr -> key output (post-agg)
+    subs: dict[int, Col] = field(default_factory=dict)  # id(subquery AST) -> value column
+    aliases: dict[str, Col] | None = None     # SELECT aliases usable in GROUP BY / ORDER BY
+
+
+AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max"}
+
+
+def _from(sel: exp.Select):
+    return sel.args.get("from_") or sel.args.get("from")
+
+
+def _contains_subquery(node: exp.Expression) -> bool:
+    return any(isinstance(n, (exp.Subquery, exp.Exists)) or (isinstance(n, exp.In) and n.args.get("query"))
+               for n in node.walk())
+
+
+def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
+    """Aggregate calls in ``node`` that are not inside a subquery."""
+    out = []
+
+    def rec(n):
+        if isinstance(n, (exp.Subquery, exp.Exists)) or (isinstance(n, exp.Select)):
+            return
+        if isinstance(n, tuple(AGG_FUNCS)):
+            out.append(n)
+            return
+        for child in n.iter_expressions():
+            rec(child)
+    rec(node)
+    return out
+
+
+def _split_and(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, (exp.Where, exp.Having)):
+        return _split_and(node.this)
+    if isinstance(node, exp.Paren):
+        return _split_and(node.this)
+    if isinstance(node, exp.And):
+        return _split_and(node.this) + _split_and(node.expression)
+    return [node]
+
+
+class Translator:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.ctes: list[dict[str, exp.Expression]] = []
+        self._names: set[str] = set()
+
+    # ------------------------------------------------------------------ naming
+
+    def fresh(self, base: str) -> str:
+        base = base.replace('"', "")[:48] or "col"
+        name = base
+        i = 1
+        while name in self._names:
+            i += 1
+            name = f"{base}#{i}"
+        self._names.add(name)
+        return name
+
+    # ------------------------------------------------------------------ queries
+
+    def translate(self, ast: exp.Expression) -> Rel:
+        if not isinstance(ast, (exp.Select, exp.Union, exp.Subquery)):
+            raise UnsupportedError(f"only SELECT queries are supported, not {ast.key.upper()}")
+        return self.query(ast, None, None)
+
+    def query(self, ast: exp.Expression, parent: Scope | None, corr: Correlation | None) -> Rel:
+        with_ = ast.args.get("with_") or ast.args.get("with")
+        pushed = False
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise UnsupportedError("WITH RECURSIVE")
+            self.ctes.append({c.alias_or_name.lower(): c.this for c in with_.expressions})
+            pushed = True
+        try:
+            if isinstance(ast, exp.Subquery):
+                return self.query(ast.this, parent, corr)
+            if isinstance(ast, exp.Union):
+                return self.union(ast, parent, corr)
+            if isinstance(ast, (exp.Intersect, exp.Except)):
+                raise UnsupportedError(f"{ast.key.upper()}")
+            if not isinstance(ast, exp.Select):
+                raise UnsupportedError(f"{ast.key.upper()} as a query")
+            return self.select(ast, parent, corr)
+        finally:
+            if pushed:
+                self.ctes.pop()
+
+    def union(self, ast: exp.Union, parent, corr) -> Rel:
+        if corr is not None:
+            raise UnsupportedError("correlated subquery over UNION")
+        parts: list[exp.Expression] = []
+
+        def flatten(n):
+            if isinstance(n, exp.Union) and not n.args.get("order") and not n.args.get("limit") \
+                    and bool(n.args.get("distinct")) == bool(ast.args.get("distinct")):
+                flatten(n.left)
+                flatten(n.right)
+            else:
+                parts.append(n)
+        flatten(ast)
+        rels = [self.query(p, parent, None) for p in parts]
+        width = len(rels[0].outputs)
+        if any(len(r.outputs) != width for r in rels):
+            raise PlanError("UNION inputs have different numbers of columns")
+        names = [self.fresh(n) for n, _ in rels[0].outputs]
+        inputs = []
+        for r in rels:
+            sch = r.plan.schema
+            exprs = []
+            for i, (_, internal) in enumerate(r.outputs):
+                exprs.append((names[i], Col(internal, sch[internal])))
+            inputs.append(Project(r.plan, tuple(exprs)))
+        # Unify types: cast every input to the first input's types where they differ.
+        t0 = [e.type for _, e in inputs[0].exprs]
+        fixed = []
+        for p in inputs:
+            exprs = []
+            for (n, e), t in zip(p.exprs, t0):
+                if e.type != t:
+                    try:
+                        t = E.common_type([Lit(None, t), e]) if False else t
+                        e = Func("cast", (e,), t, (t,))
+                    except PlanError:
+                        raise PlanError("UNION inputs have incompatible column types") from None
+                exprs.append((n, e))
+            fixed.append(Project(p.child, tuple(exprs)))
+        plan: PlanNode = Union(tuple(fixed))
+        if ast.args.get("distinct"):
+            sch = plan.schema
+            plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names), ())
+        outputs = [(u, n) for (u, _), n in zip(rels[0].outputs, names)]
+        return self._order_limit_simple(ast, Rel(plan, outputs))
+
+    def _order_limit_simple(self, ast, rel: Rel) -> Rel:
+        order = ast.args.get("order")
+        plan = rel.plan
+        limit, offset = self._limit_offset(ast)
+        if order is not None:
+            sch = plan.schema
+            keys = []
+            for o in order.expressions:
+                target = o.this
+                col = None
+                if isinstance(target, exp.Literal) and not target.is_string:
+                    col = rel.outputs[int(target.this) - 1][1]
+                elif isinstance(target, exp.Column):
+                    for u, n in rel.outputs:
+                        if u.lower() == target.name.lower():
+                            col = n
+                if col is None:
+                    raise UnsupportedError("ORDER BY on a UNION must name an output column")
+                keys.append(self._sort_key(o, Col(col, sch[col])))
+            plan = Sort(plan, tuple(keys), limit, offset)
+        elif limit is not None or offset:
+            plan = Limit(plan, limit, offset)
+        return Rel(plan, rel.outputs)
+
+    def _limit_offset(self, ast) -> tuple[int | None, int]:
+        def val(node):
+            if node is None:
+                return None
+            e = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
+            if not isinstance(e, exp.Literal) or e.is_string:
+                raise UnsupportedError("LIMIT/OFFSET must be integer constants")
+            return int(e.this)
+        return val(ast.args.get("limit")), val(ast.args.get("offset")) or 0
+
+    def _sort_key(self, o: exp.Ordered, e: Expr) -> SortKey:
+        desc = bool(o.args.get("desc"))
+        nf = o.args.get("nulls_first")
+        nulls_first = bool(nf) if nf is not None else desc  # NULLs are largest by default
+        return SortKey(e, not desc, nulls_first)
+
+    # ------------------------------------------------------------------ FROM
+
+    def table_source(self, node: exp.Expression, scope: Scope) -> tuple[PlanNode, Source]:
+        if isinstance(node, exp.Table):
+            name = node.name.lower()
+            alias = (node.alias or node.name).lower()
+            if node.args.get("db"):
+                raise PlanError(f"unknown table {node.sql()!r}")
+            for level in reversed(self.ctes):
+                if name in level:
+                    cte_ast = level[name]
+                    # A CTE body may reference CTEs defined before it, not itself.
+                    saved = self.ctes
+                    self.ctes = self.ctes[: self.ctes.index(level)] + [
+                        {k: v for k, v in level.items() if k != name}]
+                    try:
+                        rel = self.query(cte_ast, None, None)
+                    finally:
+                        self.ctes = saved
+                    return self._derived(rel, alias, node.args.get("alias"))
+            info = self.catalog(name)
+            cols = {}
+            colmap = {}
+            for c in info.arrow_schema.names:
+                internal = self.fresh(f"{alias}.{c}")
+                cols[c.lower()] = Col(internal, info.types[c])
+                colmap[internal] = c
+            return Scan(info, alias, colmap), Source(alias, cols)
+        if isinstance(node, exp.Subquery):
+            alias_node = node.args.get("alias")
+            if alias_node is None:
+                raise PlanError("a subquery in FROM needs an alias")
+            rel = self.query(node.this, None, None)
+            return self._derived(rel, alias_node.name.lower(), alias_node)
+        raise UnsupportedError(f"{node.key.upper()} in FROM")
+
+    def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
+        names = [u for u, _ in rel.outputs]
+        col_aliases = alias_node.args.get("columns") if alias_node is not None else None
+        if col_aliases:
+            if len(col_aliases) > len(names):
+                raise PlanError(f"{alias} has {len(names)} columns but {len(col_aliases)} names were given")
+            for i, c in enumerate(col_aliases):
+                names[i] = c.name
+        sch = rel.plan.schema
+        exprs = []
+        cols = {}
+        for u, (_, internal) in zip(names, rel.outputs):
+            new = self.fresh(f"{alias}.{u}")
+            exprs.append((new, Col(internal, sch[internal])))
+            cols[u.lower()] = Col(new, sch[internal])
+        return Project(rel.plan, tuple(exprs)), Source(alias, cols)
+
+    # ------------------------------------------------------------------ SELECT
+
+    def select(self, sel: exp.Select, parent: Scope | None, corr: Correlation | None) -> Rel:
+        scope = Scope(parent)
+        ctx = Ctx(scope)
+        frm = _from(sel)
+        joins = sel.args.get("joins") or []
+        items: list[PlanNode] = []
+        specs = []
+        if frm is None:
+            items.append(OneRow())
+            specs.append(None)
+        else:
+            plan0, src0 = self.table_source(frm.this, scope)
+            scope.add(src0)
+            items.append(plan0)
+            specs.append(None)
+            for j in joins:
+                p, s = self.table_source(j.this, scope)
+                scope.add(s)
+                items.append(p)
+                specs.append(j)
+        if sel.args.get("laterals"):
+            raise UnsupportedError("LATERAL")
+
+        # WHERE: plain conjuncts vs. subquery predicates.
+        plain: list[Expr] = []
+        subq: list[exp.Expression] = []
+        for c in _split_and(sel.args.get("where")):
+            if _contains_subquery(c):
+                subq.append(c)
+            else:
+                plain.append(self.expr(c, ctx))
+        plain = [x for c in plain for x in E.conjuncts(extract_common_or(c))]
+        local_plain = []
+        for c in plain:
+            outer = c.columns() - scope.local
+            if outer:
+                if corr is None:
+                    raise UnsupportedError("correlated reference outside a WHERE subquery predicate")
+                self._correlate(c, scope, corr)
+            else:
+                if c.type.kind != "bool":
+                    raise PlanError(f"WHERE needs a boolean condition, got {c.type}")
+                local_plain.append(c)
+
+        plan = self._plan_from(items, specs, local_plain, ctx)
+        for c in subq:
+            plan = self.subquery_predicate(c, plan, ctx, where_scope=scope, corr=corr)
+
+        # Aggregation.
+        select_items = self._expand_star(sel, scope)
+        having = sel.args.get("having")
+        order = sel.args.get("order")
+        group = sel.args.get("group")
+        agg_nodes = []
+        for it in select_items:
+            agg_nodes += _outer_aggs(it)
+        if having is not None:
+            agg_nodes += _outer_aggs(having)
+        if order is not None:
+            for o in order.expressions:
+                agg_nodes += _outer_aggs(o)
+        aggregated = bool(group) or bool(agg_nodes) or (corr is not None and corr.pairs and agg_nodes)
+        alias_map = {}
+        for it in select_items:
+            if isinstance(it, exp.Alias):
+                alias_map[it.alias.lower()] = it.this
+
+        if corr is not None and corr.pairs:
+            # Inner side of each correlation pair becomes an output (and a group key).
+            for _, inner in corr.pairs:
+                if isinstance(inner, Col):
+                    corr.inner_key_cols.append(inner.name)
+                else:
+                    corr.inner_key_cols.append(self.fresh("corr_key"))
+
+        post_ctx = ctx
+        if aggregated:
+            plan, post_ctx = self._aggregate(plan, ctx, select_items, group, agg_nodes, alias_map, corr)
+            if having is not None:
+                for c in _split_and(having):
+                    if _contains_subquery(c):
+                        plan = self.subquery_predicate(c, plan, post_ctx, where_scope=None, corr=None)
+                    else:
+                        plan = Filter(plan, self._post(c, post_ctx))
+        elif having is not None:
+            raise PlanError("HAVING without aggregation")
+
+        # Scalar subqueries in the SELECT list.
+        for it in select_items:
+            for node in it.find_all(exp.Subquery):
+                if id(node) not in post_ctx.subs and node.parent is not None and not isinstance(node.parent, (exp.From, exp.Join)):
+                    plan = self._scalar_subquery(node, plan, post_ctx)
+
+        outputs_exprs: list[tuple[str, str, Expr]] = []
+        for it in select_items:
+            name = it.alias_or_name if isinstance(it, (exp.Alias, exp.Column)) else it.sql(dialect="duckdb")
+            e = self._post(it.this if isinstance(it, exp.Alias) else it, post_ctx) if aggregated \
+                else self.expr(it.this if isinstance(it, exp.Alias) else it, post_ctx)
+            outputs_exprs.append((name, self.fresh(name) if not isinstance(e, Col) else e.name, e))
+
+        # Correlation outputs (keys and residual inputs) travel with the projection.
+        extra: list[tuple[str, Expr]] = []
+        if corr is not None:
+            sch = plan.schema
+            for (outer, inner), kname in zip(corr.pairs, corr.inner_key_cols):
+                if aggregated:
+                    extra.append((kname, Col(kname, sch[kname])))
+                elif isinstance(inner, Col):
+                    extra.append((kname, inner))
+                else:
+                    extra.append((kname, inner))
+            for r in corr.residual:
+                for cname in sorted(r.columns() & scope.local):
+                    if cname in sch:
+                        extra.append((cname, Col(cname, sch[cname])))
+
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on"):
+            raise UnsupportedError("DISTINCT ON")
+        proj_exprs = [(internal, e) for _, internal, e in outputs_exprs]
+        seen = {n for n, _ in proj_exprs}
+        for n, e in extra:
+            if n not in seen:
+                proj_exprs.append((n, e))
+                seen.add(n)
+        limit, offset = self._limit_offset(sel)
+        hidden: list[tuple[str, Expr]] = []
+        sort_keys: list[SortKey] = []
+        if order is not None:
+            out_by_alias = {}
+            for (u, internal, e) in outputs_exprs:
+                out_by_alias.setdefault(u.lower(), (internal, e))
+            for o in order.expressions:
+                t = o.this
+                target: Expr | None = None
+                if isinstance(t, exp.Literal) and not t.is_string:
+                    k = int(t.this)
+                    if not 1 <= k <= len(outputs_exprs):
+                        raise PlanError(f"ORDER BY position {k} is not in the select list")
+                    _, internal, e = outputs_exprs[k - 1]
+                    target = Col(internal, e.type)
+                elif isinstance(t, exp.Column) and not t.table and t.name.lower() in out_by_alias:
+                    internal, e = out_by_alias[t.name.lower()]
+                    target = Col(internal, e.type)
+                else:
+                    e = self._post(t, post_ctx) if aggregated else self.expr(t, post_ctx)
+                    for (_, internal, oe) in outputs_exprs:
+                        if oe == e:
+                            target = Col(internal, e.type)
+                            break
+                    if target is None:
+                        if distinct is not None:
+                            raise PlanError("ORDER BY expressions must appear in the select list with DISTINCT")
+                        hn = self.fresh("sort_key")
+                        hidden.append((hn, e))
+                        target = Col(hn, e.type)
+                sort_keys.append(self._sort_key(o, target))
+        plan = Project(plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
+        if distinct is not None:
+            sch = plan.schema
+            plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs), ())
+        if sort_keys:
+            plan = Sort(plan, tuple(sort_keys), limit, offset)
+        elif limit is not None or offset:
+            plan = Limit(plan, limit, offset)
+        if hidden:
+            sch = plan.schema
+            plan = Project(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs))
+        return Rel(plan, [(u, internal) for u, internal, _ in outputs_exprs])
+
+    def _expand_star(self, sel: exp.Select, scope: Scope) -> list[exp.Expression]:
+        out = []
+        for it in sel.expressions:
+            if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
+                table = it.table.lower() if isinstance(it, exp.Column) else None
+                found = False
+                for s in scope.sources:
+                    if table and s.alias != table:
+                        continue
+                    found = True
+                    for cname in s.cols:
+                        out.append(exp.column(cname, table=s.alias))
+                if table and not found:
+                    raise PlanError(f"unknown table or alias {table!r} in {table}.*")
+            else:
+                out.append(it)
+        return out
+
+    # ------------------------------------------------------------------ joins
+
+    def _plan_from(self, items, specs, conjuncts: list[Expr], ctx: Ctx) -> PlanNode:
+        outer = any(s is not None and s.side for s in specs)
+        if not outer:
+            for j in specs:
+                if j is None:
+                    continue
+                kind = (j.kind or "").upper()
+                if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
+                    raise UnsupportedError(f"{kind} JOIN")
+                conjuncts = conjuncts + [x for c in self._join_conditions(j, ctx) for x in E.conjuncts(c)]
+            return plan_inner_joins(items, conjuncts)
+        # With outer joins, keep the written order (left-deep), pushing only what is safe.
+        plan = items[0]
+        for p, j in zip(items[1:], specs[1:]):
+            conds = [x for c in self._join_conditions(j, ctx) for x in E.conjuncts(c)]
+            side = (j.side or "").lower()
+            kind = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
+            if kind == "inner":
+                plan = plan_inner_joins([plan, p], conds)
+                continue
+            left_names = set(plan.schema)
+            right_names = set(p.schema)
+            lk, rk, resid = [], [], []
+            for c in conds:
+                cols = c.columns()
+                if kind == "left" and cols and cols <= right_names:
+                    p = Filter(p, c)
+                    continue
+                if kind == "right" and cols and cols <= left_names:
+                    plan = Filter(plan, c)
+                    continue
+                pair = equi_pair(c, left_names, right_names)
+                if pair is not None:
+                    lk.append(pair[0])
+                    rk.append(pair[1])
+                else:
+                    resid.append(c)
+            plan = Join(plan, p, kind, tuple(lk), tuple(rk), E.and_all(resid))
+        if conjuncts:
+            plan = Filter(plan, E.and_all(conjuncts))
+        return plan
+
+    def _join_conditions(self, j: exp.Join, ctx: Ctx) -> list[Expr]:
+        on = j.args.get("on")
+        using = j.args.get("using")
+        out = []
+        if on is not None:
+            if _contains_subquery(on):
+                raise UnsupportedError("subqueries in JOIN ... ON")
+            out.append(self.expr(on, ctx))
+        if using:
+            raise UnsupportedError("JOIN ... USING; write ON a.x = b.x")
+        return out
+
+    # ------------------------------------------------------------------ aggregation
+
+    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr):
+        keys: list[tuple[str, Expr]] = []
+        group_map: dict[Expr, Col] = {}
+        if group is not None:
+            if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+                raise UnsupportedError("ROLLUP/CUBE/GROUPING SETS")
+            for g in group.expressions:
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    k = int(g.this)
+                    if not 1 <= k <= len(select_items):
+                        raise PlanError(f"GROUP BY position {k} is not in the select list")
+                    it = select_items[k - 1]
+                    g = it.this if isinstance(it, exp.Alias) else it
+                try:
+                    e = self.expr(g, ctx)
+                except PlanError:
+                    if isinstance(g, exp.Column) and not g.table and g.name.lower() in alias_map:
+                        e = self.expr(alias_map[g.name.lower()], ctx)
+                    else:
+                        raise
+                if e in group_map:
+                    continue
+                name = e.name if isinstance(e, Col) else self.fresh(g.sql(dialect="duckdb"))
+                keys.append((name, e))
+                group_map[e] = Col(name, e.type)
+        if corr is not None:
+            for (_, inner), kname in zip(corr.pairs, corr.inner_key_cols):
+                if inner not in group_map:
+                    keys.append((kname, inner))
+                    group_map[inner] = Col(kname, inner.type)
+                else:
+                    # the key is already grouped under another name; alias it
+                    keys.append((kname, inner)) if group_map[inner].name != kname else None
+        aggs: list[tuple[str, AggCall]] = []
+        seen: dict[AggCall, Col] = {}
+        agg_cols: dict[int, Col] = {}
+        for node in agg_nodes:
+            call = self._agg_call(node, ctx)
+            if call not in seen:
+                name = self.fresh(node.sql(dialect="duckdb"))
+                aggs.append((name, call))
+                seen[call] = Col(name, call.type)
+            agg_cols[id(node)] = seen[call]
+        distinct_args = {a.arg for _, a in aggs if a.distinct}
+        if distinct_args and (len(distinct_args) > 1 or any(not a.distinct for _, a in aggs)):
+            raise UnsupportedError("DISTINCT aggregates mixed with other aggregates (or over different arguments)")
+        out = Aggregate(plan, tuple(keys), tuple(aggs))
+        post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
+                   aliases={a: None for a in alias_map})
+        return out, post
+
+    def _agg_call(self, node, ctx: Ctx) -> AggCall:
+        func = AGG_FUNCS[type(node)]
+        arg = node.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            distinct = True
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            return AggCall("count_star", None)
+        if _outer_aggs(arg):
+            raise PlanError("aggregate functions cannot be nested")
+        e = self.expr(arg, ctx)
+        if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
+            raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
+        return AggCall(func, e, distinct)
+
+    def _post(self, node: exp.Expression, ctx: Ctx) -> Expr:
+        """Translate an expression above an aggregation."""
+        e = self.expr(node, ctx)
+        e = _replace_subexprs(e, ctx.group_map or {})
+        allowed = {c.name for c in (ctx.group_map or {}).values()} | \
+            {c.name for c in (ctx.aggs or {}).values()} | {c.name for c in ctx.subs.values()}
+        bad = e.columns() - allowed
+        if bad:
+            raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
+        return e
+
+    # ------------------------------------------------------------------ subqueries
+
+    def _correlate(self, c: Expr, scope: Scope, corr: Correlation) -> None:
+        if isinstance(c, Func) and c.op == "=":
+            a, b = c.args
+            ao, bo = a.columns() - scope.local, b.columns() - scope.local
+            if ao and not (a.columns() & scope.local) and not bo and b.columns():
+                corr.pairs.append((a, b))
+                return
+            if bo and not (b.columns() & scope.local) and not ao and a.columns():
+                corr.pairs.append((b, a))
+                return
+        corr.residual.append(c)
+
+    def subquery_predicate(self, node: exp.Expression, plan: PlanNode, ctx: Ctx,
+                           where_scope: Scope | None, corr: Correlation | None) -> PlanNode:
+        negate = False
+        inner = node
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Not):
+            negate = True
+            inner = inner.this
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+        if isinstance(inner, exp.Exists):
+            c = Correlation()
+            rel = self.query(inner.this, ctx.scope, c)
+            return self._semi(plan, rel, c, [], negate, null_aware=False)
+        if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+            c = Correlation()
+            lhs = self.expr(inner.this, ctx) if ctx.aggs is None else self._post(inner.this, ctx)
+            rel = self.query(inner.args["query"].this if isinstance(inner.args["query"], exp.Subquery)
+                             else inner.args["query"], ctx.scope, c)
+            if len(rel.outputs) != 1:
+                raise PlanError("subquery in IN must return one column")
+            return self._semi(plan, rel, c, [lhs], negate, null_aware=negate)
+        # A predicate with scalar subqueries inside: join each, then filter.
+        for sq in list(node.find_all(exp.Subquery)):
+            if isinstance(sq.parent, (exp.From, exp.Join)):
+                continue
+            plan = self._scalar_subquery(sq, plan, ctx)
+        if any(isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query"))
+               for n in node.walk()):
+            raise UnsupportedError("EXISTS / IN subqueries nested inside OR or other expressions")
+        e = self._post(node, ctx) if ctx.aggs is not None else self.expr(node, ctx)
+        if where_scope is not None and corr is not None and (e.columns() - where_scope.local - set(ctx.subs_cols())):
+            self._correlate(e, where_scope, corr)
+            return plan
+        return Filter(plan, e)
+
+    def _semi(self, plan, rel: Rel, c: Correlation, lhs: list[Expr], negate: bool, null_aware: bool):
+        sch = rel.plan.schema
+        lk = [o for o, _ in c.pairs] + lhs
+        rk = [Col(k, sch[k]) for k in c.inner_key_cols]
+        if lhs:
+            out = rel.outputs[0][1]
+            rk.append(Col(out, sch[out]))
+            t1, t2 = lk[-1].type, rk[-1].type
+            if (t1.kind == "string") != (t2.kind == "string"):
+                raise PlanError(f"IN compares {t1} with {t2}")
+        resid = E.and_all(c.residual)
+        return Join(plan, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
+                    null_aware=null_aware)
+
+    def _scalar_subquery(self, sq: exp.Subquery, plan: PlanNode, ctx: Ctx) -> PlanNode:
+        c = Correlation()
+        rel = self.query(sq.this, ctx.scope, c)
+        if len(rel.outputs) != 1:
+            raise PlanError("a scalar subquery must return one column")
+        sch = rel.plan.schema
+        vname = rel.outputs[0][1]
+        value = Col(vname, sch[vname])
+        if c.residual:
+            raise UnsupportedError("correlated scalar subquery with a non-equality correlation")
+        if c.pairs:
+            body = sq.this
+            if not any(_outer_aggs(x) for x in body.expressions) or body.args.get("group"):
+                raise UnsupportedError("correlated scalar subquery that is not a plain aggregate")
+            rk = tuple(Col(k, sch[k]) for k in c.inner_key_cols)
+            plan = Join(plan, rel.plan, "left", tuple(o for o, _ in c.pairs), rk)
+            sel_items = body.expressions
+            first = sel_items[0].this if isinstance(sel_items[0], exp.Alias) else sel_items[0]
+            if isinstance(first, exp.Count):
+                # COUNT over no matching rows is 0, not NULL.
+                vname2 = self.fresh(vname + "_or_0")
+                keep = tuple((n, Col(n, t)) for n, t in plan.schema.items())
+                plan = Project(plan, keep + ((vname2, Func("coalesce", (value, Lit(0, INT64)), INT64)),))
+                value = Col(vname2, INT64)
+        else:
+            plan = Join(plan, rel.plan, "cross", single_row=True)
+        ctx.subs[id(sq)] = value
+        return plan
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, node: exp.Expression, ctx: Ctx) -> Expr:
+        if ctx.aggs is not None and id(node) in ctx.aggs:
+            return ctx.aggs[id(node)]
+        if id(node) in ctx.subs:
+            return ctx.subs[id(node)]
+        fn = getattr(self, f"_x_{type(node).__name__.lower()}", None)
+        if fn is None:
+            if isinstance(node, exp.AggFunc) or isinstance(node, tuple(AGG_FUNCS)):
+                if ctx.aggs is None:
+                    raise PlanError(f"aggregate {node.sql()} is not allowed here")
+            raise UnsupportedError(f"{node.key.upper()} ({node.sql(dialect='duckdb')[:60]})")
+        return fn(node, ctx)
+
+    def _x_paren(self, n, ctx):
+        return self.expr(n.this, ctx)
+
+    def _x_alias(self, n, ctx):
+        return self.expr(n.this, ctx)
+
+    def _x_column(self, n: exp.Column, ctx):
+        if isinstance(n.this, exp.Star):
+            raise PlanError("* is only allowed in the select list or COUNT(*)")
+        try:
+            return ctx.scope.resolve(n.table or None, n.name)
+        except PlanError:
+            if ctx.aliases is not None and not n.table and n.name.lower() in (ctx.aliases or {}):
+                raise PlanError(f"alias {n.name!r} cannot be referenced here; repeat the expression") from None
+            raise
+
+    def _x_literal(self, n: exp.Literal, ctx):
+        return literal(n)
+
+    def _x_null(self, n, ctx):
+        return Lit(None, INT32)
+
+    def _x_boolean(self, n, ctx):
+        return Lit(bool(n.this), BOOL)
+
+    def _x_neg(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        return E.make_func("neg", [a])
+
+    def _binary(self, op, n, ctx):
+        a = self.expr(n.this, ctx)
+        b_node = n.expression
+        if isinstance(b_node, exp.Interval) and op in ("+", "-"):
+            return self._interval(a, b_node, -1 if op == "-" else 1)
+        if isinstance(n.this, exp.Interval) and op == "+":
+            return self._interval(self.expr(b_node, ctx), n.this, 1)
+        b = self.expr(b_node, ctx)
+        if op in E.COMPARE:
+            a, b = _coerce_compare(a, b)
+            return E.make_compare(op, a, b)
+        return E.make_arith(op, a, b)
+
+    def _interval(self, a: Expr, iv: exp.Interval, sign: int) -> Expr:
+        if a.type.kind != "date":
+            raise PlanError(f"interval arithmetic needs a date, got {a.type}")
+        qty = iv.this
+        unit = iv.args.get("unit")
+        unit_s = (unit.name if unit is not None else "").lower()
+        text = qty.name if isinstance(qty, exp.Literal) else None
+        if text is None:
+            raise UnsupportedError("INTERVAL with a non-constant amount")
+        parts = text.split()
+        if len(parts) == 2 and not unit_s:
+            text, unit_s = parts[0], parts[1].lower()
+        try:
+            k = int(text)
+        except ValueError:
+            raise PlanError(f"bad interval amount {text!r}") from None
+        unit_s = unit_s.rstrip("s")
+        if unit_s == "day":
+            return E.make_arith("+", a, Lit(sign * k, INT32))
+        if unit_s == "week":
+            return E.make_arith("+", a, Lit(sign * 7 * k, INT32))
+        if unit_s in ("month", "year", "quarter"):
+            months = k * {"month": 1, "year": 12, "quarter": 3}[unit_s] * sign
+            return E.make_func("add_months", [a], (months,))
+        raise UnsupportedError(f"INTERVAL unit {unit_s!r}")
+
+    def _x_add(self, n, ctx):
+        return self._binary("+", n, ctx)
+
+    def _x_sub(self, n, ctx):
+        return self._binary("-", n, ctx)
+
+    def _x_mul(self, n, ctx):
+        return self._binary("*", n, ctx)
+
+    def _x_div(self, n, ctx):
+        return self._binary("/", n, ctx)
+
+    def _x_mod(self, n, ctx):
+        return self._binary("%", n, ctx)
+
+    def _x_eq(self, n, ctx):
+        return self._binary("=", n, ctx)
+
+    def _x_neq(self, n, ctx):
+        return self._binary("<>", n, ctx)
+
+    def _x_lt(self, n, ctx):
+        return self._binary("<", n, ctx)
+
+    def _x_lte(self, n, ctx):
+        return self._binary("<=", n, ctx)
+
+    def _x_gt(self, n, ctx):
+        return self._binary(">", n, ctx)
+
+    def _x_gte(self, n, ctx):
+        return self._binary(">=", n, ctx)
+
+    def _x_and(self, n, ctx):
+        return E.make_bool("and", [self.expr(x, ctx) for x in _split_and(n)])
+
+    def _x_or(self, n, ctx):
+        return E.make_bool("or", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    def _x_not(self, n, ctx):
+        return E.make_not(self.expr(n.this, ctx))
+
+    def _x_between(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        lo = self.expr(n.args["low"], ctx)
+        hi = self.expr(n.args["high"], ctx)
+        a1, lo = _coerce_compare(a, lo)
+        a2, hi = _coerce_compare(a, hi)
+        return E.make_bool("and", [E.make_compare(">=", a1, lo), E.make_compare("<=", a2, hi)])
+
+    def _x_is(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        if isinstance(n.expression, exp.Null):
+            return E.make_func("is_null", [a])
+        raise UnsupportedError(f"IS {n.expression.sql()}")
+
+    def _x_in(self, n, ctx):
+        if n.args.get("query") is not None:
+            raise UnsupportedError("IN (subquery) inside an expression")
+        a = self.expr(n.this, ctx)
+        vals = [self.expr(v, ctx) for v in n.expressions]
+        if all(isinstance(v, Lit) for v in vals):
+            conv = []
+            for v in vals:
+                _, v2 = _coerce_compare(a, v)
+                if v2.value is not None:
+                    E.make_compare("=", a, v2)  # type check
+                conv.append(_lit_in_repr(v2, a.type))
+            return E.make_func("in", [a], (tuple(conv),))
+        return E.make_bool("or", [E.make_compare("=", *_coerce_compare(a, v)) for v in vals])
+
+    def _x_like(self, n, ctx):
+        return self._like(n, ctx, "like")
+
+    def _x_ilike(self, n, ctx):
+        return self._like(n, ctx, "ilike")
+
+    def _like(self, n, ctx, op):
+        a = self.expr(n.this, ctx)
+        pat = n.expression
+        if not (isinstance(pat, exp.Literal) and pat.is_string):
+            raise UnsupportedError("LIKE with a non-constant pattern")
+        if n.args.get("escape") is not None:
+            raise UnsupportedError("LIKE ... ESCAPE")
+        op = ("not_" if n.args.get("negate") else "") + op
+        return E.make_func(op, [a], (pat.this,))
+
+    def _x_case(self, n, ctx):
+        args: list[Expr] = []
+        base = n.this
+        base_e = self.expr(base, ctx) if base is not None else None
+        for i in n.args.get("ifs") or []:
+            cond = self.expr(i.this, ctx)
+            if base_e is not None:
+                cond = E.make_compare("=", *_coerce_compare(base_e, cond))
+            if cond.type.kind != "bool":
+                raise PlanError(f"CASE WHEN needs a boolean condition, got {cond.type}")
+            args += [cond, self.expr(i.args["true"], ctx)]
+        default = n.args.get("default")
+        args.append(self.expr(default, ctx) if default is not None else Lit(None, INT32))
+        return E.make_func("case", args)
+
+    def _x_if(self, n, ctx):
+        cond = self.expr(n.this, ctx)
+        f = n.args.get("false")
+        return E.make_func("case", [cond, self.expr(n.args["true"], ctx),
+                                    self.expr(f, ctx) if f is not None else Lit(None, INT32)])
+
+    def _x_coalesce(self, n, ctx):
+        args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
+        return E.make_func("coalesce", args)
+
+    def _x_cast(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        t = sql_type(n.args["to"])
+        if a.type == t:
+            return a
+        return E.make_func("cast", [a], (t,))
+
+    _x_trycast = _x_cast
+
+    def _x_extract(self, n, ctx):
+        fld = n.this.name.lower()
+        return E.make_func("extract", [self.expr(n.expression, ctx)], (fld,))
+
+    def _x_year(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("year",))
+
+    def _x_substring(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        start = self.expr(n.args["start"], ctx) if n.args.get("start") is not None else Lit(1, INT32)
+        length = n.args.get("length")
+        ln = self.expr(length, ctx) if length is not None else None
+        if not isinstance(start, Lit) or (ln is not None and not isinstance(ln, Lit)):
+            raise UnsupportedError("SUBSTRING with non-constant positions")
+        return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
+
+    def _x_dpipe(self, n, ctx):
+        return E.make_func("concat", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    def _x_concat(self, n, ctx):
+        return E.make_func("concat", [self.expr(x, ctx) for x in n.expressions])
+
+    def _x_upper(self, n, ctx):
+        return E.make_func("upper", [self.expr(n.this, ctx)])
+
+    def _x_lower(self, n, ctx):
+        return E.make_func("lower", [self.expr(n.this, ctx)])
+
+    def _x_trim(self, n, ctx):
+        return E.make_func("trim", [self.expr(n.this, ctx)])
+
+    def _x_length(self, n, ctx):
+        return E.make_func("length", [self.expr(n.this, ctx)])
+
+    def _x_abs(self, n, ctx):
+        return E.make_func("abs", [self.expr(n.this, ctx)])
+
+    def _x_round(self, n, ctx):
+        d = n.args.get("decimals")
+        digits = int(d.this) if d is not None else 0
+        return E.make_func("round", [self.expr(n.this, ctx)], (digits,))
+
+    def _x_subquery(self, n, ctx):
+        raise UnsupportedError("a subquery in this position")
+
+    def _x_exists(self, n, ctx):
+        raise UnsupportedError("EXISTS inside OR or another expression")
+
+
+def _ctx_subs_cols(self):
+    return [c.name for c in self.subs.values()]
+
+
+Ctx.subs_cols = _ctx_subs_cols  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def literal(n: exp.Literal) -> Lit:
+    if n.is_string:
+        return Lit(n.this, STRING)
+    text = n.this
+    if any(ch in text for ch in "eE"):
+        return Lit(float(text), FLOAT64)
+    if "." in text:
+        d = dec.Decimal(text)
+        # Trailing zeros only inflate the scale (and the risk of int64 overflow): 0.0001000 -> 0.0001
+        d = d.normalize() if d != 0 else dec.Decimal(0)
+        scale = max(0, -d.as_tuple().exponent)
+        return Lit(int(d.scaleb(scale)), decimal(scale))
+    v = int(text)
+    return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64)
+
+
+def sql_type(dt_node: exp.DataType) -> LType:
+    t = dt_node.this
+    T = exp.DataType.Type
+    if t in (T.INT, T.INTEGER if hasattr(T, "INTEGER") else T.INT):
+        return INT32
+    mapping = {T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
+               T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
+               T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
+    if t in mapping:
+        return mapping[t]
+    if t == T.DECIMAL:
+        params = dt_node.expressions
+        scale = int(params[1].this.this) if len(params) > 1 else 0
+        return decimal(scale)
+    raise UnsupportedError(f"type {dt_node.sql()}")
+
+
+def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """Implicit casts for comparisons: a string constant compared with a date becomes a date."""
+    if a.type.kind == "date" and isinstance(b, Lit) and b.type.kind == "string":
+        return a, _date_lit(b.value)
+    if b.type.kind == "date" and isinstance(a, Lit) and a.type.kind == "string":
+        return _date_lit(a.value), b
+    if isinstance(b, Lit) and b.value is None:
+        return a, Lit(None, a.type)
+    if isinstance(a, Lit) and a.value is None:
+        return Lit(None, b.type), b
+    return a, b
+
+
+def _date_lit(s: str) -> Lit:
+    try:
+        d = dt.date.fromisoformat(s.strip())
+    except ValueError:
+        raise PlanError(f"{s!r} is not a date (YYYY-MM-DD)") from None
+    return Lit((d - dt.date(1970, 1, 1)).days, DATE)
+
+
+def _lit_in_repr(v: Lit, t: LType):
+    """A literal's value in the representation of a column of type ``t`` (for IN lists)."""
+    if v.value is None:
+        return None
+    if t.kind == "decimal":
+        if v.type.kind == "decimal":
+            return v.value * 10 ** (t.scale - v.type.scale) if t.scale >= v.type.scale else v.value / 10 ** (v.type.scale - t.scale)
+        return round(v.value * 10 ** t.scale)
+    if t.is_integer and v.type.kind == "decimal":
+        return v.value / 10 ** v.type.scale
+    return v.value
+
+
+def equi_pair(c: Expr, left: set[str], right: set[str]) -> tuple[Expr, Expr] | None:
+    """(left expr, right expr) if ``c`` is an equality between the two sides."""
+    if not (isinstance(c, Func) and c.op == "="):
+        return None
+    a, b = c.args
+    ca, cb = a.columns(), b.columns()
+    if not ca or not cb:
+        return None
+    if ca <= left and cb <= right:
+        pair = (a, b)
+    elif ca <= right and cb <= left:
+        pair = (b, a)
+    else:
+        return None
+    ta, tb = pair[0].type, pair[1].type
+    if ta.kind == "decimal" or tb.kind == "decimal" or ta.is_float or tb.is_float:
+        if ta != tb:
+            return None  # keep mixed-scale equalities as residual conditions
+    return pair
+
+
+def extract_common_or(e: Expr) -> Expr:
+    """(a AND b) OR (a AND c) -> a AND (b OR c): exposes join keys hidden in ORs (TPC-H Q19)."""
+    if not (isinstance(e, Func) and e.op == "or"):
+        return e
+    branches = []
+
+    def flat(x):
+        if isinstance(x, Func) and x.op == "or":
+            for a in x.args:
+                flat(a)
+        else:
+            branches.append(E.conjuncts(x))
+    flat(e)
+    common = [c for c in branches[0] if all(c in b for b in branches[1:])]
+    if not common:
+        return e
+    rest = []
+    for b in branches:
+        r = [c for c in b if c not in common]
+        if not r:
+            return E.and_all(common)  # one branch is implied entirely
+        rest.append(E.and_all(r))
+    return E.and_all(common + [E.make_bool("or", rest)])
+
+
+def _replace_subexprs(e: Expr, mapping: dict[Expr, Col]) -> Expr:
+    if not mapping:
+        return e
+    hit = mapping.get(e)
+    if hit is not None:
+        return hit
+    if isinstance(e, Func):
+        return Func(e.op, tuple(_replace_subexprs(a, mapping) for a in e.args), e.type, e.params)
+    return e

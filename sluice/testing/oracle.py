@@ -1,0 +1,87 @@
+"""Compare a sluice result with DuckDB's on the same files (the test oracle, DESIGN §8).
+
+Rows are compared as multisets (sorted on all columns); numbers exactly when both sides are
+exact (integers, decimals), within a relative 1e-9 when either side is floating point. When
+the query orders its result, the ORDER BY key columns must also appear in DuckDB's order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from pathlib import Path
+
+import pyarrow as pa
+
+
+def duckdb_connect(data_dir: str | Path, threads: int | None = None):
+    import duckdb
+    con = duckdb.connect()
+    if threads:
+        con.execute(f"SET threads TO {int(threads)}")
+    root = Path(data_dir)
+    for p in sorted(root.iterdir()):
+        if p.suffix == ".parquet":
+            name, src = p.stem, str(p)
+        elif p.is_dir() and any(p.rglob("*.parquet")):
+            name, src = p.name, str(p / "**" / "*.parquet")
+        else:
+            continue
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet(\'{src}\')')
+    return con
+
+
+def _norm(v):
+    if isinstance(v, float) and math.isnan(v):
+        return ("nan",)
+    return v
+
+
+def _key(row):
+    out = []
+    for v in row:
+        if v is None:
+            out.append((0, 0))
+        elif isinstance(v, (int, float, decimal.Decimal)):
+            out.append((1, float(v)))
+        elif isinstance(v, (dt.date, dt.datetime)):
+            out.append((2, v.isoformat()))
+        else:
+            out.append((3, str(v)))
+    return out
+
+
+def values_equal(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) == bool(b)
+    if isinstance(a, float) or isinstance(b, float):
+        fa, fb = float(a), float(b)
+        return math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(a, (int, decimal.Decimal)) and isinstance(b, (int, decimal.Decimal)):
+        return decimal.Decimal(a) == decimal.Decimal(b)
+    return a == b
+
+
+def rows_of(table: pa.Table) -> list[tuple]:
+    cols = [c.to_pylist() for c in table.columns]
+    return list(zip(*cols)) if cols else []
+
+
+def compare(ours: pa.Table, theirs: pa.Table, order_cols: list[int] | None = None) -> None:
+    """Raise AssertionError describing the first difference."""
+    assert ours.num_columns == theirs.num_columns, \
+        f"column count {ours.num_columns} != duckdb's {theirs.num_columns}"
+    assert ours.num_rows == theirs.num_rows, f"row count {ours.num_rows} != duckdb's {theirs.num_rows}"
+    a, b = rows_of(ours), rows_of(theirs)
+    if order_cols:
+        for i, (ra, rb) in enumerate(zip(a, b)):
+            for c in order_cols:
+                assert values_equal(ra[c], rb[c]), \
+                    f"row {i}: ORDER BY column {c} is {ra[c]!r}, duckdb has {rb[c]!r}"
+    sa, sb = sorted(a, key=_key), sorted(b, key=_key)
+    for i, (ra, rb) in enumerate(zip(sa, sb)):
+        for c, (x, y) in enumerate(zip(ra, rb)):
+            assert values_equal(x, y), f"sorted row {i}, column {c}: {x!r} != duckdb's {y!r}\n ours: {ra}\n duck: {rb}"

@@ -1,0 +1,121 @@
+"""Logical types and their tensor / Arrow representations (DESIGN §1).
+
+decimal(p, s) is an int64 scaled by 10**s; date is int32 days since 1970-01-01;
+timestamp is int64 microseconds; string is int32 codes into a host-side dictionary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import torch
+
+from sluice.errors import PlanError, UnsupportedError
+
+
+@dataclass(frozen=True, slots=True)
+class LType:
+    """A logical type. ``kind`` is one of KINDS; ``scale`` only matters for decimals."""
+
+    kind: str
+    scale: int = 0
+
+    def __str__(self) -> str:
+        return f"decimal(s={self.scale})" if self.kind == "decimal" else self.kind
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind in NUMERIC_KINDS
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in INT_KINDS
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind in ("float32", "float64")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return TORCH_DTYPES[self.kind]
+
+
+INT_KINDS = ("int8", "int16", "int32", "int64")
+NUMERIC_KINDS = INT_KINDS + ("float32", "float64", "decimal")
+TORCH_DTYPES = {
+    "bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
+    "decimal": torch.int64, "date": torch.int32, "timestamp": torch.int64,
+    "string": torch.int32,
+}
+
+BOOL = LType("bool")
+INT32 = LType("int32")
+INT64 = LType("int64")
+FLOAT64 = LType("float64")
+DATE = LType("date")
+STRING = LType("string")
+
+
+def decimal(scale: int) -> LType:
+    return LType("decimal", scale)
+
+
+def from_arrow(t: pa.DataType) -> LType:
+    """Map an Arrow type of a Parquet column to a logical type."""
+    if pa.types.is_dictionary(t):
+        return from_arrow(t.value_type)
+    if pa.types.is_boolean(t):
+        return BOOL
+    for k in INT_KINDS:
+        if t == getattr(pa, k)():
+            return LType(k)
+    if pa.types.is_unsigned_integer(t):
+        if t.bit_width >= 64:
+            raise UnsupportedError(f"column type {t} (unsigned 64-bit) is not supported")
+        return LType({8: "int16", 16: "int32", 32: "int64"}[t.bit_width])
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return LType("float32")
+    if pa.types.is_float64(t):
+        return FLOAT64
+    if pa.types.is_decimal(t):
+        if t.precision > 18:
+            # Values up to 18 digits fit int64; wider declared columns are accepted and
+            # checked per chunk when read (reader raises if a value does not fit).
+            pass
+        return decimal(t.scale)
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_timestamp(t):
+        return LType("timestamp")
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return STRING
+    raise UnsupportedError(f"column type {t} is not supported")
+
+
+def to_arrow(t: LType) -> pa.DataType:
+    if t.kind == "decimal":
+        return pa.decimal128(38, t.scale)
+    if t.kind == "date":
+        return pa.date32()
+    if t.kind == "timestamp":
+        return pa.timestamp("us")
+    if t.kind == "string":
+        return pa.string()
+    return getattr(pa, t.kind)() if t.kind != "bool" else pa.bool_()
+
+
+_RANK = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "decimal": 5,
+         "float32": 6, "float64": 7}
+
+
+def common_numeric(a: LType, b: LType) -> LType:
+    """The type both operands are converted to for arithmetic or comparison."""
+    if not (a.is_numeric or a.kind == "bool") or not (b.is_numeric or b.kind == "bool"):
+        raise PlanError(f"cannot combine {a} and {b}")
+    if a.kind == "decimal" or b.kind == "decimal":
+        if a.is_float or b.is_float:
+            return FLOAT64
+        return decimal(max(a.scale, b.scale))
+    return a if _RANK[a.kind] >= _RANK[b.kind] else b
