@@ -1,0 +1,41 @@
+"""TPC-H data through ``tpchgen-cli`` (Parquet output)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from sluice.errors import DataError
+
+TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
+
+
+def _tpchgen() -> str:
+    exe = shutil.which("tpchgen-cli")
+    if exe is None:
+        cand = Path(sys.executable).parent / "tpchgen-cli"
+        if cand.exists():
+            return str(cand)
+        raise DataError("tpchgen-cli is not installed (pip install tpchgen-cli)")
+    return exe
+
+
+def generate_tpch(sf: float, out: str | Path, tables: tuple[str, ...] = TPCH_TABLES,
+                  parts: int | None = None, quiet: bool = True) -> Path:
+    """Write TPC-H tables at scale factor ``sf`` as ``OUT/NAME.parquet`` (or ``OUT/NAME/`` parts)."""
+    if sf <= 0:
+        raise DataError(f"scale factor must be positive, not {sf}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [_tpchgen(), "parquet", "-s", f"{sf:g}", "--output-dir", str(out), "--tables", ",".join(tables)]
+    if parts:
+        cmd += ["--parts", str(parts)]
+    if quiet:
+        cmd.append("--quiet")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        msg = (res.stderr or res.stdout).strip().splitlines()
+        raise DataError(f"tpchgen-cli failed: {msg[-1] if msg else res.returncode}")
+    return out
