@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+import warnings
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -97,6 +99,16 @@ class Chunk:
         return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq)
 
 
+def host_tensor(arr: np.ndarray) -> torch.Tensor:
+    """Zero-copy CPU tensor over a numpy array, also a read-only Arrow-backed one: sluice never
+    writes into such columns in place, so torch's non-writable warning is silenced here only."""
+    if arr.flags.writeable:
+        return torch.from_numpy(arr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(arr)
+
+
 # ---------------------------------------------------------------- dictionaries
 
 
@@ -112,7 +124,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
         return first, [c.data for c in cols]
     combined = pa.concat_arrays([_as_string(d) for d in dicts])
     enc = pc.dictionary_encode(combined)
-    mapping = torch.from_numpy(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
+    mapping = host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
     out, off = [], 0
     for c, d in zip(cols, dicts):
         m = mapping[off: off + len(d)].to(c.data.device)

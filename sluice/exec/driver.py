@@ -20,8 +20,7 @@ from sluice.exec.sort import SortOp
 from sluice.io.parquet.convert import column_to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
-from sluice.plan.expr import Col
-from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
                                  Sort, Union)
 from sluice.types import to_arrow
 
@@ -70,17 +69,7 @@ def _(plan: Union, cfg):
 
 @lower.register
 def _(plan: Aggregate, cfg):
-    distinct = [a for _, a in plan.aggs if a.distinct]
-    if not distinct:
-        return HashAggregateOp(lower(plan.child, cfg), plan.keys, plan.aggs)
-    # agg(DISTINCT x) GROUP BY k  ==  agg(x) over (SELECT k, x GROUP BY k, x) GROUP BY k
-    arg = distinct[0].arg
-    xname = "__distinct_arg"
-    inner_keys = plan.keys + ((xname, arg),)
-    inner = HashAggregateOp(lower(plan.child, cfg), inner_keys, ())
-    outer_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
-    outer_aggs = tuple((n, AggCall(a.func, Col(xname, arg.type))) for n, a in plan.aggs)
-    return HashAggregateOp(inner, outer_keys, outer_aggs)
+    return HashAggregateOp(lower(plan.child, cfg), plan.keys, plan.aggs)
 
 
 # Physical mode when the logical left side probes / when it builds.

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column, unify_dictionaries
+from sluice.chunk import Chunk, Column, host_tensor, unify_dictionaries
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.exec.kernels import dates
 from sluice.plan.expr import Col, Expr, Func, Lit
@@ -133,13 +133,10 @@ def _arith(e: Func, chunk: Chunk) -> Column:
         r = x + y if op == "+" else x - y
         return Column(r.to(t.torch_dtype), t, valid)
     if op == "/":
+        # IEEE semantics, as DuckDB: x/0 is +-inf, 0/0 is NaN.
         x = _to_type(a, LType("float64"))
         y = _to_type(b, LType("float64"))
-        zero = y == 0
-        r = x / torch.where(zero, torch.ones_like(y), y)
-        if bool(zero.any()):
-            valid = _and_valid(valid, ~zero)
-        return Column(r, t, valid)
+        return Column(x / y, t, valid)
     if op == "*" and t.kind == "decimal":
         # decimal*decimal has scale s1+s2; decimal*int keeps the decimal's scale.
         x, y = a.data.long(), b.data.long()
@@ -184,11 +181,17 @@ def _abs(e: Func, chunk: Chunk) -> Column:
     return Column(a.data.abs(), a.type, a.valid)
 
 
+def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
+    """SQL rounding: halves go away from zero (torch.round rounds them to even)."""
+    f = 10.0 ** digits
+    return torch.sign(x) * torch.floor(x.abs() * f + 0.5) / f
+
+
 def _round(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
     digits = e.params[0] if e.params else 0
     if a.type.is_float:
-        return Column(torch.round(a.data, decimals=digits), a.type, a.valid)
+        return Column(_round_half_away(a.data, digits), a.type, a.valid)
     if a.type.kind == "decimal" and digits < a.type.scale:
         f = 10 ** (a.type.scale - digits)
         x = a.data
@@ -269,12 +272,12 @@ def _dictionary_rank(d: pa.Array) -> torch.Tensor:
     order = pc.sort_indices(d).to_numpy()
     rank = np.empty(len(d), dtype=np.int64)
     rank[order] = np.arange(len(d))
-    return torch.from_numpy(rank)
+    return host_tensor(rank)
 
 
 def _gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
     arr = per_entry.fill_null(False).to_numpy(zero_copy_only=False)
-    t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
+    t = host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
     if codes.dim() == 0:
         return t[codes.long()]
     return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
@@ -392,7 +395,7 @@ def _upper(e: Func, chunk: Chunk) -> Column:
 
 def _length(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
-    per = torch.from_numpy(pc.utf8_length(a.dictionary).to_numpy(zero_copy_only=False).astype(np.int64))
+    per = host_tensor(pc.utf8_length(a.dictionary).to_numpy(zero_copy_only=False).astype(np.int64))
     return Column(per.to(a.data.device)[a.data.long()], e.type, a.valid)
 
 
@@ -409,7 +412,7 @@ def _concat(e: Func, chunk: Chunk) -> Column:
              else c.dictionary.take(pa.array(c.data.cpu().numpy())) for c in cols]
     joined = pc.binary_join_element_wise(*parts, "")
     enc = pc.dictionary_encode(joined)
-    codes = torch.from_numpy(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+    codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
     return Column(codes.to(cols[0].data.device if not cols[0].is_const else cols[-1].data.device)[:n],
                   e.type, valid, enc.dictionary)
 
@@ -493,8 +496,12 @@ def _cast(e: Func, chunk: Chunk) -> Column:
         return a
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
         if t.is_integer and (src.is_float or src.kind == "decimal"):
-            x = a.data.double() / (10 ** src.scale) if src.kind == "decimal" else a.data
-            return Column(torch.round(x).to(t.torch_dtype), t, a.valid)
+            # DuckDB: decimals round half away from zero, doubles half to even (nearbyint).
+            if src.kind == "decimal":
+                x = _round_half_away(a.data.double() / (10 ** src.scale))
+            else:
+                x = torch.round(a.data)
+            return Column(x.to(t.torch_dtype), t, a.valid)
         if t.kind == "decimal" and src.kind == "decimal" and src.scale > t.scale:
             f = 10 ** (src.scale - t.scale)
             x = a.data
@@ -520,7 +527,7 @@ def _cast(e: Func, chunk: Chunk) -> Column:
         from sluice.io.parquet.convert import column_to_arrow
         s = column_to_arrow(a).cast(pa.string())
         enc = pc.dictionary_encode(s)
-        codes = torch.from_numpy(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+        codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
         return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
     if t.kind == "date" and src.kind == "timestamp":
         return Column(torch.div(a.data, 86_400_000_000, rounding_mode="floor").to(torch.int32), t, a.valid)

@@ -22,7 +22,8 @@ from sluice.errors import ExecutionError
 from sluice.exec.evaluate import _dictionary_rank, evaluate
 from sluice.exec.kernels.keys import first_rows, group_ids, hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
 from sluice.exec.operators import Operator
-from sluice.plan.expr import Expr
+from sluice.plan.expr import Col, Expr
+from sluice.types import INT64
 from sluice.plan.logical import AggCall
 from sluice.chunk import unify_dictionaries
 
@@ -87,6 +88,8 @@ class HashAggregateOp(Operator):
         return Partial(keys, states, g)
 
     def _reduce(self, call: AggCall, chunk, ids, g, n, dev):
+        if call.distinct:
+            return _distinct_set(ids, evaluate(call.arg, chunk).expand(n), dev)
         if call.func == "count_star":
             return {"count": torch.bincount(ids, minlength=g)}
         col = evaluate(call.arg, chunk).expand(n)
@@ -134,7 +137,12 @@ class HashAggregateOp(Operator):
         states = {}
         for name, call in self.aggs:
             z = torch.zeros(1, dtype=torch.int64, device=dev)
-            if call.func in ("count", "count_star"):
+            if call.distinct:
+                t = call.arg.type
+                states[name] = {"gidx": torch.zeros(0, dtype=torch.int64, device=dev),
+                                "x": Column(torch.zeros(0, dtype=t.torch_dtype, device=dev), t, None,
+                                            pa.array([], pa.string()) if t.kind == "string" else None)}
+            elif call.func in ("count", "count_star"):
                 states[name] = {"count": z}
             elif call.func in ("sum", "avg") and _exact(call.arg.type):
                 states[name] = {"hi": z, "lo": z.clone(), "count": z.clone()}
@@ -158,8 +166,17 @@ class HashAggregateOp(Operator):
         firsts = first_rows(ids, g) if self.keys else None
         keys = {name: c.take(firsts) for name, c in keys_cat.items()}
         states = {}
+        offsets = []
+        off = 0
+        for p in parts:
+            offsets.append(off)
+            off += p.groups
         for name, call in self.aggs:
             sts = [p.states[name] for p in parts]
+            if call.distinct:
+                gidx = torch.cat([ids[o + s["gidx"]] for o, s in zip(offsets, sts)])
+                states[name] = _distinct_set(gidx, concat_columns([s["x"] for s in sts]), dev)
+                continue
             cnt = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, torch.cat([s["count"] for s in sts]))
             st = {"count": cnt}
             if "hi" in sts[0]:
@@ -194,6 +211,11 @@ class HashAggregateOp(Operator):
         cols = dict(part.keys)
         for name, call in self.aggs:
             st = part.states[name]
+            if call.distinct:
+                # The deduplicated (group, value) pairs aggregate like plain input rows.
+                x = st["x"]
+                plain = AggCall(call.func, Col("__distinct", call.arg.type))
+                st = self._reduce(plain, Chunk({"__distinct": x}, len(x)), st["gidx"], g, len(x), dev)
             cnt = st["count"]
             nonnull = cnt > 0
             t = call.type
@@ -221,6 +243,16 @@ class HashAggregateOp(Operator):
                     v = v.to(torch.bool)
                 cols[name] = Column(v.to(t.torch_dtype), t, valid, st["dict"])
         return Chunk(cols, g)
+
+
+def _distinct_set(gidx: torch.Tensor, x: Column, dev) -> dict:
+    """Deduplicate (group, value) pairs: the state of a DISTINCT aggregate."""
+    n = int(gidx.numel())
+    if n == 0:
+        return {"gidx": gidx, "x": x}
+    pair_ids, k = group_ids([Column(gidx, INT64), x], n)
+    firsts = first_rows(pair_ids.to(dev), k)
+    return {"gidx": gidx[firsts], "x": x.take(firsts)}
 
 
 def _wide_sum(hi, lo, t, valid) -> Column:

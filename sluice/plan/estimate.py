@@ -45,8 +45,74 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
             return max(1.0, lr * 0.5), lb
         if plan.kind == "cross" or not plan.left_keys:
             return lr * rr, lb * rb
-        return join_estimate(lr, lb, rr, rb), max(lb, rb)
+        est = keyed_join_estimate(plan.left, plan.right, plan.left_keys, plan.right_keys, lr, lb, rr, rb)
+        return est, max(lb, rb)
     return 1000.0, 1000.0
+
+
+def keyed_join_estimate(left: PlanNode, right: PlanNode, lkeys, rkeys, lr, lb, rr, rb) -> float:
+    """Estimate |left JOIN right| from key statistics.
+
+    A key whose value range in the Parquet statistics covers its table's row count may be
+    unique (a primary key): then the join keeps the other side's rows, scaled by this side's
+    selectivity. When neither side may be unique the join is many-to-many:
+    |L| * |R| / max(ndv), with ndv <= value range. Unknown keys fall back to FK-PK by size.
+    """
+    best = None
+    for lk, rk in zip(lkeys, rkeys):
+        li, ri = key_stats(left, lk), key_stats(right, rk)
+        if li is None or ri is None:
+            continue
+        (lndv, luniq, _), (rndv, runiq, _) = li, ri
+        if runiq and (not luniq or rb <= lb):
+            e = lr * min(1.0, rr / rb)
+        elif luniq:
+            e = rr * min(1.0, lr / lb)
+        else:
+            e = lr * rr / max(lndv, rndv, 1.0)
+        best = e if best is None else min(best, e)
+    if best is None:
+        return join_estimate(lr, lb, rr, rb)
+    return max(1.0, best)
+
+
+def key_stats(plan: PlanNode, key: Expr) -> tuple[float, bool, float] | None:
+    """(ndv bound, may be unique, table rows) of a join key that is a scanned column."""
+    if not isinstance(key, Col):
+        return None
+    found = _find_scan(plan, key.name)
+    if found is None:
+        return None
+    scan, name = found
+    file_col = scan.columns[name]
+    rows = float(scan.table.num_rows)
+    lo = hi = None
+    for rg in scan.table.row_groups:
+        st = rg.stats.get(file_col)
+        if st is None or not isinstance(st[0], int) or not isinstance(st[1], int):
+            return None
+        lo = st[0] if lo is None else min(lo, st[0])
+        hi = st[1] if hi is None else max(hi, st[1])
+    if lo is None:
+        return None
+    rng = float(hi - lo + 1)
+    return min(rng, rows), rng >= rows, rows
+
+
+def _find_scan(plan: PlanNode, name: str) -> tuple[Scan, str] | None:
+    """The scan (and its internal column name) that produces column ``name`` unchanged."""
+    if isinstance(plan, Scan):
+        return (plan, name) if name in plan.columns else None
+    if isinstance(plan, Project):
+        for n, e in plan.exprs:
+            if n == name:
+                return _find_scan(plan.child, e.name) if isinstance(e, Col) else None
+        return None
+    if isinstance(plan, (Filter, Sort, Limit, Join)):
+        for c in plan.children:
+            if name in c.schema:
+                return _find_scan(c, name)
+    return None
 
 
 def join_estimate(lr: float, lb: float, rr: float, rb: float) -> float:

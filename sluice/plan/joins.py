@@ -10,7 +10,7 @@ cross-joined last, smallest first.
 from __future__ import annotations
 
 from sluice.plan import expr as E
-from sluice.plan.estimate import estimate, join_estimate
+from sluice.plan.estimate import estimate, keyed_join_estimate
 from sluice.plan.expr import Expr
 from sluice.plan.logical import Filter, Join, PlanNode
 
@@ -49,7 +49,7 @@ def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
                 rr, rb = estimate(lj)
                 if rr > lr:  # build (right) on the smaller side
                     continue
-                cost = join_estimate(lr, lb, rr, rb)
+                cost = keyed_join_estimate(li, lj, [k[0] for k in keys], [k[1] for k in keys], lr, lb, rr, rb)
                 if best is None or cost < best[0]:
                     best = (cost, i, j)
         if best is None:

@@ -610,9 +610,6 @@ class Translator:
                 aggs.append((name, call))
                 seen[call] = Col(name, call.type)
             agg_cols[id(node)] = seen[call]
-        distinct_args = {a.arg for _, a in aggs if a.distinct}
-        if distinct_args and (len(distinct_args) > 1 or any(not a.distinct for _, a in aggs)):
-            raise UnsupportedError("DISTINCT aggregates mixed with other aggregates (or over different arguments)")
         out = Aggregate(plan, tuple(keys), tuple(aggs))
         post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
                    aliases={a: None for a in alias_map})

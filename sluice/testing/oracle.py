@@ -45,8 +45,10 @@ def _key(row):
             out.append((0, 0))
         elif isinstance(v, (int, float, decimal.Decimal)):
             out.append((1, float(v)))
-        elif isinstance(v, (dt.date, dt.datetime)):
+        elif isinstance(v, dt.datetime):
             out.append((2, v.isoformat()))
+        elif isinstance(v, dt.date):
+            out.append((2, dt.datetime(v.year, v.month, v.day).isoformat()))
         else:
             out.append((3, str(v)))
     return out
@@ -57,7 +59,14 @@ def values_equal(a, b) -> bool:
         return a is None and b is None
     if isinstance(a, bool) or isinstance(b, bool):
         return bool(a) == bool(b)
+    if isinstance(a, dt.datetime) != isinstance(b, dt.datetime) and isinstance(a, dt.date) and isinstance(b, dt.date):
+        # DuckDB's date + interval is a timestamp; sluice keeps a date. Equal at midnight.
+        a2 = a if isinstance(a, dt.datetime) else dt.datetime(a.year, a.month, a.day)
+        b2 = b if isinstance(b, dt.datetime) else dt.datetime(b.year, b.month, b.day)
+        return a2 == b2
     if isinstance(a, float) or isinstance(b, float):
+        if math.isinf(float(a)) or math.isinf(float(b)) or math.isnan(float(a)) or math.isnan(float(b)):
+            return str(float(a)) == str(float(b))
         fa, fb = float(a), float(b)
         return math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-9)
     if isinstance(a, (int, decimal.Decimal)) and isinstance(b, (int, decimal.Decimal)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from sluice.chunk import Column, unify_dictionaries
+from sluice.chunk import Column, host_tensor, unify_dictionaries
 from sluice.types import LType
 
 #: Largest code range we address directly (bincount / direct tables) relative to row count.
@@ -171,7 +171,7 @@ class BuildKeys:
                 import pyarrow.compute as pc
                 import numpy as np
                 idx = pc.index_in(c.dictionary, value_set=d).fill_null(-1).to_numpy(zero_copy_only=False)
-                m = torch.from_numpy(np.asarray(idx, dtype=np.int64)).to(c.data.device)
+                m = host_tensor(np.asarray(idx, dtype=np.int64)).to(c.data.device)
                 codes = m[c.data.long()] if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)
                 good = codes >= 0
                 codes_all.append((codes.clamp(min=0), spec[2], good))

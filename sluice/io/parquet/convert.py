@@ -6,25 +6,21 @@ and keeping the low words (checked: the high word must be the low word's sign ex
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column
+from sluice.chunk import Chunk, Column, host_tensor
 from sluice.errors import DataError
 from sluice.types import LType, from_arrow, to_arrow
 
-# Arrow buffers are read-only; sluice never writes into scanned columns in place.
-warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 
 
 def _validity(arr: pa.Array) -> torch.Tensor | None:
     if arr.null_count == 0:
         return None
-    return torch.from_numpy(arr.is_valid().to_numpy(zero_copy_only=False))
+    return host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
 
 
 def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
@@ -46,7 +42,7 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         codes = arr.indices
         if codes.type != pa.int32():
             codes = codes.cast(pa.int32())
-        data = torch.from_numpy(codes.fill_null(0).to_numpy(zero_copy_only=False))
+        data = host_tensor(codes.fill_null(0).to_numpy(zero_copy_only=False))
         dictionary = arr.dictionary
         if dictionary.type != pa.string():
             dictionary = dictionary.cast(pa.string())
@@ -58,28 +54,28 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
             lo, hi = pairs[:, 0], pairs[:, 1]
             if not np.array_equal(hi, lo >> 63):
                 raise DataError("a decimal value does not fit in 18 digits")
-            data = torch.from_numpy(lo.copy())
+            data = host_tensor(lo.copy())
         elif pa.types.is_decimal(at):
-            data = torch.from_numpy(
+            data = host_tensor(
                 np.asarray(pc.multiply(arr.cast(pa.float64()), 10.0 ** t.scale)
                            .to_numpy(zero_copy_only=False)).round().astype(np.int64))
         else:
-            data = torch.from_numpy(arr.cast(pa.int64()).to_numpy(zero_copy_only=False)) * 10 ** t.scale
+            data = host_tensor(arr.cast(pa.int64()).to_numpy(zero_copy_only=False)) * 10 ** t.scale
         col = Column(data, t, valid)
     elif t.kind in ("date", "timestamp"):
         storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
             else arr.cast(pa.timestamp("us")).cast(pa.int64())
         if pa.types.is_date64(at):
             storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
-        data = torch.from_numpy(storage.fill_null(0).to_numpy(zero_copy_only=False))
+        data = host_tensor(storage.fill_null(0).to_numpy(zero_copy_only=False))
         col = Column(data, t, valid)
     elif t.kind == "bool":
-        data = torch.from_numpy(arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.bool_))
+        data = host_tensor(arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)
     else:
         np_arr = arr.fill_null(0).to_numpy(zero_copy_only=False) if valid is not None \
             else arr.to_numpy(zero_copy_only=False)
-        data = torch.from_numpy(np.ascontiguousarray(np_arr, dtype=np.dtype(str(t.torch_dtype).split(".")[1])))
+        data = host_tensor(np.ascontiguousarray(np_arr, dtype=np.dtype(str(t.torch_dtype).split(".")[1])))
         col = Column(data, t, valid)
     if device is not None and device.type != "cpu":
         col = to_device(col, device)

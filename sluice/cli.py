@@ -1,0 +1,172 @@
+"""Command line: ``sluice query | explain | datagen``.
+
+Every failure ends with one line on stderr and a non-zero exit status; output files are
+written to a temporary name and renamed only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sluice.errors import ConfigError, DataError, InternalError, SluiceError
+
+EXIT_USER = 1
+EXIT_INTERNAL = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sluice", description="SQL over Parquet on PyTorch (CPU or GPU).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add_common(q):
+        q.add_argument("sql", nargs="?", help="the query text (or use -f)")
+        q.add_argument("-f", "--file", help="read the query from this file")
+        q.add_argument("--data", default=".", help="directory of tables: NAME.parquet or NAME/ folders")
+        q.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: auto)")
+        q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="a setting, e.g. --set chunk_rows=65536 (repeatable)")
+
+    q = sub.add_parser("query", help="run a query and print or save the result")
+    add_common(q)
+    q.add_argument("-o", "--output", help="write the result to FILE.parquet or FILE.csv")
+    q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
+    q.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
+    q.add_argument("--timing", action="store_true", help="print the elapsed time on stderr")
+
+    e = sub.add_parser("explain", help="print the physical plan of a query")
+    add_common(e)
+
+    d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
+    d.add_argument("benchmark", choices=["tpch", "ssb"])
+    d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    d.add_argument("--out", required=True, help="output directory")
+    d.add_argument("--parts", type=int, default=None, help="TPC-H only: files per table (NAME/ folders)")
+    return p
+
+
+def _query_text(args) -> str:
+    if args.file:
+        try:
+            return Path(args.file).read_text()
+        except OSError as e:
+            raise DataError(f"cannot read {args.file}: {e.strerror}") from None
+    if not args.sql:
+        raise ConfigError("give the query as an argument or with -f FILE")
+    return args.sql
+
+
+def _settings(args) -> dict:
+    from sluice.config import parse_set_option
+    settings = dict(parse_set_option(s) for s in args.set)
+    if args.device:
+        settings["device"] = args.device
+    return settings
+
+
+def _print_table(table, max_rows: int) -> None:
+    """An aligned text table (numbers right-aligned), like DuckDB's shell output."""
+    shown = table.slice(0, max_rows)
+    header = list(table.column_names)
+    types = [str(t) for t in table.schema.types]
+    rows = [["NULL" if v is None else str(v) for v in row]
+            for row in zip(*[c.to_pylist() for c in shown.columns])] if shown.num_columns else []
+    right = [t.startswith(("int", "uint", "float", "double", "decimal")) for t in types]
+    widths = [max([len(h), len(t)] + [len(r[i]) for r in rows]) for i, (h, t) in enumerate(zip(header, types))]
+
+    def line(cells):
+        return "│ " + " │ ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)) + " │"
+    bar = "─" * (sum(widths) + 3 * len(widths) - 1)
+    out = ["┌" + bar + "┐", line(header), line(types), "├" + bar + "┤"]
+    out += [line(r) for r in rows]
+    out.append("└" + bar + "┘")
+    more = table.num_rows - shown.num_rows
+    out.append(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}"
+               + (f" ({more} not shown; use -o FILE to save all)" if more > 0 else ""))
+    print("\n".join(out))
+
+
+def _write_output(table, path: str) -> None:
+    out = Path(path)
+    suffix = out.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise ConfigError(f"output must end in .parquet or .csv, not {out.name!r}")
+    if not out.parent.exists() if str(out.parent) else False:
+        raise DataError(f"output directory {out.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent or ".")
+    os.close(fd)
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+            pq.write_table(table, tmp)
+        else:
+            import pyarrow.csv as pacsv
+            pacsv.write_csv(table, tmp)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise DataError(f"cannot write {out}: {e.strerror}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "datagen":
+        from sluice.datagen.ssb import generate_ssb
+        from sluice.datagen.tpch import generate_tpch
+        t0 = time.perf_counter()
+        if args.benchmark == "tpch":
+            generate_tpch(args.sf, args.out, parts=args.parts)
+        else:
+            generate_ssb(args.sf, args.out)
+        print(f"wrote {args.benchmark} sf={args.sf:g} to {args.out} in {time.perf_counter() - t0:.1f}s",
+              file=sys.stderr)
+        return 0
+    import sluice
+    sql = _query_text(args)
+    con = sluice.connect(args.data, **_settings(args))
+    try:
+        rel = con.sql(sql)
+        if args.cmd == "explain" or getattr(args, "explain", False):
+            print(rel.explain())
+            return 0
+        t0 = time.perf_counter()
+        table = rel.to_arrow()
+        elapsed = time.perf_counter() - t0
+        if args.output:
+            _write_output(table, args.output)
+            print(f"wrote {table.num_rows} rows to {args.output}", file=sys.stderr)
+        else:
+            _print_table(table, args.max_rows)
+        if args.timing:
+            print(f"time: {elapsed:.3f}s on {con.device}", file=sys.stderr)
+    finally:
+        con.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = run(argv)
+    except SluiceError as e:
+        print(str(e), file=sys.stderr)
+        code = EXIT_INTERNAL if isinstance(e, InternalError) else EXIT_USER
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, no traceback
+        msg = str(e).splitlines()[0] if str(e) else ""
+        print(f"internal error: {type(e).__name__}: {msg}", file=sys.stderr)
+        code = EXIT_INTERNAL
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Shared fixtures: TPC-H SF 0.1 (tpchgen-cli) and SSB derived from it, generated once per
+session; ``--device`` runs the whole suite on another device (``--device cuda`` on a GPU)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import sluice
+from sluice.datagen.ssb import derive_ssb
+from sluice.datagen.tpch import generate_tpch
+from sluice.testing.oracle import duckdb_connect
+
+TEST_SF = 0.1
+
+
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu", help="device for sluice in tests: cpu, cuda, auto")
+
+
+@pytest.fixture(scope="session")
+def device(request) -> str:
+    dev = request.config.getoption("--device")
+    if dev.startswith("cuda") and not torch.cuda.is_available():
+        pytest.skip("CUDA requested but not available")
+    return dev
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory) -> Path:
+    cached = os.environ.get("SLUICE_TEST_DATA")
+    if cached:
+        root = Path(cached)
+        if (root / "tpch" / "lineitem.parquet").exists() and (root / "ssb" / "lineorder.parquet").exists():
+            return root
+    else:
+        root = tmp_path_factory.mktemp("data")
+    generate_tpch(TEST_SF, root / "tpch")
+    derive_ssb(root / "tpch", root / "ssb")
+    return root
+
+
+@pytest.fixture(scope="session")
+def tpch_dir(data_root) -> Path:
+    return data_root / "tpch"
+
+
+@pytest.fixture(scope="session")
+def ssb_dir(data_root) -> Path:
+    return data_root / "ssb"
+
+
+@pytest.fixture(scope="session")
+def tpch_duck(tpch_dir):
+    return duckdb_connect(tpch_dir)
+
+
+@pytest.fixture(scope="session")
+def ssb_duck(ssb_dir):
+    return duckdb_connect(ssb_dir)
+
+
+@pytest.fixture(scope="session")
+def connect(device):
+    """Open a connection on the suite's device with extra settings."""
+    def make(data, **settings):
+        return sluice.connect(data, device=device, **settings)
+    return make
