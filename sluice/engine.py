@@ -52,7 +52,7 @@ class Connection:
             torch.set_num_threads(self.config.threads)
         self.cache = MetadataCache()
         self._registered: dict[str, str] = {}
-        self._tables: dict[str, TableInfo] = {}
+        self._tables: dict[str, tuple[TableInfo, list]] = {}
         self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix="sluice-io")
         self._lock = threading.Lock()
 
@@ -69,20 +69,13 @@ class Connection:
     def table(self, name: str) -> TableInfo:
         name = name.lower()
         files = table_files(self.root, name, self._registered)
-        info = self._tables.get(name)
-        if info is not None and info.files == tuple(files):
-            # Re-validate each footer (cheap stat); reload when a file changed.
-            if all(self.cache.footer(f) is not None for f in files) and \
-                    all(self._fresh(info, f) for f in files):
-                return info
+        footers = [self.cache.footer(f) for f in files]  # a stat each; re-read if a file changed
+        hit = self._tables.get(name)
+        if hit is not None and hit[0].files == tuple(files) and all(a is b for a, b in zip(hit[1], footers)):
+            return hit[0]
         info = load_table(name, files, self.cache)
-        self._tables[name] = info
+        self._tables[name] = (info, footers)
         return info
-
-    def _fresh(self, info: TableInfo, path: str) -> bool:
-        before = self.cache.misses
-        self.cache.footer(path)
-        return self.cache.misses == before
 
     def tables(self) -> list[str]:
         names = {p.stem for p in self.root.glob("*.parquet")} | \

@@ -1,0 +1,83 @@
+"""TPC-H (or SSB) in sluice and DuckDB side by side on the same files and thread count.
+
+    python bench/tpch.py --sf 1 [--device cpu|cuda|auto] [--threads N] [--runs 3] [--ssb]
+
+Generates data under ``data/`` when missing, checks every sluice result against DuckDB, and
+prints per-query times (best of --runs, after one warm-up), the ratio sluice/DuckDB and the
+geometric mean of the ratios. Nothing here asserts absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sluice  # noqa: E402
+from sluice.datagen.ssb import generate_ssb  # noqa: E402
+from sluice.datagen.tpch import generate_tpch  # noqa: E402
+from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
+from sluice.testing.queries import order_by_columns, ssb_queries, tpch_queries  # noqa: E402
+
+
+def best_of(fn, runs: int) -> tuple[float, object]:
+    result = fn()  # warm-up (and the result we check)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--data", default=None, help="data directory (default data/tpch-sfN or data/ssb-sfN)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ssb", action="store_true", help="run the 13 SSB queries instead")
+    ap.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = ap.parse_args()
+
+    kind = "ssb" if args.ssb else "tpch"
+    data = Path(args.data or f"data/{kind}-sf{args.sf:g}")
+    marker = data / ("lineorder.parquet" if args.ssb else "lineitem.parquet")
+    if not marker.exists():
+        print(f"generating {kind} sf={args.sf:g} into {data} ...", file=sys.stderr)
+        (generate_ssb if args.ssb else generate_tpch)(args.sf, data)
+    queries = ssb_queries() if args.ssb else tpch_queries()
+    if args.queries:
+        wanted = set(args.queries.split(","))
+        queries = {k: v for k, v in queries.items() if k in wanted}
+
+    settings = dict(s.split("=", 1) for s in args.set)
+    con = sluice.connect(data, device=args.device, threads=args.threads, **settings)
+    duck = duckdb_connect(data, threads=args.threads)
+    print(f"{kind} sf={args.sf:g} device={con.device} threads={args.threads} runs={args.runs} (best of)")
+    print(f"{'query':<8}{'sluice s':>10}{'duckdb s':>10}{'ratio':>8}  check")
+    ratios = []
+    for name, sql in queries.items():
+        ts, ours = best_of(lambda: con.sql(sql).to_arrow(), args.runs)
+        td, theirs = best_of(lambda: duck.sql(sql).to_arrow_table(), args.runs)
+        try:
+            compare(ours, theirs, order_by_columns(sql, theirs.column_names))
+            check = "ok"
+        except AssertionError as e:
+            check = f"MISMATCH {str(e).splitlines()[0][:60]}"
+        r = ts / td
+        ratios.append(r)
+        print(f"{name:<8}{ts:>10.3f}{td:>10.3f}{r:>8.2f}  {check}", flush=True)
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"{'geomean':<8}{'':>10}{'':>10}{geo:>8.2f}  (sluice time / duckdb time)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The command line: results, files, and every bad-input case ending in one clean line."""
+
+import os
+import subprocess
+import sys
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.testing.oracle import compare, duckdb_connect
+
+
+def sluice(*args, cwd=None):
+    r = subprocess.run([sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True, cwd=cwd,
+                       env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    return r.returncode, r.stdout, r.stderr
+
+
+def assert_one_line_error(rc, out, err, expect):
+    assert rc != 0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert expect in lines[0].lower(), lines[0]
+
+
+def test_query_prints_table(tpch_dir):
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu",
+                          "select n_name, n_regionkey from nation where n_nationkey < 3 order by n_name")
+    assert rc == 0, err
+    assert "ALGERIA" in out and "ARGENTINA" in out and "3 rows" in out
+
+
+def test_query_file_to_parquet_and_csv(tpch_dir, tmp_path, tpch_duck):
+    q = tmp_path / "q.sql"
+    q.write_text("select o_orderpriority, count(*) as n from orders group by o_orderpriority")
+    theirs = tpch_duck.sql(q.read_text()).to_arrow_table()
+    for name in ("out.parquet", "out.csv"):
+        out = tmp_path / name
+        rc, _, err = sluice("query", "--data", str(tpch_dir), "-f", str(q), "-o", str(out), "--device", "cpu")
+        assert rc == 0, err
+        ours = pq.read_table(out) if name.endswith("parquet") else pacsv.read_csv(out)
+        compare(ours, theirs)
+    assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.parquet", "q.sql"]
+
+
+def test_explain(tpch_dir):
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--explain",
+                          "select count(*) from lineitem, orders where l_orderkey = o_orderkey")
+    assert rc == 0, err
+    assert "HashJoin" in out and "Scan lineitem" in out
+
+
+@pytest.mark.parametrize("sql,expect", [
+    ("selec * from nation", "syntax error"),
+    ("select * from nation where", "syntax error"),
+    ("select * from nosuchtable", "unknown table"),
+    ("select nosuchcol from nation", "unknown column"),
+    ("select n_name + 1 from nation", "cannot apply"),
+    ("select * from nation where n_name > 3", "cannot compare"),
+    ("select sum(n_name) from nation", "needs a number"),
+    ("select n_name, count(*) from nation", "group by"),
+    ("select * from nation where n_nationkey = (select n_nationkey from nation)", "more than one row"),
+])
+def test_bad_sql(tpch_dir, tmp_path, sql, expect):
+    out = tmp_path / "result.parquet"
+    rc, stdout, err = sluice("query", "--data", str(tpch_dir), "-o", str(out), sql)
+    assert_one_line_error(rc, stdout, err, expect)
+    assert not out.exists()
+    assert os.listdir(tmp_path) == []  # no partial or temporary file left behind
+
+
+def test_missing_data_dir(tmp_path):
+    assert_one_line_error(*sluice("query", "--data", str(tmp_path / "nope"), "select 1"), "does not exist")
+
+
+def test_corrupt_file(tmp_path):
+    (tmp_path / "broken.parquet").write_bytes(b"this is not parquet at all" * 10)
+    assert_one_line_error(*sluice("query", "--data", str(tmp_path), "select * from broken"), "not a readable parquet")
+
+
+def test_truncated_file(tpch_dir, tmp_path):
+    data = (tpch_dir / "nation.parquet").read_bytes()
+    (tmp_path / "nation.parquet").write_bytes(data[: len(data) // 2])
+    assert_one_line_error(*sluice("query", "--data", str(tmp_path), "select * from nation"), "parquet")
+
+
+def test_missing_query_file(tpch_dir):
+    assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "-f", "/no/such.sql"), "cannot read")
+
+
+@pytest.mark.parametrize("setting,expect", [
+    ("host_memory_limit=10", "host_memory_limit"),
+    ("device_memory_limit=-5", "device_memory_limit"),
+    ("host_memory_limit=lots", "cannot read"),
+    ("chunk_rows=0", "chunk_rows"),
+    ("chunk_rows=abc", "integer"),
+    ("nosuchsetting=1", "unknown setting"),
+    ("device=tpu", "device"),
+    ("row_group_pruning=maybe", "true or false"),
+])
+def test_bad_settings(tpch_dir, setting, expect):
+    assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "--set", setting, "select 1"), expect)
+
+
+def test_bad_output_suffix(tpch_dir, tmp_path):
+    out = tmp_path / "x.json"
+    assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "-o", str(out), "select 1"), ".parquet or .csv")
+    assert not out.exists()
+
+
+def test_unwritable_output(tpch_dir, tmp_path):
+    out = tmp_path / "no" / "dir" / "x.csv"
+    assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "-o", str(out), "select 1"), "does not exist")
+
+
+def test_datagen_tpch_cli(tmp_path):
+    rc, _, err = sluice("datagen", "tpch", "--sf", "0.01", "--out", str(tmp_path / "t"))
+    assert rc == 0, err
+    con = duckdb_connect(tmp_path / "t")
+    assert con.execute("select count(*) from nation").fetchone()[0] == 25
+    assert con.execute("select count(*) from lineitem").fetchone()[0] > 50000
+
+
+def test_ssb_derivation_matches_tpch(tpch_dir, ssb_dir):
+    """lineorder is lineitem joined with orders: check row count and money columns with DuckDB."""
+    con = duckdb_connect(tpch_dir)
+    ssb = duckdb_connect(ssb_dir)
+    expect = con.execute(
+        "select count(*), sum(cast(round(l_extendedprice * 100) as bigint)), "
+        "sum(cast(round(o_totalprice * 100) as bigint)), sum(year(o_orderdate) * 10000 + month(o_orderdate) * 100 "
+        "+ day(o_orderdate)) from lineitem join orders on l_orderkey = o_orderkey").fetchone()
+    got = ssb.execute("select count(*), sum(lo_extendedprice), sum(lo_ordtotalprice), sum(lo_orderdate) "
+                  "from lineorder").fetchone()
+    assert tuple(int(x) for x in got) == tuple(int(x) for x in expect)
+    cities = ssb.execute("select count(distinct c_city), min(length(c_city)), max(length(c_city)) from customer").fetchone()
+    assert cities[1] == cities[2] == 10
+    assert ssb.execute("select count(*) from date").fetchone()[0] == 2557

@@ -1,0 +1,67 @@
+import pytest
+
+import sluice
+from sluice.config import Config
+from sluice.errors import ConfigError, DataError, PlanError
+
+
+def test_defaults_validate():
+    c = Config()
+    assert c.device == "auto" and c.chunk_rows == 1 << 20
+
+
+def test_env_overrides_and_keywords_win():
+    c = Config.from_settings({"chunk_rows": "4096"}, environ={"SLUICE_CHUNK_ROWS": "99", "SLUICE_IO_THREADS": "3"})
+    assert c.chunk_rows == 4096 and c.io_threads == 3
+
+
+def test_sizes_parse():
+    c = Config.from_settings({"host_memory_limit": "2GiB", "device_memory_limit": "512MiB"}, environ={})
+    assert c.host_memory_limit == 2 << 30 and c.device_memory_limit == 512 << 20
+
+
+@pytest.mark.parametrize("key,value", [("chunk_rows", 0), ("threads", -1), ("device", "gpu"),
+                                       ("host_memory_limit", "1kb"), ("io_threads", 0), ("nope", 1)])
+def test_bad_values(key, value):
+    with pytest.raises(ConfigError):
+        Config.from_settings({key: value}, environ={})
+
+
+def test_connect_keywords(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu", chunk_rows=1000)
+    assert con.config.chunk_rows == 1000
+    with pytest.raises(ConfigError):
+        sluice.connect(tpch_dir, chunk_size=5)
+
+
+def test_api_results(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    rel = con.sql("select n_nationkey, n_name from nation order by n_nationkey")
+    assert rel.to_arrow().num_rows == 25
+    assert list(rel.to_pandas()["n_name"])[:2] == ["ALGERIA", "ARGENTINA"]
+    t = con.sql("select n_nationkey * 2 as k from nation order by k").to_torch()
+    assert t["k"][-1].item() == 48
+    with pytest.raises(PlanError):
+        con.sql("select n_name from nation").to_torch()
+    assert "Scan nation" in rel.explain()
+
+
+def test_register(tpch_dir, tmp_path):
+    con = sluice.connect(tmp_path, device="cpu")
+    con.register("n", tpch_dir / "nation.parquet")
+    assert con.sql("select count(*) from n").to_arrow().column(0)[0].as_py() == 25
+    with pytest.raises(DataError):
+        con.register("x", tmp_path / "missing.parquet")
+
+
+def test_metadata_cache_hit_and_invalidation(tpch_dir, tmp_path):
+    import shutil
+    shutil.copy(tpch_dir / "region.parquet", tmp_path / "region.parquet")
+    con = sluice.connect(tmp_path, device="cpu")
+    con.sql("select count(*) from region").to_arrow()
+    misses = con.cache.misses
+    con.sql("select r_name from region").to_arrow()
+    assert con.cache.misses == misses and con.cache.hits > 0
+    shutil.copy(tpch_dir / "nation.parquet", tmp_path / "region.parquet")  # file changes
+    with pytest.raises(PlanError):
+        con.sql("select r_name from region").to_arrow()
