@@ -41,9 +41,10 @@ class Column:
     def take(self, idx: torch.Tensor) -> "Column":
         if self.is_const:
             return self
-        v = None if self.valid is None else self.valid[idx]
+        # index_select is about twice as fast as advanced indexing on CPU.
+        v = None if self.valid is None else self.valid.index_select(0, idx)
         w = None if self.wide is None else tuple(self.wide[i] for i in idx.cpu().tolist())
-        return Column(self.data[idx], self.type, v, self.dictionary, w)
+        return Column(self.data.index_select(0, idx), self.type, v, self.dictionary, w)
 
     def filter(self, mask: torch.Tensor) -> "Column":
         if self.is_const:

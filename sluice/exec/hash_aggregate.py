@@ -83,18 +83,23 @@ class HashAggregateOp(Operator):
         firsts = first_rows(ids, g) if self.keys else None
         keys = {name: c.take(firsts) for (name, _), c in zip(self.keys, kcols)}
         states = {}
+        rows_per_group: list[torch.Tensor] = []  # computed once, shared by aggregates
         for name, call in self.aggs:
-            states[name] = self._reduce(call, chunk, ids, g, n, dev)
+            states[name] = self._reduce(call, chunk, ids, g, n, dev, rows_per_group)
         return Partial(keys, states, g)
 
-    def _reduce(self, call: AggCall, chunk, ids, g, n, dev):
+    def _reduce(self, call: AggCall, chunk, ids, g, n, dev, rows_per_group=None):
         if call.distinct:
             return _distinct_set(ids, evaluate(call.arg, chunk).expand(n), dev)
+        if rows_per_group is None:
+            rows_per_group = []
+        if not rows_per_group:
+            rows_per_group.append(torch.bincount(ids, minlength=g))
         if call.func == "count_star":
-            return {"count": torch.bincount(ids, minlength=g)}
+            return {"count": rows_per_group[0]}
         col = evaluate(call.arg, chunk).expand(n)
         valid = col.valid
-        cnt = torch.bincount(ids if valid is None else ids[valid], minlength=g)
+        cnt = rows_per_group[0] if valid is None else torch.bincount(ids[valid], minlength=g)
         if call.func == "count":
             return {"count": cnt}
         t = call.arg.type
@@ -103,11 +108,7 @@ class HashAggregateOp(Operator):
                 v = col.data.to(torch.int64)
                 if valid is not None:
                     v = torch.where(valid, v, torch.zeros_like(v))
-                hi, lo = split_hi_lo(v)
-                shi = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, hi)
-                slo = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, lo)
-                shi, slo = normalize_hi_lo(shi, slo)
-                return {"hi": shi, "lo": slo, "count": cnt}
+                return exact_group_sum(v, ids, g, dev) | {"count": cnt}
             v = col.data.to(torch.float64)
             if valid is not None:
                 v = torch.where(valid, v, torch.zeros_like(v))
@@ -243,6 +244,30 @@ class HashAggregateOp(Operator):
                     v = v.to(torch.bool)
                 cols[name] = Column(v.to(t.torch_dtype), t, valid, st["dict"])
         return Chunk(cols, g)
+
+
+#: A chunk sum is taken in one int64 pass when max|v| * rows stays below this bound.
+_SAFE_SUM = 1 << 62
+
+
+def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev) -> dict:
+    """Per-group int64 sums as (hi, lo) halves that never overflow.
+
+    One scatter pass when the chunk cannot overflow (checked with one max); otherwise the
+    values are split into 32-bit halves summed separately.
+    """
+    n = v.numel()
+    if n == 0:
+        z = torch.zeros(g, dtype=torch.int64, device=dev)
+        return {"hi": z, "lo": z.clone()}
+    if int(v.abs().max()) * n < _SAFE_SUM:
+        s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
+        return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
+    hi, lo = split_hi_lo(v)
+    shi = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, hi)
+    slo = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, lo)
+    shi, slo = normalize_hi_lo(shi, slo)
+    return {"hi": shi, "lo": slo}
 
 
 def _distinct_set(gidx: torch.Tensor, x: Column, dev) -> dict:

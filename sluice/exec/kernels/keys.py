@@ -71,8 +71,8 @@ def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
     n = codes.numel()
     if card <= max(DIRECT_RANGE_FACTOR * n, 1 << 16):
         present = torch.bincount(codes, minlength=card) > 0
-        remap = torch.cumsum(present, 0) - 1
-        return remap[codes], int(present.sum())
+        remap = torch.cumsum(present, 0, dtype=torch.int64) - 1
+        return remap.index_select(0, codes), int(remap[-1]) + 1
     uniq, inv = torch.unique(codes, return_inverse=True)
     return inv, int(uniq.numel())
 
