@@ -83,6 +83,8 @@ class Chunk:
     def filter(self, mask: torch.Tensor) -> "Chunk":
         idx = mask.nonzero().squeeze(1)
         n = int(idx.numel())
+        if n == self.num_rows:
+            return self  # nothing filtered out: no copies
         return Chunk({k: c.take(idx) for k, c in self.columns.items()}, n, self.seq)
 
     def take(self, idx: torch.Tensor) -> "Chunk":

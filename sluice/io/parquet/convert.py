@@ -17,6 +17,11 @@ from sluice.types import LType, from_arrow, to_arrow
 
 
 
+def _filled(arr: pa.Array, value) -> pa.Array:
+    """Nulls replaced by ``value`` (a no-op, not a copy, when there are none)."""
+    return arr.fill_null(value) if arr.null_count else arr
+
+
 def _validity(arr: pa.Array) -> torch.Tensor | None:
     if arr.null_count == 0:
         return None
@@ -42,7 +47,7 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         codes = arr.indices
         if codes.type != pa.int32():
             codes = codes.cast(pa.int32())
-        data = host_tensor(codes.fill_null(0).to_numpy(zero_copy_only=False))
+        data = host_tensor(_filled(codes, 0).to_numpy(zero_copy_only=False))
         dictionary = arr.dictionary
         if dictionary.type != pa.string():
             dictionary = dictionary.cast(pa.string())
@@ -51,10 +56,11 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         if pa.types.is_decimal(at) and at.bit_width == 128:
             buf = np.frombuffer(arr.buffers()[1], dtype=np.int64)
             pairs = buf[2 * arr.offset: 2 * (arr.offset + len(arr))].reshape(-1, 2)
-            lo, hi = pairs[:, 0], pairs[:, 1]
-            if not np.array_equal(hi, lo >> 63):
+            lo = np.ascontiguousarray(pairs[:, 0])
+            # Precision <= 18 always fits int64; wider columns are checked value by value.
+            if at.precision > 18 and not np.array_equal(pairs[:, 1], lo >> 63):
                 raise DataError("a decimal value does not fit in 18 digits")
-            data = host_tensor(lo.copy())
+            data = host_tensor(lo)
         elif pa.types.is_decimal(at):
             data = host_tensor(
                 np.asarray(pc.multiply(arr.cast(pa.float64()), 10.0 ** t.scale)
@@ -67,10 +73,10 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
             else arr.cast(pa.timestamp("us")).cast(pa.int64())
         if pa.types.is_date64(at):
             storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
-        data = host_tensor(storage.fill_null(0).to_numpy(zero_copy_only=False))
+        data = host_tensor(_filled(storage, 0).to_numpy(zero_copy_only=False))
         col = Column(data, t, valid)
     elif t.kind == "bool":
-        data = host_tensor(arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.bool_))
+        data = host_tensor(_filled(arr, False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)
     else:
         np_arr = arr.fill_null(0).to_numpy(zero_copy_only=False) if valid is not None \
