@@ -18,7 +18,7 @@ import torch
 from sluice.config import Config
 from sluice.errors import ConfigError, DataError, InternalError, PlanError, SluiceError
 from sluice.exec.context import ExecContext
-from sluice.exec.driver import explain as explain_ops, lower, run_to_arrow
+from sluice.exec.driver import explain as explain_ops, lower_plan, run_to_arrow
 from sluice.io.parquet.metadata import MetadataCache, TableInfo, load_table, table_files
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
@@ -119,7 +119,7 @@ class Relation:
         return ExecContext(c.config, c.device, c._pool, c.cache)
 
     def to_arrow(self) -> pa.Table:
-        op = lower(self.plan, self._con.config)
+        op = lower_plan(self.plan, self._con.config)
         ctx = self._context()
         try:
             with torch.inference_mode():
@@ -156,7 +156,7 @@ class Relation:
         return out
 
     def explain(self) -> str:
-        op = lower(self.plan, self._con.config)
+        op = lower_plan(self.plan, self._con.config)
         return "\n".join(explain_ops(op))
 
     def __repr__(self) -> str:

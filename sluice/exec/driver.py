@@ -15,13 +15,27 @@ from sluice.errors import UnsupportedError
 from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
-from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, UnionOp
+import contextvars
+
+from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, SharedOp, UnionOp
 from sluice.exec.sort import SortOp
 from sluice.io.parquet.convert import column_to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
-                                 Sort, Union)
+                                 Shared, Sort, Union)
+
+#: Shared subplans already lowered in the current lowering (key -> operator).
+_SHARED: contextvars.ContextVar[dict] = contextvars.ContextVar("sluice_shared")
+
+
+def lower_plan(plan: PlanNode, cfg) -> Operator:
+    """Lower a whole plan; Shared nodes with one key become one operator."""
+    token = _SHARED.set({})
+    try:
+        return lower(plan, cfg)
+    finally:
+        _SHARED.reset(token)
 from sluice.types import to_arrow
 
 
@@ -35,6 +49,15 @@ def _(plan: Scan, cfg):
     groups = list(plan.table.row_groups)
     kept = prune_row_groups(groups, plan.filter, plan.columns) if cfg.row_group_pruning else groups
     return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept))
+
+
+@lower.register
+def _(plan: Shared, cfg):
+    memo = _SHARED.get()
+    op = memo.get(plan.key)
+    if op is None:
+        op = memo[plan.key] = SharedOp(lower(plan.child, cfg))
+    return op
 
 
 @lower.register

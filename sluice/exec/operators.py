@@ -163,5 +163,21 @@ class UnionOp(Operator):
             yield from op.execute(ctx)
 
 
-def empty_like_device(ctx: ExecContext) -> torch.device:
-    return ctx.device
+@dataclass
+class SharedOp(Operator):
+    """Materialises its input on first use and replays the chunks to every consumer."""
+
+    child: Operator
+    label = "Shared"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+        self._chunks: list[Chunk] | None = None
+
+    def execute(self, ctx):
+        if self._chunks is None:
+            self._chunks = list(self.child.execute(ctx))
+        yield from self._chunks
+
+    def describe(self):
+        return "Shared (computed once, used by several references)"

@@ -188,3 +188,19 @@ class Union(PlanNode):
     @property
     def schema(self):
         return self.inputs[0].schema
+
+
+@dataclass(frozen=True, eq=False)
+class Shared(PlanNode):
+    """A subplan referenced more than once (a CTE used twice): computed once, replayed.
+
+    ``key`` identifies it across plan rewrites; lowering maps each key to one operator.
+    """
+
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    key: int
+
+    @property
+    def schema(self):
+        return self.child.schema

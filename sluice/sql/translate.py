@@ -23,7 +23,7 @@ from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project,
-                                 Scan, Sort, SortKey, Union)
+                                 Scan, Shared, Sort, SortKey, Union)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 
 Catalog = Callable[[str], TableInfo]
@@ -138,6 +138,8 @@ class Translator:
         self.catalog = catalog
         self.ctes: list[dict[str, exp.Expression]] = []
         self._names: set[str] = set()
+        self._cte_refs: dict[int, int] = {}
+        self._shared: dict[int, Rel] = {}
 
     # ------------------------------------------------------------------ naming
 
@@ -164,8 +166,14 @@ class Translator:
         if with_ is not None:
             if with_.args.get("recursive"):
                 raise UnsupportedError("WITH RECURSIVE")
-            self.ctes.append({c.alias_or_name.lower(): c.this for c in with_.expressions})
+            level = {c.alias_or_name.lower(): c.this for c in with_.expressions}
+            self.ctes.append(level)
             pushed = True
+            # Count references to each CTE: one referenced twice is computed once (Shared).
+            for t in ast.find_all(exp.Table):
+                cte = level.get(t.name.lower())
+                if cte is not None and not t.args.get("db"):
+                    self._cte_refs[id(cte)] = self._cte_refs.get(id(cte), 0) + 1
         try:
             if isinstance(ast, exp.Subquery):
                 return self.query(ast.this, parent, corr)
@@ -277,6 +285,9 @@ class Translator:
             for level in reversed(self.ctes):
                 if name in level:
                     cte_ast = level[name]
+                    shared = self._shared.get(id(cte_ast))
+                    if shared is not None:
+                        return self._derived(shared, alias, node.args.get("alias"))
                     # A CTE body may reference CTEs defined before it, not itself.
                     saved = self.ctes
                     self.ctes = self.ctes[: self.ctes.index(level)] + [
@@ -285,6 +296,9 @@ class Translator:
                         rel = self.query(cte_ast, None, None)
                     finally:
                         self.ctes = saved
+                    if self._cte_refs.get(id(cte_ast), 0) > 1:
+                        rel = Rel(Shared(rel.plan, len(self._shared)), rel.outputs)
+                        self._shared[id(cte_ast)] = rel
                     return self._derived(rel, alias, node.args.get("alias"))
             info = self.catalog(name)
             cols = {}

@@ -6,7 +6,7 @@ from dataclasses import replace
 from functools import singledispatch
 
 from sluice.plan.expr import Col
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Sort, Union
+from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Shared, Sort, Union
 
 
 def prune_columns(plan: PlanNode) -> PlanNode:
@@ -81,3 +81,9 @@ def _(plan: Limit, need):
 def _(plan: Union, need):
     # Positions must stay aligned: prune the same output names in every input.
     return Union(tuple(_prune(c, need) for c in plan.inputs))
+
+
+@_prune.register
+def _(plan: Shared, need):
+    # Every reference sees the same columns: prune only below the shared node's full schema.
+    return Shared(_prune(plan.child, set(plan.child.schema)), plan.key)

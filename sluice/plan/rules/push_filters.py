@@ -11,7 +11,7 @@ from functools import singledispatch
 
 from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr
-from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Scan, Sort, Limit, Union
+from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Scan, Shared, Sort, Limit, Union
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
@@ -119,3 +119,9 @@ def _(plan: Sort, conds):
 def _(plan: Limit, conds):
     from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
+
+
+@_push.register
+def _(plan: Shared, conds):
+    # Conditions of one reference must not filter the other references' rows.
+    return _wrap(Shared(_push(plan.child, []), plan.key), conds)
