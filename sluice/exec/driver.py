@@ -6,6 +6,7 @@ DISTINCT aggregates into two aggregation steps, and prunes row groups of each sc
 
 from __future__ import annotations
 
+import contextvars
 from functools import singledispatch
 
 import pyarrow as pa
@@ -15,11 +16,10 @@ from sluice.errors import UnsupportedError
 from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
-import contextvars
-
 from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, SharedOp, UnionOp
 from sluice.exec.sort import SortOp
 from sluice.io.parquet.convert import column_to_arrow
+from sluice.types import to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
@@ -36,7 +36,6 @@ def lower_plan(plan: PlanNode, cfg) -> Operator:
         return lower(plan, cfg)
     finally:
         _SHARED.reset(token)
-from sluice.types import to_arrow
 
 
 @singledispatch

@@ -282,7 +282,7 @@ def _distinct_set(gidx: torch.Tensor, x: Column, dev) -> dict:
 
 def _wide_sum(hi, lo, t, valid) -> Column:
     """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
-    values = [h * 4294967296 + l for h, l in zip(hi.cpu().tolist(), lo.cpu().tolist())]
+    values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
     if t.kind != "decimal" or any(abs(v) >= 10 ** 38 for v in values):
         raise ExecutionError("SUM overflows 128 bits")
     return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))

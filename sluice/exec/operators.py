@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-import torch
 
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext

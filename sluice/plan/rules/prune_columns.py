@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import singledispatch
 
-from sluice.plan.expr import Col
 from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Shared, Sort, Union
 
 

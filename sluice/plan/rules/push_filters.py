@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import singledispatch
 
 from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr
+from sluice.plan.expr import Expr
 from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Scan, Shared, Sort, Limit, Union
 
 
