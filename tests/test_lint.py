@@ -1,0 +1,15 @@
+"""ruff over the package, tests and benchmarks (STYLE: ruff in CI)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_clean():
+    exe = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    r = subprocess.run([exe, "check", "--output-format", "concise", "sluice", "tests", "bench"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
