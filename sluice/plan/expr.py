@@ -77,7 +77,8 @@ class Func(Expr):
     def __str__(self) -> str:
         a = [str(x) for x in self.args]
         if self.op in BINARY_OPS:
-            return f"({a[0]} {self.op.upper() if self.op.isalpha() else self.op} {a[1]})"
+            sep = f" {self.op.upper() if self.op.isalpha() else self.op} "
+            return f"({sep.join(a)})"
         extra = ", ".join(repr(p) for p in self.params)
         return f"{self.op}({', '.join(a)}{', ' + extra if extra else ''})"
 

@@ -15,12 +15,52 @@ from sluice.plan.expr import Expr
 from sluice.plan.logical import Filter, Join, PlanNode
 
 
+def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
+    """Single-relation filters implied by an OR spanning several relations.
+
+    ``(a1 AND b1) OR (a2 AND b2)`` with a* on relation A implies ``a1 OR a2`` on A, which can
+    filter A before the join (TPC-H Q7's nation pairs, Q19's part and lineitem conditions).
+    The original condition stays; the implied ones only remove rows it would remove.
+    """
+    from sluice.plan.expr import Func
+    if not (isinstance(c, Func) and c.op == "or"):
+        return []
+    cols = c.columns()
+    if sum(1 for names in relations if cols & names) < 2:
+        return []
+    branches = []
+
+    def flat(x):
+        if isinstance(x, Func) and x.op == "or":
+            for a in x.args:
+                flat(a)
+        else:
+            branches.append(E.conjuncts(x))
+    flat(c)
+    out = []
+    for names in relations:
+        if not cols & names:
+            continue
+        parts = []
+        for b in branches:
+            mine = [x for x in b if x.columns() and x.columns() <= names]
+            if not mine:
+                break
+            parts.append(E.and_all(mine))
+        else:
+            out.append(E.make_bool("or", parts))
+    return out
+
+
 def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
     from sluice.sql.translate import equi_pair
 
     comps: list[tuple[PlanNode, set[str]]] = [(p, set(p.schema)) for p in items]
     pending: list[Expr] = []
     constant: list[Expr] = []
+    conjuncts = list(conjuncts)
+    for c in list(conjuncts):
+        conjuncts += implied_filters(c, [names for _, names in comps])
     for c in conjuncts:
         cols = c.columns()
         if not cols:
