@@ -114,16 +114,36 @@ def _write_output(table, path: str) -> None:
             os.unlink(tmp)
 
 
+class _Status:
+    """A live status line with elapsed time on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, text: str) -> None:
+        self._cm = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            self._cm = Console(stderr=True).status(text)
+
+    def __enter__(self):
+        if self._cm is not None:
+            self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+
 def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "datagen":
         from sluice.datagen.ssb import generate_ssb
         from sluice.datagen.tpch import generate_tpch
         t0 = time.perf_counter()
-        if args.benchmark == "tpch":
-            generate_tpch(args.sf, args.out, parts=args.parts)
-        else:
-            generate_ssb(args.sf, args.out)
+        with _Status(f"generating {args.benchmark} sf={args.sf:g} into {args.out} ..."):
+            if args.benchmark == "tpch":
+                generate_tpch(args.sf, args.out, parts=args.parts)
+            else:
+                generate_ssb(args.sf, args.out)
         print(f"wrote {args.benchmark} sf={args.sf:g} to {args.out} in {time.perf_counter() - t0:.1f}s",
               file=sys.stderr)
         return 0
@@ -136,7 +156,8 @@ def run(argv: list[str] | None = None) -> int:
             print(rel.explain())
             return 0
         t0 = time.perf_counter()
-        table = rel.to_arrow()
+        with _Status(f"running on {con.device} ..."):
+            table = rel.to_arrow()
         elapsed = time.perf_counter() - t0
         if args.output:
             _write_output(table, args.output)
