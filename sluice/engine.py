@@ -88,10 +88,9 @@ class Connection:
         ast = parse_sql(query)
         if ast.key == "describe" or ast.key == "command":
             raise PlanError("only SELECT queries are supported")
-        explain = False
         rel = Translator(self.table).translate(ast)
         plan = optimize(rel.plan)
-        return Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs], explain)
+        return Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -106,8 +105,7 @@ class Connection:
 class Relation:
     """A planned query; runs on demand."""
 
-    def __init__(self, con: Connection, plan: PlanNode, names: list[str], out_names: list[str],
-                 explain: bool = False) -> None:
+    def __init__(self, con: Connection, plan: PlanNode, names: list[str], out_names: list[str]) -> None:
         self._con = con
         self.plan = plan
         self._names = names

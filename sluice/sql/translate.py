@@ -220,11 +220,9 @@ class Translator:
             exprs = []
             for (n, e), t in zip(p.exprs, t0):
                 if e.type != t:
-                    try:
-                        t = E.common_type([Lit(None, t), e]) if False else t
-                        e = Func("cast", (e,), t, (t,))
-                    except PlanError:
-                        raise PlanError("UNION inputs have incompatible column types") from None
+                    if (e.type.kind == "string") != (t.kind == "string"):
+                        raise PlanError(f"UNION inputs have incompatible column types {t} and {e.type}")
+                    e = Func("cast", (e,), t, (t,))
                 exprs.append((n, e))
             fixed.append(Project(p.child, tuple(exprs)))
         plan: PlanNode = Union(tuple(fixed))
@@ -611,9 +609,8 @@ class Translator:
                 if inner not in group_map:
                     keys.append((kname, inner))
                     group_map[inner] = Col(kname, inner.type)
-                else:
-                    # the key is already grouped under another name; alias it
-                    keys.append((kname, inner)) if group_map[inner].name != kname else None
+                elif group_map[inner].name != kname:
+                    keys.append((kname, inner))  # already grouped under another name: alias it
         aggs: list[tuple[str, AggCall]] = []
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}
@@ -704,7 +701,7 @@ class Translator:
                for n in node.walk()):
             raise UnsupportedError("EXISTS / IN subqueries nested inside OR or other expressions")
         e = self._post(node, ctx) if ctx.aggs is not None else self.expr(node, ctx)
-        if where_scope is not None and corr is not None and (e.columns() - where_scope.local - set(ctx.subs_cols())):
+        if where_scope is not None and corr is not None and (e.columns() - where_scope.local - {c.name for c in ctx.subs.values()}):
             self._correlate(e, where_scope, corr)
             return plan
         return Filter(plan, e)
@@ -1003,13 +1000,6 @@ class Translator:
 
     def _x_exists(self, n, ctx):
         raise UnsupportedError("EXISTS inside OR or another expression")
-
-
-def _ctx_subs_cols(self):
-    return [c.name for c in self.subs.values()]
-
-
-Ctx.subs_cols = _ctx_subs_cols  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------- helpers
