@@ -37,6 +37,14 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
     q.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
     q.add_argument("--timing", action="store_true", help="print the elapsed time on stderr")
+    q.add_argument("--analyze", action="store_true",
+                   help="run, then print the plan with rows, bytes, time per operator and stage, and T_min")
+    q.add_argument("--plot", metavar="FILE.png", help="draw the bandwidth timeline of the run")
+    q.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace of the run")
+
+    c = sub.add_parser("calibrate", help="measure storage and host->device bandwidth for T_min")
+    c.add_argument("--data", default=".", help="directory whose Parquet files are read")
+    c.add_argument("--device", default=None, help="device for the host->device measurement")
 
     e = sub.add_parser("explain", help="print the physical plan of a query")
     add_common(e)
@@ -91,27 +99,23 @@ def _print_table(table, max_rows: int) -> None:
 
 
 def _write_output(table, path: str) -> None:
-    out = Path(path)
-    suffix = out.suffix.lower()
+    suffix = Path(path).suffix.lower()
     if suffix not in (".parquet", ".csv"):
-        raise ConfigError(f"output must end in .parquet or .csv, not {out.name!r}")
-    if not out.parent.exists() if str(out.parent) else False:
-        raise DataError(f"output directory {out.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent or ".")
-    os.close(fd)
-    try:
+        raise ConfigError(f"output must end in .parquet or .csv, not {Path(path).name!r}")
+
+    def write(tmp):
         if suffix == ".parquet":
             import pyarrow.parquet as pq
             pq.write_table(table, tmp)
         else:
             import pyarrow.csv as pacsv
             pacsv.write_csv(table, tmp)
-        os.replace(tmp, out)
-    except OSError as e:
-        raise DataError(f"cannot write {out}: {e.strerror}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _write_atomic(path, write)
+
+
+def _title(sql: str) -> str:
+    one = " ".join(sql.split())
+    return one if len(one) <= 90 else one[:87] + "..."
 
 
 class _Status:
@@ -133,8 +137,68 @@ class _Status:
             self._cm.__exit__(*exc)
 
 
+class _Progress:
+    """Bytes scanned of bytes to scan, on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self._p = None
+        if sys.stderr.isatty() and total > 0:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn, TransferSpeedColumn
+            self._p = Progress("scanning", BarColumn(), DownloadColumn(binary_units=True), TransferSpeedColumn(),
+                               TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._task = self._p.add_task("scan", total=total)
+
+    def __enter__(self):
+        if self._p is not None:
+            self._p.__enter__()
+        return self
+
+    def advance(self, nbytes: int) -> None:
+        if self._p is not None:
+            self._p.advance(self._task, nbytes)
+
+    def __exit__(self, *exc):
+        if self._p is not None:
+            self._p.__exit__(*exc)
+
+
+def _write_atomic(path: str, write) -> None:
+    """Write via a temporary file in the same folder, renamed when complete."""
+    out = Path(path)
+    if str(out.parent) and not out.parent.exists():
+        raise DataError(f"output directory {out.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent or ".")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise DataError(f"cannot write {out}: {e.strerror}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "calibrate":
+        import torch
+        from sluice.calibrate import cache_file, calibrate
+        from sluice.engine import resolve_device
+        from sluice.metrics import fmt_rate
+        if not Path(args.data).is_dir():
+            raise DataError(f"data directory {args.data} does not exist")
+        dev = resolve_device(args.device or "auto")
+        with _Status(f"reading Parquet files under {args.data} ..."):
+            r = calibrate(args.data, dev)
+        print(f"storage read, cold:         {fmt_rate(r['read_cold_bps'])} ({r['files']} files, "
+              f"{r['bytes'] / 2**20:.0f} MiB)")
+        print(f"storage read, page-cached:  {fmt_rate(r['read_cached_bps'])}")
+        print(f"host -> device:             {fmt_rate(r['h2d_bps']) if r['h2d_bps'] else 'n/a (' + str(dev) + ')'}")
+        print(f"saved to {cache_file()}")
+        del torch
+        return 0
     if args.cmd == "datagen":
         from sluice.datagen.ssb import generate_ssb
         from sluice.datagen.tpch import generate_tpch
@@ -155,15 +219,33 @@ def run(argv: list[str] | None = None) -> int:
         if args.cmd == "explain" or getattr(args, "explain", False):
             print(rel.explain())
             return 0
+        for path, suffix in ((args.plot, ".png"), (args.trace, ".json")):
+            if path and not path.lower().endswith(suffix):
+                raise ConfigError(f"{path!r} should end in {suffix}")
         t0 = time.perf_counter()
-        with _Status(f"running on {con.device} ..."):
-            table = rel.to_arrow()
+        with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
+            table = rel.to_arrow(progress=bar.advance)
         elapsed = time.perf_counter() - t0
         if args.output:
             _write_output(table, args.output)
             print(f"wrote {table.num_rows} rows to {args.output}", file=sys.stderr)
-        else:
+        elif not args.analyze:
             _print_table(table, args.max_rows)
+        op, ctx = rel.last_run
+        if args.analyze:
+            from sluice.analyze import analyze_report
+            print(analyze_report(op, ctx, con.root))
+        if args.plot:
+            from sluice.analyze import plot_timeline
+            _write_atomic(args.plot, lambda tmp: plot_timeline(op, ctx, tmp, title=_title(sql)))
+            print(f"wrote timeline to {args.plot}", file=sys.stderr)
+        if args.trace:
+            import json
+            def dump(tmp):
+                with open(tmp, "w") as f:
+                    json.dump(ctx.recorder.chrome_trace(), f)
+            _write_atomic(args.trace, dump)
+            print(f"wrote trace to {args.trace}", file=sys.stderr)
         if args.timing:
             print(f"time: {elapsed:.3f}s on {con.device}", file=sys.stderr)
     finally:

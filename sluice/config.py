@@ -54,8 +54,32 @@ class Config:
     io_threads: int = 2
     """Threads of the shared I/O pool that read and decode row groups ahead of the consumer."""
 
-    prefetch_chunks: int = 2
-    """Chunks each scan may have decoded ahead of its consumer (bounded queue)."""
+    pipeline: str = "overlapped"
+    """``overlapped`` (default): storage reads, decoding, transfers and compute run at the same
+    time. ``blocking``: the papers' baseline -- each scan reads its whole table synchronously,
+    then computes; every switch below is then off."""
+
+    prefetch: bool = True
+    """Read and decode row groups ahead of the consumer on the I/O pool (else: on demand, in
+    the consumer's thread)."""
+
+    scan_buffer_bytes: int = 256 << 20
+    """Decoded bytes each scan may hold ahead of its consumer (bounded queue; producers wait
+    when it is full). Accepts 64MiB etc."""
+
+    reader_combining: bool = True
+    """All scans of a plan start reading at once on the one shared I/O pool (join build and
+    probe sides together), instead of each scan starting when first pulled."""
+
+    metadata_cache: bool = True
+    """Parquet footers are read once per file and connection (else: on every read task)."""
+
+    pinned_memory: bool = True
+    """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""
+
+    copy_stream: bool = True
+    """CUDA: host-to-device copies run non_blocking on a separate stream, completion tracked
+    with events (deferred synchronisation) instead of synchronous copies."""
 
     host_memory_limit: int = field(default=0)
     """Host memory budget in bytes (0: 70% of physical memory). Accepts 4GiB etc."""
@@ -76,12 +100,18 @@ class Config:
             raise ConfigError(f"threads must be >= 0, not {self.threads}")
         if self.io_threads < 1:
             raise ConfigError(f"io_threads must be at least 1, not {self.io_threads}")
-        if self.prefetch_chunks < 0:
-            raise ConfigError(f"prefetch_chunks must be >= 0, not {self.prefetch_chunks}")
+        if self.pipeline not in ("overlapped", "blocking"):
+            raise ConfigError(f"pipeline must be overlapped or blocking, not {self.pipeline!r}")
+        if self.scan_buffer_bytes < (1 << 20):
+            raise ConfigError(f"scan_buffer_bytes must be at least 1MiB, not {self.scan_buffer_bytes}")
         for name in ("host_memory_limit", "device_memory_limit"):
             v = getattr(self, name)
             if v < 0 or (0 < v < (1 << 20)):
                 raise ConfigError(f"{name} must be 0 (automatic) or at least 1MiB, not {v}")
+
+    def on(self, switch: str) -> bool:
+        """Whether an optimisation switch is in effect (all are off when pipeline=blocking)."""
+        return self.pipeline == "overlapped" and bool(getattr(self, switch))
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -125,7 +155,7 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
             raise ConfigError(f"{name} must be a number, not {value!r}")
         if isinstance(value, int):
             return value
-        if name.endswith("memory_limit"):
+        if name.endswith("memory_limit") or name.endswith("_bytes"):
             return _parse_size(str(value))
         try:
             return int(str(value).replace("_", ""))

@@ -110,15 +110,31 @@ class Relation:
         self.plan = plan
         self._names = names
         self.columns = out_names
-        self.metrics = None
+        self.last_run: tuple | None = None  # (operator tree, context) of the latest run
 
-    def _context(self) -> ExecContext:
+    def _context(self, progress=None) -> ExecContext:
         c = self._con
-        return ExecContext(c.config, c.device, c._pool, c.cache)
+        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress)
 
-    def to_arrow(self) -> pa.Table:
+    def bytes_to_scan(self) -> int:
+        """Compressed bytes the scans of this plan will read (after row-group pruning)."""
+        from sluice.exec.operators import ScanOp
+        from sluice.io.parquet.reader import plan_reads, task_compressed_bytes
         op = lower_plan(self.plan, self._con.config)
-        ctx = self._context()
+        total = 0
+        stack = [op]
+        while stack:
+            o = stack.pop()
+            stack.extend(o.children)
+            if isinstance(o, ScanOp) and o.columns:
+                cols = sorted(set(o.columns.values()))
+                for task in plan_reads(o.row_groups, self._con.config.chunk_rows):
+                    total += task_compressed_bytes(o.table, task, cols, self._con.cache)
+        return total
+
+    def to_arrow(self, progress=None) -> pa.Table:
+        op = lower_plan(self.plan, self._con.config)
+        ctx = self._context(progress)
         try:
             with torch.inference_mode():
                 table = run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema)
@@ -132,8 +148,15 @@ class Relation:
             raise ResourcesExhausted("host memory exhausted") from None
         except Exception as e:  # noqa: BLE001 - anything else is our bug; say so in one line
             raise InternalError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-        self.metrics = ctx.metrics
+        self.last_run = (op, ctx)
         return table
+
+    def analyze(self) -> str:
+        """Run the query and return the plan annotated with what each operator and stage did."""
+        from sluice.analyze import analyze_report
+        self.to_arrow()
+        op, ctx = self.last_run
+        return analyze_report(op, ctx, self._con.root)
 
     def to_pandas(self):
         return self.to_arrow().to_pandas()

@@ -1,52 +1,52 @@
 """What every operator can reach while running: settings, device, the shared I/O pool,
-the metadata cache and per-operator metrics."""
+the metadata cache, the timeline recorder and per-operator statistics."""
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
 from sluice.config import Config
 from sluice.io.parquet.metadata import MetadataCache
+from sluice.metrics import OperatorStats, Recorder
 
 
 @dataclass
-class OperatorMetrics:
-    name: str
-    rows_out: int = 0
-    chunks_out: int = 0
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class ExecContext:
     config: Config
     device: torch.device
     pool: ThreadPoolExecutor
     cache: MetadataCache
-    metrics: list[OperatorMetrics] = field(default_factory=list)
-
-    def new_metrics(self, name: str) -> OperatorMetrics:
-        m = OperatorMetrics(name)
-        self.metrics.append(m)
-        return m
+    recorder: Recorder = field(default_factory=Recorder)
+    stats: dict[int, OperatorStats] = field(default_factory=dict)  # id(operator) -> stats
+    readers: dict[int, object] = field(default_factory=dict)       # id(scan operator) -> ScanReader
+    progress: Callable[[int], None] | None = None
 
 
-def timed(gen, m: OperatorMetrics):
-    """Wrap a chunk generator: count rows/chunks and inclusive time spent producing them."""
+def chunk_nbytes(chunk) -> int:
+    n = 0
+    for c in chunk.columns.values():
+        if not c.is_const:
+            n += c.data.numel() * c.data.element_size()
+    return n
+
+
+def timed(gen, st: OperatorStats):
+    """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them."""
     it = iter(gen)
     while True:
         t0 = time.perf_counter()
         try:
             chunk = next(it)
         except StopIteration:
-            m.seconds += time.perf_counter() - t0
+            st.inclusive_s += time.perf_counter() - t0
             return
-        m.seconds += time.perf_counter() - t0
-        m.rows_out += chunk.num_rows
-        m.chunks_out += 1
+        st.inclusive_s += time.perf_counter() - t0
+        st.rows += chunk.num_rows
+        st.chunks += 1
+        st.nbytes += chunk_nbytes(chunk)
         yield chunk

@@ -122,7 +122,11 @@ def _(plan: Join, cfg):
 
 def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
                  schema: dict) -> pa.Table:
-    chunks = list(op.execute(ctx))
+    op.start(ctx)  # with reader combining, every scan of the plan starts reading now
+    try:
+        chunks = list(op.stream(ctx))
+    finally:
+        ctx.recorder.finish()
     data = concat_chunks(chunks, names) if chunks else None
     if data is None:
         arrays = [pa.array([], to_arrow(schema[n])) for n in names]
@@ -132,7 +136,7 @@ def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: li
 
 
 def collect(op: Operator, ctx: ExecContext) -> Chunk | None:
-    return concat_chunks(list(op.execute(ctx)))
+    return concat_chunks(list(op.stream(ctx)))
 
 
 def _dedupe(names: list[str]) -> list[str]:

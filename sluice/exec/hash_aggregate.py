@@ -58,7 +58,7 @@ class HashAggregateOp(Operator):
         rows = 0
         dev = ctx.device
         limit = max(ctx.config.chunk_rows, 1 << 16)
-        for chunk in self.child.execute(ctx):
+        for chunk in self.child.stream(ctx):
             partials.append(self._partial(chunk, dev))
             rows += partials[-1].groups
             if len(partials) > 1 and rows > limit:

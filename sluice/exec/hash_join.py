@@ -77,7 +77,7 @@ class HashJoinOp(Operator):
 
     def execute(self, ctx):
         dev = ctx.device
-        build = concat_chunks(list(self.build.execute(ctx))) or empty_chunk(self.build_schema, dev)
+        build = concat_chunks(list(self.build.stream(ctx))) or empty_chunk(self.build_schema, dev)
         build = Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows)
         m = build.num_rows
         if not self.probe_keys:
@@ -90,7 +90,7 @@ class HashJoinOp(Operator):
         build_has_null = bk.valid is not None and not bool(bk.valid.all())
         flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in (
             "build_outer", "full", "build_semi", "build_anti") else None
-        for chunk in self.probe.execute(ctx):
+        for chunk in self.probe.stream(ctx):
             n = chunk.num_rows
             pcols = [evaluate(k, chunk) for k in self.probe_keys]
             key, ok = bk.probe(pcols, n)
@@ -167,7 +167,7 @@ class HashJoinOp(Operator):
                 consts = {k: null_column(t, 1, dev, None) for k, t in self.build_schema.items()}
             else:
                 consts = dict(build.columns)
-            for chunk in self.probe.execute(ctx):
+            for chunk in self.probe.stream(ctx):
                 cols = dict(chunk.columns)
                 for k, c in consts.items():
                     cols[k] = c.expand(1).take(torch.zeros(chunk.num_rows, dtype=torch.long, device=dev)) \
@@ -176,7 +176,7 @@ class HashJoinOp(Operator):
             return
         flags = torch.zeros(m, dtype=torch.bool, device=dev)
         batch_rows = max(1, ctx.config.chunk_rows // max(m, 1))
-        for chunk in self.probe.execute(ctx):
+        for chunk in self.probe.stream(ctx):
             n = chunk.num_rows
             matched = torch.zeros(n, dtype=torch.bool, device=dev)
             outs = []

@@ -11,10 +11,11 @@ from typing import Iterator
 
 
 from sluice.chunk import Chunk
-from sluice.exec.context import ExecContext
+from sluice.exec.context import ExecContext, timed
 from sluice.exec.evaluate import evaluate, evaluate_predicate
 from sluice.io.parquet.metadata import RowGroup, TableInfo
-from sluice.io.parquet.reader import scan_chunks
+from sluice.io.parquet.reader import ScanReader
+from sluice.metrics import OperatorStats, ScanStats
 from sluice.plan.expr import Expr
 
 
@@ -24,6 +25,18 @@ class Operator:
 
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
         raise NotImplementedError
+
+    def stream(self, ctx: ExecContext) -> Iterator[Chunk]:
+        """``execute`` with rows, bytes and time counted in ``ctx.stats``; parents pull this."""
+        st = ctx.stats.get(id(self))
+        if st is None:
+            st = ctx.stats[id(self)] = OperatorStats(self.label)
+        return timed(self.execute(ctx), st)
+
+    def start(self, ctx: ExecContext) -> None:
+        """Called on every operator before the query runs (scans begin reading here)."""
+        for c in self.children:
+            c.start(ctx)
 
     def describe(self) -> str:
         return self.label
@@ -38,12 +51,22 @@ class ScanOp(Operator):
     pruned: int = 0
     label = "Scan"
 
+    def reader(self, ctx: ExecContext) -> ScanReader:
+        r = ctx.readers.get(id(self))
+        if r is None:
+            stats = ScanStats(self.table.name, len(self.row_groups) + self.pruned, self.pruned)
+            r = ctx.readers[id(self)] = ScanReader(
+                self.table, sorted(set(self.columns.values())), self.row_groups, config=ctx.config,
+                pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
+                progress=ctx.progress)
+        return r
+
+    def start(self, ctx: ExecContext) -> None:
+        if ctx.config.on("reader_combining"):
+            self.reader(ctx).start()
+
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
-        file_cols = sorted(set(self.columns.values()))
-        cfg = ctx.config
-        for chunk in scan_chunks(self.table, file_cols, self.row_groups, chunk_rows=cfg.chunk_rows,
-                                 pool=ctx.pool, prefetch=cfg.prefetch_chunks, cache=ctx.cache,
-                                 device=ctx.device):
+        for chunk in self.reader(ctx):
             cols = {k: chunk.columns[v] for k, v in self.columns.items()}
             out = Chunk(cols, chunk.num_rows, chunk.seq)
             if self.filter is not None:
@@ -80,7 +103,7 @@ class FilterOp(Operator):
         self.children = (self.child,)
 
     def execute(self, ctx):
-        for chunk in self.child.execute(ctx):
+        for chunk in self.child.stream(ctx):
             mask = evaluate_predicate(self.predicate, chunk)
             if not chunk.columns:
                 out = Chunk({}, int(mask.sum()), chunk.seq)
@@ -103,7 +126,7 @@ class ProjectOp(Operator):
         self.children = (self.child,)
 
     def execute(self, ctx):
-        for chunk in self.child.execute(ctx):
+        for chunk in self.child.stream(ctx):
             cols = {}
             for name, e in self.exprs:
                 c = evaluate(e, chunk)
@@ -129,7 +152,7 @@ class LimitOp(Operator):
         left = self.limit
         if left == 0:
             return
-        for chunk in self.child.execute(ctx):
+        for chunk in self.child.stream(ctx):
             n = chunk.num_rows
             if skip >= n:
                 skip -= n
@@ -159,7 +182,7 @@ class UnionOp(Operator):
 
     def execute(self, ctx):
         for op in self.inputs:
-            yield from op.execute(ctx)
+            yield from op.stream(ctx)
 
 
 @dataclass
@@ -175,7 +198,7 @@ class SharedOp(Operator):
 
     def execute(self, ctx):
         if self._chunks is None:
-            self._chunks = list(self.child.execute(ctx))
+            self._chunks = list(self.child.stream(ctx))
         yield from self._chunks
 
     def describe(self):

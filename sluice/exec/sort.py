@@ -55,7 +55,7 @@ class SortOp(Operator):
         if self.limit is not None:
             keep = self.offset + self.limit
             best = None
-            for chunk in self.child.execute(ctx):
+            for chunk in self.child.stream(ctx):
                 both = concat_chunks([best, chunk]) if best is not None else chunk
                 perm = sort_permutation(both, self.keys)[:keep]
                 best = both.take(perm)
@@ -63,7 +63,7 @@ class SortOp(Operator):
                 return
             out = best.slice(self.offset, keep)
         else:
-            data = concat_chunks(list(self.child.execute(ctx)))
+            data = concat_chunks(list(self.child.stream(ctx)))
             if data is None:
                 return
             out = data.take(sort_permutation(data, self.keys))

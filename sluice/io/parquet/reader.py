@@ -1,25 +1,39 @@
-"""Chunked Parquet scan: prune row groups, read ahead on a shared I/O pool, yield chunks.
+"""Chunked Parquet scan with bounded read-ahead (PystachIO §4-5).
 
-Row groups are grouped into read tasks of about ``chunk_rows`` rows. At most
-``prefetch_chunks`` tasks run ahead of the consumer (a bounded queue), so memory is bounded by
-settings, not by table size. Decoding (pyarrow, GIL released) and the Arrow->tensor conversion
-happen on the I/O threads; the pushed-down filter runs on the consumer's device.
+Row groups are batched into read tasks of about ``chunk_rows`` rows. Each task runs three
+measured stages: ``read`` (pread the selected column chunks), ``decode`` (pyarrow decodes from
+those bytes; Arrow -> host tensors) and, on CUDA, ``h2d`` (pinned, non_blocking copies).
+
+Overlapped (default): tasks run on the connection's shared I/O pool, ahead of the consumer,
+as long as the decoded bytes held for this scan stay within ``scan_buffer_bytes`` (adaptive
+regulation: when the consumer falls behind, no new reads start, so memory is bounded by the
+setting, not by the table). With ``reader_combining`` every scan of a plan starts reading when
+the query starts. Blocking (``pipeline=blocking``): the scan reads its whole table in the
+consumer's thread, then yields.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
 from sluice.chunk import Chunk, Column
+from sluice.config import Config
 from sluice.errors import DataError
-from sluice.io.parquet.convert import arrow_to_column, to_device
+from sluice.io.parquet.convert import arrow_to_column
 from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
+from sluice.io.parquet.ranges import column_chunk_ranges, read_ranges
+from sluice.io.pinned import columns_nbytes, to_device, wait_for
+from sluice.metrics import Recorder, ScanStats
+
+_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
+          "decimal": 8, "date": 4, "timestamp": 8, "string": 4}
 
 
 def plan_reads(groups: list[RowGroup], chunk_rows: int) -> list[list[RowGroup]]:
@@ -38,48 +52,157 @@ def plan_reads(groups: list[RowGroup], chunk_rows: int) -> list[list[RowGroup]]:
     return tasks
 
 
-def read_task(table: TableInfo, task: list[RowGroup], columns: list[str],
-              cache: MetadataCache) -> dict[str, Column]:
-    """Decode the row groups of one task into host tensors (runs on an I/O thread)."""
-    path = task[0].path
-    strings = [c for c in columns if table.types[c].kind == "string"]
-    try:
-        f = pq.ParquetFile(path, metadata=cache.footer(path), read_dictionary=strings)
-        t = f.read_row_groups([rg.index for rg in task], columns=columns, use_threads=True)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
-    return {c: arrow_to_column(t.column(c), table.types[c]) for c in columns}
+def task_compressed_bytes(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
+    md = cache.footer(task[0].path)
+    return sum(ln for _, ln in column_chunk_ranges(md, [rg.index for rg in task], columns))
 
 
-def scan_chunks(table: TableInfo, columns: list[str], groups: list[RowGroup], *,
-                chunk_rows: int, pool: ThreadPoolExecutor, prefetch: int,
-                cache: MetadataCache, device: torch.device) -> Iterator[Chunk]:
-    """Yield chunks of at most ``chunk_rows`` rows holding ``columns`` (on ``device``)."""
-    tasks = plan_reads(groups, chunk_rows)
-    pending: deque[tuple[Future, int]] = deque()
-    it = iter(tasks)
-    seq = 0
+def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
+    """Host bytes a task holds once decoded: fixed-width values (decimals pass through
+    Arrow's 16-byte decimal128 before becoming int64), string codes plus their dictionary
+    (bounded by the column chunk's uncompressed size), and validity masks."""
+    rows = sum(rg.num_rows for rg in task)
+    md = cache.footer(task[0].path)
+    names = md.schema.names
+    total = rows
+    for c in columns:
+        kind = table.types[c].kind
+        total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
+        if kind == "string":
+            j = names.index(c)
+            total += sum(md.row_group(rg.index).column(j).total_uncompressed_size for rg in task)
+    return total
 
-    def submit() -> None:
-        task = next(it, None)
-        if task is not None:
-            rows = sum(rg.num_rows for rg in task)
-            pending.append((pool.submit(read_task, table, task, columns, cache), rows))
 
-    for _ in range(max(1, prefetch + 1)):
-        submit()
-    try:
-        while pending:
-            fut, n = pending.popleft()
-            cols = fut.result()
-            submit()
-            if device.type != "cpu":
-                cols = {k: to_device(c, device) for k, c in cols.items()}
-            for start in range(0, n, chunk_rows):
-                stop = min(n, start + chunk_rows)
-                chunk = Chunk(cols, n, seq)
-                yield chunk if (start == 0 and stop == n) else chunk.slice(start, stop)
-                seq += 1
-    finally:
-        for f, _ in pending:
-            f.cancel()
+class ScanReader:
+    """One scan's read pipeline; iterate it for chunks."""
+
+    def __init__(self, table: TableInfo, columns: list[str], groups: list[RowGroup], *, config: Config,
+                 pool: ThreadPoolExecutor, cache: MetadataCache, device: torch.device,
+                 recorder: Recorder | None = None, stats: ScanStats | None = None,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.table = table
+        self.columns = columns
+        self.cfg = config
+        self.pool = pool
+        self.cache = cache
+        self.device = device
+        self.rec = recorder
+        self.stats = stats or ScanStats(table.name)
+        self.progress = progress
+        self.tasks = plan_reads(groups, config.chunk_rows)
+        self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
+        self.pending: deque[tuple[Future, int, int]] = deque()
+        self.next_task = 0
+        self.buffered = 0
+        self.started = False
+
+    # ------------------------------------------------------------------ stages
+
+    def _record(self, stage, t0, t1, nbytes=0):
+        if self.rec is not None:
+            self.rec.add(stage, t0, t1, nbytes, self.table.name)
+
+    def _footer(self, path: str) -> pq.FileMetaData:
+        if self.cfg.on("metadata_cache"):
+            return self.cache.footer(path)
+        try:
+            return pq.read_metadata(path)  # the naive reader re-reads metadata per read
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
+
+    def load(self, i: int) -> tuple[dict[str, Column], object, int]:
+        """Run read + decode (+ h2d) of task ``i``; returns (columns, event, compressed bytes)."""
+        task = self.tasks[i]
+        path = task[0].path
+        md = self._footer(path)
+        rg_idx = [rg.index for rg in task]
+        strings = [c for c in self.columns if self.table.types[c].kind == "string"]
+        t0 = time.perf_counter()
+        try:
+            ranges = column_chunk_ranges(md, rg_idx, self.columns) if self.columns else []
+            nread = read_ranges(path, ranges)
+            t1 = time.perf_counter()
+            self._record("read", t0, t1, nread)
+            f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
+            t = f.read_row_groups(rg_idx, columns=self.columns, use_threads=self.cfg.pipeline == "overlapped")
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
+        cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in self.columns}
+        t2 = time.perf_counter()
+        self._record("decode", t1, t2, columns_nbytes(cols))
+        event = None
+        if self.device.type == "cuda":
+            cols, event = to_device(cols, self.device, pinned=self.cfg.on("pinned_memory"),
+                                    copy_stream=self.cfg.on("copy_stream"), record=self._record)
+        return cols, event, nread
+
+    # ------------------------------------------------------------------ pipeline
+
+    def start(self) -> None:
+        """Begin reading ahead (called for every scan at query start with reader combining)."""
+        self.started = True
+        if self.cfg.on("prefetch"):
+            self._fill()
+
+    def _fill(self) -> None:
+        budget = self.cfg.scan_buffer_bytes
+        while self.next_task < len(self.tasks):
+            est = self.estimates[self.next_task]
+            if self.pending and self.buffered + est > budget:
+                break  # the queue is full: producers wait for the consumer
+            i = self.next_task
+            self.pending.append((self.pool.submit(self.load, i), i, est))
+            self.buffered += est
+            self.next_task += 1
+            self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
+
+    def _chunks_of(self, i: int, cols: dict[str, Column], event, nread: int, seq: int) -> Iterator[Chunk]:
+        wait_for(event)
+        n = sum(rg.num_rows for rg in self.tasks[i])
+        self.stats.bytes_read += nread
+        self.stats.bytes_decoded += columns_nbytes(cols)
+        self.stats.rows += n
+        if self.progress is not None:
+            self.progress(nread)
+        step = self.cfg.chunk_rows
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            chunk = Chunk(cols, n, seq)
+            yield chunk if (start == 0 and stop == n) else chunk.slice(start, stop)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        if not self.started:
+            self.start()
+        if self.cfg.pipeline == "blocking":
+            yield from self._blocking()
+            return
+        if not self.cfg.on("prefetch"):
+            for i in range(len(self.tasks)):
+                cols, event, nread = self.load(i)
+                yield from self._chunks_of(i, cols, event, nread, i)
+            return
+        try:
+            while self.pending or self.next_task < len(self.tasks):
+                if not self.pending:
+                    self._fill()
+                fut, i, est = self.pending.popleft()
+                t0 = time.perf_counter()
+                cols, event, nread = fut.result()
+                t1 = time.perf_counter()
+                self.stats.wait_s += t1 - t0
+                if t1 - t0 > 1e-4:
+                    self._record("wait", t0, t1)
+                self.buffered -= est
+                self._fill()
+                yield from self._chunks_of(i, cols, event, nread, i)
+        finally:
+            for fut, _, _ in self.pending:
+                fut.cancel()
+
+    def _blocking(self) -> Iterator[Chunk]:
+        """Read the whole table (in this thread), then compute: the papers' baseline."""
+        loaded = [self.load(i) for i in range(len(self.tasks))]
+        self.stats.peak_buffered = sum(columns_nbytes(c) for c, _, _ in loaded)
+        for i, (cols, event, nread) in enumerate(loaded):
+            yield from self._chunks_of(i, cols, event, nread, i)

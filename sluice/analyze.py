@@ -1,0 +1,141 @@
+"""EXPLAIN ANALYZE: the physical plan with per-operator rows, bytes, time and bandwidth, the
+busy time of each data-path stage, the stage that bounds the query, and the T_min bound
+(bytes read / storage bandwidth, bytes transferred / host->device bandwidth) from
+``sluice calibrate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sluice.calibrate import load_calibration
+from sluice.exec.context import ExecContext
+from sluice.exec.operators import Operator, ScanOp
+from sluice.metrics import fmt_bytes, fmt_rate
+
+
+def _scan_stats(op: Operator, ctx: ExecContext):
+    out = []
+    stack = [op]
+    seen = set()
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        stack.extend(o.children)
+        if isinstance(o, ScanOp) and id(o) in ctx.readers:
+            out.append(ctx.readers[id(o)].stats)
+    return out
+
+
+def stage_summary(op: Operator, ctx: ExecContext) -> dict:
+    """Busy seconds, bytes and utilisation per stage, and the bounding stage."""
+    rec = ctx.recorder
+    wall = max(rec.wall, 1e-9)
+    scans = _scan_stats(op, ctx)
+    threads = max(1, ctx.config.io_threads) if ctx.config.on("prefetch") else 1
+    main_other = sum(e.end - e.start for e in rec.events
+                     if e.stage in ("wait", "read", "decode", "h2d") and e.thread == "MainThread")
+    compute = max(0.0, wall - main_other)
+    stages = {
+        "read": {"busy": rec.busy("read"), "bytes": rec.total_bytes("read"), "capacity": threads},
+        "decode": {"busy": rec.busy("decode"), "bytes": rec.total_bytes("decode"), "capacity": threads},
+        "h2d": {"busy": rec.busy("h2d"), "bytes": rec.total_bytes("h2d"), "capacity": 1},
+        "compute": {"busy": compute, "bytes": 0, "capacity": 1},
+    }
+    for s in stages.values():
+        s["util"] = s["busy"] / (wall * s["capacity"])
+    bound = max(stages, key=lambda k: stages[k]["util"])
+    return {"wall": wall, "stages": stages, "bound": bound, "scans": scans,
+            "bytes_read": sum(s.bytes_read for s in scans), "bytes_h2d": rec.total_bytes("h2d")}
+
+
+def t_min(summary: dict, data_dir: Path, device: str) -> dict | None:
+    cal = load_calibration(data_dir)
+    if cal is None:
+        return None
+    out = {}
+    for kind in ("cached", "cold"):
+        bw = cal.get(f"read_{kind}_bps")
+        if not bw:
+            continue
+        t = summary["bytes_read"] / bw
+        h2d = cal.get("h2d_bps")
+        if device.startswith("cuda") and h2d:
+            t = max(t, summary["bytes_h2d"] / h2d)
+        out[kind] = (t, t / summary["wall"] if summary["wall"] else 0.0)
+    return out
+
+
+def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
+    st = ctx.stats.get(id(op))
+    desc = op.describe()
+    if st is not None:
+        # Own time: inclusive time minus the time spent pulling from children.
+        own = st.inclusive_s - sum(ctx.stats[id(c)].inclusive_s for c in op.children if id(c) in ctx.stats)
+        own = max(0.0, own)
+        rate = st.nbytes / own if own > 0 else 0.0
+        desc += (f"  [rows={st.rows:,} chunks={st.chunks} out={fmt_bytes(st.nbytes)} "
+                 f"time={own * 1000:.1f}ms ({fmt_rate(rate)})]")
+    if isinstance(op, ScanOp) and id(op) in ctx.readers:
+        s = ctx.readers[id(op)].stats
+        desc += (f"\n{'  ' * (depth + 1)}  read {fmt_bytes(s.bytes_read)} compressed, decoded "
+                 f"{fmt_bytes(s.bytes_decoded)}, {s.rows:,} rows, row groups {s.row_groups - s.pruned}/"
+                 f"{s.row_groups} (pruned {s.pruned}), waited {s.wait_s * 1000:.1f}ms, "
+                 f"peak buffered {fmt_bytes(s.peak_buffered)}")
+    lines.append("  " * depth + desc)
+    for c in op.children:
+        _tree(c, ctx, depth + 1, lines)
+
+
+def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
+    summ = stage_summary(op, ctx)
+    lines: list[str] = []
+    _tree(op, ctx, 0, lines)
+    lines.append("")
+    lines.append(f"total {summ['wall'] * 1000:.1f} ms on {ctx.device} (pipeline={ctx.config.pipeline}); "
+                 f"read {fmt_bytes(summ['bytes_read'])} from storage")
+    for name, s in summ["stages"].items():
+        if name == "h2d" and ctx.device.type != "cuda":
+            continue
+        bw = f", {fmt_rate(s['bytes'] / s['busy'])} while busy" if s["busy"] > 0 and s["bytes"] else ""
+        lines.append(f"  {name:<8} busy {s['busy'] * 1000:8.1f} ms  utilisation {s['util'] * 100:5.1f}% "
+                     f"of {s['capacity']} thread(s){bw}")
+    lines.append(f"  bound by: {summ['bound']}")
+    tm = t_min(summ, data_dir, str(ctx.device))
+    if tm is None:
+        lines.append("  T_min: run `sluice calibrate --data DIR` to measure this machine's bandwidths")
+    else:
+        for kind, (t, frac) in tm.items():
+            lines.append(f"  T_min ({kind} storage) = {t * 1000:.1f} ms; achieved {frac * 100:.1f}% of the bound")
+    return "\n".join(lines)
+
+
+def plot_timeline(op: Operator, ctx: ExecContext, path: str, title: str = "") -> None:
+    """Bandwidth per stage over time, like the papers' figures (PNG via matplotlib)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rec = ctx.recorder
+    centres, bw, util = rec.timeline(bins=min(400, max(20, int(rec.wall / 0.005))))
+    summ = stage_summary(op, ctx)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    colors = {"read": "tab:blue", "decode": "tab:orange", "h2d": "tab:green"}
+    for stage, c in colors.items():
+        if any(bw[stage]):
+            ax1.plot([t * 1000 for t in centres], [b / 2**30 for b in bw[stage]], label=stage, color=c)
+    ax1.set_ylabel("GiB/s")
+    ax1.legend(loc="upper right")
+    ax1.set_title(title or f"{summ['wall'] * 1000:.0f} ms, bound by {summ['bound']}")
+    compute = [max(0.0, 1.0 - w) for w in util["main_other"]]
+    ax2.plot([t * 1000 for t in centres], compute, label="compute busy", color="tab:red")
+    io_threads = max(1, ctx.config.io_threads)
+    ax2.plot([t * 1000 for t in centres], [(a + b) / io_threads for a, b in zip(util["read"], util["decode"])],
+             label="I/O threads busy", color="tab:purple")
+    ax2.set_ylim(0, 1.05)
+    ax2.set_xlabel("time (ms)")
+    ax2.set_ylabel("utilisation")
+    ax2.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format="png")
+    plt.close(fig)

@@ -1,0 +1,123 @@
+"""Instrumentation: per-operator and per-scan counters, and a timeline of stage events.
+
+Stages of the data path (PystachIO §4): ``read`` (storage -> host bytes, I/O threads),
+``decode`` (Parquet pages -> Arrow -> host tensors, I/O threads), ``h2d`` (host -> device
+copies) and ``compute`` (operators on the consumer thread, i.e. not waiting for a scan).
+Events are cheap tuples appended under a lock: a few per row-group task and per chunk.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+STAGES = ("read", "decode", "h2d", "compute", "wait")
+
+
+@dataclass
+class Event:
+    stage: str
+    start: float
+    end: float
+    nbytes: int
+    thread: str
+    label: str = ""
+
+
+class Recorder:
+    """Collects stage events of one query run (times relative to ``t0``)."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.t_end: float | None = None
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def add(self, stage: str, start: float, end: float, nbytes: int = 0, label: str = "") -> None:
+        ev = Event(stage, start - self.t0, end - self.t0, nbytes, threading.current_thread().name, label)
+        with self._lock:
+            self.events.append(ev)
+
+    def finish(self) -> None:
+        self.t_end = time.perf_counter() - self.t0
+
+    @property
+    def wall(self) -> float:
+        return self.t_end if self.t_end is not None else time.perf_counter() - self.t0
+
+    def busy(self, stage: str) -> float:
+        return sum(e.end - e.start for e in self.events if e.stage == stage)
+
+    def total_bytes(self, stage: str) -> int:
+        return sum(e.nbytes for e in self.events if e.stage == stage)
+
+    def timeline(self, bins: int = 200) -> tuple[list[float], dict[str, list[float]], dict[str, list[float]]]:
+        """Bin centres, bandwidth per stage (bytes/s) and busy fraction per stage, per bin."""
+        wall = max(self.wall, 1e-6)
+        width = wall / bins
+        centres = [(i + 0.5) * width for i in range(bins)]
+        bw = {s: [0.0] * bins for s in STAGES}
+        util = {s: [0.0] * bins for s in STAGES + ("main_other",)}
+        for e in self.events:
+            dur = max(e.end - e.start, 1e-9)
+            first = max(0, int(e.start / width))
+            last = min(bins - 1, int(e.end / width))
+            for b in range(first, last + 1):
+                lo, hi = b * width, (b + 1) * width
+                ov = max(0.0, min(hi, e.end) - max(lo, e.start))
+                if ov <= 0:
+                    continue
+                bw[e.stage][b] += e.nbytes * (ov / dur) / width
+                util[e.stage][b] += ov / width
+                if e.thread == "MainThread":
+                    util["main_other"][b] += ov / width  # consumer thread not computing
+        return centres, bw, util
+
+    def chrome_trace(self) -> dict:
+        """Chrome / Perfetto trace (``chrome://tracing``, ui.perfetto.dev)."""
+        tids: dict[str, int] = {}
+        out = []
+        for e in self.events:
+            tid = tids.setdefault(e.thread, len(tids) + 1)
+            out.append({"name": e.label or e.stage, "cat": e.stage, "ph": "X", "pid": 1, "tid": tid,
+                        "ts": e.start * 1e6, "dur": (e.end - e.start) * 1e6, "args": {"bytes": e.nbytes}})
+        for name, tid in tids.items():
+            out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
+        return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+
+@dataclass
+class ScanStats:
+    """Per scan: what was read, decoded and skipped."""
+
+    table: str
+    row_groups: int = 0
+    pruned: int = 0
+    bytes_read: int = 0      # compressed bytes of the selected column chunks
+    bytes_decoded: int = 0   # host tensor bytes produced
+    bytes_h2d: int = 0
+    rows: int = 0
+    wait_s: float = 0.0      # consumer time blocked waiting for data
+    peak_buffered: int = 0   # most decoded bytes held ahead of the consumer
+
+
+@dataclass
+class OperatorStats:
+    name: str
+    rows: int = 0
+    chunks: int = 0
+    nbytes: int = 0
+    inclusive_s: float = 0.0
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def fmt_rate(bps: float) -> str:
+    return fmt_bytes(bps) + "/s"
