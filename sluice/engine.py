@@ -19,6 +19,7 @@ from sluice.config import Config
 from sluice.errors import ConfigError, DataError, InternalError, PlanError, SluiceError
 from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, lower_plan, run_to_arrow
+from sluice.io.memory import configure_allocator
 from sluice.io.parquet.metadata import MetadataCache, TableInfo, load_table, table_files
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
@@ -43,6 +44,7 @@ class Connection:
     """A data directory plus settings. Thread-compatible, not thread-safe."""
 
     def __init__(self, data: str | os.PathLike | None = None, **settings: Any) -> None:
+        configure_allocator()
         self.config = Config.from_settings(settings)
         self.root = Path(data) if data is not None else Path.cwd()
         if data is not None and not self.root.is_dir():

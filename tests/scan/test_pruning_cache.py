@@ -88,9 +88,10 @@ def big_lineitem(tmp_path_factory):
 
 def test_scan_memory_bounded_by_budget(big_lineitem):
     budget = 64 << 20
-    # Measured fixed overhead above the budget at SF 1: 110-125 MiB (allocator pools and
-    # retention, each I/O thread's decode working set, the chunk being aggregated).
-    overhead = 160 << 20
+    # Measured overhead above the budget at SF 1 (4 runs): 118-194 MiB -- allocator pools and
+    # retention, each I/O thread's decode working set, pyarrow's pre-buffered pages, the chunk
+    # being aggregated. The unbounded (blocking) scan of the same query grows by ~830 MiB.
+    overhead = 224 << 20
     growth = _growth(big_lineitem, {"scan_buffer_bytes": budget, "chunk_rows": 100_000})
     blocking = _growth(big_lineitem, {"pipeline": "blocking", "chunk_rows": 100_000})
     assert growth <= budget + overhead, f"grew {growth >> 20} MiB"
