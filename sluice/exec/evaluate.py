@@ -8,6 +8,9 @@ as a gather by code.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,11 +25,39 @@ from sluice.types import LType
 _CPU = torch.device("cpu")
 
 
+#: Per-chunk results of sub-expressions, so an expression used twice (TPC-H Q1's
+#: ``l_extendedprice * (1 - l_discount)``) is computed once: (id(chunk), expr) -> Column.
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sluice_eval_memo", default=None)
+
+
+@contextlib.contextmanager
+def shared_subexpressions():
+    """Within this block, evaluating equal expressions over the same chunk reuses results."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def evaluate(e: Expr, chunk: Chunk) -> Column:
     if isinstance(e, Col):
         return chunk.columns[e.name]
     if isinstance(e, Lit):
         return literal_column(e, _device_of(chunk))
+    memo = _MEMO.get()
+    if memo is not None:
+        key = (id(chunk), e)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        out = _evaluate_func(e, chunk)
+        memo[key] = (chunk, out)  # holding the chunk keeps its id from being reused
+        return out
+    return _evaluate_func(e, chunk)
+
+
+def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
     assert isinstance(e, Func)
     for a in e.args:
         if isinstance(a, Col) and chunk.columns[a.name].wide is not None:

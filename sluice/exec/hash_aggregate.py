@@ -19,7 +19,7 @@ import torch
 
 from sluice.chunk import Chunk, Column, concat_columns
 from sluice.errors import ExecutionError
-from sluice.exec.evaluate import _dictionary_rank, evaluate
+from sluice.exec.evaluate import _dictionary_rank, evaluate, shared_subexpressions
 from sluice.exec.kernels.keys import first_rows, group_ids, hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
 from sluice.exec.operators import Operator
 from sluice.plan.expr import Col, Expr
@@ -76,6 +76,10 @@ class HashAggregateOp(Operator):
     # ---------------------------------------------------------------- partial
 
     def _partial(self, chunk: Chunk, dev) -> Partial:
+        with shared_subexpressions():
+            return self._partial_of(chunk, dev)
+
+    def _partial_of(self, chunk: Chunk, dev) -> Partial:
         n = chunk.num_rows
         kcols = [evaluate(e, chunk).expand(n) for _, e in self.keys]
         ids, g = group_ids(kcols, n)
@@ -84,8 +88,13 @@ class HashAggregateOp(Operator):
         keys = {name: c.take(firsts) for (name, _), c in zip(self.keys, kcols)}
         states = {}
         rows_per_group: list[torch.Tensor] = []  # computed once, shared by aggregates
+        shared: dict[tuple, dict] = {}  # SUM(x) and AVG(x) keep the same state
         for name, call in self.aggs:
-            states[name] = self._reduce(call, chunk, ids, g, n, dev, rows_per_group)
+            kind = "sum" if call.func in ("sum", "avg") else call.func
+            key = (kind, call.arg, call.distinct)
+            if key not in shared:
+                shared[key] = self._reduce(call, chunk, ids, g, n, dev, rows_per_group)
+            states[name] = shared[key]
         return Partial(keys, states, g)
 
     def _reduce(self, call: AggCall, chunk, ids, g, n, dev, rows_per_group=None):
@@ -260,7 +269,8 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev) -> dict:
     if n == 0:
         z = torch.zeros(g, dtype=torch.int64, device=dev)
         return {"hi": z, "lo": z.clone()}
-    if int(v.abs().max()) * n < _SAFE_SUM:
+    lo, hi = torch.aminmax(v)  # one pass, no temporary (abs().max() costs two and a copy)
+    if max(-int(lo), int(hi)) * n < _SAFE_SUM:
         s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
         return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
     hi, lo = split_hi_lo(v)

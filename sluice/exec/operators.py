@@ -12,7 +12,7 @@ from typing import Iterator
 
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
-from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.exec.evaluate import evaluate, evaluate_predicate, shared_subexpressions
 from sluice.io.parquet.metadata import RowGroup, TableInfo
 from sluice.io.parquet.reader import ScanReader
 from sluice.metrics import OperatorStats, ScanStats
@@ -128,9 +128,10 @@ class ProjectOp(Operator):
     def execute(self, ctx):
         for chunk in self.child.stream(ctx):
             cols = {}
-            for name, e in self.exprs:
-                c = evaluate(e, chunk)
-                cols[name] = c.expand(chunk.num_rows) if c.is_const else c
+            with shared_subexpressions():
+                for name, e in self.exprs:
+                    c = evaluate(e, chunk)
+                    cols[name] = c.expand(chunk.num_rows) if c.is_const else c
             yield Chunk(cols, chunk.num_rows, chunk.seq)
 
     def describe(self):

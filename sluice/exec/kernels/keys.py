@@ -56,10 +56,9 @@ def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
     """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls)."""
     col = col.expand(n)
     if col.type.kind == "string":
-        _, (codes,) = unify_dictionaries([col])
+        d, (codes,) = unify_dictionaries([col])
         codes = codes.to(torch.int64)
-        k = len(col.dictionary) if codes.numel() == 0 else int(codes.max()) + 1
-        k = max(k, 1)
+        k = max(len(d), 1)  # codes index the deduplicated dictionary
     elif col.type.kind == "bool":
         codes, k = col.data.to(torch.int64), 2
     else:

@@ -125,7 +125,7 @@ class ScanReader:
             t1 = time.perf_counter()
             self._record("read", t0, t1, nread)
             f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
-            t = f.read_row_groups(rg_idx, columns=self.columns, use_threads=self.cfg.pipeline == "overlapped")
+            t = f.read_row_groups(rg_idx, columns=self.columns, use_threads=True)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
         cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in self.columns}
