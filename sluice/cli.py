@@ -49,6 +49,26 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print the physical plan of a query")
     add_common(e)
 
+    i = sub.add_parser("inspect", help="show a Parquet file's layout: row groups, pages, encodings, codecs")
+    i.add_argument("path", help="a Parquet file or a directory of them")
+    i.add_argument("--json", action="store_true", help="machine-readable output")
+    i.add_argument("--no-pages", action="store_true", help="skip counting pages (reads only footers)")
+
+    r = sub.add_parser("rewrite", help="rewrite Parquet into a GPU- or CPU-friendly layout")
+    r.add_argument("source", help="a Parquet file or a directory of them")
+    r.add_argument("target", help="output file, or directory (same relative paths)")
+    r.add_argument("--for", dest="preset", choices=["gpu", "cpu"], help="preset: gpu (1M-row groups, 100 "
+                   "pages per chunk, encodings/codecs by trial) or cpu (2^20-row groups, light codecs)")
+    r.add_argument("--row-group-rows", type=int, default=None)
+    r.add_argument("--pages-per-chunk", type=int, default=None)
+    r.add_argument("--encoding", default=None,
+                   help="auto | keep | plain | dictionary | delta | byte_stream_split (default auto)")
+    r.add_argument("--compression", default=None,
+                   help="auto | none | snappy | lz4 | zstd[:level] | gzip | brotli (default auto)")
+    r.add_argument("--min-gain", type=float, default=None,
+                   help="auto compression only where it saves more than this fraction (default 0.10)")
+    r.add_argument("--report", metavar="FILE.json", help="also write the per-column choices as JSON")
+
     d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
     d.add_argument("benchmark", choices=["tpch", "ssb"])
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
@@ -180,8 +200,43 @@ def _write_atomic(path: str, write) -> None:
             os.unlink(tmp)
 
 
+def _rewrite(args) -> int:
+    import dataclasses
+    import json
+    import pyarrow.parquet as pq
+    from sluice.layout.inspect import parquet_files
+    from sluice.layout.rewrite import options_from, rewrite
+    from sluice.metrics import fmt_bytes
+    opts = options_from(args.preset, row_group_rows=args.row_group_rows, pages_per_chunk=args.pages_per_chunk,
+                        encoding=args.encoding, compression=args.compression, min_gain=args.min_gain)
+    total = sum(pq.read_metadata(f).num_rows for f in parquet_files(args.source)) if sys.stderr.isatty() else 0
+    bar = _Progress(total)
+    with bar:
+        reports = rewrite(args.source, args.target, opts, progress=bar.advance)
+    for rep in reports:
+        print(f"{rep.source} -> {rep.target}: {rep.rows:,} rows, {rep.row_groups} row groups, "
+              f"{fmt_bytes(rep.bytes_in)} -> {fmt_bytes(rep.bytes_out)} ({rep.bytes_out / max(rep.bytes_in, 1):.2f}x)")
+        for c in rep.columns:
+            codec = c.codec + (f":{c.level}" if c.level is not None else "")
+            print(f"  {c.column:<20} {c.encoding:<24} {codec:<8} ratio {c.ratio:6.2f} "
+                  f"(sample {fmt_bytes(c.raw_bytes)} plain -> {fmt_bytes(c.final_bytes)})")
+    if args.report:
+        doc = [{**{k: v for k, v in dataclasses.asdict(r).items() if k != "columns"},
+                "columns": [{**dataclasses.asdict(c), "ratio": c.ratio} for c in r.columns]} for r in reports]
+        _write_atomic(args.report, lambda tmp: Path(tmp).write_text(json.dumps(doc, indent=1)))
+    return 0
+
+
 def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "inspect":
+        import json
+        from sluice.layout.inspect import format_report, inspect_file, parquet_files
+        infos = [inspect_file(f, pages=not args.no_pages) for f in parquet_files(args.path)]
+        print(json.dumps(infos, indent=1) if args.json else "\n\n".join(format_report(i) for i in infos))
+        return 0
+    if args.cmd == "rewrite":
+        return _rewrite(args)
     if args.cmd == "calibrate":
         import torch
         from sluice.calibrate import cache_file, calibrate
