@@ -43,6 +43,8 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
     at = arr.type
     if t.kind == "string":
         if not pa.types.is_dictionary(at):
+            if not pa.types.is_string(at):
+                arr = arr.cast(pa.string())  # string_view / large_string
             arr = pc.dictionary_encode(arr)
         codes = arr.indices
         if codes.type != pa.int32():

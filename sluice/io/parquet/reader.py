@@ -74,6 +74,20 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
     return total
 
 
+_DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+
+
+def _dictionary_encoded(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
+    """Whether pyarrow can hand this string column over as dictionaries: its chunks must be
+    dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary)."""
+    j = md.schema.names.index(column)
+    for i in row_groups:
+        encs = set(md.row_group(i).column(j).encodings)
+        if not encs & _DICT_ENCODINGS or encs & {"DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY"}:
+            return False
+    return True
+
+
 class ScanReader:
     """One scan's read pipeline; iterate it for chunks."""
 
@@ -117,7 +131,7 @@ class ScanReader:
         path = task[0].path
         md = self._footer(path)
         rg_idx = [rg.index for rg in task]
-        strings = [c for c in self.columns if self.table.types[c].kind == "string"]
+        strings = [c for c in self.columns if self.table.types[c].kind == "string" and _dictionary_encoded(md, c, rg_idx)]
         t0 = time.perf_counter()
         try:
             ranges = column_chunk_ranges(md, rg_idx, self.columns) if self.columns else []
