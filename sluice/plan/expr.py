@@ -235,6 +235,20 @@ def conjuncts(e: Expr | None) -> list[Expr]:
     return [e]
 
 
+def or_branches(e: Expr) -> list[list[Expr]]:
+    """The conjuncts of each branch of a (nested) OR: (a AND b) OR c -> [[a, b], [c]]."""
+    out: list[list[Expr]] = []
+
+    def flat(x: Expr) -> None:
+        if isinstance(x, Func) and x.op == "or":
+            for a in x.args:
+                flat(a)
+        else:
+            out.append(conjuncts(x))
+    flat(e)
+    return out
+
+
 def and_all(es: list[Expr]) -> Expr | None:
     es = [e for e in es if e is not None]
     if not es:

@@ -28,15 +28,7 @@ def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
     cols = c.columns()
     if sum(1 for names in relations if cols & names) < 2:
         return []
-    branches = []
-
-    def flat(x):
-        if isinstance(x, Func) and x.op == "or":
-            for a in x.args:
-                flat(a)
-        else:
-            branches.append(E.conjuncts(x))
-    flat(c)
+    branches = E.or_branches(c)
     out = []
     for names in relations:
         if not cols & names:

@@ -1097,15 +1097,7 @@ def extract_common_or(e: Expr) -> Expr:
     """(a AND b) OR (a AND c) -> a AND (b OR c): exposes join keys hidden in ORs (TPC-H Q19)."""
     if not (isinstance(e, Func) and e.op == "or"):
         return e
-    branches = []
-
-    def flat(x):
-        if isinstance(x, Func) and x.op == "or":
-            for a in x.args:
-                flat(a)
-        else:
-            branches.append(E.conjuncts(x))
-    flat(e)
+    branches = E.or_branches(e)
     common = [c for c in branches[0] if all(c in b for b in branches[1:])]
     if not common:
         return e
