@@ -161,7 +161,7 @@ def plot_roofline(points: list[dict], cal: dict, path: str) -> None:
     for i, lay in enumerate(layouts):
         ax.scatter([], [], color=cmap(i % 10), label=lay)
     for q, m in markers.items():
-        ax.scatter([], [], color="gray", marker=m, label=q)
+        ax.scatter([], [], facecolors="none", edgecolors="black", marker=m, label=q)
     lo, hi = (min(xs) / 2, max(xs) * 2) if xs else (0.5, 50)
     for key, style, label in (("read_cold_bps", "--", "storage (cold)"), ("read_cached_bps", ":", "storage (page cache)")):
         bw = cal.get(key)
