@@ -6,6 +6,7 @@ input. Parameters live on the operator, state in the generator. Empty chunks are
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -19,12 +20,13 @@ from sluice.metrics import OperatorStats, ScanStats
 from sluice.plan.expr import Expr
 
 
-class Operator:
+class Operator(abc.ABC):
     children: tuple["Operator", ...] = ()
     label = "operator"
 
+    @abc.abstractmethod
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
-        raise NotImplementedError
+        """Pull chunks from the children and yield this operator's output chunks."""
 
     def stream(self, ctx: ExecContext) -> Iterator[Chunk]:
         """``execute`` with rows, bytes and time counted in ``ctx.stats``; parents pull this."""

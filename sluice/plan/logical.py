@@ -5,6 +5,7 @@ Every node exposes ``schema``: the ordered (internal column name -> type) it pro
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Sequence
 
@@ -13,7 +14,7 @@ from sluice.plan.expr import Expr
 from sluice.types import LType, INT64, FLOAT64
 
 
-class PlanNode:
+class PlanNode(abc.ABC):
     _children: ClassVar[tuple[str, ...]] = ()
 
     @property
@@ -30,8 +31,9 @@ class PlanNode:
         return replace(self, **dict(zip(self._children, children)))
 
     @property
+    @abc.abstractmethod
     def schema(self) -> dict[str, LType]:
-        raise NotImplementedError
+        """Ordered output columns: internal name -> type."""
 
 
 @dataclass(frozen=True, eq=False)
