@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import warnings
@@ -55,14 +55,11 @@ class Column:
         return Column(self.data[mask], self.type, v, self.dictionary)
 
     def expand(self, n: int) -> "Column":
-        """A constant broadcast to ``n`` rows (materialised)."""
+        """A constant broadcast to ``n`` rows (a stride-0 view: no copy)."""
         if not self.is_const:
             return self
         v = None if self.valid is None else self.valid.reshape(()).expand(n)
         return Column(self.data.reshape(()).expand(n), self.type, v, self.dictionary)
-
-    def with_valid(self, valid: torch.Tensor | None) -> "Column":
-        return Column(self.data, self.type, valid, self.dictionary)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +69,6 @@ class Chunk:
     columns: Mapping[str, Column]
     num_rows: int
     seq: int = 0
-    _: tuple = field(default=(), repr=False)
 
     def __getitem__(self, name: str) -> Column:
         return self.columns[name]

@@ -96,7 +96,6 @@ class ScanStats:
     pruned: int = 0
     bytes_read: int = 0      # compressed bytes of the selected column chunks
     bytes_decoded: int = 0   # host tensor bytes produced
-    bytes_h2d: int = 0
     rows: int = 0
     wait_s: float = 0.0      # consumer time blocked waiting for data
     peak_buffered: int = 0   # most decoded bytes held ahead of the consumer

@@ -11,7 +11,7 @@ from functools import singledispatch
 
 import pyarrow as pa
 
-from sluice.chunk import Chunk, concat_chunks
+from sluice.chunk import concat_chunks
 from sluice.errors import UnsupportedError
 from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
@@ -133,10 +133,6 @@ def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: li
         return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
     arrays = [column_to_arrow(data.columns[n].expand(data.num_rows)) for n in names]
     return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
-
-
-def collect(op: Operator, ctx: ExecContext) -> Chunk | None:
-    return concat_chunks(list(op.stream(ctx)))
 
 
 def _dedupe(names: list[str]) -> list[str]:

@@ -27,10 +27,6 @@ from sluice.exec.operators import Operator
 from sluice.plan.expr import Expr
 from sluice.types import LType, common_numeric
 
-MODES = ("inner", "probe_outer", "build_outer", "full", "semi", "anti",
-         "build_semi", "build_anti", "cross")
-
-
 def null_column(t: LType, n: int, device: torch.device, dictionary=None) -> Column:
     d = dictionary if (dictionary is not None and len(dictionary)) else \
         (pa.array([""], pa.string()) if t.kind == "string" else None)

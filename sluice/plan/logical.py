@@ -81,9 +81,6 @@ class Project(PlanNode):
         return {n: e.type for n, e in self.exprs}
 
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
-
-
 @dataclass(frozen=True, eq=False)
 class Join(PlanNode):
     """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual`` condition.

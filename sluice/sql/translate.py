@@ -394,7 +394,7 @@ class Translator:
         if order is not None:
             for o in order.expressions:
                 agg_nodes += _outer_aggs(o)
-        aggregated = bool(group) or bool(agg_nodes) or (corr is not None and corr.pairs and agg_nodes)
+        aggregated = bool(group) or bool(agg_nodes)
         alias_map = {}
         for it in select_items:
             if isinstance(it, exp.Alias):

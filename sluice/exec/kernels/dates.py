@@ -50,9 +50,5 @@ def add_months(days: torch.Tensor, months: int) -> torch.Tensor:
     return days_from_civil(y2, m2, torch.minimum(d, mdays))
 
 
-def date_to_days(value: _dt.date) -> int:
-    return (value - EPOCH).days
-
-
 def days_to_date(days: int) -> _dt.date:
     return EPOCH + _dt.timedelta(days=int(days))

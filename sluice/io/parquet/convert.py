@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column, host_tensor
+from sluice.chunk import Column, host_tensor
 from sluice.errors import DataError
 from sluice.types import LType, from_arrow, to_arrow
 
@@ -127,8 +127,3 @@ def column_to_arrow(col: Column) -> pa.Array:
     if t.kind == "timestamp":
         return pa.array(data.numpy().astype(np.int64), pa.int64(), mask=mask).cast(pa.timestamp("us"))
     return pa.array(data.numpy(), to_arrow(t), mask=mask)
-
-
-def chunk_to_arrow(chunk: Chunk, names: list[str], out_names: list[str]) -> pa.Table:
-    arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
-    return pa.Table.from_arrays(arrays, names=out_names)

@@ -45,8 +45,6 @@ def _(plan: Filter, need):
 @_prune.register
 def _(plan: Project, need):
     exprs = tuple((n, e) for n, e in plan.exprs if n in need)
-    if not exprs and plan.exprs:
-        exprs = ()
     return Project(_prune(plan.child, _cols(e for _, e in exprs)), exprs)
 
 
