@@ -30,6 +30,7 @@ from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.layout.rewrite import options_from, rewrite  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 from sluice.testing.queries import order_by_columns, ssb_queries, tpch_queries  # noqa: E402
+from timing import best_of  # noqa: E402
 
 LAYOUTS = {
     "default": None,
@@ -73,16 +74,6 @@ def layout_dir(base: Path, table: str, layout: str, src: Path) -> Path:
     return d
 
 
-def timed(fn, runs):
-    out = fn()
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", type=float, nargs="+", default=[1.0])
@@ -120,8 +111,8 @@ def main() -> None:
                 cells = []
                 for name, q in qs.items():
                     rel = con.sql(q)
-                    t, res = timed(lambda: rel.to_arrow(), args.runs)
-                    td, _ = timed(lambda: duck.sql(q).to_arrow_table(), args.runs)
+                    t, res = best_of(lambda: rel.to_arrow(), args.runs)
+                    td, _ = best_of(lambda: duck.sql(q).to_arrow_table(), args.runs)
                     try:
                         compare(res, expected[name], order_by_columns(q, expected[name].column_names))
                         ok = ""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -24,6 +23,7 @@ from sluice.calibrate import calibrate, load_calibration  # noqa: E402
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 from sluice.testing.queries import order_by_columns, tpch_queries  # noqa: E402
+from timing import best_of  # noqa: E402
 
 FULL_SCAN = ("select count(*), sum(l_orderkey), sum(l_partkey), sum(l_suppkey), sum(l_linenumber), "
              "sum(l_quantity), sum(l_extendedprice), sum(l_discount), sum(l_tax), max(l_returnflag), "
@@ -42,15 +42,7 @@ def drop_cache(data: Path) -> None:
 
 
 def best(fn, runs, cold_dir=None):
-    out = fn()
-    ts = []
-    for _ in range(runs):
-        if cold_dir is not None:
-            drop_cache(cold_dir)
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts), out
+    return best_of(fn, runs, (lambda: drop_cache(cold_dir)) if cold_dir is not None else None)
 
 
 def main() -> None:

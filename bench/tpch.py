@@ -13,7 +13,6 @@ import argparse
 import math
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,16 +22,7 @@ from sluice.datagen.ssb import generate_ssb  # noqa: E402
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 from sluice.testing.queries import order_by_columns, ssb_queries, tpch_queries  # noqa: E402
-
-
-def best_of(fn, runs: int) -> tuple[float, object]:
-    result = fn()  # warm-up (and the result we check)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), result
+from timing import best_of  # noqa: E402
 
 
 def main() -> None:
