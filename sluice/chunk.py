@@ -115,21 +115,34 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
     """Re-code string columns with different dictionaries into one deduplicated dictionary.
 
     Returns the unified dictionary and, per input column, its codes in that dictionary.
-    Work is proportional to the dictionaries' sizes (Arrow hashing), plus one gather of codes.
+    Work is proportional to the dictionaries' sizes (Arrow hashing), plus one gather of codes;
+    a dictionary much larger than its column (a filtered high-cardinality column) is first cut
+    down to the entries in use, so the work is bounded by the rows too.
     """
-    dicts = [c.dictionary for c in cols]
+    pairs = [_compacted(c) for c in cols]
+    dicts = [d for d, _ in pairs]
     first = dicts[0]
     if all(d is first for d in dicts) and _is_unique(first):
-        return first, [c.data for c in cols]
+        return first, [codes for _, codes in pairs]
     combined = pa.concat_arrays([_as_string(d) for d in dicts])
     enc = pc.dictionary_encode(combined)
     mapping = host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
     out, off = [], 0
-    for c, d in zip(cols, dicts):
-        m = mapping[off: off + len(d)].to(c.data.device)
+    for (d, codes) in pairs:
+        m = mapping[off: off + len(d)].to(codes.device)
         off += len(d)
-        out.append(m[c.data.long()] if len(d) else c.data)
+        out.append(m[codes.long()] if len(d) else codes)
     return enc.dictionary, out
+
+
+def _compacted(c: Column) -> tuple[pa.Array, torch.Tensor]:
+    """(dictionary, codes) of a string column, reduced to the entries it uses when its
+    dictionary has more than twice as many entries as it has rows."""
+    n = c.data.numel()
+    if len(c.dictionary) <= 2 * n:
+        return c.dictionary, c.data
+    used = c.dictionary.take(pa.array(c.data.reshape(-1).cpu().numpy()))
+    return used, torch.arange(n, dtype=torch.int32, device=c.data.device).reshape(c.data.shape)
 
 
 _UNIQUE_CACHE: dict[int, tuple[pa.Array, bool]] = {}

@@ -47,7 +47,7 @@ def lower(plan: PlanNode, cfg) -> Operator:
 def _(plan: Scan, cfg):
     groups = list(plan.table.row_groups)
     kept = prune_row_groups(groups, plan.filter, plan.columns) if cfg.row_group_pruning else groups
-    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept))
+    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept), plan.outputs)
 
 
 @lower.register

@@ -51,6 +51,7 @@ class ScanOp(Operator):
     filter: Expr | None
     row_groups: list[RowGroup]
     pruned: int = 0
+    outputs: tuple[str, ...] | None = None  # emitted columns (None: all)
     label = "Scan"
 
     def reader(self, ctx: ExecContext) -> ScanReader:
@@ -73,11 +74,9 @@ class ScanOp(Operator):
             out = Chunk(cols, chunk.num_rows, chunk.seq)
             if self.filter is not None:
                 mask = evaluate_predicate(self.filter, out)
-                if not cols:
-                    n = int(mask.sum())
-                    out = Chunk({}, n, chunk.seq)
-                else:
-                    out = out.filter(mask)
+                if self.outputs is not None:
+                    out = Chunk({k: cols[k] for k in self.outputs}, out.num_rows, out.seq)
+                out = out.filter(mask) if out.columns else Chunk({}, int(mask.sum()), chunk.seq)
             if out.num_rows:
                 yield out
 

@@ -38,16 +38,19 @@ class PlanNode(abc.ABC):
 
 @dataclass(frozen=True, eq=False)
 class Scan(PlanNode):
-    """Read ``columns`` (internal name -> file column) of a table, applying ``filter``."""
+    """Read ``columns`` (internal name -> file column) of a table, applying ``filter``; emit
+    ``outputs`` of them (all when None: columns only the filter reads are dropped after it)."""
 
     table: TableInfo
     alias: str
     columns: dict[str, str]
     filter: Expr | None = None
+    outputs: tuple[str, ...] | None = None
 
     @property
     def schema(self) -> dict[str, LType]:
-        return {k: self.table.types[v] for k, v in self.columns.items()}
+        return {k: self.table.types[v] for k, v in self.columns.items()
+                if self.outputs is None or k in self.outputs}
 
 
 @dataclass(frozen=True, eq=False)

@@ -35,3 +35,20 @@ def test_join_order_avoids_many_to_many(tpch_dir):
     text = plan_text(sluice.connect(tpch_dir, device="cpu"), tpch_queries()["q05"])
     assert "[customer.c_nationkey = supplier.s_nationkey]" not in text
     assert "[supplier.s_nationkey = customer.c_nationkey]" not in text
+
+
+def test_filter_only_columns_leave_the_scan(tpch_dir):
+    # Q9: p_name is read for the LIKE filter but is not passed on to the join.
+    con = sluice.connect(tpch_dir, device="cpu")
+    rel = con.sql(tpch_queries()["q09"])
+    rel.to_arrow()
+    op, _ = rel.last_run
+    scans = [o for o in _walk(op) if getattr(o, "label", "") == "Scan" and o.table.name == "part"]
+    assert len(scans) == 1 and "p_name" in scans[0].columns.values()
+    assert scans[0].outputs is not None and all("p_name" not in k for k in scans[0].outputs)
+
+
+def _walk(op):
+    yield op
+    for c in getattr(op, "children", ()):
+        yield from _walk(c)

@@ -2,6 +2,10 @@
 
 Decimals become int64 scaled integers by viewing the decimal128 value buffer as int64 pairs
 and keeping the low words (checked: the high word must be the low word's sign extension).
+Strings that arrive as dictionaries keep them; plain strings (high-cardinality columns such
+as comments) get identity codes over the array itself instead of being hashed: a dictionary
+need not be unique (``unify_dictionaries`` deduplicates where equality matters), and hashing
+a million distinct comments per chunk cost more than decoding them.
 """
 
 from __future__ import annotations
@@ -43,9 +47,8 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
     at = arr.type
     if t.kind == "string":
         if not pa.types.is_dictionary(at):
-            if not pa.types.is_string(at):
-                arr = arr.cast(pa.string())  # string_view / large_string
-            arr = pc.dictionary_encode(arr)
+            dictionary = _filled(arr if pa.types.is_string(at) else arr.cast(pa.string()), "")  # string_view
+            return _placed(Column(torch.arange(len(arr), dtype=torch.int32), t, valid, dictionary), device)
         codes = arr.indices
         if codes.type != pa.int32():
             codes = codes.cast(pa.int32())
@@ -85,9 +88,11 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
             else arr.to_numpy(zero_copy_only=False)
         data = host_tensor(np.ascontiguousarray(np_arr, dtype=np.dtype(str(t.torch_dtype).split(".")[1])))
         col = Column(data, t, valid)
-    if device is not None and device.type != "cpu":
-        col = to_device(col, device)
-    return col
+    return _placed(col, device)
+
+
+def _placed(col: Column, device: torch.device | None) -> Column:
+    return to_device(col, device) if device is not None and device.type != "cpu" else col
 
 
 def to_device(col: Column, device: torch.device) -> Column:

@@ -75,16 +75,26 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
 
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+#: A column chunk whose dictionary page takes more than this share of its bytes is read as
+#: plain strings: its values barely repeat (comments, names, addresses), and pyarrow would
+#: hash every value that overflowed the dictionary page to hand it over as a dictionary.
+DICTIONARY_SHARE_MAX = 0.10
 
 
-def _dictionary_encoded(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
-    """Whether pyarrow can hand this string column over as dictionaries: its chunks must be
-    dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary)."""
+def _read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
+    """Whether to ask pyarrow for this string column as dictionaries: every chunk must be
+    dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary) with a
+    dictionary page that is small next to its data pages (values repeat)."""
     j = md.schema.names.index(column)
     for i in row_groups:
-        encs = set(md.row_group(i).column(j).encodings)
+        cc = md.row_group(i).column(j)
+        encs = set(cc.encodings)
         if not encs & _DICT_ENCODINGS or encs & {"DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY"}:
             return False
+        if cc.has_dictionary_page and cc.dictionary_page_offset is not None and cc.total_compressed_size:
+            dict_bytes = cc.data_page_offset - cc.dictionary_page_offset
+            if dict_bytes > DICTIONARY_SHARE_MAX * cc.total_compressed_size:
+                return False
     return True
 
 
@@ -131,7 +141,7 @@ class ScanReader:
         path = task[0].path
         md = self._footer(path)
         rg_idx = [rg.index for rg in task]
-        strings = [c for c in self.columns if self.table.types[c].kind == "string" and _dictionary_encoded(md, c, rg_idx)]
+        strings = [c for c in self.columns if self.table.types[c].kind == "string" and _read_as_dictionary(md, c, rg_idx)]
         t0 = time.perf_counter()
         try:
             ranges = column_chunk_ranges(md, rg_idx, self.columns) if self.columns else []

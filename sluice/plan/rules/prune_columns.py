@@ -27,9 +27,10 @@ def _prune(plan: PlanNode, need: set[str]) -> PlanNode:
 
 @_prune.register
 def _(plan: Scan, need):
-    need = need | (plan.filter.columns() if plan.filter is not None else set())
-    keep = {k: v for k, v in plan.columns.items() if k in need}
-    return replace(plan, columns=keep)
+    read = need | (plan.filter.columns() if plan.filter is not None else set())
+    keep = {k: v for k, v in plan.columns.items() if k in read}
+    outputs = tuple(k for k in keep if k in need)
+    return replace(plan, columns=keep, outputs=None if len(outputs) == len(keep) else outputs)
 
 
 @_prune.register

@@ -1,0 +1,37 @@
+"""String columns: which ones the scan decodes as dictionaries, and identity-coded plain
+strings (non-unique, possibly filtered dictionaries) behaving like deduplicated ones."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from sluice.chunk import Column, concat_columns, unify_dictionaries
+from sluice.io.parquet.convert import arrow_to_column, column_to_arrow
+from sluice.io.parquet.reader import _read_as_dictionary
+from sluice.types import LType
+
+
+def test_low_cardinality_columns_come_as_dictionaries(tpch_dir):
+    md = pq.ParquetFile(tpch_dir / "lineitem.parquet").metadata
+    groups = list(range(md.num_row_groups))
+    assert _read_as_dictionary(md, "l_shipmode", groups)
+    assert _read_as_dictionary(md, "l_returnflag", groups)
+    assert not _read_as_dictionary(md, "l_comment", groups)  # values barely repeat
+
+
+def test_identity_coded_strings_unify_like_a_dictionary():
+    s = LType("string")
+    a = arrow_to_column(pa.array(["x", None, "y", "x", "z"], pa.string_view()), s)
+    assert a.dictionary.null_count == 0 and a.valid is not None
+    b = arrow_to_column(pa.array(["y", "x", "y"]), s)
+    d, (ca, cb) = unify_dictionaries([a, b])
+    assert len(d) == len(set(d.to_pylist()))  # deduplicated
+    assert d.take(pa.array(ca.numpy())).to_pylist()[2:] == ["y", "x", "z"]
+    assert d.take(pa.array(cb.numpy())).to_pylist() == ["y", "x", "y"]
+    # Filtered: two rows left of a five-entry dictionary; only those entries are hashed.
+    f = a.filter(torch.tensor([False, False, True, False, True]))
+    d2, (cf,) = unify_dictionaries([f])
+    assert len(d2) == 2 and d2.take(pa.array(cf.numpy())).to_pylist() == ["y", "z"]
+    both = concat_columns([a, f])
+    assert column_to_arrow(both).to_pylist() == ["x", None, "y", "x", "z", "y", "z"]
+    assert column_to_arrow(Column(a.data, s, a.valid, a.dictionary)).to_pylist() == ["x", None, "y", "x", "z"]
