@@ -65,3 +65,16 @@ def test_metadata_cache_hit_and_invalidation(tpch_dir, tmp_path):
     shutil.copy(tpch_dir / "nation.parquet", tmp_path / "region.parquet")  # file changes
     with pytest.raises(PlanError):
         con.sql("select r_name from region").to_arrow()
+
+
+def test_openmp_threads_wait_passively_unless_the_user_says_otherwise():
+    import os
+    import subprocess
+    import sys
+    code = "import os, sluice; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ACTIVE"
