@@ -40,3 +40,70 @@ def test_ssb_cuda_equals_cpu(name, ssb_dir):
     sql = ssb_queries()[name]
     compare(sluice.connect(ssb_dir, device="cuda").sql(sql).to_arrow(),
             sluice.connect(ssb_dir, device="cpu").sql(sql).to_arrow())
+
+
+def _scan_reader(con, sql):
+    """The ScanReader of the only scan in ``sql``'s plan, with a fresh execution context."""
+    from sluice.exec.driver import lower_plan
+    from sluice.exec.operators import ScanOp
+    rel = con.sql(sql)
+    stack = [lower_plan(rel.plan, con.config)]
+    while stack:
+        op = stack.pop()
+        if isinstance(op, ScanOp):
+            return op.reader(rel._context())
+        stack.extend(getattr(op, "children", ()))
+    raise AssertionError("no scan in plan")
+
+
+@needs_cuda
+def test_cuda_scan_consumer_never_synchronises(tpch_dir):
+    # Deferred synchronisation: the consumer only wait_event()s on each transfer; reads,
+    # decodes and copies (and any waiting) happen on the I/O threads.
+    import threading
+    import warnings
+    con = sluice.connect(tpch_dir, device="cuda", chunk_rows=50_000)
+    reader = _scan_reader(con, "select l_quantity, l_extendedprice from lineitem")
+    main_syncs = []
+
+    def record(message, *args, **kwargs):
+        if "synchroniz" in str(message) and threading.current_thread() is threading.main_thread():
+            main_syncs.append(str(message))
+
+    total = torch.zeros((), dtype=torch.int64, device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = record
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for chunk in reader:
+                total += chunk.columns["l_quantity"].data.sum() + chunk.columns["l_extendedprice"].data.sum()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert not main_syncs, main_syncs[:3]
+    cpu = sluice.connect(tpch_dir, device="cpu").sql(
+        "select sum(l_quantity) + sum(l_extendedprice) as s from lineitem").to_arrow()
+    assert total.item() == int(cpu.column("s")[0].as_py() * 100)
+
+
+def _device_growth(tpch_dir, **settings):
+    con = sluice.connect(tpch_dir, device="cuda", chunk_rows=20_000, **settings)
+    sql = "select sum(l_quantity), sum(l_extendedprice), max(l_shipdate), sum(l_orderkey) from lineitem"
+    con.sql(sql).to_arrow()  # warm-up
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    con.sql(sql).to_arrow()
+    return torch.cuda.max_memory_allocated() - base
+
+
+@needs_cuda
+def test_cuda_scan_device_memory_bounded_by_budget(tpch_dir):
+    # Decoded tasks are copied to the device before they are queued, so the budget bounds
+    # device memory too; overhead: the chunk in use and the aggregate's per-chunk temporaries.
+    budget = 4 << 20
+    overhead = 4 << 20
+    growth = _device_growth(tpch_dir, scan_buffer_bytes=budget)
+    blocking = _device_growth(tpch_dir, pipeline="blocking")  # the whole table on the device
+    assert growth <= budget + overhead, f"grew {growth / 2**20:.1f} MiB"
+    assert blocking > budget + overhead, f"blocking grew only {blocking / 2**20:.1f} MiB"
