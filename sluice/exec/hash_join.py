@@ -65,6 +65,13 @@ class HashJoinOp(Operator):
     def __post_init__(self):
         self.children = (self.probe, self.build)
 
+    def start(self, ctx):
+        # Build sides first: with reader combining their read tasks then queue ahead of the
+        # probe side's read-ahead on the shared pool, and probing (which waits for the whole
+        # build) starts sooner.
+        self.build.start(ctx)
+        self.probe.start(ctx)
+
     def describe(self):
         keys = ", ".join(f"{p} = {b}" for p, b in zip(self.probe_keys, self.build_keys))
         r = f" residual={self.residual}" if self.residual is not None else ""

@@ -59,3 +59,15 @@ def test_reader_combining_starts_both_join_sides(tpch_dir, connect):
             for t in ("orders", "lineitem")}
     # the probe side (lineitem) began reading before the build side (orders) finished decoding
     assert starts[1] < min(ends.values())
+
+
+def test_build_side_reads_are_queued_first(tpch_dir, connect):
+    # Probing waits for the whole build side, so its read tasks go to the pool ahead of the
+    # probe side's read-ahead (Q14: part is the build side of the join with lineitem).
+    con = connect(tpch_dir, chunk_rows=50_000, io_threads=1)
+    rel = con.sql(tpch_queries()["q14"])
+    rel.to_arrow()
+    op, ctx = rel.last_run
+    reads = sorted((e.start, e.label) for e in ctx.recorder.events if e.stage == "read")
+    part = [i for i, (_, t) in enumerate(reads) if t == "part"]
+    assert part and part == list(range(len(part)))  # one I/O thread: all of part came first
