@@ -14,18 +14,7 @@ from sluice.metrics import fmt_bytes, fmt_rate
 
 
 def _scan_stats(op: Operator, ctx: ExecContext):
-    out = []
-    stack = [op]
-    seen = set()
-    while stack:
-        o = stack.pop()
-        if id(o) in seen:
-            continue
-        seen.add(id(o))
-        stack.extend(o.children)
-        if isinstance(o, ScanOp) and id(o) in ctx.readers:
-            out.append(ctx.readers[id(o)].stats)
-    return out
+    return [ctx.readers[id(o)].stats for o in op.walk() if isinstance(o, ScanOp) and id(o) in ctx.readers]
 
 
 def stage_summary(op: Operator, ctx: ExecContext) -> dict:

@@ -124,10 +124,7 @@ class Relation:
         from sluice.io.parquet.reader import plan_reads, task_compressed_bytes
         op = lower_plan(self.plan, self._con.config)
         total = 0
-        stack = [op]
-        while stack:
-            o = stack.pop()
-            stack.extend(o.children)
+        for o in op.walk():  # a shared subplan's scans read once
             if isinstance(o, ScanOp) and o.columns:
                 cols = sorted(set(o.columns.values()))
                 for task in plan_reads(o.row_groups, self._con.config.chunk_rows):

@@ -47,13 +47,8 @@ def _scan_reader(con, sql):
     from sluice.exec.driver import lower_plan
     from sluice.exec.operators import ScanOp
     rel = con.sql(sql)
-    stack = [lower_plan(rel.plan, con.config)]
-    while stack:
-        op = stack.pop()
-        if isinstance(op, ScanOp):
-            return op.reader(rel._context())
-        stack.extend(getattr(op, "children", ()))
-    raise AssertionError("no scan in plan")
+    (scan,) = [o for o in lower_plan(rel.plan, con.config).walk() if isinstance(o, ScanOp)]
+    return scan.reader(rel._context())
 
 
 @needs_cuda

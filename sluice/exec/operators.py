@@ -43,6 +43,17 @@ class Operator(abc.ABC):
     def describe(self) -> str:
         return self.label
 
+    def walk(self) -> Iterator["Operator"]:
+        """This operator and every one below it, each once (a shared subplan has two parents)."""
+        seen: set[int] = set()
+        stack: list[Operator] = [self]
+        while stack:
+            o = stack.pop()
+            if id(o) not in seen:
+                seen.add(id(o))
+                yield o
+                stack.extend(o.children)
+
 
 @dataclass
 class ScanOp(Operator):

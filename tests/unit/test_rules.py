@@ -43,12 +43,6 @@ def test_filter_only_columns_leave_the_scan(tpch_dir):
     rel = con.sql(tpch_queries()["q09"])
     rel.to_arrow()
     op, _ = rel.last_run
-    scans = [o for o in _walk(op) if getattr(o, "label", "") == "Scan" and o.table.name == "part"]
+    scans = [o for o in op.walk() if o.label == "Scan" and o.table.name == "part"]
     assert len(scans) == 1 and "p_name" in scans[0].columns.values()
     assert scans[0].outputs is not None and all("p_name" not in k for k in scans[0].outputs)
-
-
-def _walk(op):
-    yield op
-    for c in getattr(op, "children", ()):
-        yield from _walk(c)
