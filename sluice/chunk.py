@@ -31,6 +31,11 @@ class Column:
     wide: tuple | None = None
     """Exact values of a SUM that exceeds 64 bits (``data`` then holds zeros)."""
 
+    def __post_init__(self) -> None:
+        # A constant NULL combined with a column (``s || NULL``) gives 0-d validity: broadcast it.
+        if self.valid is not None and self.valid.dim() == 0 and self.data.dim() == 1:
+            object.__setattr__(self, "valid", self.valid.expand(self.data.shape))
+
     def __len__(self) -> int:
         return int(self.data.shape[0]) if self.data.dim() else 1
 

@@ -80,9 +80,12 @@ def _parser() -> argparse.ArgumentParser:
 def _query_text(args) -> str:
     if args.file:
         try:
-            return Path(args.file).read_text()
+            return Path(args.file).read_text(encoding="utf-8")
         except OSError as e:
             raise DataError(f"cannot read {args.file}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise DataError(f"cannot read {args.file}: not UTF-8 text (byte 0x{e.object[e.start]:02x} "
+                            f"at offset {e.start})") from None
     if not args.sql:
         raise ConfigError("give the query as an argument or with -f FILE")
     return args.sql

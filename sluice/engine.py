@@ -16,7 +16,8 @@ import pyarrow as pa
 import torch
 
 from sluice.config import Config
-from sluice.errors import ConfigError, DataError, InternalError, PlanError, SluiceError
+from sluice.errors import (ConfigError, DataError, InternalError, PlanError, SluiceError, UnsupportedError,
+                           internal_error)
 from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, lower_plan, run_to_arrow
 from sluice.io.memory import configure_allocator
@@ -88,9 +89,14 @@ class Connection:
 
     def sql(self, query: str) -> "Relation":
         ast = parse_sql(query)
-        if ast.key == "describe" or ast.key == "command":
-            raise PlanError("only SELECT queries are supported")
-        rel = Translator(self.table).translate(ast)
+        try:
+            rel = Translator(self.table).translate(ast)
+        except SluiceError:
+            raise
+        except RecursionError:
+            raise UnsupportedError("query nested too deeply to plan") from None
+        except Exception as e:  # noqa: BLE001 - a bug in translation: say so in one line
+            raise internal_error("SQL translation", e) from e
         plan = optimize(rel.plan)
         return Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
 

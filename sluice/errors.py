@@ -63,3 +63,15 @@ class InternalError(SluiceError):
     """A bug in sluice."""
 
     category = "internal error"
+
+
+def internal_error(where: str, e: BaseException) -> InternalError:
+    """An unexpected exception as a one-line InternalError naming the planning step or operator."""
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return InternalError(f"in {where}: {type(e).__name__}: {msg}")
+
+
+def is_resource_error(e: BaseException) -> bool:
+    """Out-of-memory errors are not bugs; they keep their type until the API reports them."""
+    import torch
+    return isinstance(e, MemoryError) or isinstance(e, torch.cuda.OutOfMemoryError)

@@ -137,3 +137,24 @@ def test_ssb_derivation_matches_tpch(tpch_dir, ssb_dir):
     cities = ssb.execute("select count(distinct c_city), min(length(c_city)), max(length(c_city)) from customer").fetchone()
     assert cities[1] == cities[2] == 10
     assert ssb.execute("select count(*) from date").fetchone()[0] == 2557
+
+
+def test_refusal_is_one_line_exit_1(tpch_dir):
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu",
+                          "select n_name from nation qualify row_number() over (order by n_name) = 1")
+    assert rc == 1 and out == ""
+    assert_one_line_error(rc, out, err, "unsupported: qualify")
+
+
+def test_overflow_is_one_line_exit_1(tpch_dir):
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "select 9223372036854775807 + 1")
+    assert rc == 1 and out == ""
+    assert_one_line_error(rc, out, err, "overflow")
+
+
+def test_non_utf8_query_file(tpch_dir, tmp_path):
+    q = tmp_path / "latin1.sql"
+    q.write_bytes("select 'café' as x".encode("latin-1"))
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "-f", str(q))
+    assert rc == 1 and out == ""
+    assert_one_line_error(rc, out, err, "not utf-8")

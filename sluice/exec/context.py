@@ -11,6 +11,7 @@ from typing import Callable
 import torch
 
 from sluice.config import Config
+from sluice.errors import SluiceError, internal_error, is_resource_error
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.metrics import OperatorStats, Recorder
 
@@ -36,7 +37,10 @@ def chunk_nbytes(chunk) -> int:
 
 
 def timed(gen, st: OperatorStats):
-    """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them."""
+    """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them.
+
+    An unexpected exception leaves as an InternalError naming the operator that raised it (the
+    innermost one: its parents see a SluiceError and let it pass)."""
     it = iter(gen)
     while True:
         t0 = time.perf_counter()
@@ -45,6 +49,12 @@ def timed(gen, st: OperatorStats):
         except StopIteration:
             st.inclusive_s += time.perf_counter() - t0
             return
+        except SluiceError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug in this operator: say which one
+            if is_resource_error(e):
+                raise
+            raise internal_error(f"operator {st.name}", e) from e
         st.inclusive_s += time.perf_counter() - t0
         st.rows += chunk.num_rows
         st.chunks += 1

@@ -12,7 +12,8 @@ from functools import singledispatch
 import pyarrow as pa
 
 from sluice.chunk import concat_chunks
-from sluice.errors import UnsupportedError
+from sluice.errors import SluiceError, UnsupportedError, internal_error
+from sluice.exec.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
@@ -34,6 +35,10 @@ def lower_plan(plan: PlanNode, cfg) -> Operator:
     token = _SHARED.set({})
     try:
         return lower(plan, cfg)
+    except SluiceError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug in lowering: say so in one line
+        raise internal_error("lowering to operators", e) from e
     finally:
         _SHARED.reset(token)
 
@@ -123,10 +128,15 @@ def _(plan: Join, cfg):
 def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
                  schema: dict) -> pa.Table:
     op.start(ctx)  # with reader combining, every scan of the plan starts reading now
-    try:
-        chunks = list(op.stream(ctx))
-    finally:
-        ctx.recorder.finish()
+    with deferred_checks() as checks:
+        try:
+            chunks = list(op.stream(ctx))
+        except BaseException:
+            checks.raise_pending()  # a failure caused by an overflowed value is the overflow
+            raise
+        finally:
+            ctx.recorder.finish()
+        checks.raise_pending()
     data = concat_chunks(chunks, names) if chunks else None
     if data is None:
         arrays = [pa.array([], to_arrow(schema[n])) for n in names]

@@ -18,6 +18,7 @@ import torch
 
 from sluice.chunk import Chunk, Column, host_tensor, unify_dictionaries
 from sluice.errors import ExecutionError, UnsupportedError
+from sluice.exec.checks import fail_if
 from sluice.exec.kernels import dates
 from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.types import LType
@@ -123,6 +124,19 @@ def _and_valid(*vs):
     return out
 
 
+_I64_MAX = 2 ** 63 - 1
+
+
+def _scale_up(x: torch.Tensor, f: int, valid: torch.Tensor | None, what: str) -> torch.Tensor:
+    """``x * f`` in int64, refusing values whose product leaves int64."""
+    if f == 1:
+        return x.long()
+    x = x.long()
+    bound = _I64_MAX // f
+    fail_if((x > bound) | (x < -bound), f"{what} is out of range for 64-bit decimals", valid)
+    return x * f
+
+
 def _to_type(c: Column, t: LType) -> torch.Tensor:
     """The values of numeric column ``c`` as tensor of type ``t`` (decimal scales aligned)."""
     src = c.type
@@ -132,11 +146,13 @@ def _to_type(c: Column, t: LType) -> torch.Tensor:
             if src.scale == t.scale:
                 return x
             if src.scale < t.scale:
-                return x * (10 ** (t.scale - src.scale))
+                return _scale_up(x, 10 ** (t.scale - src.scale), c.valid, f"a decimal scaled to {t}")
             return torch.div(x, 10 ** (src.scale - t.scale), rounding_mode="trunc")
         if src.is_float:
-            return torch.round(x.double() * (10 ** t.scale)).long()
-        return x.long() * (10 ** t.scale)
+            y = torch.round(x.double() * (10 ** t.scale))
+            fail_if(~(y.abs() < 2.0 ** 63), f"a floating-point value is out of range for {t}", c.valid)
+            return y.long()
+        return _scale_up(x, 10 ** t.scale, c.valid, f"an integer converted to {t}")
     if t.is_float:
         if src.kind == "decimal":
             return x.double() / (10 ** src.scale) if t.kind == "float64" else (x.double() / (10 ** src.scale)).float()
@@ -162,6 +178,8 @@ def _arith(e: Func, chunk: Chunk) -> Column:
         x = a.data.to(torch.int64)
         y = b.data.to(torch.int64)
         r = x + y if op == "+" else x - y
+        if t.kind == "date":
+            fail_if((r < -(2 ** 31)) | (r >= 2 ** 31), "date out of range", valid)
         return Column(r.to(t.torch_dtype), t, valid)
     if op == "/":
         # IEEE semantics, as DuckDB: x/0 is +-inf, 0/0 is NaN.
@@ -171,44 +189,84 @@ def _arith(e: Func, chunk: Chunk) -> Column:
     if op == "*" and t.kind == "decimal":
         # decimal*decimal has scale s1+s2; decimal*int keeps the decimal's scale.
         x, y = a.data.long(), b.data.long()
-        _check_product(x, y)
-        return Column(x * y, t, valid)
+        r = x * y
+        bad = _mul_overflow(x, y, r)
+        if bad is not None:
+            fail_if(bad, "decimal product overflows 64 bits; CAST an operand to DOUBLE", valid)
+        return Column(r, t, valid)
     x, y = _numeric_pair(a, b, t)
-    if op == "+":
-        r = x + y
-    elif op == "-":
-        r = x - y
+    if op in ("+", "-"):
+        r = x + y if op == "+" else x - y
+        bad = _add_overflow(x, y, r, op) if t.is_integer or t.kind == "decimal" else None
+        if bad is not None:
+            what = "addition" if op == "+" else "subtraction"
+            fail_if(bad, f"overflow in {what} of {t} values (out of range)", valid)
     elif op == "*":
         r = x * y
+        bad = _mul_overflow(x, y, r) if t.is_integer else None
+        if bad is not None:
+            fail_if(bad, f"overflow in multiplication of {t} values (out of range)", valid)
     elif op == "%":
         if t.is_float:
             r = torch.fmod(x, y)
         else:
             zero = y == 0
+            fail_if(zero, "division by zero in %", valid)  # as DuckDB (a float % 0 is NaN)
             r = torch.fmod(x, torch.where(zero, torch.ones_like(y), y))
-            if bool(zero.any()):
-                valid = _and_valid(valid, ~zero)
     else:
         raise UnsupportedError(f"operator {op}")
     return Column(r, t, valid)
 
 
-def _check_product(x: torch.Tensor, y: torch.Tensor) -> None:
-    """Refuse a decimal product that could leave int64 (exactness over silent wrap-around)."""
-    if x.numel() == 0 or y.numel() == 0:
-        return
-    mx = float(x.abs().max()) * float(y.abs().max())
-    if mx >= 9.2e18:
-        raise ExecutionError("decimal product overflows 64 bits; CAST an operand to DOUBLE")
+def _max_abs(x: torch.Tensor) -> int:
+    lo, hi = torch.aminmax(x)
+    return max(-int(lo), int(hi))
+
+
+def _add_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor, op: str) -> torch.Tensor | None:
+    """Rows where ``r = x + y`` (or ``x - y``) wrapped around (None: provably none did).
+
+    On the CPU one min/max per operand usually proves it; otherwise, per row, a sum wrapped
+    iff its sign differs from both operands' (a difference: iff the operands' signs differ and
+    the result's differs from the first's)."""
+    if x.device.type == "cpu" and x.numel() and y.numel() and \
+            _max_abs(x) + _max_abs(y) < 2 ** (torch.iinfo(r.dtype).bits - 1):
+        return None
+    if op == "+":
+        return ((x ^ r) & (y ^ r)) < 0
+    return ((x ^ y) & (x ^ r)) < 0
+
+
+def _mul_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor) -> torch.Tensor | None:
+    """Rows where the integer product ``r = x * y`` wrapped around (None: provably none did).
+
+    int64: on the CPU one min/max per operand usually proves that no product reaches 2**62;
+    otherwise (and always on a GPU, where reading a bound would stall the stream) per row:
+    the double product ``p`` has the true sign and a magnitude within 2**-52 of the truth, and
+    between 2**62 and 1.5 * 2**63 a product wrapped iff ``r``'s sign differs from ``p``'s."""
+    if r.dtype == torch.int64:
+        if x.device.type == "cpu" and x.numel() and y.numel() and \
+                _max_abs(x) * _max_abs(y) < 2 ** 62:
+            return None
+        p = x.double() * y.double()
+        mag = p.abs()
+        return (mag > 1.5 * 2.0 ** 63) | ((mag >= 2.0 ** 62) & ((r < 0) != (p < 0)))
+    info = torch.iinfo(r.dtype)
+    wide = x.long() * y.long()
+    return (wide < info.min) | (wide > info.max)
 
 
 def _neg(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
+    if a.type.is_integer or a.type.kind == "decimal":
+        fail_if(a.data == torch.iinfo(a.data.dtype).min, f"overflow in negation of {a.type} (out of range)", a.valid)
     return Column(-a.data, a.type, a.valid)
 
 
 def _abs(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
+    if a.type.is_integer or a.type.kind == "decimal":
+        fail_if(a.data == torch.iinfo(a.data.dtype).min, f"overflow in ABS of {a.type} (out of range)", a.valid)
     return Column(a.data.abs(), a.type, a.valid)
 
 
@@ -223,10 +281,19 @@ def _round(e: Func, chunk: Chunk) -> Column:
     digits = e.params[0] if e.params else 0
     if a.type.is_float:
         return Column(_round_half_away(a.data, digits), a.type, a.valid)
-    if a.type.kind == "decimal" and digits < a.type.scale:
-        f = 10 ** (a.type.scale - digits)
-        x = a.data
-        r = torch.div(x.abs() + f // 2, f, rounding_mode="floor") * f * torch.sign(x)
+    scale = a.type.scale if a.type.kind == "decimal" else 0
+    if (a.type.kind == "decimal" or a.type.is_integer) and digits < scale:
+        # Half away from zero on the scaled integers: |x| + f/2, floored to a multiple of f.
+        if scale - digits > 18:
+            return Column(torch.zeros_like(a.data), a.type, a.valid)
+        f = 10 ** (scale - digits)
+        x = a.data.long()
+        q = torch.div(x.abs() + f // 2, f, rounding_mode="floor")
+        fail_if(q > _I64_MAX // f, f"ROUND result out of range for {a.type}", a.valid)
+        r = (q * f * torch.sign(x)).to(a.data.dtype)
+        if a.type.is_integer:
+            info = torch.iinfo(a.data.dtype)
+            fail_if((q * f > info.max), f"ROUND result out of range for {a.type}", a.valid)
         return Column(r, a.type, a.valid)
     return a
 
@@ -409,19 +476,43 @@ def _map_dictionary(a: Column, fn) -> Column:
     return Column(a.data, a.type, a.valid, new)
 
 
+def substring_slice(start: int, length: int | None) -> tuple[int, int | None]:
+    """DuckDB's SUBSTRING(s, start, length) as a Python-style slice ``[begin:stop]``.
+
+    1-based ``start``; a negative start counts from the end; 0 starts one before the first
+    character; a negative length takes the characters before ``start``."""
+    if start >= 0:  # absolute positions, clamped at 0
+        s0 = start - 1
+        if length is None:
+            return max(s0, 0), None
+        if length >= 0:
+            return max(s0, 0), max(s0 + length, 0)
+        return max(s0 + length, 0), max(s0, 0)
+    if length is None:  # counted from the end: Python's negative indices clamp the same way
+        return start, None
+    if length >= 0:
+        return start, (start + length if start + length < 0 else None)
+    return start + length, start
+
+
 def _substring(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
-    start, length = e.params
-    begin = max(start - 1, 0)
-    if length is None:
+    begin, stop = substring_slice(*e.params)
+    if stop is None:
         return _map_dictionary(a, lambda d: pc.utf8_slice_codeunits(d, begin))
-    stop = max(start - 1 + length, 0)
     return _map_dictionary(a, lambda d: pc.utf8_slice_codeunits(d, begin, stop))
 
 
 def _upper(e: Func, chunk: Chunk) -> Column:
-    fn = {"upper": pc.utf8_upper, "lower": pc.utf8_lower, "trim": pc.utf8_trim_whitespace}[e.op]
+    fn = {"upper": pc.utf8_upper, "lower": pc.utf8_lower}[e.op]
     return _map_dictionary(evaluate(e.args[0], chunk), fn)
+
+
+def _trim(e: Func, chunk: Chunk) -> Column:
+    """TRIM / LTRIM / RTRIM of the given characters (spaces by default, as in DuckDB)."""
+    fn = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[e.op]
+    chars = e.params[0]
+    return _map_dictionary(evaluate(e.args[0], chunk), lambda d: fn(d, characters=chars))
 
 
 def _length(e: Func, chunk: Chunk) -> Column:
@@ -519,6 +610,33 @@ def _select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: in
     return Column(out, t, valid if any_null else None, dictionary)
 
 
+def _cast_numeric(a: Column, t: LType) -> torch.Tensor:
+    """Numeric (or boolean) ``a`` as type ``t``, refusing values outside ``t``'s range."""
+    src = a.type
+    msg = f"a {src} value is out of range for {t}"
+    if t.is_integer:
+        info = torch.iinfo(t.torch_dtype)
+        if src.is_float or src.kind == "decimal":
+            # DuckDB: decimals round half away from zero, doubles half to even (nearbyint).
+            if src.kind == "decimal":
+                f = 10 ** src.scale
+                q = torch.div(a.data.abs() + f // 2, f, rounding_mode="floor") * torch.sign(a.data)
+                fail_if((q < info.min) | (q > info.max), msg, a.valid)
+                return q.to(t.torch_dtype)
+            x = torch.round(a.data.double())
+            # 2**63 is a double, 2**63 - 1 is not: compare with the power of two, exclusive.
+            fail_if(~((x >= float(info.min)) & (x < float(info.max) + 1.0)), msg, a.valid)
+            return x.to(t.torch_dtype)
+        if src.kind != "bool" and torch.iinfo(a.data.dtype).bits > info.bits:
+            fail_if((a.data < info.min) | (a.data > info.max), msg, a.valid)
+        return a.data.to(t.torch_dtype)
+    if t.kind == "decimal" and src.kind == "decimal" and src.scale > t.scale:
+        f = 10 ** (src.scale - t.scale)
+        x = a.data
+        return torch.div(x.abs() + f // 2, f, rounding_mode="floor") * torch.sign(x)
+    return _to_type(a, t)
+
+
 def _cast(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
     t = e.type
@@ -526,36 +644,39 @@ def _cast(e: Func, chunk: Chunk) -> Column:
     if src == t:
         return a
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
-        if t.is_integer and (src.is_float or src.kind == "decimal"):
-            # DuckDB: decimals round half away from zero, doubles half to even (nearbyint).
-            if src.kind == "decimal":
-                x = _round_half_away(a.data.double() / (10 ** src.scale))
-            else:
-                x = torch.round(a.data)
-            return Column(x.to(t.torch_dtype), t, a.valid)
-        if t.kind == "decimal" and src.kind == "decimal" and src.scale > t.scale:
-            f = 10 ** (src.scale - t.scale)
-            x = a.data
-            r = torch.div(x.abs() + f // 2, f, rounding_mode="floor") * torch.sign(x)
-            return Column(r, t, a.valid)
-        return Column(_to_type(a, t), t, a.valid)
+        out = _cast_numeric(a, t)
+        if t.kind == "decimal" and len(e.params) > 1 and e.params[1] is not None and e.params[1] < 19:
+            # DECIMAL(p, s) holds |value| < 10**(p - s): DuckDB refuses the cast beyond that.
+            fail_if(out.abs() >= 10 ** e.params[1], f"a value does not fit DECIMAL({e.params[1]},{t.scale})",
+                    a.valid)
+        return Column(out, t, a.valid)
     if src.kind == "string":
         # Cast each dictionary entry with Arrow, then gather.
         target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale)}.get(t.kind)
         target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
+        from sluice.io.parquet.convert import arrow_to_column
+        codes = a.data.long()
         try:
             per = a.dictionary.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as ex:
-            raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
-        from sluice.io.parquet.convert import arrow_to_column
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            # The dictionary may hold entries no row uses (a filtered column): cast only those in use.
+            used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
+            try:
+                part = a.dictionary.take(pa.array(used.cpu().numpy())).cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as ex:
+                raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
+            remap = torch.zeros(len(a.dictionary), dtype=torch.long, device=codes.device)
+            remap[used] = torch.arange(len(used), device=codes.device)
+            per, codes = part, remap[codes]
         pc_col = arrow_to_column(per, t, a.data.device)
-        return Column(pc_col.data[a.data.long()], t, a.valid)
+        return Column(pc_col.data[codes], t, a.valid)
     if t.kind == "string":
+        from sluice.io.parquet.convert import column_to_arrow
+        if src.is_float:
+            return _float_to_string(a, t)
         if a.is_const:
-            from sluice.io.parquet.convert import column_to_arrow
             s = column_to_arrow(a.expand(1)).cast(pa.string())
             return Column(torch.zeros((), dtype=torch.int32, device=a.data.device), t, a.valid, s)
-        from sluice.io.parquet.convert import column_to_arrow
         s = column_to_arrow(a).cast(pa.string())
         enc = pc.dictionary_encode(s)
         codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
@@ -567,13 +688,29 @@ def _cast(e: Func, chunk: Chunk) -> Column:
     raise UnsupportedError(f"CAST from {src} to {t}")
 
 
+def _float_to_string(a: Column, t: LType) -> Column:
+    """Floats as DuckDB prints them: the shortest repr that reads back (``1.0``, ``1e+16``),
+    which is Python's ``repr`` (numpy's for float32). Formatted once per distinct value."""
+    x = np.ascontiguousarray(a.data.reshape(-1).cpu().numpy())
+    bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)  # keeps -0.0 apart from 0.0
+    ubits, inverse = np.unique(bits, return_inverse=True)
+    uniq = ubits.view(x.dtype)
+    if x.dtype == np.float64:
+        text = pa.array([repr(v) for v in uniq.tolist()], pa.string())
+    else:
+        text = pa.array([str(v) for v in uniq], pa.string())
+    codes = host_tensor(inverse.astype(np.int32)).to(a.data.device)
+    return Column(codes.reshape(a.data.shape), t, a.valid, text)
+
+
 _OPS = {
     "+": _arith, "-": _arith, "*": _arith, "/": _arith, "%": _arith,
     "neg": _neg, "abs": _abs, "round": _round,
     "=": _compare, "<>": _compare, "<": _compare, "<=": _compare, ">": _compare, ">=": _compare,
     "and": _and, "or": _or, "not": _not, "is_null": _is_null, "is_not_null": _is_null,
     "like": _like, "not_like": _like, "ilike": _like, "not_ilike": _like, "in": _in,
-    "substring": _substring, "upper": _upper, "lower": _upper, "trim": _upper,
+    "substring": _substring, "upper": _upper, "lower": _upper, "trim": _trim, "ltrim": _trim, "rtrim": _trim,
+    "cast_null": lambda e, chunk: literal_column(Lit(None, e.type), _device_of(chunk)),
     "length": _length, "concat": _concat,
     "extract": _extract, "add_months": _add_months,
     "case": _case, "coalesce": _coalesce, "cast": _cast,

@@ -83,6 +83,9 @@ class Func(Expr):
         return f"{self.op}({', '.join(a)}{', ' + extra if extra else ''})"
 
 
+#: The type of a bare ``NULL``; CASE/COALESCE branches and UNION inputs retype it.
+NULL_TYPE = INT32
+
 ARITH = ("+", "-", "*", "/", "%")
 COMPARE = ("=", "<>", "<", "<=", ">", ">=")
 BINARY_OPS = ARITH + COMPARE + ("and", "or")
@@ -155,6 +158,11 @@ def make_not(a: Expr) -> Expr:
 def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     """Functions other than arithmetic, comparison and boolean connectives."""
     t = _func_type(op, args, params)
+    if op in ("case", "coalesce", "concat"):
+        # A NULL branch takes the result type (a CASE without ELSE over strings is a string).
+        vals = set(range(1, len(args) - 1, 2)) | {len(args) - 1} if op == "case" else set(range(len(args)))
+        args = [Lit(None, t) if i in vals and isinstance(a, Lit) and a.value is None else a
+                for i, a in enumerate(args)]
     return _fold(Func(op, tuple(args), t, params))
 
 
@@ -179,13 +187,16 @@ def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
         if args[0].type.kind != "string":
             raise PlanError(f"SUBSTRING needs a string, got {args[0].type}")
         return STRING
-    if op in ("upper", "lower", "trim"):
+    if op in ("upper", "lower", "trim", "ltrim", "rtrim"):
         if args[0].type.kind != "string":
             raise PlanError(f"{op.upper()} needs a string, got {args[0].type}")
         return STRING
     if op == "length":
         return INT64
     if op == "concat":
+        for a in args:
+            if a.type.kind != "string" and not (isinstance(a, Lit) and a.value is None):
+                raise PlanError(f"|| and CONCAT need strings, got {a.type}; CAST it to VARCHAR")
         return STRING
     if op in ("case", "coalesce"):
         outs = _result_branches(op, args)

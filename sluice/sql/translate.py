@@ -18,9 +18,10 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.coverage import check_supported, construct_name
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project,
                                  Scan, Shared, Sort, SortKey, Union)
@@ -156,8 +157,9 @@ class Translator:
     # ------------------------------------------------------------------ queries
 
     def translate(self, ast: exp.Expression) -> Rel:
-        if not isinstance(ast, (exp.Select, exp.Union, exp.Subquery)):
-            raise UnsupportedError(f"only SELECT queries are supported, not {ast.key.upper()}")
+        if not isinstance(ast, (exp.Select, exp.Union, exp.Subquery, exp.Intersect, exp.Except)):
+            raise UnsupportedError(construct_name(ast))
+        check_supported(ast)  # nothing the query says may be dropped: refuse what is not read
         return self.query(ast, None, None)
 
     def query(self, ast: exp.Expression, parent: Scope | None, corr: Correlation | None) -> Rel:
@@ -194,13 +196,15 @@ class Translator:
         parts: list[exp.Expression] = []
 
         def flatten(n):
-            if isinstance(n, exp.Union) and not n.args.get("order") and not n.args.get("limit") \
+            if isinstance(n, exp.Union) and not any(n.args.get(k) for k in ("order", "limit", "offset", "with_")) \
                     and bool(n.args.get("distinct")) == bool(ast.args.get("distinct")):
                 flatten(n.left)
                 flatten(n.right)
             else:
                 parts.append(n)
-        flatten(ast)
+        # The root's own ORDER BY / LIMIT apply to the whole union (below), not to a branch.
+        flatten(ast.left)
+        flatten(ast.right)
         rels = [self.query(p, parent, None) for p in parts]
         width = len(rels[0].outputs)
         if any(len(r.outputs) != width for r in rels):
@@ -213,12 +217,19 @@ class Translator:
             for i, (_, internal) in enumerate(r.outputs):
                 exprs.append((names[i], Col(internal, sch[internal])))
             inputs.append(Project(r.plan, tuple(exprs)))
-        # Unify types: cast every input to the first input's types where they differ.
-        t0 = [e.type for _, e in inputs[0].exprs]
+        # Unify types: cast every input to the first typed input's types where they differ (an
+        # untyped NULL column, `NULL as x`, takes the type of the other inputs).
+        nulls = [[_untyped_null(r.plan, internal) for _, internal in r.outputs] for r in rels]
+        t0 = []
+        for i in range(width):
+            typed = [p.exprs[i][1].type for p, nl in zip(inputs, nulls) if not nl[i]]
+            t0.append(typed[0] if typed else inputs[0].exprs[i][1].type)
         fixed = []
-        for p in inputs:
+        for p, nl in zip(inputs, nulls):
             exprs = []
-            for (n, e), t in zip(p.exprs, t0):
+            for i, ((n, e), t) in enumerate(zip(p.exprs, t0)):
+                if nl[i] and e.type != t:
+                    e = Func("cast_null", (e,), t)
                 if e.type != t:
                     if (e.type.kind == "string") != (t.kind == "string"):
                         raise PlanError(f"UNION inputs have incompatible column types {t} and {e.type}")
@@ -276,10 +287,15 @@ class Translator:
 
     def table_source(self, node: exp.Expression, scope: Scope) -> tuple[PlanNode, Source]:
         if isinstance(node, exp.Table):
+            if not isinstance(node.this, exp.Identifier):
+                raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
             alias = (node.alias or node.name).lower()
-            if node.args.get("db"):
-                raise PlanError(f"unknown table {node.sql()!r}")
+            if node.args.get("db") or node.args.get("catalog"):
+                raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
+            if not _is_table_name(node.name):
+                raise UnsupportedError(f"querying files directly (FROM {node.this.sql()}); name a table of "
+                                       "the data directory, or register the path")
             for level in reversed(self.ctes):
                 if name in level:
                     cte_ast = level[name]
@@ -335,7 +351,7 @@ class Translator:
 
     def select(self, sel: exp.Select, parent: Scope | None, corr: Correlation | None) -> Rel:
         scope = Scope(parent)
-        ctx = Ctx(scope)
+        ctx = Ctx(scope, aliases={it.alias.lower(): None for it in sel.expressions if isinstance(it, exp.Alias)})
         frm = _from(sel)
         joins = sel.args.get("joins") or []
         items: list[PlanNode] = []
@@ -504,21 +520,41 @@ class Translator:
         return Rel(plan, [(u, internal) for u, internal, _ in outputs_exprs])
 
     def _expand_star(self, sel: exp.Select, scope: Scope) -> list[exp.Expression]:
+        """``*`` and ``t.*`` as column references, less ``EXCLUDE (...)``, with ``REPLACE (e AS c)``."""
         out = []
         for it in sel.expressions:
-            if isinstance(it, exp.Star) or (isinstance(it, exp.Column) and isinstance(it.this, exp.Star)):
-                table = it.table.lower() if isinstance(it, exp.Column) else None
-                found = False
-                for s in scope.sources:
-                    if table and s.alias != table:
-                        continue
-                    found = True
-                    for cname in s.cols:
-                        out.append(exp.column(cname, table=s.alias))
-                if table and not found:
-                    raise PlanError(f"unknown table or alias {table!r} in {table}.*")
-            else:
+            star = it if isinstance(it, exp.Star) else it.this if isinstance(it, exp.Column) else None
+            if not isinstance(star, exp.Star):
                 out.append(it)
+                continue
+            table = it.table.lower() if isinstance(it, exp.Column) else None
+            excluded = {(c.table.lower() if isinstance(c, exp.Column) and c.table else None, c.name.lower())
+                        for c in star.args.get("except_") or []}
+            replaced = {r.alias.lower(): r for r in star.args.get("replace") or []}
+            found = False
+            used: set = set()
+            for s in scope.sources:
+                if table and s.alias != table:
+                    continue
+                found = True
+                for cname in s.cols:
+                    hit = {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
+                    if hit:
+                        used |= hit
+                        continue
+                    if cname in replaced:
+                        used.add(("replace", cname))
+                        out.append(replaced[cname])
+                    else:
+                        out.append(exp.column(cname, table=s.alias))
+            if table and not found:
+                raise PlanError(f"unknown table or alias {table!r} in {table}.*")
+            missing = [c for c in excluded if c not in used] + \
+                [(None, c) for c in replaced if ("replace", c) not in used]
+            if missing:
+                t, c = missing[0]
+                raise PlanError(f"column {c!r} in * EXCLUDE/REPLACE is not in the FROM clause"
+                                + (f" table {t!r}" if t else ""))
         return out
 
     # ------------------------------------------------------------------ joins
@@ -758,10 +794,16 @@ class Translator:
             return ctx.subs[id(node)]
         fn = getattr(self, f"_x_{type(node).__name__.lower()}", None)
         if fn is None:
-            if isinstance(node, exp.AggFunc) or isinstance(node, tuple(AGG_FUNCS)):
+            if isinstance(node, tuple(AGG_FUNCS)):
                 if ctx.aggs is None:
-                    raise PlanError(f"aggregate {node.sql()} is not allowed here")
-            raise UnsupportedError(f"{node.key.upper()} ({node.sql(dialect='duckdb')[:60]})")
+                    raise PlanError(f"aggregate {node.sql(dialect='duckdb')} is not allowed here")
+            if isinstance(node, exp.Var):
+                if node.name.upper() == "ALL" and isinstance(node.parent, exp.Ordered):
+                    raise UnsupportedError("ORDER BY ALL")
+                raise UnsupportedError(f"keyword {node.name.upper()} in an expression")
+            if isinstance(node, exp.Star):
+                raise PlanError("* is only allowed in the select list or COUNT(*)")
+            raise UnsupportedError(f"{construct_name(node)} in this position")
         return fn(node, ctx)
 
     def _x_paren(self, n, ctx):
@@ -777,14 +819,15 @@ class Translator:
             return ctx.scope.resolve(n.table or None, n.name)
         except PlanError:
             if ctx.aliases is not None and not n.table and n.name.lower() in (ctx.aliases or {}):
-                raise PlanError(f"alias {n.name!r} cannot be referenced here; repeat the expression") from None
+                raise UnsupportedError(f"referring to the select-list alias {n.name!r} here; repeat the expression") \
+                    from None
             raise
 
     def _x_literal(self, n: exp.Literal, ctx):
         return literal(n)
 
     def _x_null(self, n, ctx):
-        return Lit(None, INT32)
+        return Lit(None, NULL_TYPE)
 
     def _x_boolean(self, n, ctx):
         return Lit(bool(n.this), BOOL)
@@ -909,15 +952,22 @@ class Translator:
     def _x_ilike(self, n, ctx):
         return self._like(n, ctx, "ilike")
 
-    def _like(self, n, ctx, op):
+    def _like(self, n, ctx, op, escape: str | None = None):
         a = self.expr(n.this, ctx)
         pat = n.expression
         if not (isinstance(pat, exp.Literal) and pat.is_string):
             raise UnsupportedError("LIKE with a non-constant pattern")
-        if n.args.get("escape") is not None:
-            raise UnsupportedError("LIKE ... ESCAPE")
         op = ("not_" if n.args.get("negate") else "") + op
-        return E.make_func(op, [a], (pat.this,))
+        return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+
+    def _x_escape(self, n, ctx):
+        like = n.this
+        esc = n.expression
+        if not isinstance(like, (exp.Like, exp.ILike)):
+            raise UnsupportedError(f"ESCAPE with {construct_name(like)}")
+        if not (isinstance(esc, exp.Literal) and esc.is_string and len(esc.this) <= 1):
+            raise PlanError("ESCAPE needs a constant string of at most one character")
+        return self._like(like, ctx, "ilike" if isinstance(like, exp.ILike) else "like", esc.this or None)
 
     def _x_case(self, n, ctx):
         args: list[Expr] = []
@@ -931,14 +981,14 @@ class Translator:
                 raise PlanError(f"CASE WHEN needs a boolean condition, got {cond.type}")
             args += [cond, self.expr(i.args["true"], ctx)]
         default = n.args.get("default")
-        args.append(self.expr(default, ctx) if default is not None else Lit(None, INT32))
+        args.append(self.expr(default, ctx) if default is not None else Lit(None, NULL_TYPE))
         return E.make_func("case", args)
 
     def _x_if(self, n, ctx):
         cond = self.expr(n.this, ctx)
         f = n.args.get("false")
         return E.make_func("case", [cond, self.expr(n.args["true"], ctx),
-                                    self.expr(f, ctx) if f is not None else Lit(None, INT32)])
+                                    self.expr(f, ctx) if f is not None else Lit(None, NULL_TYPE)])
 
     def _x_coalesce(self, n, ctx):
         args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
@@ -947,11 +997,12 @@ class Translator:
     def _x_cast(self, n, ctx):
         a = self.expr(n.this, ctx)
         t = sql_type(n.args["to"])
-        if a.type == t:
+        if isinstance(a, Lit) and a.value is None:
+            return Lit(None, t)
+        precision = decimal_precision(n.args["to"])
+        if a.type == t and precision is None:
             return a
-        return E.make_func("cast", [a], (t,))
-
-    _x_trycast = _x_cast
+        return E.make_func("cast", [a], (t, precision) if precision is not None else (t,))
 
     def _x_extract(self, n, ctx):
         fld = n.this.name.lower()
@@ -960,20 +1011,31 @@ class Translator:
     def _x_year(self, n, ctx):
         return E.make_func("extract", [self.expr(n.this, ctx)], ("year",))
 
+    def _x_month(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("month",))
+
+    def _x_day(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("day",))
+
     def _x_substring(self, n, ctx):
         a = self.expr(n.this, ctx)
         start = self.expr(n.args["start"], ctx) if n.args.get("start") is not None else Lit(1, INT32)
         length = n.args.get("length")
         ln = self.expr(length, ctx) if length is not None else None
-        if not isinstance(start, Lit) or (ln is not None and not isinstance(ln, Lit)):
-            raise UnsupportedError("SUBSTRING with non-constant positions")
+        if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
+            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
+        if start.value is None or (ln is not None and ln.value is None):
+            return Lit(None, STRING)
         return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
 
     def _x_dpipe(self, n, ctx):
         return E.make_func("concat", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
 
     def _x_concat(self, n, ctx):
-        return E.make_func("concat", [self.expr(x, ctx) for x in n.expressions])
+        args = [self.expr(x, ctx) for x in n.expressions]
+        if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
+            args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
+        return E.make_func("concat", args)
 
     def _x_upper(self, n, ctx):
         return E.make_func("upper", [self.expr(n.this, ctx)])
@@ -982,7 +1044,14 @@ class Translator:
         return E.make_func("lower", [self.expr(n.this, ctx)])
 
     def _x_trim(self, n, ctx):
-        return E.make_func("trim", [self.expr(n.this, ctx)])
+        chars = n.args.get("expression")
+        if chars is not None and not (isinstance(chars, exp.Literal) and chars.is_string):
+            raise UnsupportedError("TRIM with non-constant characters")
+        pos = (n.text("position") or "BOTH").upper()
+        op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos)
+        if op is None:
+            raise UnsupportedError(f"TRIM({pos} ...)")
+        return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
 
     def _x_length(self, n, ctx):
         return E.make_func("length", [self.expr(n.this, ctx)])
@@ -992,8 +1061,10 @@ class Translator:
 
     def _x_round(self, n, ctx):
         d = n.args.get("decimals")
-        digits = int(d.this) if d is not None else 0
-        return E.make_func("round", [self.expr(n.this, ctx)], (digits,))
+        digits = self.expr(d, ctx) if d is not None else Lit(0, INT32)
+        if not _int_lit(digits) or digits.value is None:
+            raise UnsupportedError("ROUND with a non-constant or non-integer number of digits")
+        return E.make_func("round", [self.expr(n.this, ctx)], (int(digits.value),))
 
     def _x_subquery(self, n, ctx):
         raise UnsupportedError("a subquery in this position")
@@ -1003,6 +1074,36 @@ class Translator:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _int_lit(e: Expr) -> bool:
+    return isinstance(e, Lit) and (e.value is None or e.type.is_integer)
+
+
+def _is_table_name(name: str) -> bool:
+    """A plain table name (not a path, a glob or a file name)."""
+    return bool(name) and not any(ch in name for ch in "/\\*?[") and name not in (".", "..") \
+        and not name.lower().endswith((".parquet", ".csv", ".json"))
+
+
+def like_pattern(pattern: str, escape: str | None) -> str:
+    """A SQL LIKE pattern as pyarrow's ``match_like`` reads it (backslash escapes).
+
+    In SQL a backslash is an ordinary character unless it is the ESCAPE character."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape is not None and ch == escape:
+            if i + 1 >= len(pattern):
+                raise PlanError("LIKE pattern ends with its ESCAPE character")
+            nxt = pattern[i + 1]
+            out.append("\\" + nxt if nxt in "%_\\" else nxt)
+            i += 2
+            continue
+        out.append("\\\\" if ch == "\\" else ch)
+        i += 1
+    return "".join(out)
 
 
 def literal(n: exp.Literal) -> Lit:
@@ -1016,8 +1117,13 @@ def literal(n: exp.Literal) -> Lit:
         # Trailing zeros only inflate the scale (and the risk of int64 overflow): 0.0001000 -> 0.0001
         d = d.normalize() if d != 0 else dec.Decimal(0)
         scale = max(0, -d.as_tuple().exponent)
-        return Lit(int(d.scaleb(scale)), decimal(scale))
+        v = int(d.scaleb(scale))
+        if not -(2**63) <= v < 2**63 or scale > 18:
+            raise UnsupportedError(f"decimal constant {text} (more than 18 digits)")
+        return Lit(v, decimal(scale))
     v = int(text)
+    if not -(2**63) <= v < 2**63:
+        raise UnsupportedError(f"integer constant {text} beyond 64 bits")
     return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64)
 
 
@@ -1033,9 +1139,27 @@ def sql_type(dt_node: exp.DataType) -> LType:
         return mapping[t]
     if t == T.DECIMAL:
         params = dt_node.expressions
-        scale = int(params[1].this.this) if len(params) > 1 else 0
+        # DECIMAL alone is DECIMAL(18,3) in DuckDB; DECIMAL(p) has scale 0.
+        scale = int(params[1].this.this) if len(params) > 1 else (0 if params else 3)
+        p = decimal_precision(dt_node)
+        if not 0 <= scale <= 18 or scale > p:
+            raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
+                                   "scale at most 18 and at most the precision)")
         return decimal(scale)
-    raise UnsupportedError(f"type {dt_node.sql()}")
+    raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
+
+
+def decimal_precision(dt_node: exp.DataType) -> int | None:
+    """The precision of a DECIMAL type (18 when not given, as in DuckDB); None for other types."""
+    if dt_node.this != exp.DataType.Type.DECIMAL:
+        return None
+    params = dt_node.expressions
+    if not params:
+        return 18
+    p = int(params[0].this.this)
+    if not 1 <= p <= 38:
+        raise PlanError(f"DECIMAL precision must be between 1 and 38, got {p}")
+    return p
 
 
 def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
@@ -1108,6 +1232,23 @@ def extract_common_or(e: Expr) -> Expr:
             return E.and_all(common)  # one branch is implied entirely
         rest.append(E.and_all(r))
     return E.and_all(common + [E.make_bool("or", rest)])
+
+
+def _untyped_null(plan: PlanNode, name: str) -> bool:
+    """Whether output ``name`` of ``plan`` is a bare ``NULL`` (which has no type of its own)."""
+    while True:
+        if isinstance(plan, Project):
+            e = dict(plan.exprs).get(name)
+            if isinstance(e, Lit):
+                return e.value is None and e.type == NULL_TYPE
+            if not isinstance(e, Col):
+                return False
+            name = e.name
+            plan = plan.child
+        elif isinstance(plan, (Sort, Limit, Filter)):
+            plan = plan.child
+        else:
+            return False
 
 
 def _replace_subexprs(e: Expr, mapping: dict[Expr, Col]) -> Expr:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sluice.errors import SluiceError, internal_error
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules.prune_columns import prune_columns
 from sluice.plan.rules.push_filters import push_filters
@@ -11,5 +12,10 @@ RULES = (push_filters, prune_columns)
 
 def optimize(plan: PlanNode) -> PlanNode:
     for rule in RULES:
-        plan = rule(plan)
+        try:
+            plan = rule(plan)
+        except SluiceError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug in a rule: say which one
+            raise internal_error(f"planning rule {rule.__name__}", e) from e
     return plan

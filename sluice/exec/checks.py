@@ -1,0 +1,64 @@
+"""Run-time value checks (overflow, out-of-range casts) without a host sync per chunk.
+
+A kernel that can overflow computes a boolean tensor of offending rows and calls
+:func:`fail_if`. On the CPU the check is free and raises at once. On a GPU, reading the flag
+would stall the stream every chunk, so inside :func:`deferred_checks` (which the driver opens
+around a query) the flag is reduced on the device and kept; the driver reads all flags once,
+when the query ends or as soon as anything else fails -- an overflowed value that went on to
+break a later operator is then reported as the overflow it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+import torch
+
+from sluice.errors import ExecutionError
+
+
+class DeferredChecks:
+    """Device-side flags of one query, one per message, read at the end."""
+
+    def __init__(self) -> None:
+        self._flags: dict[str, torch.Tensor] = {}
+
+    def add(self, flag: torch.Tensor, message: str) -> None:
+        prev = self._flags.get(message)
+        self._flags[message] = flag if prev is None else (prev | flag)
+
+    def raise_pending(self) -> None:
+        """Raise the first failed check (one host sync per distinct message)."""
+        flags, self._flags = self._flags, {}
+        for message, flag in flags.items():
+            if bool(flag):
+                raise ExecutionError(message)
+
+
+_CHECKS: contextvars.ContextVar[DeferredChecks | None] = contextvars.ContextVar("sluice_checks", default=None)
+
+
+@contextlib.contextmanager
+def deferred_checks() -> Iterator[DeferredChecks]:
+    """Defer device-side checks within this block; the caller reads them with ``raise_pending``."""
+    checks = DeferredChecks()
+    token = _CHECKS.set(checks)
+    try:
+        yield checks
+    finally:
+        _CHECKS.reset(token)
+
+
+def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None) -> None:
+    """Raise ``ExecutionError(message)`` if any row of ``bad`` (restricted to ``valid`` rows) is set."""
+    if valid is not None:
+        bad = bad & valid
+    flag = bad.any() if bad.dim() else bad
+    checks = _CHECKS.get()
+    if checks is None or flag.device.type == "cpu":
+        if bool(flag):
+            raise ExecutionError(message)
+        return
+    checks.add(flag, message)
