@@ -534,7 +534,7 @@ def _concat(e: Func, chunk: Chunk) -> Column:
              else c.dictionary.take(pa.array(c.data.cpu().numpy())) for c in cols]
     joined = pc.binary_join_element_wise(*parts, "")
     enc = pc.dictionary_encode(joined)
-    codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+    codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
     return Column(codes.to(cols[0].data.device if not cols[0].is_const else cols[-1].data.device)[:n],
                   e.type, valid, enc.dictionary)
 
@@ -679,7 +679,9 @@ def _cast(e: Func, chunk: Chunk) -> Column:
             return Column(torch.zeros((), dtype=torch.int32, device=a.data.device), t, a.valid, s)
         s = column_to_arrow(a).cast(pa.string())
         enc = pc.dictionary_encode(s)
-        codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+        if len(enc.dictionary) == 0:  # all NULL
+            enc = pc.dictionary_encode(s.fill_null(""))
+        codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
         return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
     if t.kind == "date" and src.kind == "timestamp":
         return Column(torch.div(a.data, 86_400_000_000, rounding_mode="floor").to(torch.int32), t, a.valid)

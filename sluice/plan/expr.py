@@ -157,6 +157,9 @@ def make_not(a: Expr) -> Expr:
 
 def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     """Functions other than arithmetic, comparison and boolean connectives."""
+    if op == "concat":  # ||, CONCAT: other types are cast to text, as in DuckDB
+        args = [make_func("cast", [a], (STRING,)) if a.type.kind != "string" and not
+                (isinstance(a, Lit) and a.value is None) else a for a in args]
     t = _func_type(op, args, params)
     if op in ("case", "coalesce", "concat"):
         # A NULL branch takes the result type (a CASE without ELSE over strings is a string).
@@ -194,9 +197,6 @@ def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
     if op == "length":
         return INT64
     if op == "concat":
-        for a in args:
-            if a.type.kind != "string" and not (isinstance(a, Lit) and a.value is None):
-                raise PlanError(f"|| and CONCAT need strings, got {a.type}; CAST it to VARCHAR")
         return STRING
     if op in ("case", "coalesce"):
         outs = _result_branches(op, args)

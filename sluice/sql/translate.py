@@ -91,7 +91,7 @@ class Ctx:
     aggs: dict[int, Col] | None = None        # id(agg AST) -> aggregate output (post-agg)
     group_map: dict[Expr, Col] | None = None  # group key expr -> key output (post-agg)
     subs: dict[int, Col] = field(default_factory=dict)  # id(subquery AST) -> value column
-    aliases: dict[str, Col] | None = None     # SELECT aliases usable in GROUP BY / ORDER BY
+    aliases: dict[str, exp.Expression] | None = None  # select-list aliases -> their expressions
 
 
 AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max"}
@@ -141,6 +141,7 @@ class Translator:
         self._names: set[str] = set()
         self._cte_refs: dict[int, int] = {}
         self._shared: dict[int, Rel] = {}
+        self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
 
     # ------------------------------------------------------------------ naming
 
@@ -351,7 +352,7 @@ class Translator:
 
     def select(self, sel: exp.Select, parent: Scope | None, corr: Correlation | None) -> Rel:
         scope = Scope(parent)
-        ctx = Ctx(scope, aliases={it.alias.lower(): None for it in sel.expressions if isinstance(it, exp.Alias)})
+        ctx = Ctx(scope, aliases={it.alias.lower(): it.this for it in sel.expressions if isinstance(it, exp.Alias)})
         frm = _from(sel)
         joins = sel.args.get("joins") or []
         items: list[PlanNode] = []
@@ -492,6 +493,8 @@ class Translator:
                     target = Col(internal, e.type)
                 elif isinstance(t, exp.Column) and not t.table and t.name.lower() in out_by_alias:
                     internal, e = out_by_alias[t.name.lower()]
+                    if len({str(x) for (u, _, x) in outputs_exprs if u.lower() == t.name.lower()}) > 1:
+                        raise UnsupportedError(f"ORDER BY {t.name}: several select-list items have that name")
                     target = Col(internal, e.type)
                 else:
                     e = self._post(t, post_ctx) if aggregated else self.expr(t, post_ctx)
@@ -630,7 +633,7 @@ class Translator:
                     g = it.this if isinstance(it, exp.Alias) else it
                 try:
                     e = self.expr(g, ctx)
-                except PlanError:
+                except (PlanError, UnsupportedError):
                     if isinstance(g, exp.Column) and not g.table and g.name.lower() in alias_map:
                         e = self.expr(alias_map[g.name.lower()], ctx)
                     else:
@@ -659,7 +662,7 @@ class Translator:
             agg_cols[id(node)] = seen[call]
         out = Aggregate(plan, tuple(keys), tuple(aggs))
         post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
-                   aliases={a: None for a in alias_map})
+                   aliases=dict(alias_map))
         return out, post
 
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
@@ -818,10 +821,16 @@ class Translator:
         try:
             return ctx.scope.resolve(n.table or None, n.name)
         except PlanError:
-            if ctx.aliases is not None and not n.table and n.name.lower() in (ctx.aliases or {}):
-                raise UnsupportedError(f"referring to the select-list alias {n.name!r} here; repeat the expression") \
-                    from None
-            raise
+            # As in DuckDB, a name that is no column may be an alias of the select list (WHERE x > 1,
+            # HAVING c > 4, select a + 1 as x, x * 2): translate the aliased expression in its place.
+            name = n.name.lower()
+            if ctx.aliases is None or n.table or name not in ctx.aliases or name in self._expanding:
+                raise
+        self._expanding.add(name)
+        try:
+            return self.expr(ctx.aliases[name], ctx)
+        finally:
+            self._expanding.discard(name)
 
     def _x_literal(self, n: exp.Literal, ctx):
         return literal(n)
@@ -942,7 +951,11 @@ class Translator:
                 _, v2 = _coerce_compare(a, v)
                 if v2.value is not None:
                     E.make_compare("=", a, v2)  # type check
-                conv.append(_lit_in_repr(v2, a.type))
+                rep = _lit_in_repr(v2, a.type)
+                if rep is not _NEVER_EQUAL:  # e.g. 2.5 in a list compared with integers
+                    conv.append(rep)
+            if not conv:  # x IN (2.5) over integers: FALSE, or NULL where x is NULL
+                return E.make_func("case", [E.make_func("is_null", [a]), Lit(None, BOOL), Lit(False, BOOL)])
             return E.make_func("in", [a], (tuple(conv),))
         return E.make_bool("or", [E.make_compare("=", *_coerce_compare(a, v)) for v in vals])
 
@@ -1033,6 +1046,7 @@ class Translator:
 
     def _x_concat(self, n, ctx):
         args = [self.expr(x, ctx) for x in n.expressions]
+        args = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in args]
         if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
             args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
         return E.make_func("concat", args)
@@ -1168,11 +1182,25 @@ def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
         return a, _date_lit(b.value)
     if b.type.kind == "date" and isinstance(a, Lit) and a.type.kind == "string":
         return _date_lit(a.value), b
+    if a.type.is_numeric and isinstance(b, Lit) and b.type.kind == "string" and b.value is not None:
+        return a, _number_lit(b.value)
+    if b.type.is_numeric and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
+        return _number_lit(a.value), b
     if isinstance(b, Lit) and b.value is None:
         return a, Lit(None, a.type)
     if isinstance(a, Lit) and a.value is None:
         return Lit(None, b.type), b
     return a, b
+
+
+def _number_lit(s: str) -> Lit:
+    """A string constant compared with a number is read as a number (DuckDB casts it)."""
+    text = s.strip()
+    try:
+        dec.Decimal(text)
+    except dec.InvalidOperation:
+        raise PlanError(f"cannot compare a number with {s!r}: it is not a number") from None
+    return literal(exp.Literal.number(text))
 
 
 def _date_lit(s: str) -> Lit:
@@ -1183,17 +1211,34 @@ def _date_lit(s: str) -> Lit:
     return Lit((d - dt.date(1970, 1, 1)).days, DATE)
 
 
+_NEVER_EQUAL = object()
+
+
 def _lit_in_repr(v: Lit, t: LType):
-    """A literal's value in the representation of a column of type ``t`` (for IN lists)."""
+    """A literal's value in the representation of a column of type ``t`` (for IN lists), or
+    ``_NEVER_EQUAL`` when no value of that type equals it (2.5 for integers, 1.005 for cents)."""
     if v.value is None:
         return None
+    x = v.value
+    if v.type.kind == "decimal":
+        x = dec.Decimal(x).scaleb(-v.type.scale)
+    elif isinstance(x, float):
+        x = dec.Decimal(x) if x == x and abs(x) != float("inf") else None
+    elif isinstance(x, int) and not isinstance(x, bool):
+        x = dec.Decimal(x)
+    if t.is_float:
+        return float(v.value) if v.type.kind != "decimal" else float(x)
+    if x is None:
+        return _NEVER_EQUAL
     if t.kind == "decimal":
-        if v.type.kind == "decimal":
-            return v.value * 10 ** (t.scale - v.type.scale) if t.scale >= v.type.scale else v.value / 10 ** (v.type.scale - t.scale)
-        return round(v.value * 10 ** t.scale)
-    if t.is_integer and v.type.kind == "decimal":
-        return v.value / 10 ** v.type.scale
-    return v.value
+        x = x.scaleb(t.scale)
+    elif not t.is_integer:
+        return v.value
+    if x != x.to_integral_value():
+        return _NEVER_EQUAL
+    i = int(x)
+    bits = {"int8": 8, "int16": 16, "int32": 32}.get(t.kind, 64)
+    return i if -(2 ** (bits - 1)) <= i < 2 ** (bits - 1) else _NEVER_EQUAL
 
 
 def equi_pair(c: Expr, left: set[str], right: set[str]) -> tuple[Expr, Expr] | None:

@@ -131,6 +131,22 @@ QUERIES = {
     "derived": "select q.z, count(*) from (select a % 2 as z from t) q group by q.z",
     "no_from": "select 1 + 2 as three, 'x' as s",
     "star": "select * from u",
+    # constructs added with the coverage guarantee (each once a silent wrong answer or a crash)
+    "in_list_decimal": "select b, a in (1, 2.0, 2.5), d in (1.5, 4), d in (1.505), f in (0.5, 2.25) from t",
+    "concat_types": "select concat(s, a), concat(s, d), concat(s, dt), s || a, cast(a as varchar) || s from t",
+    "cast_nulls_to_varchar": "select cast(d as varchar), cast(f as varchar), cast(dt as varchar), "
+                             "cast(a as varchar) from t",
+    "alias_in_where": "select a + 1 as x from t where x > 2",
+    "alias_in_having": "select s, count(*) as c from t group by s having c > 1",
+    "alias_in_select": "select sum(b) as total, total / 2 as half from t",
+    "string_number_compare": "select b from t where a = '2' or d > '4'",
+    "trim_chars": "select s, trim(s, 'ae'), ltrim(s, 'a'), rtrim(s, 'e'), trim(s) from t",
+    "substring_negative": "select substring(s, -2), substring(s, 2, -1), substring(s, 0, 2), substring(s, -9, 3) "
+                          "from t",
+    "round_negative": "select round(d, -1), round(a, -1), round(f, -1), round(b, -2) from t",
+    "case_no_else_string": "select case when a > 2 then s end, coalesce(null, s) from t",
+    "star_exclude_replace": "select * exclude (dt, f) replace (b * 2 as b) from t",
+    "union_null_column": "select s, null as n from t union all select null, b from t",
 }
 
 
