@@ -75,6 +75,8 @@ class MetadataCache:
 
 def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
     """The Parquet files holding table ``name``."""
+    if not name or any(ch in name for ch in "/\\") or name in (".", ".."):
+        raise PlanError(f"{name!r} is not a table name")
     if name in registered:
         p = Path(registered[name])
     else:
