@@ -103,14 +103,21 @@ class Chunk:
         return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq)
 
 
+_READONLY_WARNED = False
+
+
 def host_tensor(arr: np.ndarray) -> torch.Tensor:
     """Zero-copy CPU tensor over a numpy array, also a read-only Arrow-backed one: sluice never
-    writes into such columns in place, so torch's non-writable warning is silenced here only."""
-    if arr.flags.writeable:
+    writes into such columns in place, so torch's non-writable warning is silenced here only.
+    torch warns once per process, so the (costly) silencing is needed only the first time."""
+    global _READONLY_WARNED
+    if arr.flags.writeable or _READONLY_WARNED:
         return torch.from_numpy(arr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(arr)
+        out = torch.from_numpy(arr)
+    _READONLY_WARNED = True
+    return out
 
 
 # ---------------------------------------------------------------- dictionaries

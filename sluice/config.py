@@ -82,10 +82,28 @@ class Config:
     with events (deferred synchronisation) instead of synchronous copies."""
 
     host_memory_limit: int = field(default=0)
-    """Host memory budget in bytes (0: 70% of physical memory). Accepts 4GiB etc."""
+    """Host memory budget in bytes for everything a query buffers (scan queues, join build
+    sides, aggregation state, sort runs, shared CTE results, the result). 0: 70% of the
+    machine's memory, or of the container's (cgroup) limit when smaller. Accepts 4GiB etc.
+    Past it, operators spill to ``spill_dir``."""
 
     device_memory_limit: int = field(default=0)
-    """Device memory budget in bytes (0: 85% of the device's memory)."""
+    """Device memory budget in bytes (0: 85% of the device's memory); past it device pages
+    move to host memory."""
+
+    spill_dir: str = ""
+    """Where spilled pages go: one directory, or several separated by commas (used
+    round-robin). Default: the system temp directory. Files are removed when the query ends,
+    fails or is interrupted; files left by a killed process are removed on the next start."""
+
+    force_spill: bool = False
+    """Every materialising operator partitions and spills from its first page (for tests,
+    like DuckDB's debug_force_external): answers must not change."""
+
+    spill_compression: str = "auto"
+    """Compression of spilled pages: ``auto`` (self-regulating: steps along none, lz4, zstd
+    levels to balance compression cost against write cost), or a fixed ``none``, ``lz4``,
+    ``zstd``."""
 
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
@@ -104,10 +122,21 @@ class Config:
             raise ConfigError(f"pipeline must be overlapped or blocking, not {self.pipeline!r}")
         if self.scan_buffer_bytes < (1 << 20):
             raise ConfigError(f"scan_buffer_bytes must be at least 1MiB, not {self.scan_buffer_bytes}")
+        if self.spill_compression not in ("auto", "none", "lz4", "zstd"):
+            raise ConfigError(f"spill_compression must be auto, none, lz4 or zstd, not {self.spill_compression!r}")
+        for d in self.spill_dirs():
+            if not os.path.isdir(d):
+                raise ConfigError(f"spill_dir {d!r} is not a directory")
         for name in ("host_memory_limit", "device_memory_limit"):
             v = getattr(self, name)
             if v < 0 or (0 < v < (1 << 20)):
                 raise ConfigError(f"{name} must be 0 (automatic) or at least 1MiB, not {v}")
+
+    def spill_dirs(self) -> list[str]:
+        """The spill directories (the system temp directory when none is set)."""
+        import tempfile
+        dirs = [d.strip() for d in self.spill_dir.split(",") if d.strip()]
+        return dirs or [tempfile.gettempdir()]
 
     def on(self, switch: str) -> bool:
         """Whether an optimisation switch is in effect (all are off when pipeline=blocking)."""

@@ -1,5 +1,7 @@
 """What every operator can reach while running: settings, device, the shared I/O pool,
-the metadata cache, the timeline recorder and per-operator statistics."""
+the metadata cache, the memory budget and spill files, the timeline recorder and
+per-operator statistics. One context per query run; operators keep their run state here
+(or in their generators), never on themselves."""
 
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ from typing import Callable
 
 import torch
 
+from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import SluiceError, internal_error, is_resource_error
+from sluice.io.memory import MemoryPool, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
+from sluice.io.spill import SpillManager
 from sluice.metrics import OperatorStats, Recorder
 
 
@@ -26,6 +31,31 @@ class ExecContext:
     stats: dict[int, OperatorStats] = field(default_factory=dict)  # id(operator) -> stats
     readers: dict[int, object] = field(default_factory=dict)       # id(scan operator) -> ScanReader
     progress: Callable[[int], None] | None = None
+    memory: MemoryPool | None = None                              # the host budget
+    memory_stats: dict[int, object] = field(default_factory=dict)  # id(operator) -> MaterializeStats
+    state: dict[int, object] = field(default_factory=dict)         # id(operator) -> run state (shared results)
+    _spill: SpillManager | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory is None:
+            limit = self.config.host_memory_limit or default_host_limit()
+            self.memory = MemoryPool(limit, "host_memory_limit", "host")
+
+    def spills(self) -> SpillManager:
+        """This query's spill files (created on first use)."""
+        if self._spill is None:
+            codec = SpillCodec(self.config.spill_compression)
+            self._spill = SpillManager(self.config.spill_dirs(), codec, self.recorder)
+        return self._spill
+
+    @property
+    def spill_manager(self) -> SpillManager | None:
+        return self._spill
+
+    def close(self) -> None:
+        """Remove every spill file of the run (on success, error or interrupt)."""
+        if self._spill is not None:
+            self._spill.close()
 
 
 def chunk_nbytes(chunk) -> int:

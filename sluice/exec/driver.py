@@ -14,7 +14,7 @@ import pyarrow as pa
 from sluice.chunk import concat_chunks
 from sluice.errors import SluiceError, UnsupportedError, internal_error
 from sluice.exec.checks import deferred_checks
-from sluice.exec.context import ExecContext
+from sluice.exec.context import ExecContext, chunk_nbytes
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, SharedOp, UnionOp
@@ -128,14 +128,19 @@ def _(plan: Join, cfg):
 def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
                  schema: dict) -> pa.Table:
     op.start(ctx)  # with reader combining, every scan of the plan starts reading now
+    res = ctx.memory.reservation("the query result")
+    chunks = []
     with deferred_checks() as checks:
         try:
-            chunks = list(op.stream(ctx))
+            for chunk in op.stream(ctx):
+                res.grow(chunk_nbytes(chunk), "rows of the result; write large results with -o FILE")
+                chunks.append(chunk)
         except BaseException:
             checks.raise_pending()  # a failure caused by an overflowed value is the overflow
             raise
         finally:
             ctx.recorder.finish()
+            ctx.close()
         checks.raise_pending()
     data = concat_chunks(chunks, names) if chunks else None
     if data is None:

@@ -1,42 +1,47 @@
-"""Hash aggregation with per-chunk partial aggregation and exact integer sums.
+"""Hash aggregation over paged partial states, spilling when memory runs out (Umami §4.6).
 
-1. Per input chunk: evaluate keys and arguments, assign group ids (:func:`group_ids`),
-   reduce every aggregate to a partial state per group (sum as two int64 halves so it never
-   overflows, count, min, max).
-2. Partials accumulate; when they hold more rows than a chunk they are merged (regrouped
-   and combined), so memory stays proportional to the number of groups.
-3. At the end, merge once more and finalise: sums recombined (exact, or Python integers when
-   they exceed 64 bits), AVG = sum / count, NULL where a group saw no non-NULL value.
+::
+
+    chunk --partial--> page [keys | states] --> Materializer (pages; partitioned and spilled
+                                                 by the keys' value hash when memory asks)
+    DISTINCT x:  chunk --dedupe--> page [keys | x] --> one Materializer per argument
+
+1. Per input chunk: group ids of the keys, each accumulator (:mod:`sluice.exec.aggregates`)
+   reduces its argument to a state per group: one page. DISTINCT arguments instead add a
+   page of the chunk's distinct (keys, value) pairs.
+2. Pages accumulate in a :class:`~sluice.exec.materialize.Materializer`. While unmerged pages
+   hold more rows than twice the last merge left (and merging still reduces them), the
+   held pages are merged -- per partition once partitioned -- so memory follows the number of
+   groups, at amortised linear cost.
+3. DISTINCT: each partition of (keys, value) pairs is deduplicated, reduced to states of its
+   groups and added as pages to the main materializer (other states at their identity).
+4. End: if nothing spilled, every page is merged at once and finalised (the fast in-memory
+   algorithm); otherwise partition by partition, in-memory ones first, spilled ones read back,
+   a partition still too big split again on the next hash bits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
-import numpy as np
-import pyarrow as pa
 import torch
 
-from sluice.chunk import Chunk, Column, concat_columns
-from sluice.errors import ExecutionError
-from sluice.exec.evaluate import _dictionary_rank, evaluate, shared_subexpressions
-from sluice.exec.kernels.keys import first_rows, group_ids, hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
+from sluice.chunk import Chunk, Column, concat_chunks
+from sluice.exec.aggregates import Accumulator, make_accumulator
+from sluice.exec.evaluate import evaluate, shared_subexpressions
+from sluice.exec.kernels.hash import hash_columns
+from sluice.exec.kernels.keys import first_rows, group_ids
+from sluice.exec.materialize import Materializer, MaterializeStats
 from sluice.exec.operators import Operator
-from sluice.plan.expr import Col, Expr
-from sluice.types import INT64
+from sluice.plan.expr import Expr
 from sluice.plan.logical import AggCall
-from sluice.chunk import unify_dictionaries
+from sluice.types import INT64 as _INT64
 
-
-@dataclass
-class Partial:
-    keys: dict[str, Column]
-    states: dict[str, dict[str, torch.Tensor | Column]]
-    groups: int
-
-
-def _exact(t) -> bool:
-    return t.kind == "decimal" or t.is_integer or t.kind == "bool"
+#: Merging held pages needs room for about this many times their bytes (concat + states).
+MERGE_FACTOR = 3
+#: Held pages are merged once they exceed this many rows and twice the rows of the last merge.
+COMPACT_MIN_ROWS = 1 << 18
 
 
 @dataclass
@@ -48,251 +53,217 @@ class HashAggregateOp(Operator):
 
     def __post_init__(self):
         self.children = (self.child,)
+        self.key_names = [n for n, _ in self.keys]
+        # One accumulator per (function kind, argument, distinct): SUM(x) and AVG(x) share.
+        self.accs: dict[tuple, Accumulator] = {}
+        self.outputs: list[tuple[str, tuple, str]] = []
+        for name, call in self.aggs:
+            kind = {"avg": "sum", "count_star": "count"}.get(call.func, call.func)
+            if kind in ("min", "max"):
+                kind = call.func
+            key = (kind, call.arg, call.distinct)
+            if key not in self.accs:
+                arg_type = call.arg.type if call.arg is not None else None
+                self.accs[key] = make_accumulator(f"a{len(self.accs)}", call.func, arg_type)
+            self.outputs.append((name, key, call.func))
+        self.distinct_args = sorted({k[1] for k in self.accs if k[2]}, key=str)
 
     def describe(self):
         return ("HashAggregate keys=[" + ", ".join(str(e) for _, e in self.keys) + "] aggs=[" +
                 ", ".join(str(a) for _, a in self.aggs) + "]")
 
+    # ---------------------------------------------------------------- run
+
+    def _hash(self, names: list[str]):
+        return lambda page: hash_columns([page.columns[k] for k in names], page.num_rows)
+
     def execute(self, ctx):
-        partials: list[Partial] = []
-        rows = 0
         dev = ctx.device
-        limit = max(ctx.config.chunk_rows, 1 << 16)
-        for chunk in self.child.stream(ctx):
-            partials.append(self._partial(chunk, dev))
-            rows += partials[-1].groups
-            if len(partials) > 1 and rows > limit:
-                partials = [self._merge(partials, dev)]
-                rows = partials[0].groups
-        if not partials:
-            if self.keys:
+        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        main = Materializer(ctx, self.label, self._hash(self.key_names), stats=stats, combine=self._merge_pages)
+        dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT", self._hash(self.key_names + ["__x"]),
+                                   stats=stats, combine=self._dedupe_pages) for arg in self.distinct_args}
+        mats = [main, *dmats.values()]
+        try:
+            unmerged, last_merged, rows_seen = 0, 0, 0
+            for chunk in self.child.stream(ctx):
+                with shared_subexpressions():
+                    page, dpages = self._partial(chunk, dev)
+                main.add(page)
+                for arg, dp in dpages.items():
+                    dmats[arg].add(dp)
+                unmerged += page.num_rows
+                rows_seen += chunk.num_rows
+                if unmerged > max(COMPACT_MIN_ROWS, 2 * last_merged):
+                    before = main.held_bytes
+                    main.compact_partitions(self._merge_pages)
+                    unmerged, last_merged = 0, _held_rows(main)
+                    if main.held_bytes > 0.9 * before:  # merging no longer reduces: do it rarely
+                        last_merged *= 4
+            if rows_seen == 0 and self.keys:
                 return
-            partials = [self._empty_global(dev)]
-        final = self._merge(partials, dev) if len(partials) > 1 else partials[0]
-        out = self._finalize(final, dev)
-        if out.num_rows:
-            yield out
+            for arg, dm in dmats.items():
+                dm.finish()
+                for part in dm.partitions():
+                    for page in self._distinct_states(part, arg, dev):
+                        main.add(page)
+                dm.close()
+            if rows_seen == 0:
+                main.add(self._identity_page(1, dev))
+            main.finish()
+            yield from self._final(main, dev)
+        finally:
+            for m in mats:
+                m.close()
 
-    # ---------------------------------------------------------------- partial
+    def _final(self, mat: Materializer, dev) -> Iterator[Chunk]:
+        if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.ctx.memory.available:
+            out = self._finalize(self._merge_pages(mat.pages()))
+            mat.release(-1)
+            yield from _slices(out, mat.ctx.config.chunk_rows)
+            return
+        mat.ensure_partitioned()  # too big to merge at once: one partition at a time
+        yield from self._by_partition(mat, dev)
 
-    def _partial(self, chunk: Chunk, dev) -> Partial:
-        with shared_subexpressions():
-            return self._partial_of(chunk, dev)
+    def _by_partition(self, mat: Materializer, dev) -> Iterator[Chunk]:
+        for part in mat.partitions():
+            if not part.fits(MERGE_FACTOR):
+                sub = part.split()
+                try:
+                    yield from self._by_partition(sub, dev)
+                finally:
+                    sub.close()
+                continue
+            with mat.ctx.memory.reservation(f"{self.label} partition") as res:
+                pages = part.load(res)
+                out = self._finalize(self._merge_pages(pages))
+                del pages
+            mat.release(part.index)
+            yield from _slices(out, mat.ctx.config.chunk_rows)
 
-    def _partial_of(self, chunk: Chunk, dev) -> Partial:
+    # ---------------------------------------------------------------- pages
+
+    def _partial(self, chunk: Chunk, dev) -> tuple[Chunk, dict[Expr, Chunk]]:
         n = chunk.num_rows
         kcols = [evaluate(e, chunk).expand(n) for _, e in self.keys]
         ids, g = group_ids(kcols, n)
         ids = ids.to(dev)
-        firsts = first_rows(ids, g) if self.keys else None
-        keys = {name: c.take(firsts) for (name, _), c in zip(self.keys, kcols)}
-        states = {}
-        rows_per_group: list[torch.Tensor] = []  # computed once, shared by aggregates
-        shared: dict[tuple, dict] = {}  # SUM(x) and AVG(x) keep the same state
-        for name, call in self.aggs:
-            kind = "sum" if call.func in ("sum", "avg") else call.func
-            key = (kind, call.arg, call.distinct)
-            if key not in shared:
-                shared[key] = self._reduce(call, chunk, ids, g, n, dev, rows_per_group)
-            states[name] = shared[key]
-        return Partial(keys, states, g)
+        rows = torch.bincount(ids, minlength=g)
+        cols: dict[str, Column] = {}
+        if self.keys:
+            firsts = first_rows(ids, g)
+            cols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
+        for (kind, arg, distinct), acc in self.accs.items():
+            if distinct:
+                cols.update(acc.identity(g, dev))
+                continue
+            col = evaluate(arg, chunk).expand(n) if arg is not None else None
+            cols.update(acc.update(col, ids, g, rows))
+        dpages = {}
+        for arg in self.distinct_args:
+            x = evaluate(arg, chunk).expand(n)
+            pair_ids, k = group_ids([Column(ids, _INT64), x], n)
+            firsts = first_rows(pair_ids.to(dev), k)
+            dcols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
+            dcols["__x"] = x.take(firsts)
+            dpages[arg] = Chunk(dcols, int(firsts.numel()))
+        return Chunk(cols, g), dpages
 
-    def _reduce(self, call: AggCall, chunk, ids, g, n, dev, rows_per_group=None):
-        if call.distinct:
-            return _distinct_set(ids, evaluate(call.arg, chunk).expand(n), dev)
-        if rows_per_group is None:
-            rows_per_group = []
-        if not rows_per_group:
-            rows_per_group.append(torch.bincount(ids, minlength=g))
-        if call.func == "count_star":
-            return {"count": rows_per_group[0]}
-        col = evaluate(call.arg, chunk).expand(n)
-        valid = col.valid
-        cnt = rows_per_group[0] if valid is None else torch.bincount(ids[valid], minlength=g)
-        if call.func == "count":
-            return {"count": cnt}
-        t = call.arg.type
-        if call.func in ("sum", "avg"):
-            if _exact(t):
-                v = col.data.to(torch.int64)
-                if valid is not None:
-                    v = torch.where(valid, v, torch.zeros_like(v))
-                return exact_group_sum(v, ids, g, dev) | {"count": cnt}
-            v = col.data.to(torch.float64)
-            if valid is not None:
-                v = torch.where(valid, v, torch.zeros_like(v))
-            return {"f": torch.zeros(g, dtype=torch.float64, device=dev).index_add_(0, ids, v), "count": cnt}
-        # min / max
-        if t.kind == "string":
-            d, (codes,) = unify_dictionaries([col])
-            order = _dictionary_rank(d).to(dev)
-            sorted_dict = d.take(pa.array(np.argsort(order.cpu().numpy(), kind="stable")))
-            v = order[codes.long()]
-            col_dict = sorted_dict
-        else:
-            v = col.data
-            col_dict = None
-        red = "amin" if call.func == "min" else "amax"
-        if v.dtype == torch.bool:
-            v = v.to(torch.int8)
-        init = torch.zeros(g, dtype=v.dtype, device=dev)
-        if valid is not None:
-            src_ids, src = ids[valid], v[valid]
-        else:
-            src_ids, src = ids, v
-        res = init.scatter_reduce_(0, src_ids, src, reduce=red, include_self=False)
-        return {"v": res, "count": cnt, "dict": col_dict}
-
-    def _empty_global(self, dev) -> Partial:
-        states = {}
-        for name, call in self.aggs:
-            z = torch.zeros(1, dtype=torch.int64, device=dev)
-            if call.distinct:
-                t = call.arg.type
-                states[name] = {"gidx": torch.zeros(0, dtype=torch.int64, device=dev),
-                                "x": Column(torch.zeros(0, dtype=t.torch_dtype, device=dev), t, None,
-                                            pa.array([], pa.string()) if t.kind == "string" else None)}
-            elif call.func in ("count", "count_star"):
-                states[name] = {"count": z}
-            elif call.func in ("sum", "avg") and _exact(call.arg.type):
-                states[name] = {"hi": z, "lo": z.clone(), "count": z.clone()}
-            elif call.func in ("sum", "avg"):
-                states[name] = {"f": torch.zeros(1, dtype=torch.float64, device=dev), "count": z}
-            else:
-                t = call.arg.type
-                states[name] = {"v": torch.zeros(1, dtype=t.torch_dtype if t.kind != "bool" else torch.int8,
-                                                 device=dev), "count": z,
-                                "dict": pa.array([""]) if t.kind == "string" else None}
-        return Partial({}, states, 1)
-
-    # ---------------------------------------------------------------- merge
-
-    def _merge(self, parts: list[Partial], dev) -> Partial:
-        n = sum(p.groups for p in parts)
-        keys_cat = {name: concat_columns([p.keys[name] for p in parts]) for name, _ in self.keys}
-        kcols = [keys_cat[name] for name, _ in self.keys]
+    def _merge_pages(self, pages: list[Chunk]) -> Chunk:
+        """Merge partial pages into one page with one row per group."""
+        if len(pages) == 1:
+            return pages[0]
+        data = concat_chunks(pages)
+        n = data.num_rows
+        kcols = [data.columns[k] for k in self.key_names]
         ids, g = group_ids(kcols, n)
-        ids = ids.to(dev)
-        firsts = first_rows(ids, g) if self.keys else None
-        keys = {name: c.take(firsts) for name, c in keys_cat.items()}
-        states = {}
-        offsets = []
-        off = 0
-        for p in parts:
-            offsets.append(off)
-            off += p.groups
-        for name, call in self.aggs:
-            sts = [p.states[name] for p in parts]
-            if call.distinct:
-                gidx = torch.cat([ids[o + s["gidx"]] for o, s in zip(offsets, sts)])
-                states[name] = _distinct_set(gidx, concat_columns([s["x"] for s in sts]), dev)
-                continue
-            cnt = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, torch.cat([s["count"] for s in sts]))
-            st = {"count": cnt}
-            if "hi" in sts[0]:
-                hi = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, torch.cat([s["hi"] for s in sts]))
-                lo = torch.zeros(g, dtype=torch.int64, device=dev).index_add_(0, ids, torch.cat([s["lo"] for s in sts]))
-                st["hi"], st["lo"] = normalize_hi_lo(hi, lo)
-            elif "f" in sts[0]:
-                st["f"] = torch.zeros(g, dtype=torch.float64, device=dev).index_add_(0, ids, torch.cat([s["f"] for s in sts]))
-            elif "v" in sts[0]:
-                red = "amin" if call.func == "min" else "amax"
-                if sts[0]["dict"] is not None:
-                    cols = [Column(s["v"].to(torch.int32), call.arg.type, None, s["dict"]) for s in sts]
-                    d, codes = unify_dictionaries(cols)
-                    rank = _dictionary_rank(d).to(dev)
-                    v = torch.cat([rank[c.long()] for c in codes])
-                    sorted_dict = d.take(pa.array(np.argsort(rank.cpu().numpy(), kind="stable")))
-                else:
-                    v = torch.cat([s["v"] for s in sts])
-                    sorted_dict = None
-                # Groups without a non-NULL value must not win the reduction.
-                has = torch.cat([s["count"] for s in sts]) > 0
-                init = torch.zeros(g, dtype=v.dtype, device=dev)
-                st["v"] = init.scatter_reduce_(0, ids[has], v[has], reduce=red, include_self=False)
-                st["dict"] = sorted_dict
-            states[name] = st
-        return Partial(keys, states, g)
-
-    # ---------------------------------------------------------------- finalize
-
-    def _finalize(self, part: Partial, dev) -> Chunk:
-        g = part.groups
-        cols = dict(part.keys)
-        for name, call in self.aggs:
-            st = part.states[name]
-            if call.distinct:
-                # The deduplicated (group, value) pairs aggregate like plain input rows.
-                x = st["x"]
-                plain = AggCall(call.func, Col("__distinct", call.arg.type))
-                st = self._reduce(plain, Chunk({"__distinct": x}, len(x)), st["gidx"], g, len(x), dev)
-            cnt = st["count"]
-            nonnull = cnt > 0
-            t = call.type
-            if call.func in ("count", "count_star"):
-                cols[name] = Column(cnt, t)
-                continue
-            valid = None if bool(nonnull.all()) else nonnull
-            if "hi" in st:
-                hi, lo = st["hi"], st["lo"]
-                if call.func == "avg":
-                    scale = call.arg.type.scale if call.arg.type.kind == "decimal" else 0
-                    total = hi.to(torch.float64) * 4294967296.0 + lo.to(torch.float64)
-                    avg = total / cnt.clamp(min=1).to(torch.float64) / (10 ** scale)
-                    cols[name] = Column(avg, t, valid)
-                elif hi_lo_fits_int64(hi):
-                    cols[name] = Column(hi * 4294967296 + lo, t, valid)
-                else:
-                    cols[name] = _wide_sum(hi, lo, t, valid)
-            elif "f" in st:
-                v = st["f"] if call.func == "sum" else st["f"] / cnt.clamp(min=1).to(torch.float64)
-                cols[name] = Column(v, t, valid)
-            else:
-                v = st["v"]
-                if call.arg.type.kind == "bool":
-                    v = v.to(torch.bool)
-                cols[name] = Column(v.to(t.torch_dtype), t, valid, st["dict"])
+        ids = ids.to(_device_of(data))
+        cols: dict[str, Column] = {}
+        if self.keys:
+            firsts = first_rows(ids, g)
+            cols = {k: c.take(firsts) for k, c in zip(self.key_names, kcols)}
+        for acc in self.accs.values():
+            state = {k: v for k, v in data.columns.items() if k.startswith(acc.prefix + "#")}
+            cols.update(acc.merge(state, ids, g))
         return Chunk(cols, g)
 
+    def _dedupe_pages(self, pages: list[Chunk]) -> Chunk:
+        """(keys, value) pages as one page of distinct pairs."""
+        data = concat_chunks(pages)
+        cols = [data.columns[k] for k in self.key_names] + [data.columns["__x"]]
+        pair_ids, k = group_ids(cols, data.num_rows)
+        return data.take(first_rows(pair_ids.to(_device_of(data)), k))
 
-#: A chunk sum is taken in one int64 pass when max|v| * rows stays below this bound.
-_SAFE_SUM = 1 << 62
+    def _identity_page(self, g: int, dev) -> Chunk:
+        cols: dict[str, Column] = {}
+        for acc in self.accs.values():
+            cols.update(acc.identity(g, dev))
+        return Chunk(cols, g)
+
+    def _distinct_states(self, part, arg: Expr, dev) -> Iterator[Chunk]:
+        """Pages of group states of the DISTINCT aggregates over ``arg`` from one partition of
+        (keys, value) pairs: equal pairs are all in this partition."""
+        mat = part.mat
+        if not part.fits(MERGE_FACTOR):
+            sub = part.split()
+            try:
+                for p in sub.partitions():
+                    yield from self._distinct_states(p, arg, dev)
+            finally:
+                sub.close()
+            return
+        with mat.ctx.memory.reservation(f"{self.label} DISTINCT partition") as res:
+            data = concat_chunks(part.load(res))
+            mat.release(part.index)
+            n = data.num_rows
+            kcols = [data.columns[k] for k in self.key_names]
+            x = data.columns["__x"]
+            pair_ids, k = group_ids(kcols + [x], n)
+            firsts = first_rows(pair_ids.to(_device_of(data)), k)
+            kcols = [c.take(firsts) for c in kcols]
+            x = x.take(firsts)
+            ids, g = group_ids(kcols, int(firsts.numel()))
+            ids = ids.to(_device_of(data))
+            rows = torch.bincount(ids, minlength=g)
+            cols: dict[str, Column] = {}
+            if self.keys:
+                f2 = first_rows(ids, g)
+                cols = {name: c.take(f2) for name, c in zip(self.key_names, kcols)}
+            for (kind, a, distinct), acc in self.accs.items():
+                if distinct and a == arg:
+                    cols.update(acc.update(x, ids, g, rows))
+                else:
+                    cols.update(acc.identity(g, dev))
+        yield Chunk(cols, g)
+
+    def _finalize(self, page: Chunk) -> Chunk:
+        cols = {k: page.columns[k] for k in self.key_names}
+        for (name, key, func), (_, call) in zip(self.outputs, self.aggs):
+            acc = self.accs[key]
+            state = {k: v for k, v in page.columns.items() if k.startswith(acc.prefix + "#")}
+            cols[name] = acc.finalize(state, func, call.type)
+        return Chunk(cols, page.num_rows)
 
 
-def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev) -> dict:
-    """Per-group int64 sums as (hi, lo) halves that never overflow.
+def _device_of(chunk: Chunk) -> torch.device:
+    for c in chunk.columns.values():
+        return c.data.device
+    return torch.device("cpu")
 
-    One scatter pass when the chunk cannot overflow (checked with one max); otherwise the
-    values are split into 32-bit halves summed separately.
-    """
-    n = v.numel()
+
+def _held_rows(mat: Materializer) -> int:
+    rows = sum(p.num_rows for p, _ in mat.unpart)
+    if mat.parts is not None:
+        rows += sum(p.num_rows for lst in mat.parts for p, _ in lst)
+    return rows
+
+
+def _slices(chunk: Chunk, rows: int) -> Iterator[Chunk]:
+    n = chunk.num_rows
     if n == 0:
-        z = torch.zeros(g, dtype=torch.int64, device=dev)
-        return {"hi": z, "lo": z.clone()}
-    lo, hi = torch.aminmax(v)  # one pass, no temporary (abs().max() costs two and a copy)
-    if max(-int(lo), int(hi)) * n < _SAFE_SUM:
-        s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
-        return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
-    hi, lo = split_hi_lo(v)
-    shi = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, hi)
-    slo = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, lo)
-    shi, slo = normalize_hi_lo(shi, slo)
-    return {"hi": shi, "lo": slo}
-
-
-def _distinct_set(gidx: torch.Tensor, x: Column, dev) -> dict:
-    """Deduplicate (group, value) pairs: the state of a DISTINCT aggregate."""
-    n = int(gidx.numel())
-    if n == 0:
-        return {"gidx": gidx, "x": x}
-    pair_ids, k = group_ids([Column(gidx, INT64), x], n)
-    firsts = first_rows(pair_ids.to(dev), k)
-    return {"gidx": gidx[firsts], "x": x.take(firsts)}
-
-
-def _wide_sum(hi, lo, t, valid) -> Column:
-    """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
-    values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
-    if t.kind != "decimal" or any(abs(v) >= 10 ** 38 for v in values):
-        raise ExecutionError("SUM overflows 128 bits")
-    return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))
+        return
+    if n <= rows:
+        yield chunk
+        return
+    for s in range(0, n, rows):
+        yield chunk.slice(s, min(n, s + rows))

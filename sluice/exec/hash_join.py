@@ -22,10 +22,29 @@ import torch
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.errors import ExecutionError
 from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.exec.kernels.hash import hash_columns, partition_of
 from sluice.exec.kernels.keys import BuildKeys, JoinTable
+from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.plan.expr import Expr
 from sluice.types import LType, common_numeric
+
+#: Building the join table needs about this many times the build side's bytes (the pages,
+#: their concatenation, key codes and the table).
+JOIN_FACTOR = 3
+
+
+@dataclass
+class _BuildInfo:
+    """Facts about the whole build side that every partition's join needs."""
+
+    rows: int = 0
+    has_null: bool = False  # a NULL join key (NOT IN semantics)
+
+
+def _any_null_key(cols: list[Column], n: int) -> bool:
+    return any(c.valid is not None and not bool(c.valid.expand(n).all()) for c in cols)
+
 
 def null_column(t: LType, n: int, device: torch.device, dictionary=None) -> Column:
     d = dictionary if (dictionary is not None and len(dictionary)) else \
@@ -78,25 +97,125 @@ class HashJoinOp(Operator):
         extra = " single_row" if self.single_row else ""
         return f"HashJoin {self.mode} [{keys}]{r}{extra} (probe=first child, build=second)"
 
+    # ------------------------------------------------------------------ run
+
     def execute(self, ctx):
         dev = ctx.device
-        build = concat_chunks(list(self.build.stream(ctx))) or empty_chunk(self.build_schema, dev)
-        build = Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows)
-        m = build.num_rows
-        if not self.probe_keys:
-            yield from self._no_keys(ctx, build)
-            return
+        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
         types = [_key_type(p.type, b.type) for p, b in zip(self.probe_keys, self.build_keys)]
+        bmat = Materializer(ctx, f"{self.label} build", self._hasher(self.build_keys, types), stats=stats)
+        pmat = None
+        try:
+            info = _BuildInfo()
+            for chunk in self.build.stream(ctx):
+                info.rows += chunk.num_rows
+                if self.null_aware and self.build_keys and not info.has_null:
+                    info.has_null = _any_null_key([evaluate(k, chunk) for k in self.build_keys], chunk.num_rows)
+                bmat.add(chunk)
+            bmat.finish()
+            if not self.probe_keys:
+                yield from self._no_keys(ctx, self._all_in_memory(bmat, dev))
+                return
+            if not bmat.spilled and bmat.held_bytes * (JOIN_FACTOR - 1) <= ctx.memory.available:
+                build = self._concat(bmat.pages(), dev)
+                yield from self._join(ctx, build, self.probe.stream(ctx), types, info)
+                return
+            # Hybrid hash join: in-memory partitions are joined while the probe side streams;
+            # probe rows of spilled partitions are spilled too and joined partition by partition.
+            pool = ctx.memory
+            # Keep in memory what leaves room for the rest of the pipeline: the table takes
+            # JOIN_FACTOR - 1 more times its pages, within half of what is free.
+            bmat.spill_until(lambda held: held * (JOIN_FACTOR - 1) <= (pool.available + bmat._inflight) // 2)
+            spilled = [p for p in range(bmat.nparts) if bmat.files[p] is not None]
+            pmat = Materializer(ctx, f"{self.label} probe", self._hasher(self.probe_keys, types), stats=stats,
+                                threshold=0)
+            pmat.spill_partitions(spilled)  # probe rows of spilled partitions go straight to disk
+            mem_pages = [pg for p in range(bmat.nparts) if bmat.files[p] is None for pg, _ in bmat.parts[p]]
+            build = self._concat(mem_pages, dev)
+            spilled_mask = torch.zeros(bmat.nparts, dtype=torch.bool, device=dev)
+            spilled_mask[spilled] = True
+            probe_rest = self._divert(ctx, self.probe.stream(ctx), pmat, spilled_mask, types)
+            yield from self._join(ctx, build, probe_rest, types, info)
+            del build, mem_pages
+            for p in range(bmat.nparts):
+                if bmat.files[p] is None:
+                    bmat.release(p)
+            pmat.finish()
+            yield from self._join_spilled(ctx, bmat, pmat, set(spilled), types, info, dev)
+        finally:
+            bmat.close()
+            if pmat is not None:
+                pmat.close()
+
+    def _hasher(self, keys, types):
+        if not keys:
+            return None
+        return lambda page: hash_columns([evaluate(k, page) for k in keys], page.num_rows, types)
+
+    def _concat(self, pages: list[Chunk], dev) -> Chunk:
+        build = concat_chunks(pages) or empty_chunk(self.build_schema, dev)
+        return Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows)
+
+    def _all_in_memory(self, bmat: Materializer, dev) -> Chunk:
+        pages = []
+        for part in bmat.partitions():
+            pages.extend(part.load(bmat.res))
+        return self._concat(pages, dev)
+
+    def _divert(self, ctx, probe, pmat: Materializer, spilled_mask: torch.Tensor, types):
+        """Probe chunks less their rows of spilled partitions, which go to ``pmat``."""
+        for chunk in probe:
+            h = hash_columns([evaluate(k, chunk) for k in self.probe_keys], chunk.num_rows, types)
+            part = partition_of(h, PARTITION_BITS, 0).to(spilled_mask.device)
+            away = spilled_mask[part]
+            if bool(away.any()):
+                pmat.add(chunk.filter(away))
+                chunk = chunk.filter(~away)
+            if chunk.num_rows:
+                yield chunk
+
+    def _join_spilled(self, ctx, bmat, pmat, parts: set, types, info, dev):
+        """Join spilled partitions pairwise: build partition in memory, its probe rows streamed;
+        a build partition still too big is split on the next hash bits, with its probe rows."""
+        bparts = {p.index: p for p in bmat.partitions() if p.index in parts}
+        pparts = {p.index: p for p in pmat.partitions()}
+        for idx in sorted(set(bparts) | (set(pparts) & parts)):
+            bp, pp = bparts.get(idx), pparts.get(idx)
+            if bp is not None and not bp.fits(JOIN_FACTOR):
+                bsub = bp.split()
+                psub = pp.split() if pp is not None else None
+                try:
+                    sub_parts = {p for p in range(bsub.nparts)}
+                    if psub is None:
+                        psub = Materializer(ctx, f"{self.label} probe", None, threshold=0)
+                        psub.finish()
+                    yield from self._join_spilled(ctx, bsub, psub, sub_parts, types, info, dev)
+                finally:
+                    bsub.close()
+                    if psub is not None:
+                        psub.close()
+                continue
+            with ctx.memory.reservation(f"{self.label} partition") as res:
+                build = self._concat(bp.load(res) if bp is not None else [], dev)
+                probe = pp.stream() if pp is not None else iter(())
+                yield from self._join(ctx, build, probe, types, info)
+            if bp is not None:
+                bmat.release(idx)
+            if pp is not None:
+                pmat.release(idx)
+
+    def _join(self, ctx, build: Chunk, probe, types, info: "_BuildInfo"):
+        """The in-memory hash join of ``build`` (all in memory) with the ``probe`` chunks."""
+        dev = ctx.device
+        m = build.num_rows
         bcols = [evaluate(k, build) for k in self.build_keys]
         bk = BuildKeys(bcols, types)
         table = JoinTable(bk.key, bk.valid, bk.card)
-        build_has_null = bk.valid is not None and not bool(bk.valid.all())
         flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in (
             "build_outer", "full", "build_semi", "build_anti") else None
-        for chunk in self.probe.stream(ctx):
-            n = chunk.num_rows
+        for chunk in probe:
             pcols = [evaluate(k, chunk) for k in self.probe_keys]
-            key, ok = bk.probe(pcols, n)
+            key, ok = bk.probe(pcols, chunk.num_rows)
             p, b = table.match(key, ok)
             pair = None
             if self.residual is not None:
@@ -106,7 +225,7 @@ class HashJoinOp(Operator):
                 pair = pair.filter(keep)
             if flags is not None:
                 flags[b] = True
-            out = self._emit_probe(chunk, build, p, b, pair, ok, m, build_has_null, pcols)
+            out = self._emit_probe(chunk, build, p, b, pair, ok, info.rows, info.has_null, pcols)
             if out is not None and out.num_rows:
                 yield out
         if flags is not None:

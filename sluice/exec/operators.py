@@ -199,20 +199,56 @@ class UnionOp(Operator):
 
 
 @dataclass
+class _SharedResult:
+    """A shared subplan's rows: held pages, then (once memory ran out) pages in a spill file."""
+
+    held: list[Chunk]
+    file: object | None
+    res: object
+
+
+@dataclass
 class SharedOp(Operator):
-    """Materialises its input on first use and replays the chunks to every consumer."""
+    """Materialises its input on first use and replays the chunks to every consumer.
+
+    The rows are held against the memory pool; when a reservation fails (or with
+    force_spill), they and every later chunk go to a spill file, read back on each replay."""
 
     child: Operator
     label = "Shared"
 
     def __post_init__(self):
         self.children = (self.child,)
-        self._chunks: list[Chunk] | None = None
 
     def execute(self, ctx):
-        if self._chunks is None:
-            self._chunks = list(self.child.stream(ctx))
-        yield from self._chunks
+        from sluice.exec.materialize import MaterializeStats
+        from sluice.io.spill import page_nbytes
+        st = ctx.state.get(id(self))
+        if st is None:
+            stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+            st = _SharedResult([], None, ctx.memory.reservation(self.label))
+            for chunk in self.child.stream(ctx):
+                nb = page_nbytes(chunk)
+                if st.file is None and (ctx.config.force_spill or not st.res.try_grow(nb)):
+                    st.file = ctx.spills().new_file(self.label)
+                    if st.held:
+                        st.file.append(st.held)
+                        stats.spilled_pages += len(st.held)
+                        stats.spilled_bytes += st.res.size
+                        st.held = []
+                        st.file.flush()
+                        st.res.free()
+                if st.file is not None:
+                    st.file.append(chunk)
+                    stats.spilled_pages += 1
+                    stats.spilled_bytes += nb
+                else:
+                    st.held.append(chunk)
+                stats.peak_reserved = max(stats.peak_reserved, st.res.size)
+            ctx.state[id(self)] = st
+        yield from st.held
+        if st.file is not None:
+            yield from st.file.read(ctx.device)
 
     def describe(self):
         return "Shared (computed once, used by several references)"

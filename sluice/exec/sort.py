@@ -1,21 +1,42 @@
-"""Sort and top-k.
+"""Sort: in memory while it fits, an external merge sort when it does not; top-k with LIMIT.
 
-Full sort materialises its input and orders it with one stable sort per key, last key first
-(NULL placement is one more stable sort on the null flag). With a LIMIT, a running top-k keeps
-only ``offset + limit`` rows between chunks.
+::
+
+    chunks --> held pages --(reservation fails / force_spill)--> sorted run -> spill file
+                                                   ...
+    end: no run   -> one in-memory sort of the held pages (the fast path)
+         runs     -> k-way merge: a window of one page per run (+ leftovers), sorted; every
+                     row up to the smallest "last row of a run's page" is final and emitted
+
+1. Chunks are held against the memory pool. When a chunk does not fit (or with force_spill),
+   the held pages are sorted into a run, written in pages of ``run_page_rows`` rows, and freed.
+2. Merge: each step loads the next page of every run, sorts them with the rows left over
+   from the step before, and emits the rows that are <= the smallest last row among the
+   loaded pages (no later row of any run can precede them); the others are left over.
+3. With a LIMIT, only ``offset + limit`` rows are kept between chunks, and a chunk is first
+   cut to the rows whose leading key can still make it (one ``topk`` per chunk).
+
+The order within one key is a stable sort per key, last key first; NULLs placed by one more
+stable sort on the null flag.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
 from sluice.chunk import Chunk, concat_chunks
 from sluice.exec.evaluate import evaluate
 from sluice.exec.kernels.keys import sortable
+from sluice.exec.materialize import MaterializeStats
 from sluice.exec.operators import Operator
+from sluice.io.spill import SpillFile, page_nbytes
 from sluice.plan.logical import SortKey
+
+#: Rows per page of a spilled run (smaller when many runs must share the merge window).
+RUN_PAGE_ROWS = 1 << 16
 
 
 def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
@@ -53,21 +74,161 @@ class SortOp(Operator):
 
     def execute(self, ctx):
         if self.limit is not None:
-            keep = self.offset + self.limit
-            best = None
+            yield from self._top_k(ctx)
+            return
+        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        res = ctx.memory.reservation(self.label)
+        runs: list[SpillFile] = []
+        held: list[Chunk] = []
+        try:
             for chunk in self.child.stream(ctx):
-                both = concat_chunks([best, chunk]) if best is not None else chunk
-                perm = sort_permutation(both, self.keys)[:keep]
-                best = both.take(perm)
-            if best is None:
+                nb = page_nbytes(chunk)
+                if ctx.config.force_spill or not res.try_grow(nb):
+                    if held:
+                        runs.append(self._write_run(ctx, held, res, stats))
+                        held = []
+                    if not res.try_grow(nb):
+                        res.force(nb)  # one chunk is the irreducible working set
+                held.append(chunk)
+                stats.peak_reserved = max(stats.peak_reserved, res.size)
+            if not runs:
+                data = concat_chunks(held)
+                if data is None:
+                    return
+                out = data.take(sort_permutation(data, self.keys))
+                if self.offset:
+                    out = out.slice(self.offset, out.num_rows)
+                if out.num_rows:
+                    yield out
                 return
-            out = best.slice(self.offset, keep)
-        else:
-            data = concat_chunks(list(self.child.stream(ctx)))
-            if data is None:
-                return
-            out = data.take(sort_permutation(data, self.keys))
-            if self.offset:
-                out = out.slice(self.offset, out.num_rows)
+            if held:
+                runs.append(self._write_run(ctx, held, res, stats))
+                held = []
+            yield from _skip(self._merge(ctx, runs, res, stats), self.offset)
+        finally:
+            res.free()
+            for r in runs:
+                r.delete()
+
+    # ---------------------------------------------------------------- external
+
+    def _write_run(self, ctx, held: list[Chunk], res, stats: MaterializeStats) -> SpillFile:
+        data = concat_chunks(held)
+        data = data.take(sort_permutation(data, self.keys))
+        run = ctx.spills().new_file(f"{self.label}-run")
+        # Pages small enough that a merge window (one page per run) stays within the budget.
+        row_bytes = max(1, page_nbytes(data) // max(1, data.num_rows))
+        step = int(min(RUN_PAGE_ROWS, max(1024, ctx.memory.limit // (64 * row_bytes))))
+        pages = [data.slice(s, min(data.num_rows, s + step)) for s in range(0, data.num_rows, step)]
+        run.append(pages)
+        run.flush()
+        stats.spilled_bytes += sum(page_nbytes(p) for p in pages)
+        stats.spilled_pages += len(pages)
+        stats.partitions += 1  # runs
+        res.free()
+        return run
+
+    def _merge(self, ctx, runs: list[SpillFile], res, stats: MaterializeStats) -> Iterator[Chunk]:
+        cursors = [r.read(ctx.device) for r in runs]
+        current: list[Chunk | None] = [_next_page(c, stats) for c in cursors]
+        leftover: Chunk | None = None
+        while True:
+            active = [i for i, p in enumerate(current) if p is not None]
+            if not active:
+                break
+            # The bound: the smallest last row among the loaded pages (tagged by its run).
+            pages = [current[i] for i in active]
+            window = concat_chunks(([leftover] if leftover is not None and leftover.num_rows else []) + pages)
+            offsets, off = [], (leftover.num_rows if leftover is not None else 0)
+            for p in pages:
+                offsets.append(off + p.num_rows - 1)
+                off += p.num_rows
+            tail = window.take(torch.tensor(offsets, device=_dev(window)))
+            first_last = int(sort_permutation(tail, self.keys)[0])
+            bound = offsets[first_last]
+            nb = page_nbytes(window)
+            res.force(nb)
+            stats.peak_reserved = max(stats.peak_reserved, res.size)
+            perm = sort_permutation(window, self.keys)
+            pos = int((perm == bound).nonzero()[0, 0])
+            out = window.take(perm[:pos + 1])
+            leftover = window.take(perm[pos + 1:])
+            res.shrink(nb)
+            for i in active:  # every loaded page went into the window
+                current[i] = _next_page(cursors[i], stats)
+            if out.num_rows:
+                yield out
+        if leftover is not None and leftover.num_rows:
+            yield leftover
+
+    # ---------------------------------------------------------------- top-k
+
+    def _top_k(self, ctx) -> Iterator[Chunk]:
+        keep = self.offset + self.limit
+        if keep == 0:
+            return
+        best: Chunk | None = None
+        for chunk in self.child.stream(ctx):
+            chunk = self._candidates(chunk, keep)
+            both = concat_chunks([best, chunk]) if best is not None else chunk
+            perm = sort_permutation(both, self.keys)[:keep]
+            best = both.take(perm)
+        if best is None:
+            return
+        out = best.slice(self.offset, keep)
         if out.num_rows:
             yield out
+
+    def _candidates(self, chunk: Chunk, keep: int) -> Chunk:
+        """The rows of ``chunk`` whose leading key is within its ``keep`` best (ties kept)."""
+        n = chunk.num_rows
+        if n <= 4 * keep:
+            return chunk
+        k0 = self.keys[0]
+        col = evaluate(k0.expr, chunk).expand(n)
+        v = sortable(col)
+        if v.dtype == torch.bool:
+            v = v.to(torch.int8)
+        valid = col.valid
+        pool = v if valid is None else v[valid]
+        if pool.numel() == 0:  # all NULL: the later keys decide
+            return chunk
+        if v.is_floating_point():
+            pool = pool[~torch.isnan(pool)]
+            if pool.numel() < keep:
+                return chunk
+        kth = torch.topk(pool, min(keep, pool.numel()), largest=not k0.ascending, sorted=True).values[-1]
+        mask = (v <= kth) if k0.ascending else (v >= kth)
+        if valid is not None:
+            mask = (mask & valid) | (~valid if k0.nulls_first else torch.zeros_like(mask))
+        if v.is_floating_point():
+            mask = mask | torch.isnan(v)
+        return chunk.filter(mask)
+
+
+def _next_page(cursor, stats: MaterializeStats) -> Chunk | None:
+    try:
+        page = next(cursor)
+    except StopIteration:
+        return None
+    stats.read_pages += 1
+    stats.read_bytes += page_nbytes(page)
+    return page
+
+
+def _skip(chunks: Iterator[Chunk], offset: int) -> Iterator[Chunk]:
+    for c in chunks:
+        if offset >= c.num_rows:
+            offset -= c.num_rows
+            continue
+        if offset:
+            c = c.slice(offset, c.num_rows)
+            offset = 0
+        yield c
+
+
+def _dev(chunk: Chunk) -> torch.device:
+    for c in chunk.columns.values():
+        return c.data.device
+    return torch.device("cpu")
+

@@ -1,0 +1,340 @@
+"""Aggregate functions as accumulators over state columns (DESIGN §4).
+
+An accumulator keeps the partial state of one aggregate as named columns of a page (one row
+per group): ``update`` reduces input rows grouped by ids into a state, ``merge`` combines
+states grouped by ids, ``finalize`` turns a state into the result column, and ``identity``
+is the state of a group that saw no rows (merging with it changes nothing). All state is
+per group: a string MIN/MAX keeps the winning string of each group, not the strings seen.
+
+SUM and AVG of one argument share one state (sum as two int64 halves that never overflow,
+and a count).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from sluice.chunk import Column, host_tensor, unify_dictionaries
+from sluice.errors import ExecutionError
+from sluice.exec.kernels.keys import hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
+from sluice.types import INT64, LType
+
+_F64 = LType("float64")
+_I8 = LType("int8")
+
+
+def _exact(t: LType) -> bool:
+    return t.kind == "decimal" or t.is_integer or t.kind == "bool"
+
+
+def _count(ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> torch.Tensor:
+    return torch.bincount(ids if valid is None else ids[valid], minlength=g)
+
+
+def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(g, dtype=v.dtype, device=v.device).index_add_(0, ids, v)
+
+
+class Accumulator:
+    """Base: the state of one aggregate over one argument (see the module docstring)."""
+
+    kind = ""
+
+    def __init__(self, prefix: str, arg_type: LType | None) -> None:
+        self.prefix = prefix
+        self.arg_type = arg_type
+
+    def name(self, part: str) -> str:
+        return f"{self.prefix}#{part}"
+
+    def update(self, arg: Column | None, ids: torch.Tensor, g: int, rows: torch.Tensor) -> dict[str, Column]:
+        raise NotImplementedError
+
+    def merge(self, state: dict[str, Column], ids: torch.Tensor, g: int) -> dict[str, Column]:
+        raise NotImplementedError
+
+    def identity(self, g: int, dev) -> dict[str, Column]:
+        raise NotImplementedError
+
+    def finalize(self, state: dict[str, Column], func: str, out_type: LType) -> Column:
+        raise NotImplementedError
+
+    def _n(self, state) -> torch.Tensor:
+        return state[self.name("n")].data
+
+
+class CountAcc(Accumulator):
+    """COUNT(*) (arg None) and COUNT(x): a count per group."""
+
+    kind = "count"
+
+    def update(self, arg, ids, g, rows):
+        n = rows if arg is None or arg.valid is None else _count(ids, g, arg.valid.expand(ids.shape))
+        return {self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        return {self.name("n"): Column(_sum_by(ids, g, self._n(state)), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, func, out_type):
+        return Column(self._n(state), out_type)
+
+
+class SumAcc(Accumulator):
+    """SUM / AVG: exact (hi, lo) int64 halves for integers and decimals, float64 otherwise."""
+
+    kind = "sum"
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        n = rows if valid is None else _count(ids, g, valid)
+        dev = ids.device
+        if _exact(self.arg_type):
+            v = arg.data.to(torch.int64)
+            if valid is not None:
+                v = torch.where(valid, v, torch.zeros_like(v))
+            s = exact_group_sum(v, ids, g, dev)
+            return {self.name("hi"): Column(s["hi"], INT64), self.name("lo"): Column(s["lo"], INT64),
+                    self.name("n"): Column(n, INT64)}
+        v = arg.data.to(torch.float64)
+        if valid is not None:
+            v = torch.where(valid, v, torch.zeros_like(v))
+        return {self.name("f"): Column(_sum_by(ids, g, v), _F64), self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        out = {self.name("n"): Column(_sum_by(ids, g, self._n(state)), INT64)}
+        if _exact(self.arg_type):
+            hi = _sum_by(ids, g, state[self.name("hi")].data)
+            lo = _sum_by(ids, g, state[self.name("lo")].data)
+            hi, lo = normalize_hi_lo(hi, lo)
+            out[self.name("hi")] = Column(hi, INT64)
+            out[self.name("lo")] = Column(lo, INT64)
+        else:
+            out[self.name("f")] = Column(_sum_by(ids, g, state[self.name("f")].data), _F64)
+        return out
+
+    def identity(self, g, dev):
+        z = torch.zeros(g, dtype=torch.int64, device=dev)
+        out = {self.name("n"): Column(z, INT64)}
+        if _exact(self.arg_type):
+            out[self.name("hi")] = Column(z, INT64)
+            out[self.name("lo")] = Column(z, INT64)
+        else:
+            out[self.name("f")] = Column(torch.zeros(g, dtype=torch.float64, device=dev), _F64)
+        return out
+
+    def finalize(self, state, func, out_type):
+        cnt = self._n(state)
+        nonnull = cnt > 0
+        valid = None if bool(nonnull.all()) else nonnull
+        if not _exact(self.arg_type):
+            f = state[self.name("f")].data
+            v = f if func == "sum" else f / cnt.clamp(min=1).to(torch.float64)
+            return Column(v, out_type, valid)
+        hi, lo = state[self.name("hi")].data, state[self.name("lo")].data
+        if func == "avg":
+            scale = self.arg_type.scale if self.arg_type.kind == "decimal" else 0
+            total = hi.to(torch.float64) * 4294967296.0 + lo.to(torch.float64)
+            return Column(total / cnt.clamp(min=1).to(torch.float64) / (10 ** scale), out_type, valid)
+        if hi_lo_fits_int64(hi):
+            return Column(hi * 4294967296 + lo, out_type, valid)
+        return _wide_sum(hi, lo, out_type, valid)
+
+
+class MinMaxAcc(Accumulator):
+    """MIN / MAX of numbers, dates and booleans: the extreme value per group."""
+
+    kind = "minmax"
+
+    def __init__(self, prefix, arg_type, func: str) -> None:
+        super().__init__(prefix, arg_type)
+        self.func = func
+        self.vtype = _I8 if arg_type.kind == "bool" else arg_type
+
+    def _reduce(self, v, ids, g, valid):
+        red = "amin" if self.func == "min" else "amax"
+        init = torch.zeros(g, dtype=v.dtype, device=v.device)
+        if valid is not None:
+            ids, v = ids[valid], v[valid]
+        return init.scatter_reduce_(0, ids, v, reduce=red, include_self=False)
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        v = arg.data.to(torch.int8) if arg.data.dtype == torch.bool else arg.data
+        return {self.name("v"): Column(self._reduce(v, ids, g, valid), self.vtype),
+                self.name("n"): Column(rows if valid is None else _count(ids, g, valid), INT64)}
+
+    def merge(self, state, ids, g):
+        n = self._n(state)
+        return {self.name("v"): Column(self._reduce(state[self.name("v")].data, ids, g, n > 0), self.vtype),
+                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("v"): Column(torch.zeros(g, dtype=self.vtype.torch_dtype, device=dev), self.vtype),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, func, out_type):
+        n = self._n(state)
+        valid = None if bool((n > 0).all()) else n > 0
+        v = state[self.name("v")].data
+        return Column(v.to(torch.bool) if self.arg_type.kind == "bool" else v.to(out_type.torch_dtype),
+                      out_type, valid)
+
+
+class StringMinMaxAcc(MinMaxAcc):
+    """MIN / MAX of strings: the winning string per group (its state is a string column).
+
+    Per group, an 8-byte prefix of each string (compared as an unsigned number) picks the
+    winner among rows, exactly unless several rows tie on the prefix; only the tied
+    candidates are then compared in full. So the work is one pass over the rows, not a sort
+    of every string seen."""
+
+    def _winners(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
+        dev = ids.device
+        d, (codes,) = unify_dictionaries([col])
+        codes = codes.long().reshape(-1)
+        if codes.numel() != ids.numel():
+            codes = codes.expand(ids.shape)
+        if valid is not None:
+            rows = valid.nonzero().squeeze(1)
+            ids_v, codes_v = ids[rows], codes[rows]
+        else:
+            ids_v, codes_v = ids, codes
+        pre = string_prefix_keys(d).to(dev)[codes_v]
+        red = "amin" if self.func == "min" else "amax"
+        best = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, ids_v, pre, reduce=red,
+                                                                              include_self=False)
+        cand = (pre == best[ids_v]).nonzero().squeeze(1)
+        cids, ccodes = ids_v[cand], codes_v[cand]
+        # Exact order among the candidates: rank their distinct strings.
+        uniq, inv = torch.unique(ccodes, return_inverse=True)
+        strings = d.take(pa.array(uniq.cpu().numpy()))
+        import pyarrow.compute as pc
+        order = pc.sort_indices(strings).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        r = host_tensor(rank).to(dev)[inv]
+        win = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, cids, r, reduce=red,
+                                                                             include_self=False)
+        present = torch.zeros(g, dtype=torch.bool, device=dev)
+        present[cids] = True
+        win = torch.where(present, win, torch.zeros_like(win))
+        values = strings.take(pa.array(order[win.cpu().numpy()] if len(order) else np.zeros(g, np.int64))) \
+            if len(order) else pa.array([""] * g)
+        return Column(torch.arange(g, dtype=torch.int32, device=dev), self.arg_type, None, values)
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        n = rows if valid is None else _count(ids, g, valid)
+        return {self.name("v"): self._winners(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        n = self._n(state)
+        return {self.name("v"): self._winners(state[self.name("v")], ids, g, n > 0),
+                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("v"): Column(torch.zeros(g, dtype=torch.int32, device=dev), self.arg_type, None,
+                                       pa.array([""], pa.string())),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, func, out_type):
+        n = self._n(state)
+        valid = None if bool((n > 0).all()) else n > 0
+        v = state[self.name("v")]
+        return Column(v.data, out_type, valid, v.dictionary)
+
+
+def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumulator:
+    if func in ("count", "count_star"):
+        return CountAcc(prefix, arg_type)
+    if func in ("sum", "avg"):
+        return SumAcc(prefix, arg_type)
+    if func in ("min", "max"):
+        if arg_type.kind == "string":
+            return StringMinMaxAcc(prefix, arg_type, func)
+        return MinMaxAcc(prefix, arg_type, func)
+    raise ExecutionError(f"no accumulator for {func}")
+
+
+# ---------------------------------------------------------------- kernels
+
+
+#: A chunk sum is taken in one int64 pass when max|v| * rows stays below this bound.
+_SAFE_SUM = 1 << 62
+
+
+def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev) -> dict:
+    """Per-group int64 sums as (hi, lo) halves that never overflow.
+
+    One scatter pass when the chunk cannot overflow (checked with one min/max); otherwise the
+    values are split into 32-bit halves summed separately."""
+    n = v.numel()
+    if n == 0:
+        z = torch.zeros(g, dtype=torch.int64, device=dev)
+        return {"hi": z, "lo": z.clone()}
+    lo, hi = torch.aminmax(v)
+    if max(-int(lo), int(hi)) * n < _SAFE_SUM:
+        s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
+        return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
+    hi, lo = split_hi_lo(v)
+    shi = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, hi)
+    slo = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, lo)
+    shi, slo = normalize_hi_lo(shi, slo)
+    return {"hi": shi, "lo": slo}
+
+
+def _wide_sum(hi, lo, t, valid) -> Column:
+    """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
+    values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
+    if t.kind != "decimal" or any(abs(v) >= 10 ** 38 for v in values):
+        raise ExecutionError("SUM overflows 128 bits")
+    return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))
+
+
+_PREFIX_CACHE: dict[int, tuple[pa.Array, torch.Tensor]] = {}
+
+
+def string_prefix_keys(d: pa.Array) -> torch.Tensor:
+    """Per string, its first 8 bytes as a big-endian number shifted into int64's signed range,
+    so that comparing keys compares the prefixes byte by byte (like the strings, as far as
+    the prefix goes)."""
+    hit = _PREFIX_CACHE.get(id(d))
+    if hit is not None and hit[0] is d:
+        return hit[1]
+    if d.type != pa.string() and d.type != pa.large_string():
+        d2 = d.cast(pa.large_string())
+    else:
+        d2 = d
+    if d2.offset or d2.null_count:
+        d2 = pa.concat_arrays([d2.fill_null("")])
+    n = len(d2)
+    if n == 0:
+        out = torch.zeros(0, dtype=torch.int64)
+    else:
+        bufs = d2.buffers()
+        off_dtype = np.int64 if d2.type == pa.large_string() else np.int32
+        offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
+        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        padded = np.zeros(len(data) + 8, dtype=np.uint8)
+        padded[:len(data)] = data
+        words = np.ndarray(shape=(len(data) + 1,), dtype=">u8", buffer=padded, strides=(1,))
+        starts = offsets[:-1]
+        lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
+        w = words[starts].astype(np.uint64)
+        w &= _high_mask(lengths)
+        out = host_tensor((w ^ np.uint64(1 << 63)).view(np.int64))
+    if len(_PREFIX_CACHE) > 64:
+        _PREFIX_CACHE.clear()
+    _PREFIX_CACHE[id(d)] = (d, out)
+    return out
+
+
+def _high_mask(lengths: np.ndarray) -> np.ndarray:
+    """Masks keeping the first ``lengths`` bytes of a big-endian word (all 8 for >= 8)."""
+    table = np.array([0] + [((1 << (8 * k)) - 1) << (8 * (8 - k)) for k in range(1, 9)], dtype=np.uint64)
+    return table[lengths.astype(np.int64)]

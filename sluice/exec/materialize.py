@@ -1,0 +1,447 @@
+"""Adaptive materialization: the paged state of a join build, an aggregation or a shared
+result, partitioned and spilled only when memory asks for it (Umami §4.2-4.3, DESIGN §4).
+
+::
+
+    add(page) --> unpartitioned pages --(held bytes > threshold, or force_spill)--+
+                                                                                  v
+                  partition pages [p0 | p1 | ... | p63]  (top 6 bits of the value hash)
+                         |  reservation fails: spill the largest in-memory partition
+                         v  (hybrid spilling); its later pages go to its file in batches
+                  spill files [p3.pages, p17.pages, ...]
+
+1. Pages arrive unpartitioned and are held in memory against the pool.
+2. Past a threshold (a quarter of the budget), later pages are split by partition; pages
+   already held stay valid as they are -- nothing is repartitioned while nothing spills.
+3. When a reservation fails, whole partitions are spilled, largest first. Only then are the
+   unpartitioned pages split (once), so that every partition is self-contained.
+4. If nothing spilled, :meth:`pages` returns every page for the operator's fast in-memory
+   algorithm. Otherwise :meth:`partitions` yields in-memory partitions first, then spilled
+   ones, read back one at a time; one still too big for memory is split again on the next
+   hash bits (:meth:`Partition.split`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import torch
+
+from sluice.chunk import Chunk, concat_chunks
+from sluice.exec.kernels.hash import partition_of
+from sluice.io.memory import budget_error
+from sluice.io.spill import SpillFile, page_nbytes
+
+#: Partitions per level: 64 (6 hash bits); deeper levels use the next 6 bits.
+PARTITION_BITS = 6
+#: Pages of a spilled partition are batched to about this size before a write.
+SPILL_BATCH_BYTES = 4 << 20
+#: Deepest recursive repartitioning (64**4 partitions) before giving up on splitting.
+MAX_LEVEL = 4
+
+HashFn = Callable[[Chunk], torch.Tensor]
+
+
+@dataclass
+class MaterializeStats:
+    """What one operator's materialization did (shown by --analyze)."""
+
+    peak_reserved: int = 0
+    partitions: int = 0          # partitions in use (0: never partitioned)
+    spilled_partitions: int = 0
+    spilled_bytes: int = 0
+    spilled_pages: int = 0
+    read_bytes: int = 0
+    read_pages: int = 0
+    levels: int = 0              # deepest recursive repartitioning
+    files: list = field(default_factory=list)
+
+    def merge(self, other: "MaterializeStats") -> None:
+        self.peak_reserved = max(self.peak_reserved, other.peak_reserved)
+        self.partitions = max(self.partitions, other.partitions)
+        self.spilled_partitions += other.spilled_partitions
+        self.spilled_bytes += other.spilled_bytes
+        self.spilled_pages += other.spilled_pages
+        self.read_bytes += other.read_bytes
+        self.read_pages += other.read_pages
+        self.levels = max(self.levels, other.levels)
+
+
+class Materializer:
+    """Pages of one operator's state; see the module docstring."""
+
+    def __init__(self, ctx, owner: str, hash_fn: HashFn | None, *, level: int = 0,
+                 stats: MaterializeStats | None = None, threshold: int | None = None,
+                 combine: Callable[[list[Chunk]], Chunk] | None = None) -> None:
+        self.ctx = ctx
+        self.owner = owner
+        self.hash_fn = hash_fn
+        # How a spilled partition's buffered pages become one page to write (default: they are
+        # concatenated; an aggregation merges them, keeping one row per group per page).
+        self.combine = combine
+        self.level = level
+        self.stats = stats if stats is not None else MaterializeStats()
+        self.res = ctx.memory.reservation(owner)
+        self.force = ctx.config.force_spill
+        limit = ctx.memory.limit
+        self.threshold = 0 if self.force else (threshold if threshold is not None else limit // 4)
+        # Write batches: large enough for efficient I/O, small enough that the buffers of all
+        # spilled partitions stay a small share of the budget.
+        self.batch_bytes = max(32 << 10, min(SPILL_BATCH_BYTES, limit // (8 << PARTITION_BITS)))
+        self.unpart: list[tuple[Chunk, int]] = []
+        self.parts: list[list[tuple[Chunk, int]]] | None = None
+        self.part_bytes: list[int] = []
+        self.files: list[SpillFile | None] = []
+        self.buffers: list[list[Chunk]] = []
+        self.buffer_bytes: list[int] = []
+        self.rows = 0
+        self.finished = False
+        self._inflight = 0  # bytes handed to the writer, not yet on disk
+        self._lock = threading.Lock()
+        if hash_fn is not None:
+            ctx.memory.register(self)  # others may ask it to spill while it fills
+        self.stats.levels = max(self.stats.levels, level)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def nparts(self) -> int:
+        return 1 << PARTITION_BITS
+
+    @property
+    def spilled(self) -> bool:
+        return any(f is not None for f in self.files)
+
+    @property
+    def held_bytes(self) -> int:
+        return self.res.size
+
+    def _count_peak(self) -> None:
+        self.stats.peak_reserved = max(self.stats.peak_reserved, self.res.size)
+
+    # ------------------------------------------------------------------ adding
+
+    def add(self, page: Chunk) -> None:
+        """Hold (or spill) one page."""
+        if page.num_rows == 0:
+            return
+        self.rows += page.num_rows
+        if self.parts is None and self.hash_fn is not None and self.held_bytes + page_nbytes(page) > self.threshold:
+            self._start_partitioning()
+        if self.parts is None:
+            nb = page_nbytes(page)
+            self._reserve(nb)
+            self.unpart.append((page, nb))
+            return
+        for p, sub in self._split(page):
+            self._add_to(p, sub)
+
+    def _start_partitioning(self) -> None:
+        self.parts = [[] for _ in range(self.nparts)]
+        self.part_bytes = [0] * self.nparts
+        self.files = [None] * self.nparts
+        self.buffers = [[] for _ in range(self.nparts)]
+        self.buffer_bytes = [0] * self.nparts
+        self.stats.partitions = max(self.stats.partitions, self.nparts)
+
+    def _split(self, page: Chunk) -> list[tuple[int, Chunk]]:
+        h = self.hash_fn(page)
+        part = partition_of(h, PARTITION_BITS, self.level)
+        counts = torch.bincount(part, minlength=self.nparts).tolist()
+        if max(counts) == page.num_rows:  # one partition: no copy
+            return [(counts.index(page.num_rows), page)]
+        order = torch.sort(part, stable=True).indices
+        out, start = [], 0
+        for p, c in enumerate(counts):
+            if c:
+                out.append((p, page.take(order[start:start + c])))
+                start += c
+        return out
+
+    def _add_to(self, p: int, page: Chunk) -> None:
+        nb = page_nbytes(page)
+        if self.files[p] is not None or self.force:
+            self._to_file(p, page, nb)
+            return
+        self._reserve(nb)
+        self.parts[p].append((page, nb))
+        self.part_bytes[p] += nb
+
+    def _to_file(self, p: int, page: Chunk, nb: int) -> None:
+        if self.files[p] is None:
+            self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+            self.stats.spilled_partitions += 1
+        self.buffers[p].append(page)
+        self.buffer_bytes[p] += nb
+        self.res.force(nb)  # held until written
+        self._count_peak()
+        if self.buffer_bytes[p] >= self.batch_bytes:
+            self._write_buffer(p)
+
+    def _write_buffer(self, p: int) -> None:
+        pages, nb = self.buffers[p], self.buffer_bytes[p]
+        if not pages:
+            return
+        self.buffers[p], self.buffer_bytes[p] = [], 0
+        if len(pages) > 1:
+            pages = [self.combine(pages) if self.combine is not None else concat_chunks(pages)]
+        self.stats.spilled_bytes += nb
+        self.stats.spilled_pages += len(pages)
+        with self._lock:
+            self._inflight += nb
+
+        def written() -> None:
+            with self._lock:
+                self._inflight -= nb
+            self.res.shrink(nb)
+        self.files[p].append(pages, on_written=written)
+
+    # ------------------------------------------------------------------ memory
+
+    def _reserve(self, nb: int) -> None:
+        if self.res.try_grow(nb):
+            self._count_peak()
+            return
+        self.make_room(nb)
+        if not self.res.try_grow(nb):
+            self.ctx.memory.reclaim(nb, requester=self)
+            if not self.res.try_grow(nb):
+                raise budget_error(self.owner, nb, self.ctx.memory, "a page of its state")
+        self._count_peak()
+
+    def spill_for(self, need: int) -> bool:
+        """Another operator needs ``need`` bytes: spill partitions of this one (if filling)."""
+        if self.finished or self.hash_fn is None:
+            return False
+        return self.make_room(need)
+
+    def make_room(self, need: int) -> bool:
+        """Spill partitions, largest first, until ``need`` bytes fit in the pool; False if
+        nothing is left to spill."""
+        pool = self.ctx.memory
+        while pool.available < need:
+            if self._inflight and pool.available + self._inflight >= need:
+                self.ctx.spills().flush()  # writes in flight free their pages when done
+                continue
+            if self.hash_fn is None:
+                break
+            if self.parts is None:
+                self._start_partitioning()
+            if self.unpart:
+                self._partition_unpartitioned()
+            candidates = [p for p in range(self.nparts) if self.files[p] is None and self.part_bytes[p] > 0]
+            if not candidates:
+                for p in range(self.nparts):  # what is left: the write buffers of spilled partitions
+                    self._write_buffer(p)
+                if self._inflight:
+                    self.ctx.spills().flush()
+                break
+            self.spill_partition(max(candidates, key=lambda i: self.part_bytes[i]))
+        return pool.available >= need
+
+    def in_memory_bytes(self) -> int:
+        """Bytes of the partitions (and unpartitioned pages) not spilled."""
+        total = sum(nb for _, nb in self.unpart)
+        if self.parts is not None:
+            total += sum(self.part_bytes[p] for p in range(self.nparts) if self.files[p] is None)
+        return total
+
+    def spill_until(self, fits: Callable[[int], bool]) -> None:
+        """Spill the largest in-memory partitions until ``fits(in-memory bytes)`` holds."""
+        self.ensure_partitioned()
+        while not fits(self.in_memory_bytes()):
+            candidates = [p for p in range(self.nparts) if self.files[p] is None and self.part_bytes[p] > 0]
+            if not candidates:
+                break
+            self.spill_partition(max(candidates, key=lambda i: self.part_bytes[i]))
+            if fits(self.in_memory_bytes()):
+                break
+            if self.ctx.memory.available < self._inflight:
+                self.ctx.spills().flush()
+        self.ctx.spills().flush() if self._inflight else None
+
+    def spill_partition(self, p: int) -> None:
+        pages = self.parts[p]
+        self.parts[p] = []
+        nb_total = self.part_bytes[p]
+        self.part_bytes[p] = 0
+        self.res.shrink(nb_total)  # re-held page by page in _to_file until written
+        if self.files[p] is None:
+            self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+            self.stats.spilled_partitions += 1
+        for page, nb in pages:
+            self._to_file(p, page, nb)
+        self._write_buffer(p)
+
+    def _partition_unpartitioned(self) -> None:
+        pages, self.unpart = self.unpart, []
+        for page, nb in pages:
+            self.res.shrink(nb)
+            for p, sub in self._split(page):
+                snb = page_nbytes(sub)
+                if self.files[p] is not None:
+                    self._to_file(p, sub, snb)
+                else:
+                    self.res.force(snb)
+                    self.parts[p].append((sub, snb))
+                    self.part_bytes[p] += snb
+        self._count_peak()
+
+    # ------------------------------------------------------------------ reading
+
+    def finish(self) -> None:
+        """No more pages: write pending batches; make partitions self-contained if spilled."""
+        self.finished = True
+        self.ctx.memory.unregister(self)
+        if self.parts is None:
+            return
+        if self.spilled and self.unpart:
+            self._partition_unpartitioned()
+        for p in range(self.nparts):
+            self._write_buffer(p)
+
+    def spill_partitions(self, parts: list[int]) -> None:
+        """Mark partitions spilled from the start: their pages go straight to their files."""
+        self.ensure_partitioned()
+        for p in parts:
+            if self.files[p] is None:
+                self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+                self.stats.spilled_partitions += 1
+
+    def ensure_partitioned(self) -> None:
+        """Split every held page by partition (so partitions can be processed one by one)."""
+        if self.hash_fn is None:
+            return
+        if self.parts is None:
+            self._start_partitioning()
+        if self.unpart:
+            self._partition_unpartitioned()
+
+    def pages(self) -> list[Chunk]:
+        """Every page (only when nothing spilled)."""
+        assert not self.spilled
+        out = [pg for pg, _ in self.unpart]
+        if self.parts is not None:
+            for lst in self.parts:
+                out.extend(pg for pg, _ in lst)
+        return out
+
+    def replace_pages(self, pages: list[Chunk]) -> None:
+        """Swap the held pages for ``pages`` (a compacted form of them), re-reserving."""
+        assert not self.spilled
+        self.res.free()
+        self.unpart, self.parts = [], None
+        for pg in pages:
+            nb = page_nbytes(pg)
+            self.res.force(nb)
+            self.unpart.append((pg, nb))
+
+    def compact_partitions(self, merge: Callable[[list[Chunk]], Chunk]) -> None:
+        """Replace the pages of each in-memory partition (and the unpartitioned ones) by
+        ``merge`` of them -- aggregation partials merged into one page per partition."""
+        if self.unpart and len(self.unpart) > 1:
+            nb_old = sum(nb for _, nb in self.unpart)
+            merged = merge([pg for pg, _ in self.unpart])
+            nb = page_nbytes(merged)
+            self.res.shrink(nb_old)
+            self.res.force(nb)
+            self.unpart = [(merged, nb)]
+        if self.parts is None:
+            return
+        for p in range(self.nparts):
+            if self.files[p] is None and len(self.parts[p]) > 1:
+                merged = merge([pg for pg, _ in self.parts[p]])
+                nb = page_nbytes(merged)
+                self.res.shrink(self.part_bytes[p])
+                self.res.force(nb)
+                self.parts[p] = [(merged, nb)]
+                self.part_bytes[p] = nb
+
+    def partitions(self) -> Iterator["Partition"]:
+        """In-memory partitions first, then spilled ones (after :meth:`finish`)."""
+        assert self.finished
+        if self.parts is not None and self.unpart:
+            self._partition_unpartitioned()  # partition-wise processing: every page in its partition
+        if self.parts is None:
+            yield Partition(self, -1, [pg for pg, _ in self.unpart], None, sum(nb for _, nb in self.unpart))
+            return
+        order = [p for p in range(self.nparts) if self.files[p] is None] + \
+            [p for p in range(self.nparts) if self.files[p] is not None]
+        for p in order:
+            if not self.parts[p] and self.files[p] is None:
+                continue
+            stored = self.files[p].raw_bytes if self.files[p] is not None else 0
+            yield Partition(self, p, [pg for pg, _ in self.parts[p]], self.files[p], self.part_bytes[p] + stored)
+
+    def release(self, p: int) -> None:
+        """Drop partition ``p``'s in-memory pages (processed)."""
+        if self.parts is not None and p >= 0:
+            self.res.shrink(self.part_bytes[p])
+            self.parts[p], self.part_bytes[p] = [], 0
+        elif p < 0:
+            self.res.shrink(sum(nb for _, nb in self.unpart))
+            self.unpart = []
+
+    def close(self) -> None:
+        self.ctx.memory.unregister(self)
+        self.res.free()
+        self.unpart, self.parts = [], None
+        for f in self.files:
+            if f is not None:
+                f.delete()
+        self.files = []
+
+
+@dataclass
+class Partition:
+    """One partition's pages: held in memory, in a spill file, or both."""
+
+    mat: Materializer
+    index: int
+    held: list[Chunk]
+    file: SpillFile | None
+    nbytes: int
+
+    @property
+    def spilled(self) -> bool:
+        return self.file is not None
+
+    def fits(self, factor: float) -> bool:
+        """Whether processing it (``factor`` x its bytes, less what it already holds) fits."""
+        held = sum(page_nbytes(p) for p in self.held) if self.held else 0
+        return factor * self.nbytes - held <= self.mat.ctx.memory.available or self.mat.level >= MAX_LEVEL
+
+    def stream(self) -> Iterator[Chunk]:
+        """Its pages, the spilled ones read back one at a time."""
+        yield from self.held
+        if self.file is not None:
+            for page in self.file.read(self.mat.ctx.device):
+                self.mat.stats.read_pages += 1
+                self.mat.stats.read_bytes += page_nbytes(page)
+                yield page
+
+    def load(self, res) -> list[Chunk]:
+        """All its pages in memory, the read-back ones reserved on ``res``."""
+        out = list(self.held)
+        if self.file is not None:
+            for page in self.file.read(self.mat.ctx.device):
+                nb = page_nbytes(page)
+                res.force(nb)
+                self.mat.stats.read_pages += 1
+                self.mat.stats.read_bytes += nb
+                out.append(page)
+        return out
+
+    def split(self) -> Materializer:
+        """Its pages re-partitioned on the next hash bits into a new materializer."""
+        sub = Materializer(self.mat.ctx, self.mat.owner, self.mat.hash_fn, level=self.mat.level + 1,
+                           stats=self.mat.stats, threshold=0, combine=self.mat.combine)
+        for page in self.stream():
+            sub.add(page)
+        self.mat.release(self.index)
+        if self.file is not None:
+            self.file.delete()
+        sub.finish()
+        return sub

@@ -1,0 +1,318 @@
+"""Spill files: pages of operator state written to disk and read back.
+
+A page is a Chunk. On disk it is one Arrow IPC stream (schema + one record batch), framed by
+its length, appended to the file of its partition or run; strings travel by value (the page's
+dictionary is not written), other columns as their tensors' storage (decimals as scaled int64,
+dates as int32 days), NULLs as Arrow validity. Each page may use another codec: the
+self-regulating policy (:mod:`sluice.adapt.spill_codec`) picks it per page.
+
+Writes run on one background thread with a bounded number of pages in flight; the memory of a
+page stays reserved until it is on disk. Every file of a query lives in one folder,
+``sluice-spill-<pid>-<token>`` under a spill directory (several are used round-robin), removed
+when the query ends -- on success, on error and on Ctrl-C -- and, if the process was killed,
+by the next process that opens a connection (:func:`clean_stale`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from sluice.adapt.spill_codec import SpillCodec
+from sluice.chunk import Chunk, Column, host_tensor
+from sluice.errors import ResourcesExhausted
+from sluice.types import LType
+
+PREFIX = "sluice-spill-"
+#: Pages being written at once (their memory is held until the write completes).
+MAX_IN_FLIGHT = 4
+_FRAME = struct.Struct("<Q")
+
+
+# ---------------------------------------------------------------- page <-> record batch
+
+
+def page_to_batch(page: Chunk) -> pa.RecordBatch:
+    arrays, fields = [], []
+    n = page.num_rows
+    for name, c in page.columns.items():
+        c = c.expand(n)
+        if c.wide is not None:
+            raise ResourcesExhausted("a SUM beyond 64 bits cannot be spilled")
+        mask = None if c.valid is None else ~c.valid.cpu().numpy()
+        if c.type.kind == "string":
+            codes = c.data.cpu().numpy().astype(np.int64, copy=False)
+            values = c.dictionary.take(pa.array(codes)) if n else pa.array([], pa.string())
+            arr = values if mask is None else _with_nulls(values, mask)
+        else:
+            data = np.ascontiguousarray(c.data.cpu().numpy())
+            arr = pa.array(data, mask=mask) if mask is not None else pa.array(data)
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type, metadata={"k": c.type.kind, "s": str(c.type.scale)}))
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _with_nulls(values: pa.Array, mask: np.ndarray) -> pa.Array:
+    import pyarrow.compute as pc
+    return pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), values)
+
+
+def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> Chunk:
+    cols = {}
+    n = batch.num_rows
+    for f, arr in zip(batch.schema, batch.columns):
+        md = f.metadata or {}
+        t = LType(md[b"k"].decode(), int(md[b"s"].decode()))
+        valid = None
+        if arr.null_count:
+            valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
+        if t.kind == "string":
+            values = arr.fill_null("") if arr.null_count else arr
+            col = Column(torch.arange(n, dtype=torch.int32), t, valid, values)
+        else:
+            filled = arr.fill_null(False if t.kind == "bool" else 0) if arr.null_count else arr
+            np_arr = filled.to_numpy(zero_copy_only=False)
+            col = Column(host_tensor(np.ascontiguousarray(np_arr)), t, valid)
+        if device is not None and device.type != "cpu":
+            col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
+                         col.dictionary)
+        cols[f.name] = col
+    return Chunk(cols, n)
+
+
+def page_nbytes(page: Chunk) -> int:
+    """Bytes a page holds: its tensors, plus its share of each string dictionary."""
+    total = 0
+    n = page.num_rows
+    for c in page.columns.values():
+        if c.is_const:
+            continue
+        total += c.data.numel() * c.data.element_size()
+        if c.valid is not None:
+            total += c.valid.numel()
+        if c.dictionary is not None and len(c.dictionary):
+            d = c.dictionary
+            share = min(1.0, n / len(d))
+            total += int(d.nbytes * share)
+    return total
+
+
+# ---------------------------------------------------------------- files
+
+
+class SpillFile:
+    """An append-only file of pages, read back in the order written."""
+
+    def __init__(self, manager: "SpillManager", path: Path) -> None:
+        self.manager = manager
+        self.path = path
+        self.pages = 0
+        self.raw_bytes = 0
+        self.stored_bytes = 0
+        self._pending: list[Future] = []
+        self._lock = threading.Lock()
+
+    def append(self, pages: Chunk | list[Chunk], on_written: Callable[[], None] | None = None) -> None:
+        """Write ``pages`` (each kept a page of its own) in the background, in one write;
+        ``on_written`` runs once they are on disk."""
+        self.manager.submit(self, pages if isinstance(pages, list) else [pages], on_written)
+
+    def _write(self, pages: list[Chunk]) -> None:
+        codec = self.manager.codec
+        level = codec.level
+        name, lv = codec.current()
+        t0 = time.perf_counter()
+        opts = pa.ipc.IpcWriteOptions(compression=None if name == "none" else pa.Codec(name, lv))
+        frames = []
+        for page in pages:
+            batch = page_to_batch(page)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema, options=opts) as w:
+                w.write_batch(batch)
+            buf = sink.getvalue()
+            frames += [_FRAME.pack(buf.size), buf]
+        stored = sum(len(f) if isinstance(f, bytes) else f.size for f in frames)
+        t1 = time.perf_counter()
+        with self._lock, open(self.path, "ab") as f:
+            for fr in frames:
+                f.write(fr)
+        t2 = time.perf_counter()
+        raw = sum(page_nbytes(p) for p in pages)
+        self.pages += len(pages)
+        self.raw_bytes += raw
+        self.stored_bytes += stored
+        codec.record(level, raw, t1 - t0, t2 - t1)
+        self.manager.note_write(raw, stored, t0, t2, len(pages))
+
+    def flush(self) -> None:
+        """Wait until every page appended so far is on disk."""
+        self.manager.flush()
+
+    def read(self, device: torch.device | None = None) -> Iterator[Chunk]:
+        """The pages, in the order written."""
+        self.flush()
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            while True:
+                head = f.read(_FRAME.size)
+                if not head:
+                    return
+                (size,) = _FRAME.unpack(head)
+                t0 = time.perf_counter()
+                data = f.read(size)
+                batch = pa.ipc.open_stream(pa.py_buffer(data)).read_next_batch()
+                page = batch_to_page(batch, device)
+                self.manager.note_read(size + _FRAME.size, t0, time.perf_counter())
+                yield page
+
+    def delete(self) -> None:
+        self.flush()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class SpillManager:
+    """The spill folder(s), background writer and counters of one query."""
+
+    def __init__(self, dirs: list[str], codec: SpillCodec | None = None, recorder=None) -> None:
+        self.dirs = [Path(d) for d in dirs]
+        self.codec = codec or SpillCodec()
+        self.recorder = recorder
+        self._folders: list[Path] = []
+        self._next = 0
+        self._token = uuid.uuid4().hex[:8]
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: list[Future] = []
+        self._sem = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._lock = threading.Lock()
+        self.bytes_written = 0       # raw page bytes
+        self.bytes_stored = 0        # on disk (after compression)
+        self.bytes_read = 0
+        self.pages_written = 0
+        self.pages_read = 0
+        self.write_s = 0.0
+        self.read_s = 0.0
+        self.files = 0
+        self._error: BaseException | None = None
+
+    def _folder(self) -> Path:
+        if not self._folders:
+            for d in self.dirs:
+                f = d / f"{PREFIX}{os.getpid()}-{self._token}"
+                try:
+                    f.mkdir(parents=False, exist_ok=True)
+                except OSError as e:
+                    raise ResourcesExhausted(f"cannot create spill folder in {d}: {e.strerror}") from None
+                self._folders.append(f)
+        f = self._folders[self._next % len(self._folders)]
+        self._next += 1
+        return f
+
+    def new_file(self, label: str) -> SpillFile:
+        with self._lock:
+            self.files += 1
+            name = f"{label.replace(' ', '_')}-{self.files}.pages"
+            return SpillFile(self, self._folder() / name)
+
+    def submit(self, file: SpillFile, pages: list[Chunk], on_written: Callable[[], None] | None) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sluice-spill")
+        self._sem.acquire()
+
+        def run():
+            try:
+                file._write(pages)
+            except BaseException as e:  # noqa: BLE001 - surfaced to the query on the next call
+                self._error = e if isinstance(e, ResourcesExhausted) else \
+                    ResourcesExhausted(f"cannot write spill file {file.path}: {e}")
+            finally:
+                self._sem.release()
+                if on_written is not None:
+                    on_written()
+        fut = self._pool.submit(run)
+        with self._lock:
+            self._futures = [f for f in self._futures if not f.done()] + [fut]
+
+    def flush(self) -> None:
+        with self._lock:
+            futs = list(self._futures)
+        for f in futs:
+            f.result()
+        if self._error is not None:
+            raise self._error
+
+    def note_write(self, raw: int, stored: int, t0: float, t1: float, pages: int = 1) -> None:
+        with self._lock:
+            self.bytes_written += raw
+            self.bytes_stored += stored
+            self.pages_written += pages
+            self.write_s += t1 - t0
+        if self.recorder is not None:
+            self.recorder.add("spill_write", t0, t1, stored, "spill")
+
+    def note_read(self, stored: int, t0: float, t1: float) -> None:
+        with self._lock:
+            self.bytes_read += stored
+            self.pages_read += 1
+            self.read_s += t1 - t0
+        if self.recorder is not None:
+            self.recorder.add("spill_read", t0, t1, stored, "spill")
+
+    def close(self) -> None:
+        """Stop writing and remove every spill file of this query (called on any exit)."""
+        if self._pool is not None:
+            for f in self._futures:
+                f.cancel()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        for f in self._folders:
+            shutil.rmtree(f, ignore_errors=True)
+        self._folders = []
+
+
+def clean_stale(dirs: list[str]) -> int:
+    """Remove spill folders of processes that no longer run; returns how many."""
+    removed = 0
+    for d in dirs:
+        try:
+            entries = list(Path(d).iterdir())
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(PREFIX) or not e.is_dir():
+                continue
+            try:
+                pid = int(e.name[len(PREFIX):].split("-", 1)[0])
+            except ValueError:
+                continue
+            if pid == os.getpid() or _alive(pid):
+                continue
+            shutil.rmtree(e, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
