@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 import warnings
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -106,6 +107,22 @@ class Chunk:
 _READONLY_WARNED = False
 
 
+def compact_strings(chunk: "Chunk") -> "Chunk":
+    """The chunk with each string column's dictionary cut to the entries its rows use, where the
+    dictionary is much larger than the column (a slice of a bigger chunk): so that a small
+    chunk does not keep a big dictionary alive."""
+    cols = {}
+    changed = False
+    for k, c in chunk.columns.items():
+        if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * c.data.numel():
+            d, codes = _compacted(c)
+            cols[k] = Column(codes, c.type, c.valid, d, c.wide)
+            changed = True
+        else:
+            cols[k] = c
+    return Chunk(cols, chunk.num_rows, chunk.seq) if changed else chunk
+
+
 def host_tensor(arr: np.ndarray) -> torch.Tensor:
     """Zero-copy CPU tensor over a numpy array, also a read-only Arrow-backed one: sluice never
     writes into such columns in place, so torch's non-writable warning is silenced here only.
@@ -157,18 +174,29 @@ def _compacted(c: Column) -> tuple[pa.Array, torch.Tensor]:
     return used, torch.arange(n, dtype=torch.int32, device=c.data.device).reshape(c.data.shape)
 
 
-_UNIQUE_CACHE: dict[int, tuple[pa.Array, bool]] = {}
+class DictionaryCache:
+    """Results computed once per dictionary (shared by every chunk that uses it) and kept
+    exactly as long as the dictionary lives: entries hold it weakly, so a cache never keeps
+    a dead chunk's strings in memory."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple[weakref.ref, object]] = {}
+
+    def get(self, d: pa.Array, compute):
+        key = id(d)
+        hit = self._d.get(key)
+        if hit is not None and hit[0]() is d:
+            return hit[1]
+        value = compute(d)
+        self._d[key] = (weakref.ref(d, lambda _ref, k=key: self._d.pop(k, None)), value)
+        return value
+
+
+_UNIQUE = DictionaryCache()
 
 
 def _is_unique(d: pa.Array) -> bool:
-    hit = _UNIQUE_CACHE.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1]
-    res = len(pc.unique(d)) == len(d)
-    if len(_UNIQUE_CACHE) > 256:
-        _UNIQUE_CACHE.clear()
-    _UNIQUE_CACHE[id(d)] = (d, res)
-    return res
+    return _UNIQUE.get(d, lambda x: len(pc.unique(x)) == len(x))
 
 
 def _as_string(d: pa.Array) -> pa.Array:

@@ -121,21 +121,6 @@ def _print_table(table, max_rows: int) -> None:
     print("\n".join(out))
 
 
-def _write_output(table, path: str) -> None:
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".parquet", ".csv"):
-        raise ConfigError(f"output must end in .parquet or .csv, not {Path(path).name!r}")
-
-    def write(tmp):
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-            pq.write_table(table, tmp)
-        else:
-            import pyarrow.csv as pacsv
-            pacsv.write_csv(table, tmp)
-    _write_atomic(path, write)
-
-
 def _title(sql: str) -> str:
     one = " ".join(sql.split())
     return one if len(one) <= 90 else one[:87] + "..."
@@ -281,14 +266,23 @@ def run(argv: list[str] | None = None) -> int:
             if path and not path.lower().endswith(suffix):
                 raise ConfigError(f"{path!r} should end in {suffix}")
         t0 = time.perf_counter()
-        with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
-            table = rel.to_arrow(progress=bar.advance)
-        elapsed = time.perf_counter() - t0
         if args.output:
-            _write_output(table, args.output)
-            print(f"wrote {table.num_rows} rows to {args.output}", file=sys.stderr)
-        elif not args.analyze:
-            _print_table(table, args.max_rows)
+            suffix = Path(args.output).suffix.lower()
+            if suffix not in (".parquet", ".csv"):
+                raise ConfigError(f"output must end in .parquet or .csv, not {Path(args.output).name!r}")
+            written = []
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
+                # Streamed chunk by chunk into a temporary file, renamed when complete.
+                _write_atomic(args.output, lambda tmp: written.append(
+                    rel.write(tmp, suffix.lstrip("."), progress=bar.advance)))
+            elapsed = time.perf_counter() - t0
+            print(f"wrote {written[0]} rows to {args.output}", file=sys.stderr)
+        else:
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
+                table = rel.to_arrow(progress=bar.advance)
+            elapsed = time.perf_counter() - t0
+            if not args.analyze:
+                _print_table(table, args.max_rows)
         op, ctx = rel.last_run
         if args.analyze:
             from sluice.analyze import analyze_report

@@ -83,9 +83,10 @@ class Config:
 
     host_memory_limit: int = field(default=0)
     """Host memory budget in bytes for everything a query buffers (scan queues, join build
-    sides, aggregation state, sort runs, shared CTE results, the result). 0: 70% of the
-    machine's memory, or of the container's (cgroup) limit when smaller. Accepts 4GiB etc.
-    Past it, operators spill to ``spill_dir``."""
+    sides, aggregation state, sort runs, shared CTE results, the result). 0: 80% of the
+    machine's memory less 1 GiB (at least a tenth of it), where the machine's memory is the
+    container's (cgroup) limit when that is smaller. Accepts 4GiB etc. Past it, operators
+    spill to ``spill_dir``."""
 
     device_memory_limit: int = field(default=0)
     """Device memory budget in bytes (0: 85% of the device's memory); past it device pages
@@ -129,8 +130,8 @@ class Config:
                 raise ConfigError(f"spill_dir {d!r} is not a directory")
         for name in ("host_memory_limit", "device_memory_limit"):
             v = getattr(self, name)
-            if v < 0 or (0 < v < (1 << 20)):
-                raise ConfigError(f"{name} must be 0 (automatic) or at least 1MiB, not {v}")
+            if v < 0 or (0 < v < (64 << 10)):
+                raise ConfigError(f"{name} must be 0 (automatic) or at least 64KiB, not {v}")
 
     def spill_dirs(self) -> list[str]:
         """The spill directories (the system temp directory when none is set)."""

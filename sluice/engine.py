@@ -19,8 +19,9 @@ from sluice.config import Config
 from sluice.errors import (ConfigError, DataError, InternalError, PlanError, SluiceError, UnsupportedError,
                            internal_error)
 from sluice.exec.context import ExecContext
-from sluice.exec.driver import explain as explain_ops, lower_plan, run_to_arrow
+from sluice.exec.driver import explain as explain_ops, lower_plan, result_schema, run_batches, run_to_arrow
 from sluice.io.memory import configure_allocator
+from sluice.io.spill import clean_stale
 from sluice.io.parquet.metadata import MetadataCache, TableInfo, load_table, table_files
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
@@ -51,6 +52,7 @@ class Connection:
         if data is not None and not self.root.is_dir():
             raise DataError(f"data directory {self.root} does not exist")
         self.device = resolve_device(self.config.device)
+        clean_stale(self.config.spill_dirs())  # spill folders of killed processes
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         self.cache = MetadataCache()
@@ -137,12 +139,13 @@ class Relation:
                     total += task_compressed_bytes(o.table, task, cols, self._con.cache)
         return total
 
-    def to_arrow(self, progress=None) -> pa.Table:
+    def _execute(self, consume, progress=None):
+        """Run the plan, handing its batches to ``consume``; errors become one-line errors."""
         op = lower_plan(self.plan, self._con.config)
         ctx = self._context(progress)
         try:
             with torch.inference_mode():
-                table = run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema)
+                out = consume(op, ctx)
         except SluiceError:
             raise
         except torch.cuda.OutOfMemoryError as e:  # pragma: no cover - GPU only
@@ -154,7 +157,36 @@ class Relation:
         except Exception as e:  # noqa: BLE001 - anything else is our bug; say so in one line
             raise InternalError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
         self.last_run = (op, ctx)
-        return table
+        return out
+
+    def to_arrow(self, progress=None) -> pa.Table:
+        return self._execute(lambda op, ctx: run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema),
+                             progress)
+
+    def write(self, path: str | os.PathLike, fmt: str | None = None, progress=None) -> int:
+        """Stream the result into a Parquet or CSV file (by ``fmt`` or the suffix), chunk by
+        chunk: the result need not fit in memory. Returns the number of rows written."""
+        fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
+        if fmt not in ("parquet", "csv"):
+            raise ConfigError(f"cannot write {fmt!r} files; use .parquet or .csv")
+
+        def consume(op, ctx):
+            rows = 0
+            writer = None
+            try:
+                for batch in run_batches(op, ctx, self._names, self.columns, self.plan.schema):
+                    if writer is None:
+                        writer = _open_writer(path, fmt, batch.schema)
+                    writer.write_batch(batch) if fmt == "parquet" else writer.write(batch)
+                    rows += batch.num_rows
+                if writer is None:
+                    empty = run_to_arrow_schema(self._names, self.columns, self.plan.schema)
+                    writer = _open_writer(path, fmt, empty)
+            finally:
+                if writer is not None:
+                    writer.close()
+            return rows
+        return self._execute(consume, progress)
 
     def analyze(self) -> str:
         """Run the query and return the plan annotated with what each operator and stage did."""
@@ -187,6 +219,18 @@ class Relation:
 
     def __repr__(self) -> str:
         return self.explain()
+
+
+def run_to_arrow_schema(names, out_names, schema) -> pa.Schema:
+    return result_schema(names, out_names, schema)
+
+
+def _open_writer(path, fmt: str, schema: pa.Schema):
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        return pq.ParquetWriter(str(path), schema)
+    import pyarrow.csv as pacsv
+    return pacsv.CSVWriter(str(path), schema)
 
 
 def connect(data: str | os.PathLike | None = None, **settings: Any) -> Connection:

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, host_tensor, unify_dictionaries
+from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor
 from sluice.errors import ExecutionError
 from sluice.exec.kernels.keys import hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
 from sluice.types import INT64, LType
@@ -195,7 +195,8 @@ class StringMinMaxAcc(MinMaxAcc):
 
     def _winners(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
         dev = ids.device
-        d, (codes,) = unify_dictionaries([col])
+        # Dictionary entries need not be unique here (equal strings tie on rank): no hashing.
+        d, codes = _compacted(col)
         codes = codes.long().reshape(-1)
         if codes.numel() != ids.numel():
             codes = codes.expand(ids.shape)
@@ -296,42 +297,36 @@ def _wide_sum(hi, lo, t, valid) -> Column:
     return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))
 
 
-_PREFIX_CACHE: dict[int, tuple[pa.Array, torch.Tensor]] = {}
+_PREFIXES = DictionaryCache()
 
 
 def string_prefix_keys(d: pa.Array) -> torch.Tensor:
     """Per string, its first 8 bytes as a big-endian number shifted into int64's signed range,
     so that comparing keys compares the prefixes byte by byte (like the strings, as far as
-    the prefix goes)."""
-    hit = _PREFIX_CACHE.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1]
+    the prefix goes). Cached per dictionary."""
+    return _PREFIXES.get(d, _prefix_keys)
+
+
+def _prefix_keys(d: pa.Array) -> torch.Tensor:
     if d.type != pa.string() and d.type != pa.large_string():
-        d2 = d.cast(pa.large_string())
-    else:
-        d2 = d
-    if d2.offset or d2.null_count:
-        d2 = pa.concat_arrays([d2.fill_null("")])
-    n = len(d2)
+        d = d.cast(pa.large_string())
+    if d.offset or d.null_count:
+        d = pa.concat_arrays([d.fill_null("")])
+    n = len(d)
     if n == 0:
-        out = torch.zeros(0, dtype=torch.int64)
-    else:
-        bufs = d2.buffers()
-        off_dtype = np.int64 if d2.type == pa.large_string() else np.int32
-        offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
-        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-        padded = np.zeros(len(data) + 8, dtype=np.uint8)
-        padded[:len(data)] = data
-        words = np.ndarray(shape=(len(data) + 1,), dtype=">u8", buffer=padded, strides=(1,))
-        starts = offsets[:-1]
-        lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
-        w = words[starts].astype(np.uint64)
-        w &= _high_mask(lengths)
-        out = host_tensor((w ^ np.uint64(1 << 63)).view(np.int64))
-    if len(_PREFIX_CACHE) > 64:
-        _PREFIX_CACHE.clear()
-    _PREFIX_CACHE[id(d)] = (d, out)
-    return out
+        return torch.zeros(0, dtype=torch.int64)
+    bufs = d.buffers()
+    off_dtype = np.int64 if d.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    padded = np.zeros(len(data) + 8, dtype=np.uint8)
+    padded[:len(data)] = data
+    words = np.ndarray(shape=(len(data) + 1,), dtype=">u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1]
+    lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
+    w = words[starts].astype(np.uint64)
+    w &= _high_mask(lengths)
+    return host_tensor((w ^ np.uint64(1 << 63)).view(np.int64))
 
 
 def _high_mask(lengths: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ class ExecContext:
     memory: MemoryPool | None = None                              # the host budget
     memory_stats: dict[int, object] = field(default_factory=dict)  # id(operator) -> MaterializeStats
     state: dict[int, object] = field(default_factory=dict)         # id(operator) -> run state (shared results)
+    scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
     _spill: SpillManager | None = None
 
     def __post_init__(self) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextvars
 from functools import singledispatch
+from typing import Iterator
 
 import pyarrow as pa
 
-from sluice.chunk import concat_chunks
 from sluice.errors import SluiceError, UnsupportedError, internal_error
 from sluice.exec.checks import deferred_checks
-from sluice.exec.context import ExecContext, chunk_nbytes
+from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, SharedOp, UnionOp
@@ -125,16 +125,22 @@ def _(plan: Join, cfg):
                       probe.schema, build.schema, plan.null_aware, plan.single_row)
 
 
-def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
-                 schema: dict) -> pa.Table:
+def result_schema(names: list[str], out_names: list[str], schema: dict) -> pa.Schema:
+    return pa.schema([pa.field(n, to_arrow(schema[i])) for n, i in zip(_dedupe(out_names), names)])
+
+
+def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
+                schema: dict) -> Iterator[pa.RecordBatch]:
+    """Run the plan, yielding each output chunk as an Arrow batch (strings decoded) as soon as
+    it is produced; value checks deferred on a GPU are read before the run ends."""
+    ctx.scan_count = sum(1 for o in op.walk() if isinstance(o, ScanOp))
     op.start(ctx)  # with reader combining, every scan of the plan starts reading now
-    res = ctx.memory.reservation("the query result")
-    chunks = []
+    arrow_schema = result_schema(names, out_names, schema)
     with deferred_checks() as checks:
         try:
             for chunk in op.stream(ctx):
-                res.grow(chunk_nbytes(chunk), "rows of the result; write large results with -o FILE")
-                chunks.append(chunk)
+                arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
+                yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
         except BaseException:
             checks.raise_pending()  # a failure caused by an overflowed value is the overflow
             raise
@@ -142,12 +148,18 @@ def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: li
             ctx.recorder.finish()
             ctx.close()
         checks.raise_pending()
-    data = concat_chunks(chunks, names) if chunks else None
-    if data is None:
-        arrays = [pa.array([], to_arrow(schema[n])) for n in names]
-        return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
-    arrays = [column_to_arrow(data.columns[n].expand(data.num_rows)) for n in names]
-    return pa.Table.from_arrays(arrays, names=_dedupe(out_names))
+
+
+def run_to_arrow(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
+                 schema: dict) -> pa.Table:
+    """The whole result as one Arrow table, held against the memory budget."""
+    res = ctx.memory.reservation("the query result")
+    batches = []
+    arrow_schema = result_schema(names, out_names, schema)
+    for b in run_batches(op, ctx, names, out_names, schema):
+        res.grow(b.nbytes, "rows of the result; a large result can be written to a file with -o FILE")
+        batches.append(b)
+    return pa.Table.from_batches(batches, schema=arrow_schema)
 
 
 def _dedupe(names: list[str]) -> list[str]:

@@ -183,7 +183,7 @@ class HashJoinOp(Operator):
             bp, pp = bparts.get(idx), pparts.get(idx)
             if bp is not None and not bp.fits(JOIN_FACTOR):
                 bsub = bp.split()
-                psub = pp.split() if pp is not None else None
+                psub = pp.split(to_disk=True) if pp is not None else None
                 try:
                     sub_parts = {p for p in range(bsub.nparts)}
                     if psub is None:

@@ -89,7 +89,7 @@ class Materializer:
         self.threshold = 0 if self.force else (threshold if threshold is not None else limit // 4)
         # Write batches: large enough for efficient I/O, small enough that the buffers of all
         # spilled partitions stay a small share of the budget.
-        self.batch_bytes = max(32 << 10, min(SPILL_BATCH_BYTES, limit // (8 << PARTITION_BITS)))
+        self.batch_bytes = max(4 << 10, min(SPILL_BATCH_BYTES, limit // (8 << PARTITION_BITS)))
         self.unpart: list[tuple[Chunk, int]] = []
         self.parts: list[list[tuple[Chunk, int]]] | None = None
         self.part_bytes: list[int] = []
@@ -177,7 +177,8 @@ class Materializer:
         self.buffer_bytes[p] += nb
         self.res.force(nb)  # held until written
         self._count_peak()
-        if self.buffer_bytes[p] >= self.batch_bytes:
+        pool = self.ctx.memory
+        if self.buffer_bytes[p] >= self.batch_bytes or pool.used > pool.limit:
             self._write_buffer(p)
 
     def _write_buffer(self, p: int) -> None:
@@ -434,10 +435,13 @@ class Partition:
                 out.append(page)
         return out
 
-    def split(self) -> Materializer:
-        """Its pages re-partitioned on the next hash bits into a new materializer."""
+    def split(self, to_disk: bool = False) -> Materializer:
+        """Its pages re-partitioned on the next hash bits into a new materializer (straight to
+        its spill files with ``to_disk``: pages only streamed later, such as probe rows)."""
         sub = Materializer(self.mat.ctx, self.mat.owner, self.mat.hash_fn, level=self.mat.level + 1,
                            stats=self.mat.stats, threshold=0, combine=self.mat.combine)
+        if to_disk:
+            sub.spill_partitions(list(range(sub.nparts)))
         for page in self.stream():
             sub.add(page)
         self.mat.release(self.index)

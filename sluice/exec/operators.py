@@ -55,6 +55,10 @@ class Operator(abc.ABC):
                 stack.extend(o.children)
 
 
+#: The read-ahead queues of all scans take at most 1/SCAN_SHARE of the memory budget.
+SCAN_SHARE = 4
+
+
 @dataclass
 class ScanOp(Operator):
     table: TableInfo
@@ -73,6 +77,15 @@ class ScanOp(Operator):
                 self.table, sorted(set(self.columns.values())), self.row_groups, config=ctx.config,
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
                 progress=ctx.progress)
+            # The read-ahead queue is memory too: it reserves its bound -- no more than the
+            # table's decoded size, and all scans together at most a quarter of the budget --
+            # or what is left; at least one task is always read ahead.
+            res = ctx.memory.reservation(f"Scan {self.table.name} queue")
+            share = ctx.memory.limit // (SCAN_SHARE * max(1, ctx.scan_count))
+            want = min(ctx.config.scan_buffer_bytes, share, sum(r.estimates))
+            if not res.try_grow(want):
+                res.try_grow(min(want, ctx.memory.available))
+            r.buffer_bytes, r.reservation = res.size, res
         return r
 
     def start(self, ctx: ExecContext) -> None:

@@ -27,7 +27,7 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, concat_chunks
+from sluice.chunk import Chunk, compact_strings, concat_chunks
 from sluice.exec.evaluate import evaluate
 from sluice.exec.kernels.keys import sortable
 from sluice.exec.materialize import MaterializeStats
@@ -91,6 +91,9 @@ class SortOp(Operator):
                         res.force(nb)  # one chunk is the irreducible working set
                 held.append(chunk)
                 stats.peak_reserved = max(stats.peak_reserved, res.size)
+                if ctx.config.force_spill:  # every chunk a run of its own: the merge always runs
+                    runs.append(self._write_run(ctx, held, res, stats))
+                    held = []
             if not runs:
                 data = concat_chunks(held)
                 if data is None:
@@ -151,8 +154,8 @@ class SortOp(Operator):
             stats.peak_reserved = max(stats.peak_reserved, res.size)
             perm = sort_permutation(window, self.keys)
             pos = int((perm == bound).nonzero()[0, 0])
-            out = window.take(perm[:pos + 1])
-            leftover = window.take(perm[pos + 1:])
+            out = compact_strings(window.take(perm[:pos + 1]))
+            leftover = compact_strings(window.take(perm[pos + 1:]))
             res.shrink(nb)
             for i in active:  # every loaded page went into the window
                 current[i] = _next_page(cursors[i], stats)

@@ -37,9 +37,13 @@ def configure_allocator() -> None:
 
 # ---------------------------------------------------------------------------- budgets
 
-#: Share of the machine's (or the container's) memory that sluice budgets by default. The
-#: rest covers the interpreter, torch and pyarrow themselves and each chunk in flight.
-DEFAULT_HOST_SHARE = 0.7
+#: Default host budget: this share of the machine's (or the container's) memory after
+#: RESERVED_BYTES, and at least MIN_HOST_SHARE of it. What is outside the budget covers the
+#: process itself (interpreter, torch and pyarrow: about 330 MiB resident) and the chunks in
+#: flight (the row groups being decoded and the chunk each operator works on).
+DEFAULT_HOST_SHARE = 0.8
+RESERVED_BYTES = 1 << 30
+MIN_HOST_SHARE = 0.1
 #: Share of a GPU's memory budgeted by default (the CUDA context and caching allocator
 #: slack live in the rest).
 DEFAULT_DEVICE_SHARE = 0.85
@@ -87,7 +91,8 @@ def cgroup_memory_limit() -> int | None:
 
 
 def default_host_limit() -> int:
-    return int(physical_memory() * DEFAULT_HOST_SHARE)
+    m = physical_memory()
+    return int(max(MIN_HOST_SHARE * m, DEFAULT_HOST_SHARE * (m - RESERVED_BYTES)))
 
 
 def default_device_limit(device) -> int:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, host_tensor
+from sluice.chunk import Column, DictionaryCache, host_tensor
 from sluice.types import LType
 
 _NULL_HASH = 0x2545F4914F6CDD1D
@@ -79,19 +79,12 @@ def partition_of(h: torch.Tensor, bits: int, level: int = 0) -> torch.Tensor:
     return _srl(h, shift) & ((1 << bits) - 1)
 
 
-_STRING_CACHE: dict[int, tuple[pa.Array, torch.Tensor]] = {}
+_STRINGS = DictionaryCache()
 
 
 def _string_hashes(d: pa.Array) -> torch.Tensor:
     """Hash of each dictionary entry's bytes (cached per dictionary object)."""
-    hit = _STRING_CACHE.get(id(d))
-    if hit is not None and hit[0] is d:
-        return hit[1]
-    out = string_hashes(d)
-    if len(_STRING_CACHE) > 64:
-        _STRING_CACHE.clear()
-    _STRING_CACHE[id(d)] = (d, out)
-    return out
+    return _STRINGS.get(d, string_hashes)
 
 
 def string_hashes(d: pa.Array) -> torch.Tensor:

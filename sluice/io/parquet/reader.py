@@ -104,7 +104,8 @@ class ScanReader:
     def __init__(self, table: TableInfo, columns: list[str], groups: list[RowGroup], *, config: Config,
                  pool: ThreadPoolExecutor, cache: MetadataCache, device: torch.device,
                  recorder: Recorder | None = None, stats: ScanStats | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
+                 reservation=None) -> None:
         self.table = table
         self.columns = columns
         self.cfg = config
@@ -114,6 +115,8 @@ class ScanReader:
         self.rec = recorder
         self.stats = stats or ScanStats(table.name)
         self.progress = progress
+        self.buffer_bytes = config.scan_buffer_bytes if buffer_bytes is None else buffer_bytes
+        self.reservation = reservation  # the queue's bytes in the memory pool, freed when done
         self.tasks = plan_reads(groups, config.chunk_rows)
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
         self.pending: deque[tuple[Future, int, int]] = deque()
@@ -170,7 +173,7 @@ class ScanReader:
             self._fill()
 
     def _fill(self) -> None:
-        budget = self.cfg.scan_buffer_bytes
+        budget = self.buffer_bytes
         while self.next_task < len(self.tasks):
             est = self.estimates[self.next_task]
             if self.pending and self.buffered + est > budget:
@@ -223,6 +226,8 @@ class ScanReader:
         finally:
             for fut, _, _ in self.pending:
                 fut.cancel()
+            if self.reservation is not None:
+                self.reservation.free()
 
     def _blocking(self) -> Iterator[Chunk]:
         """Read the whole table (in this thread), then compute: the papers' baseline."""
