@@ -56,6 +56,56 @@ def t_min(summary: dict, data_dir: Path, device: str) -> dict | None:
     return out
 
 
+def memory_plan(op: Operator, config) -> list[str]:
+    """EXPLAIN's memory plan: per materialising operator, its estimated state against the host
+    budget and whether it may spill."""
+    from sluice.exec.hash_join import HashJoinOp
+    from sluice.exec.operators import ScanOp
+    from sluice.exec.sort import SortOp
+    from sluice.io.memory import default_host_limit
+    limit = config.host_memory_limit or default_host_limit()
+    dirs = ", ".join(config.spill_dirs())
+    lines = [f"Memory plan: host budget {fmt_bytes(limit)} (host_memory_limit), spilling to {dirs}"
+             + (" -- force_spill: every operator spills from its first page" if config.force_spill else "")]
+    scans = 0
+    for o in op.walk():
+        if isinstance(o, ScanOp):
+            scans += 1
+        if o.state_estimate is None:
+            continue
+        rows, width = o.state_estimate
+        nbytes = rows * width
+        what = {"HashJoin": "build side", "HashAggregate": "groups", "Sort": "rows",
+                "Shared": "rows"}.get(o.label, "rows")
+        if isinstance(o, SortOp) and o.limit is not None:
+            how = "top-k: keeps only offset + limit rows, no spilling needed"
+        elif isinstance(o, HashJoinOp) and not o.probe_keys:
+            how = "no join keys: held in memory (cannot spill)"
+        elif nbytes > limit:
+            how = "exceeds the budget: will spill"
+        elif nbytes > limit / 4:
+            how = "may spill (over a quarter of the budget: partitioned)"
+        else:
+            how = "fits; may spill if the estimate is low"
+        lines.append(f"  {o.label:<13} ~{rows:,.0f} {what} x {width} B = {fmt_bytes(nbytes)} "
+                     f"({nbytes / limit:.1%} of budget): {how}")
+    if scans:
+        share = min(config.scan_buffer_bytes, limit // (4 * scans))
+        lines.append(f"  Scan queues   {scans} x up to {fmt_bytes(share)} of read-ahead")
+    return lines
+
+
+def _memory_line(st) -> str:
+    parts = [f"peak reserved {fmt_bytes(st.peak_reserved)}"]
+    if st.partitions:
+        parts.append(f"{st.partitions} partitions ({st.spilled_partitions} spilled"
+                     + (f", split {st.levels} levels deep" if st.levels else "") + ")")
+    if st.spilled_bytes:
+        parts.append(f"spilled {fmt_bytes(st.spilled_bytes)} in {st.spilled_pages} pages, "
+                     f"read back {fmt_bytes(st.read_bytes)} in {st.read_pages} pages")
+    return "memory: " + ", ".join(parts)
+
+
 def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
     st = ctx.stats.get(id(op))
     desc = op.describe()
@@ -66,6 +116,9 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
         rate = st.nbytes / own if own > 0 else 0.0
         desc += (f"  [rows={st.rows:,} chunks={st.chunks} out={fmt_bytes(st.nbytes)} "
                  f"time={own * 1000:.1f}ms ({fmt_rate(rate)})]")
+    st = ctx.memory_stats.get(id(op))
+    if st is not None:
+        desc += f"\n{'  ' * (depth + 1)}  {_memory_line(st)}"
     if isinstance(op, ScanOp) and id(op) in ctx.readers:
         s = ctx.readers[id(op)].stats
         desc += (f"\n{'  ' * (depth + 1)}  read {fmt_bytes(s.bytes_read)} compressed, decoded "
@@ -91,6 +144,16 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
         lines.append(f"  {name:<8} busy {s['busy'] * 1000:8.1f} ms  utilisation {s['util'] * 100:5.1f}% "
                      f"of {s['capacity']} thread(s){bw}")
     lines.append(f"  bound by: {summ['bound']}")
+    lines.append(f"  memory: peak {fmt_bytes(ctx.memory.peak)} reserved of the {fmt_bytes(ctx.memory.limit)} "
+                 f"host budget")
+    sm = ctx.spill_manager
+    if sm is not None and sm.pages_written:
+        wbw = sm.bytes_stored / sm.write_s if sm.write_s else 0.0
+        rbw = sm.bytes_read / sm.read_s if sm.read_s else 0.0
+        ratio = sm.bytes_written / sm.bytes_stored if sm.bytes_stored else 1.0
+        lines.append(f"  spill: wrote {fmt_bytes(sm.bytes_written)} of pages as {fmt_bytes(sm.bytes_stored)} "
+                     f"({ratio:.2f}x; codecs {sm.codec.summary()}) at {fmt_rate(wbw)}, "
+                     f"read back {fmt_bytes(sm.bytes_read)} at {fmt_rate(rbw)}, {sm.files} files")
     tm = t_min(summ, data_dir, str(ctx.device))
     if tm is None:
         lines.append("  T_min: run `sluice calibrate --data DIR` to measure this machine's bandwidths")
@@ -109,7 +172,8 @@ def plot_timeline(op: Operator, ctx: ExecContext, path: str, title: str = "") ->
     centres, bw, util = rec.timeline(bins=min(400, max(20, int(rec.wall / 0.005))))
     summ = stage_summary(op, ctx)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-    colors = {"read": "tab:blue", "decode": "tab:orange", "h2d": "tab:green"}
+    colors = {"read": "tab:blue", "decode": "tab:orange", "h2d": "tab:green", "spill_write": "tab:brown",
+              "spill_read": "tab:pink"}
     for stage, c in colors.items():
         if any(bw[stage]):
             ax1.plot([t * 1000 for t in centres], [b / 2**30 for b in bw[stage]], label=stage, color=c)

@@ -161,6 +161,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
         m = mapping[off: off + len(d)].to(codes.device)
         off += len(d)
         out.append(m[codes.long()] if len(d) else codes)
+    _UNIQUE.get(enc.dictionary, lambda _: True)  # a dictionary_encode result has no repeats
     return enc.dictionary, out
 
 

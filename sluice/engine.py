@@ -214,8 +214,10 @@ class Relation:
         return out
 
     def explain(self) -> str:
+        """The physical plan, then the memory plan (estimated state per materialising operator)."""
+        from sluice.analyze import memory_plan
         op = lower_plan(self.plan, self._con.config)
-        return "\n".join(explain_ops(op))
+        return "\n".join(explain_ops(op) + [""] + memory_plan(op, self._con.config))
 
     def __repr__(self) -> str:
         return self.explain()

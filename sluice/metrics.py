@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-STAGES = ("read", "decode", "h2d", "compute", "wait")
+STAGES = ("read", "decode", "h2d", "compute", "wait", "spill_write", "spill_read")
 
 
 @dataclass

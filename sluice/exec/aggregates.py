@@ -319,12 +319,23 @@ def _prefix_keys(d: pa.Array) -> torch.Tensor:
     off_dtype = np.int64 if d.type == pa.large_string() else np.int32
     offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    padded = np.zeros(len(data) + 8, dtype=np.uint8)
-    padded[:len(data)] = data
-    words = np.ndarray(shape=(len(data) + 1,), dtype=">u8", buffer=padded, strides=(1,))
     starts = offsets[:-1]
     lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
-    w = words[starts].astype(np.uint64)
+    # Every byte offset as the start of a big-endian 8-byte word, over the buffer itself (no
+    # copy); the few strings starting in the last 7 bytes read from a padded copy of the tail.
+    nd = len(data)
+    if nd >= 8:
+        words = np.ndarray(shape=(nd - 7,), dtype=">u8", buffer=data, strides=(1,))
+        w = words[np.minimum(starts, nd - 8)].astype(np.uint64)
+    else:
+        w = np.zeros(n, dtype=np.uint64)
+    late = np.nonzero(starts > nd - 8)[0]
+    if len(late):
+        tail = np.zeros(16, dtype=np.uint8)
+        lo = max(0, nd - 8)
+        tail[:nd - lo] = data[lo:]
+        tw = np.ndarray(shape=(9,), dtype=">u8", buffer=tail, strides=(1,))
+        w[late] = tw[starts[late] - lo].astype(np.uint64)
     w &= _high_mask(lengths)
     return host_tensor((w ^ np.uint64(1 << 63)).view(np.int64))
 

@@ -60,7 +60,7 @@ def _(plan: Shared, cfg):
     memo = _SHARED.get()
     op = memo.get(plan.key)
     if op is None:
-        op = memo[plan.key] = SharedOp(lower(plan.child, cfg))
+        op = memo[plan.key] = _estimated(SharedOp(lower(plan.child, cfg)), plan.child)
     return op
 
 
@@ -86,7 +86,8 @@ def _(plan: Limit, cfg):
 
 @lower.register
 def _(plan: Sort, cfg):
-    return SortOp(lower(plan.child, cfg), plan.keys, plan.limit, plan.offset)
+    op = SortOp(lower(plan.child, cfg), plan.keys, plan.limit, plan.offset)
+    return _estimated(op, plan.child, plan.limit + plan.offset if plan.limit is not None else None)
 
 
 @lower.register
@@ -96,7 +97,20 @@ def _(plan: Union, cfg):
 
 @lower.register
 def _(plan: Aggregate, cfg):
-    return HashAggregateOp(lower(plan.child, cfg), plan.keys, plan.aggs)
+    return _estimated(HashAggregateOp(lower(plan.child, cfg), plan.keys, plan.aggs), plan)
+
+
+def _estimated(op: Operator, state: PlanNode, cap: int | None = None) -> Operator:
+    """Note the estimated rows and row width of what ``op`` materialises (the memory plan)."""
+    rows, _ = estimate(state)
+    if cap is not None:
+        rows = min(rows, cap)
+    op.state_estimate = (rows, sum(_WIDTH.get(t.kind, 8) for t in state.schema.values()))
+    return op
+
+
+#: Bytes per value by type for memory estimates (strings: a code and a short string).
+_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "date": 4, "float32": 4, "string": 28}
 
 
 # Physical mode when the logical left side probes / when it builds.
@@ -121,8 +135,9 @@ def _(plan: Join, cfg):
     probe, build = (plan.right, plan.left) if swap else (plan.left, plan.right)
     pk, bk = (plan.right_keys, plan.left_keys) if swap else (plan.left_keys, plan.right_keys)
     mode = _MODES[plan.kind][1 if swap else 0]
-    return HashJoinOp(lower(probe, cfg), lower(build, cfg), mode, pk, bk, plan.residual,
-                      probe.schema, build.schema, plan.null_aware, plan.single_row)
+    op = HashJoinOp(lower(probe, cfg), lower(build, cfg), mode, pk, bk, plan.residual,
+                    probe.schema, build.schema, plan.null_aware, plan.single_row)
+    return _estimated(op, build)
 
 
 def result_schema(names: list[str], out_names: list[str], schema: dict) -> pa.Schema:

@@ -42,6 +42,9 @@ from sluice.types import INT64 as _INT64
 MERGE_FACTOR = 3
 #: Held pages are merged once they exceed this many rows and twice the rows of the last merge.
 COMPACT_MIN_ROWS = 1 << 18
+#: If grouping the first chunk leaves more than this share of its rows, later chunks are not
+#: grouped on their own (their rows pass through to the merge at the end).
+PASSTHROUGH_RATIO = 0.5
 
 
 @dataclass
@@ -85,21 +88,28 @@ class HashAggregateOp(Operator):
                                    stats=stats, combine=self._dedupe_pages) for arg in self.distinct_args}
         mats = [main, *dmats.values()]
         try:
-            unmerged, last_merged, rows_seen = 0, 0, 0
+            unmerged, last_merged, rows_seen, compacting = 0, 0, 0, True
+            passthrough = False
             for chunk in self.child.stream(ctx):
                 with shared_subexpressions():
-                    page, dpages = self._partial(chunk, dev)
+                    page, dpages = self._partial(chunk, dev, passthrough)
+                if rows_seen == 0 and self.keys and page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
+                    # Nearly every row its own group (l_comment, keys unique per chunk): grouping
+                    # each chunk costs a hash of every key and saves nothing; later chunks pass
+                    # their rows through, grouped once at the end (adaptive pre-aggregation).
+                    passthrough = True
                 main.add(page)
                 for arg, dp in dpages.items():
                     dmats[arg].add(dp)
                 unmerged += page.num_rows
                 rows_seen += chunk.num_rows
-                if unmerged > max(COMPACT_MIN_ROWS, 2 * last_merged):
-                    before = main.held_bytes
+                if compacting and unmerged > max(COMPACT_MIN_ROWS, 2 * last_merged):
+                    before = _held_rows(main)
                     main.compact_partitions(self._merge_pages)
                     unmerged, last_merged = 0, _held_rows(main)
-                    if main.held_bytes > 0.9 * before:  # merging no longer reduces: do it rarely
-                        last_merged *= 4
+                    # Keys that do not repeat across chunks (input ordered by them): merging
+                    # gains nothing; the pages are merged once at the end (or spilled).
+                    compacting = last_merged < 0.9 * before
             if rows_seen == 0 and self.keys:
                 return
             for arg, dm in dmats.items():
@@ -143,16 +153,21 @@ class HashAggregateOp(Operator):
 
     # ---------------------------------------------------------------- pages
 
-    def _partial(self, chunk: Chunk, dev) -> tuple[Chunk, dict[Expr, Chunk]]:
+    def _partial(self, chunk: Chunk, dev, passthrough: bool = False) -> tuple[Chunk, dict[Expr, Chunk]]:
         n = chunk.num_rows
         kcols = [evaluate(e, chunk).expand(n) for _, e in self.keys]
-        ids, g = group_ids(kcols, n)
-        ids = ids.to(dev)
-        rows = torch.bincount(ids, minlength=g)
-        cols: dict[str, Column] = {}
-        if self.keys:
-            firsts = first_rows(ids, g)
-            cols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
+        if passthrough:  # each row a group of its own
+            ids, g = torch.arange(n, device=dev), n
+            rows = torch.ones(n, dtype=torch.int64, device=dev)
+            cols: dict[str, Column] = dict(zip(self.key_names, kcols))
+        else:
+            ids, g = group_ids(kcols, n)
+            ids = ids.to(dev)
+            rows = torch.bincount(ids, minlength=g)
+            cols = {}
+            if self.keys:
+                firsts = first_rows(ids, g)
+                cols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
         for (kind, arg, distinct), acc in self.accs.items():
             if distinct:
                 cols.update(acc.identity(g, dev))

@@ -23,6 +23,8 @@ from sluice.plan.expr import Expr
 class Operator(abc.ABC):
     children: tuple["Operator", ...] = ()
     label = "operator"
+    #: (rows, bytes per row) of the state it materialises, estimated when lowered (None: none).
+    state_estimate: tuple[float, int] | None = None
 
     @abc.abstractmethod
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:

@@ -72,9 +72,15 @@ def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
 def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
     n = codes.numel()
     if card <= max(DIRECT_RANGE_FACTOR * n, DIRECT_RANGE_MIN):
-        present = torch.bincount(codes, minlength=card) > 0
-        remap = torch.cumsum(present, 0, dtype=torch.int64) - 1
-        return remap.index_select(0, codes), int(remap[-1]) + 1
+        # Mark the codes present, number them in order: a prefix sum over the code range
+        # (int32 while it fits: half the memory traffic of int64, measured 2x faster with
+        # marking instead of bincount on 15M codes in a 60M range).
+        present = torch.zeros(card, dtype=torch.bool, device=codes.device)
+        present[codes] = True
+        dt = torch.int32 if card < (1 << 31) else torch.int64
+        remap = torch.cumsum(present, 0, dtype=dt)
+        g = int(remap[-1])
+        return (remap.index_select(0, codes) - 1).to(torch.int64), g
     uniq, inv = torch.unique(codes, return_inverse=True)
     return inv, int(uniq.numel())
 

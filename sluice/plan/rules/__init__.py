@@ -6,8 +6,9 @@ from sluice.errors import SluiceError, internal_error
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules.prune_columns import prune_columns
 from sluice.plan.rules.push_filters import push_filters
+from sluice.plan.rules.push_semi_joins import push_semi_joins
 
-RULES = (push_filters, prune_columns)
+RULES = (push_semi_joins, push_filters, prune_columns)
 
 
 def optimize(plan: PlanNode) -> PlanNode:

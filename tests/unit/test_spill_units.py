@@ -1,0 +1,109 @@
+"""Units of the spill machinery: the self-regulating codec policy with scripted costs, the value
+hash, page round trips, and the memory pool."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+import torch
+
+from sluice.adapt.spill_codec import LEVELS, WINDOW, SpillCodec
+from sluice.chunk import Chunk, Column
+from sluice.errors import ResourcesExhausted
+from sluice.exec.kernels.hash import hash_columns, partition_of, string_hashes
+from sluice.io.memory import MemoryPool
+from sluice.io.spill import batch_to_page, page_to_batch
+from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, decimal
+
+
+def feed(codec: SpillCodec, cost, windows: int) -> list[int]:
+    """Run ``windows`` measurement windows; ``cost(level) -> (cpu_s, io_s)`` per MiB page."""
+    seen = []
+    for _ in range(windows):
+        for _ in range(WINDOW):
+            lv = codec.level
+            cpu, io = cost(lv)
+            codec.record(lv, 1 << 20, cpu, io)
+        seen.append(codec.level)
+    return seen
+
+
+def test_slow_disk_steps_compression_up():
+    # Writes cost 10 ms/MiB raw, compression 1 ms more per level and halves I/O per level.
+    seen = feed(SpillCodec("auto"), lambda lv: (0.001 * lv, 0.010 / (2 ** lv)), 12)
+    assert seen[-1] >= 2 and max(seen) < len(LEVELS)
+
+
+def test_fast_disk_keeps_pages_uncompressed():
+    seen = feed(SpillCodec("auto"), lambda lv: (0.004 * lv + 0.0001, 0.0005), 10)
+    assert seen[-1] == 0
+
+
+def test_never_slower_than_uncompressed():
+    # Compression shrinks nothing: any level is slower in total, the policy returns to none.
+    seen = feed(SpillCodec("auto"), lambda lv: (0.003 * lv, 0.005), 12)
+    assert seen[-1] == 0
+
+
+def test_balanced_costs_do_not_oscillate():
+    seen = feed(SpillCodec("auto"), lambda lv: (0.002 * lv, 0.004 / (1 + lv)), 16)
+    assert len(set(seen[-6:])) == 1
+
+
+def test_fixed_codecs():
+    assert SpillCodec("lz4").current() == ("lz4", None)
+    c = SpillCodec("zstd")
+    feed(c, lambda lv: (0.0, 1.0), 3)
+    assert c.current() == ("zstd", 1)
+
+
+def test_hash_equal_values_equal_hashes():
+    a = Column(torch.tensor([0, 1, 2], dtype=torch.int32), STRING, None, pa.array(["x", "yy", "zzz"]))
+    b = Column(torch.tensor([2, 0], dtype=torch.int32), STRING, None, pa.array(["yy", "q", "x"]))
+    ha, hb = hash_columns([a], 3), hash_columns([b], 2)
+    assert ha[0] == hb[0] and ha[1] == hb[1] and ha[2] != ha[0]
+    i32 = Column(torch.tensor([5, -7], dtype=torch.int32), INT32)
+    i64 = Column(torch.tensor([5, -7]), INT64)
+    assert torch.equal(hash_columns([i32], 2, [INT64]), hash_columns([i64], 2, [INT64]))
+    d2 = Column(torch.tensor([150]), decimal(2))
+    d1 = Column(torch.tensor([15]), decimal(1))
+    assert torch.equal(hash_columns([d2], 1, [decimal(2)]), hash_columns([d1], 1, [decimal(2)]))
+    f = Column(torch.tensor([0.0, -0.0]), FLOAT64)
+    h = hash_columns([f], 2)
+    assert h[0] == h[1]
+    n = Column(torch.tensor([1, 2]), INT64, torch.tensor([False, False]))
+    hn = hash_columns([n], 2)
+    assert hn[0] == hn[1]
+
+
+def test_string_hash_spreads_strings_differing_in_the_middle():
+    s = pa.array([f"comment number {k} about things" for k in range(64000)])
+    counts = torch.bincount(partition_of(string_hashes(s), 6), minlength=64)
+    assert counts.min() > 500 and counts.max() < 1500
+
+
+def test_page_round_trip_keeps_values_types_and_nulls():
+    page = Chunk({
+        "s": Column(torch.tensor([1, 0, 1], dtype=torch.int32), STRING, torch.tensor([True, False, True]),
+                    pa.array(["a", "bb"])),
+        "d": Column(torch.tensor([150, -3, 7]), decimal(2)),
+        "b": Column(torch.tensor([True, False, True]), BOOL, torch.tensor([True, True, False])),
+        "t": Column(torch.tensor([1, 2, 3], dtype=torch.int32), DATE),
+    }, 3)
+    back = batch_to_page(page_to_batch(page))
+    assert back.columns["s"].dictionary.take(pa.array(back.columns["s"].data.numpy())).to_pylist()[0] == "bb"
+    assert back.columns["s"].valid.tolist() == [True, False, True]
+    assert back.columns["d"].type == decimal(2) and back.columns["d"].data.tolist() == [150, -3, 7]
+    assert back.columns["b"].valid.tolist() == [True, True, False]
+    assert back.columns["t"].type == DATE
+
+
+def test_pool_reservations_and_errors():
+    pool = MemoryPool(1000)
+    a, b = pool.reservation("A"), pool.reservation("B")
+    assert a.try_grow(600) and not b.try_grow(600) and b.try_grow(400)
+    assert pool.available == 0 and pool.holders()[0] == ("A", 600)
+    with pytest.raises(ResourcesExhausted, match=r"B needs .* \(held by A 600 B"):
+        b.grow(10, "a page")
+    a.free()
+    assert pool.used == 400 and pool.peak == 1000
