@@ -46,3 +46,24 @@ def test_filter_only_columns_leave_the_scan(tpch_dir):
     scans = [o for o in op.walk() if o.label == "Scan" and o.table.name == "part"]
     assert len(scans) == 1 and "p_name" in scans[0].columns.values()
     assert scans[0].outputs is not None and all("p_name" not in k for k in scans[0].outputs)
+
+
+def test_semi_join_pushed_below_inner_joins(tpch_dir):
+    # Q18: the IN subquery filters orders before orders meet lineitem (not 60M joined rows after).
+    text = plan_text(sluice.connect(tpch_dir, device="cpu"), tpch_queries()["q18"])
+    lines = text.splitlines()
+    semi = next(i for i, ln in enumerate(lines) if "HashJoin semi" in ln)
+    depth = len(lines[semi]) - len(lines[semi].lstrip())
+    assert lines[semi + 1].strip().startswith("Scan orders")
+    above = [ln for ln in lines[:semi] if "HashJoin inner" in ln]
+    assert any(len(ln) - len(ln.lstrip()) < depth for ln in above)
+
+
+def test_semi_join_over_both_inputs_stays_above(tpch_dir):
+    # The EXISTS tests columns of both joined tables: it cannot move onto either one.
+    sql = ("select count(*) from orders, customer where o_custkey = c_custkey and exists "
+           "(select * from nation where n_nationkey = c_nationkey and n_regionkey = o_shippriority)")
+    text = plan_text(sluice.connect(tpch_dir, device="cpu"), sql)
+    lines = text.splitlines()
+    semi = next(i for i, ln in enumerate(lines) if "semi" in ln)
+    assert "HashJoin inner" in lines[semi + 1]
