@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor
+from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers
 from sluice.errors import ExecutionError
 from sluice.exec.kernels.keys import hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
 from sluice.types import INT64, LType
@@ -308,17 +308,11 @@ def string_prefix_keys(d: pa.Array) -> torch.Tensor:
 
 
 def _prefix_keys(d: pa.Array) -> torch.Tensor:
-    if d.type != pa.string() and d.type != pa.large_string():
-        d = d.cast(pa.large_string())
-    if d.offset or d.null_count:
-        d = pa.concat_arrays([d.fill_null("")])
-    n = len(d)
-    if n == 0:
+    bufs = string_buffers(d)
+    if bufs is None:
         return torch.zeros(0, dtype=torch.int64)
-    bufs = d.buffers()
-    off_dtype = np.int64 if d.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    offsets, data = bufs
+    n = len(offsets) - 1
     starts = offsets[:-1]
     lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
     # Every byte offset as the start of a big-endian 8-byte word, over the buffer itself (no

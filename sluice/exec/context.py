@@ -15,7 +15,7 @@ import torch
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import SluiceError, internal_error, is_resource_error
-from sluice.io.memory import MemoryPool, default_host_limit
+from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.spill import SpillManager
 from sluice.metrics import OperatorStats, Recorder
@@ -32,6 +32,8 @@ class ExecContext:
     readers: dict[int, object] = field(default_factory=dict)       # id(scan operator) -> ScanReader
     progress: Callable[[int], None] | None = None
     memory: MemoryPool | None = None                              # the host budget
+    device_memory: MemoryPool | None = None                       # the device budget (CUDA)
+    device_tier: bool = False                                     # simulate the device tier on the CPU (tests)
     memory_stats: dict[int, object] = field(default_factory=dict)  # id(operator) -> MaterializeStats
     state: dict[int, object] = field(default_factory=dict)         # id(operator) -> run state (shared results)
     scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
@@ -41,6 +43,24 @@ class ExecContext:
         if self.memory is None:
             limit = self.config.host_memory_limit or default_host_limit()
             self.memory = MemoryPool(limit, "host_memory_limit", "host")
+        if self.device_memory is None and (self.device.type == "cuda" or self.device_tier):
+            limit = self.config.device_memory_limit or (
+                default_device_limit(self.device) if self.device.type == "cuda" else self.memory.limit)
+            self.device_memory = MemoryPool(limit, "device_memory_limit", "device")
+
+    @property
+    def state_pool(self) -> MemoryPool:
+        """Where operator state lives: device memory on a GPU (spilling to host, then disk),
+        host memory on the CPU (spilling to disk)."""
+        return self.device_memory if self.device_memory is not None else self.memory
+
+    def spill_target(self, label: str):
+        """Where a partition goes when it leaves ``state_pool``: host memory on a GPU (the tier
+        above disk), a spill file otherwise."""
+        if self.device_memory is not None:
+            from sluice.io.spill import HostPages
+            return HostPages(self, label)
+        return self.spills().new_file(label)
 
     def spills(self) -> SpillManager:
         """This query's spill files (created on first use)."""

@@ -135,8 +135,10 @@ def _(plan: Join, cfg):
     probe, build = (plan.right, plan.left) if swap else (plan.left, plan.right)
     pk, bk = (plan.right_keys, plan.left_keys) if swap else (plan.left_keys, plan.right_keys)
     mode = _MODES[plan.kind][1 if swap else 0]
-    op = HashJoinOp(lower(probe, cfg), lower(build, cfg), mode, pk, bk, plan.residual,
-                    probe.schema, build.schema, plan.null_aware, plan.single_row)
+    probe_op = lower(probe, cfg)
+    below = sum(1 for o in probe_op.walk() if o.state_estimate is not None)
+    op = HashJoinOp(probe_op, lower(build, cfg), mode, pk, bk, plan.residual,
+                    probe.schema, build.schema, plan.null_aware, plan.single_row, below)
     return _estimated(op, build)
 
 

@@ -40,8 +40,10 @@ from sluice.types import INT64 as _INT64
 
 #: Merging held pages needs room for about this many times their bytes (concat + states).
 MERGE_FACTOR = 3
-#: Held pages are merged once they exceed this many rows and twice the rows of the last merge.
+#: Held pages are merged once they exceed this many rows and twice the rows of the last merge,
+#: or once this many pages arrived (small groups from many small chunks).
 COMPACT_MIN_ROWS = 1 << 18
+COMPACT_PAGES = 256
 #: If grouping the first chunk leaves more than this share of its rows, later chunks are not
 #: grouped on their own (their rows pass through to the merge at the end).
 PASSTHROUGH_RATIO = 0.5
@@ -88,7 +90,7 @@ class HashAggregateOp(Operator):
                                    stats=stats, combine=self._dedupe_pages) for arg in self.distinct_args}
         mats = [main, *dmats.values()]
         try:
-            unmerged, last_merged, rows_seen, compacting = 0, 0, 0, True
+            unmerged, last_merged, rows_seen, compacting, pages = 0, 0, 0, True, 0
             passthrough = False
             for chunk in self.child.stream(ctx):
                 with shared_subexpressions():
@@ -102,8 +104,10 @@ class HashAggregateOp(Operator):
                 for arg, dp in dpages.items():
                     dmats[arg].add(dp)
                 unmerged += page.num_rows
+                pages += 1
                 rows_seen += chunk.num_rows
-                if compacting and unmerged > max(COMPACT_MIN_ROWS, 2 * last_merged):
+                if compacting and (unmerged > max(COMPACT_MIN_ROWS, 2 * last_merged) or pages > COMPACT_PAGES):
+                    pages = 0
                     before = _held_rows(main)
                     main.compact_partitions(self._merge_pages)
                     unmerged, last_merged = 0, _held_rows(main)
@@ -127,7 +131,7 @@ class HashAggregateOp(Operator):
                 m.close()
 
     def _final(self, mat: Materializer, dev) -> Iterator[Chunk]:
-        if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.ctx.memory.available:
+        if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.pool.available:
             out = self._finalize(self._merge_pages(mat.pages()))
             mat.release(-1)
             yield from _slices(out, mat.ctx.config.chunk_rows)
@@ -144,7 +148,7 @@ class HashAggregateOp(Operator):
                 finally:
                     sub.close()
                 continue
-            with mat.ctx.memory.reservation(f"{self.label} partition") as res:
+            with mat.pool.reservation(f"{self.label} partition") as res:
                 pages = part.load(res)
                 out = self._finalize(self._merge_pages(pages))
                 del pages
@@ -227,7 +231,7 @@ class HashAggregateOp(Operator):
             finally:
                 sub.close()
             return
-        with mat.ctx.memory.reservation(f"{self.label} DISTINCT partition") as res:
+        with mat.pool.reservation(f"{self.label} DISTINCT partition") as res:
             data = concat_chunks(part.load(res))
             mat.release(part.index)
             n = data.num_rows

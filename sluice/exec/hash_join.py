@@ -79,6 +79,7 @@ class HashJoinOp(Operator):
     build_schema: dict[str, LType]
     null_aware: bool = False
     single_row: bool = False
+    breakers_below: int = 0  # materialising operators on the probe side (they run while the table is held)
     label = "HashJoin"
 
     def __post_init__(self):
@@ -116,30 +117,43 @@ class HashJoinOp(Operator):
             if not self.probe_keys:
                 yield from self._no_keys(ctx, self._all_in_memory(bmat, dev))
                 return
-            if not bmat.spilled and bmat.held_bytes * (JOIN_FACTOR - 1) <= ctx.memory.available:
-                build = self._concat(bmat.pages(), dev)
-                yield from self._join(ctx, build, self.probe.stream(ctx), types, info)
+            # The table (JOIN_FACTOR x the pages) is held while the probe side runs, and the
+            # materialising operators below it on that side need memory meanwhile: the fast
+            # path takes at most a fair share of what is free.
+            share = 1 + self.breakers_below
+            free = bmat.pool.available + bmat.held_bytes
+            if not bmat.spilled and bmat.held_bytes * JOIN_FACTOR <= free // share:
+                with bmat.pool.reservation(f"{self.label} table") as tres:
+                    pages = bmat.pages()
+                    tres.force(bmat.held_bytes)
+                    build = self._concat(pages, dev)
+                    del pages
+                    bmat.release_all()  # the concatenation replaces the pages
+                    yield from self._join(ctx, build, self.probe.stream(ctx), types, info, tres)
                 return
             # Hybrid hash join: in-memory partitions are joined while the probe side streams;
             # probe rows of spilled partitions are spilled too and joined partition by partition.
-            pool = ctx.memory
-            # Keep in memory what leaves room for the rest of the pipeline: the table takes
-            # JOIN_FACTOR - 1 more times its pages, within half of what is free.
-            bmat.spill_until(lambda held: held * (JOIN_FACTOR - 1) <= (pool.available + bmat._inflight) // 2)
+            pool = bmat.pool
+            # Keep in memory what leaves room for the rest of the pipeline (see above).
+            bmat.spill_until(lambda held: held * JOIN_FACTOR <= (pool.available + held + bmat._inflight) // (2 * share))
             spilled = [p for p in range(bmat.nparts) if bmat.files[p] is not None]
             pmat = Materializer(ctx, f"{self.label} probe", self._hasher(self.probe_keys, types), stats=stats,
                                 threshold=0)
             pmat.spill_partitions(spilled)  # probe rows of spilled partitions go straight to disk
             mem_pages = [pg for p in range(bmat.nparts) if bmat.files[p] is None for pg, _ in bmat.parts[p]]
+            tres = bmat.pool.reservation(f"{self.label} table")
+            tres.force(bmat.in_memory_bytes())
             build = self._concat(mem_pages, dev)
+            mem_pages = []
+            for p in range(bmat.nparts):  # the concatenation replaces the in-memory pages
+                if bmat.files[p] is None:
+                    bmat.release(p)
             spilled_mask = torch.zeros(bmat.nparts, dtype=torch.bool, device=dev)
             spilled_mask[spilled] = True
             probe_rest = self._divert(ctx, self.probe.stream(ctx), pmat, spilled_mask, types)
-            yield from self._join(ctx, build, probe_rest, types, info)
-            del build, mem_pages
-            for p in range(bmat.nparts):
-                if bmat.files[p] is None:
-                    bmat.release(p)
+            yield from self._join(ctx, build, probe_rest, types, info, tres)
+            del build
+            tres.free()
             pmat.finish()
             yield from self._join_spilled(ctx, bmat, pmat, set(spilled), types, info, dev)
         finally:
@@ -195,22 +209,25 @@ class HashJoinOp(Operator):
                     if psub is not None:
                         psub.close()
                 continue
-            with ctx.memory.reservation(f"{self.label} partition") as res:
+            with bmat.pool.reservation(f"{self.label} partition") as res:
                 build = self._concat(bp.load(res) if bp is not None else [], dev)
                 probe = pp.stream() if pp is not None else iter(())
-                yield from self._join(ctx, build, probe, types, info)
+                yield from self._join(ctx, build, probe, types, info, res)
             if bp is not None:
                 bmat.release(idx)
             if pp is not None:
                 pmat.release(idx)
 
-    def _join(self, ctx, build: Chunk, probe, types, info: "_BuildInfo"):
-        """The in-memory hash join of ``build`` (all in memory) with the ``probe`` chunks."""
+    def _join(self, ctx, build: Chunk, probe, types, info: "_BuildInfo", res=None):
+        """The in-memory hash join of ``build`` (all in memory) with the ``probe`` chunks; the
+        key codes and the table are accounted on ``res`` while they live."""
         dev = ctx.device
         m = build.num_rows
         bcols = [evaluate(k, build) for k in self.build_keys]
         bk = BuildKeys(bcols, types)
-        table = JoinTable(bk.key, bk.valid, bk.card)
+        table = JoinTable(bk.key, bk.valid, bk.card, res.pool.available if res is not None else None)
+        if res is not None:
+            res.force(table.nbytes() + bk.key.numel() * 8)
         flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in (
             "build_outer", "full", "build_semi", "build_anti") else None
         for chunk in probe:

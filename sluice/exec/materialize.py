@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from sluice.chunk import Chunk, concat_chunks
+from sluice.chunk import Chunk, compact_strings, concat_chunks
 from sluice.exec.kernels.hash import partition_of
 from sluice.io.memory import budget_error
 from sluice.io.spill import SpillFile, page_nbytes
@@ -40,6 +40,8 @@ PARTITION_BITS = 6
 SPILL_BATCH_BYTES = 4 << 20
 #: Deepest recursive repartitioning (64**4 partitions) before giving up on splitting.
 MAX_LEVEL = 4
+#: A partition whose processing needs less than this share of the budget is never split.
+SMALL_SHARE = 0.25
 
 HashFn = Callable[[Chunk], torch.Tensor]
 
@@ -83,9 +85,10 @@ class Materializer:
         self.combine = combine
         self.level = level
         self.stats = stats if stats is not None else MaterializeStats()
-        self.res = ctx.memory.reservation(owner)
+        self.pool = ctx.state_pool  # device memory on a GPU, host memory on the CPU
+        self.res = self.pool.reservation(owner)
         self.force = ctx.config.force_spill
-        limit = ctx.memory.limit
+        limit = self.pool.limit
         self.threshold = 0 if self.force else (threshold if threshold is not None else limit // 4)
         # Write batches: large enough for efficient I/O, small enough that the buffers of all
         # spilled partitions stay a small share of the budget.
@@ -101,7 +104,7 @@ class Materializer:
         self._inflight = 0  # bytes handed to the writer, not yet on disk
         self._lock = threading.Lock()
         if hash_fn is not None:
-            ctx.memory.register(self)  # others may ask it to spill while it fills
+            self.pool.register(self)  # others may ask it to spill while it fills
         self.stats.levels = max(self.stats.levels, level)
 
     # ------------------------------------------------------------------ state
@@ -127,6 +130,10 @@ class Materializer:
         """Hold (or spill) one page."""
         if page.num_rows == 0:
             return
+        # A page must not keep a much larger string dictionary alive (a slice of a chunk, a
+        # page read back from disk): its accounting would be wrong and spilling would free
+        # nothing.
+        page = compact_strings(page)
         self.rows += page.num_rows
         if self.parts is None and self.hash_fn is not None and self.held_bytes + page_nbytes(page) > self.threshold:
             self._start_partitioning()
@@ -156,7 +163,7 @@ class Materializer:
         out, start = [], 0
         for p, c in enumerate(counts):
             if c:
-                out.append((p, page.take(order[start:start + c])))
+                out.append((p, compact_strings(page.take(order[start:start + c]))))
                 start += c
         return out
 
@@ -171,13 +178,13 @@ class Materializer:
 
     def _to_file(self, p: int, page: Chunk, nb: int) -> None:
         if self.files[p] is None:
-            self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+            self.files[p] = self.ctx.spill_target(f"{self.owner}-L{self.level}-p{p}")
             self.stats.spilled_partitions += 1
         self.buffers[p].append(page)
         self.buffer_bytes[p] += nb
         self.res.force(nb)  # held until written
         self._count_peak()
-        pool = self.ctx.memory
+        pool = self.pool
         if self.buffer_bytes[p] >= self.batch_bytes or pool.used > pool.limit:
             self._write_buffer(p)
 
@@ -207,9 +214,14 @@ class Materializer:
             return
         self.make_room(nb)
         if not self.res.try_grow(nb):
-            self.ctx.memory.reclaim(nb, requester=self)
+            self.pool.reclaim(nb, requester=self)
             if not self.res.try_grow(nb):
-                raise budget_error(self.owner, nb, self.ctx.memory, "a page of its state")
+                if self.in_memory_bytes() == 0 and nb <= self.pool.limit // 16:
+                    # Everything of its own is spilled and the pool is held by operators that
+                    # cannot spill (a join's table above it): one small page goes over budget.
+                    self.res.force(nb)
+                else:
+                    raise budget_error(self.owner, nb, self.pool, "a page of its state")
         self._count_peak()
 
     def spill_for(self, need: int) -> bool:
@@ -221,7 +233,7 @@ class Materializer:
     def make_room(self, need: int) -> bool:
         """Spill partitions, largest first, until ``need`` bytes fit in the pool; False if
         nothing is left to spill."""
-        pool = self.ctx.memory
+        pool = self.pool
         while pool.available < need:
             if self._inflight and pool.available + self._inflight >= need:
                 self.ctx.spills().flush()  # writes in flight free their pages when done
@@ -259,7 +271,7 @@ class Materializer:
             self.spill_partition(max(candidates, key=lambda i: self.part_bytes[i]))
             if fits(self.in_memory_bytes()):
                 break
-            if self.ctx.memory.available < self._inflight:
+            if self.pool.available < self._inflight:
                 self.ctx.spills().flush()
         self.ctx.spills().flush() if self._inflight else None
 
@@ -270,7 +282,7 @@ class Materializer:
         self.part_bytes[p] = 0
         self.res.shrink(nb_total)  # re-held page by page in _to_file until written
         if self.files[p] is None:
-            self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+            self.files[p] = self.ctx.spill_target(f"{self.owner}-L{self.level}-p{p}")
             self.stats.spilled_partitions += 1
         for page, nb in pages:
             self._to_file(p, page, nb)
@@ -295,7 +307,7 @@ class Materializer:
     def finish(self) -> None:
         """No more pages: write pending batches; make partitions self-contained if spilled."""
         self.finished = True
-        self.ctx.memory.unregister(self)
+        self.pool.unregister(self)
         if self.parts is None:
             return
         if self.spilled and self.unpart:
@@ -308,7 +320,7 @@ class Materializer:
         self.ensure_partitioned()
         for p in parts:
             if self.files[p] is None:
-                self.files[p] = self.ctx.spills().new_file(f"{self.owner}-L{self.level}-p{p}")
+                self.files[p] = self.ctx.spill_target(f"{self.owner}-L{self.level}-p{p}")
                 self.stats.spilled_partitions += 1
 
     def ensure_partitioned(self) -> None:
@@ -385,8 +397,16 @@ class Materializer:
             self.res.shrink(sum(nb for _, nb in self.unpart))
             self.unpart = []
 
+    def release_all(self) -> None:
+        """Drop every held page (the operator keeps what it made of them)."""
+        self.res.free()
+        self.unpart = []
+        if self.parts is not None:
+            self.parts = [[] for _ in range(self.nparts)]
+            self.part_bytes = [0] * self.nparts
+
     def close(self) -> None:
-        self.ctx.memory.unregister(self)
+        self.pool.unregister(self)
         self.res.free()
         self.unpart, self.parts = [], None
         for f in self.files:
@@ -410,9 +430,15 @@ class Partition:
         return self.file is not None
 
     def fits(self, factor: float) -> bool:
-        """Whether processing it (``factor`` x its bytes, less what it already holds) fits."""
+        """Whether to process it as it is rather than split it further: processing takes
+        ``factor`` x its bytes. It fits if that is free now -- or if it is small against the
+        whole budget: then what is short is held by other operators (a join's table above it),
+        and splitting it smaller would not help; it is processed a little over budget."""
+        if self.mat.level >= MAX_LEVEL:
+            return True
         held = sum(page_nbytes(p) for p in self.held) if self.held else 0
-        return factor * self.nbytes - held <= self.mat.ctx.memory.available or self.mat.level >= MAX_LEVEL
+        need = factor * self.nbytes - held
+        return need <= self.mat.pool.available or factor * self.nbytes <= self.mat.pool.limit * SMALL_SHARE
 
     def stream(self) -> Iterator[Chunk]:
         """Its pages, the spilled ones read back one at a time."""

@@ -15,7 +15,7 @@ from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.exec.evaluate import evaluate, evaluate_predicate, shared_subexpressions
 from sluice.io.parquet.metadata import RowGroup, TableInfo
-from sluice.io.parquet.reader import ScanReader
+from sluice.io.parquet.reader import ScanReader, estimate_decoded
 from sluice.metrics import OperatorStats, ScanStats
 from sluice.plan.expr import Expr
 
@@ -75,19 +75,21 @@ class ScanOp(Operator):
         r = ctx.readers.get(id(self))
         if r is None:
             stats = ScanStats(self.table.name, len(self.row_groups) + self.pruned, self.pruned)
-            r = ctx.readers[id(self)] = ScanReader(
-                self.table, sorted(set(self.columns.values())), self.row_groups, config=ctx.config,
-                pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
-                progress=ctx.progress)
+            cols = sorted(set(self.columns.values()))
             # The read-ahead queue is memory too: it reserves its bound -- no more than the
             # table's decoded size, and all scans together at most a quarter of the budget --
-            # or what is left; at least one task is always read ahead.
+            # or what is left; at least one row group is always read ahead. Under a small
+            # budget the read tasks (so the chunks) shrink to fit it.
             res = ctx.memory.reservation(f"Scan {self.table.name} queue")
             share = ctx.memory.limit // (SCAN_SHARE * max(1, ctx.scan_count))
-            want = min(ctx.config.scan_buffer_bytes, share, sum(r.estimates))
+            total = estimate_decoded(self.table, self.row_groups, cols, ctx.cache) if self.row_groups else 0
+            want = min(ctx.config.scan_buffer_bytes, share, total)
             if not res.try_grow(want):
                 res.try_grow(min(want, ctx.memory.available))
-            r.buffer_bytes, r.reservation = res.size, res
+            r = ctx.readers[id(self)] = ScanReader(
+                self.table, cols, self.row_groups, config=ctx.config,
+                pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
+                progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res)
         return r
 
     def start(self, ctx: ExecContext) -> None:
@@ -241,7 +243,7 @@ class SharedOp(Operator):
         st = ctx.state.get(id(self))
         if st is None:
             stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
-            st = _SharedResult([], None, ctx.memory.reservation(self.label))
+            st = _SharedResult([], None, ctx.state_pool.reservation(self.label))
             for chunk in self.child.stream(ctx):
                 nb = page_nbytes(chunk)
                 if st.file is None and (ctx.config.force_spill or not st.res.try_grow(nb)):

@@ -77,7 +77,7 @@ class SortOp(Operator):
             yield from self._top_k(ctx)
             return
         stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
-        res = ctx.memory.reservation(self.label)
+        res = ctx.state_pool.reservation(self.label)
         runs: list[SpillFile] = []
         held: list[Chunk] = []
         try:
@@ -121,7 +121,7 @@ class SortOp(Operator):
         run = ctx.spills().new_file(f"{self.label}-run")
         # Pages small enough that a merge window (one page per run) stays within the budget.
         row_bytes = max(1, page_nbytes(data) // max(1, data.num_rows))
-        step = int(min(RUN_PAGE_ROWS, max(1024, ctx.memory.limit // (64 * row_bytes))))
+        step = int(min(RUN_PAGE_ROWS, max(1024, ctx.state_pool.limit // (64 * row_bytes))))
         pages = [data.slice(s, min(data.num_rows, s + step)) for s in range(0, data.num_rows, step)]
         run.append(pages)
         run.flush()

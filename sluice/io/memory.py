@@ -15,15 +15,17 @@ import ctypes.util
 import os
 import sys
 import threading
+import time
 import weakref
 
 _M_ARENA_MAX = -8
 ARENAS = 2
 _done = False
+_libc = None
 
 
 def configure_allocator() -> None:
-    global _done
+    global _done, _libc
     if _done or not sys.platform.startswith("linux"):
         return
     _done = True
@@ -31,8 +33,24 @@ def configure_allocator() -> None:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         if hasattr(libc, "mallopt"):
             libc.mallopt(_M_ARENA_MAX, ARENAS)
+        if hasattr(libc, "malloc_trim"):
+            _libc = libc
     except OSError:  # not glibc (musl, ...): nothing to tune
         pass
+
+
+#: glibc keeps freed memory for reuse rather than giving it back: measured on a spilling TPC-H
+#: Q21 (SF 10, 502 MiB budget), resident memory stayed 400 MiB above what was in use until
+#: malloc_trim returned it. So after this many bytes of reservations were released, the pool
+#: trims (at most every TRIM_INTERVAL seconds): a smaller machine then sees the budget.
+TRIM_BYTES = 64 << 20
+TRIM_INTERVAL = 0.25
+
+
+def release_to_os() -> None:
+    """Give freed heap memory back to the operating system (glibc's malloc_trim)."""
+    if _libc is not None:
+        _libc.malloc_trim(0)
 
 
 # ---------------------------------------------------------------------------- budgets
@@ -116,6 +134,8 @@ class MemoryPool:
         self.peak = 0
         self._lock = threading.Lock()
         self._spillers: list = []  # consumers that can give memory back (materializers filling up)
+        self._released = 0
+        self._trimmed_at = 0.0
         self._reservations: weakref.WeakSet = weakref.WeakSet()
 
     def reservation(self, owner: str) -> "Reservation":
@@ -168,6 +188,14 @@ class MemoryPool:
     def _release(self, n: int) -> None:
         with self._lock:
             self.used -= n
+            self._released += n
+            if self._released < TRIM_BYTES or self.kind != "host":
+                return
+            now = time.monotonic()
+            if now - self._trimmed_at < TRIM_INTERVAL:
+                return
+            self._released, self._trimmed_at = 0, now
+        release_to_os()
 
 
 class Reservation:

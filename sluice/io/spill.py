@@ -316,3 +316,81 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# ---------------------------------------------------------------- the device tier
+
+
+def _to(page: Chunk, device: torch.device, pinned: bool = False) -> Chunk:
+    cols = {}
+    for k, c in page.columns.items():
+        data = c.data
+        valid = c.valid
+        if device.type == "cpu" and data.device.type == "cuda":
+            data = data.to("cpu", non_blocking=False)
+            valid = None if valid is None else valid.to("cpu")
+            if pinned:
+                data = data.pin_memory()
+        elif device.type == "cuda":
+            data = data.to(device, non_blocking=pinned)
+            valid = None if valid is None else valid.to(device)
+        else:
+            data = data.clone()  # a simulated tier on the CPU: a copy, as a transfer would be
+            valid = None if valid is None else valid.clone()
+        cols[k] = Column(data, c.type, valid, c.dictionary, c.wide)
+    return Chunk(cols, page.num_rows, page.seq)
+
+
+class HostPages:
+    """A partition's pages moved off the device into (pinned) host memory: on a GPU the first
+    spill tier, one above disk (DESIGN §4). It reserves the host budget; when that is full,
+    it hands its pages on to a spill file and becomes that file. Same interface as
+    :class:`SpillFile`, so operators do not tell the tiers apart."""
+
+    def __init__(self, ctx, label: str) -> None:
+        self.ctx = ctx
+        self.label = label
+        self.pages: list[Chunk] = []
+        self.res = ctx.memory.reservation(f"{label} (host tier)")
+        self.file: SpillFile | None = None
+        self.raw_bytes = 0
+
+    def append(self, pages: Chunk | list[Chunk], on_written: Callable[[], None] | None = None) -> None:
+        pages = pages if isinstance(pages, list) else [pages]
+        for p in pages:
+            self.raw_bytes += page_nbytes(p)
+        if self.file is None:
+            nb = sum(page_nbytes(p) for p in pages)
+            if self.res.try_grow(nb):
+                self.pages.extend(_to(p, torch.device("cpu"), pinned=True) for p in pages)
+                if on_written is not None:
+                    on_written()  # the device copy is free now
+                return
+            self._demote()
+        self.file.append(pages, on_written)
+
+    def _demote(self) -> None:
+        """The host budget is full: from now on this partition lives on disk."""
+        self.file = self.ctx.spills().new_file(self.label)
+        if self.pages:
+            self.file.append(self.pages)
+            self.file.flush()
+        self.pages = []
+        self.res.free()
+
+    def flush(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+
+    def read(self, device: torch.device | None = None) -> Iterator[Chunk]:
+        dev = device or torch.device("cpu")
+        for p in list(self.pages):
+            yield _to(p, dev, pinned=True) if dev.type == "cuda" else p
+        if self.file is not None:
+            yield from self.file.read(device)
+
+    def delete(self) -> None:
+        self.pages = []
+        self.res.free()
+        if self.file is not None:
+            self.file.delete()

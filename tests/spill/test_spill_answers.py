@@ -95,5 +95,5 @@ def test_small_budget_spilled():
 
 @pytest.mark.parametrize("name", sorted(SSB))
 def test_ssb_small_budget(name, ssb_dir, ssb_duck, connect):
-    con = connect(ssb_dir, host_memory_limit="128KiB", chunk_rows=20000)
+    con = connect(ssb_dir, host_memory_limit="256KiB", chunk_rows=20000)
     run_and_check(con, ssb_duck, SSB[name], spill_every_operator=False)

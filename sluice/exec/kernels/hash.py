@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, DictionaryCache, host_tensor
+from sluice.chunk import Column, DictionaryCache, host_tensor, string_buffers
 from sluice.types import LType
 
 _NULL_HASH = 0x2545F4914F6CDD1D
@@ -90,17 +90,10 @@ def _string_hashes(d: pa.Array) -> torch.Tensor:
 def string_hashes(d: pa.Array) -> torch.Tensor:
     """64-bit hash of each string's bytes: a polynomial over its 8-byte words (all of them, so
     strings that differ anywhere spread), vectorised over the Arrow buffers, O(bytes / 8)."""
-    if d.type != pa.string() and d.type != pa.large_string():
-        d = d.cast(pa.large_string())
-    if d.offset or d.null_count:
-        d = pa.concat_arrays([d.fill_null("")]) if d.null_count else pa.concat_arrays([d])
-    n = len(d)
-    if n == 0:
+    bufs = string_buffers(d)
+    if bufs is None:
         return torch.zeros(0, dtype=torch.int64)
-    bufs = d.buffers()
-    off_dtype = np.int64 if d.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    offsets, data = bufs
     padded = np.zeros(len(data) + 8, dtype=np.uint8)
     padded[:len(data)] = data
     # Every byte offset as the start of an (unaligned, little-endian) 8-byte word.

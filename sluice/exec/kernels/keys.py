@@ -222,14 +222,18 @@ class JoinTable:
     """Build side index over int64 codes: a direct table or CSR offsets when the code range
     is small, else a sorted array searched with ``searchsorted``."""
 
-    def __init__(self, key: torch.Tensor, valid: torch.Tensor | None, card: int) -> None:
+    def __init__(self, key: torch.Tensor, valid: torch.Tensor | None, card: int,
+                 max_bytes: int | None = None) -> None:
         dev = key.device
         rows = torch.arange(key.numel(), device=dev)
         if valid is not None:
             rows = rows[valid]
             key = key[valid]
         self.n = key.numel()
-        self.direct = card <= max(DIRECT_RANGE_FACTOR * max(self.n, 1), DIRECT_RANGE_MIN)
+        # A direct table of at least DIRECT_RANGE_MIN entries pays even for small builds --
+        # unless memory is that short (``max_bytes``: what the budget can give the index).
+        floor = DIRECT_RANGE_MIN if max_bytes is None else min(DIRECT_RANGE_MIN, max(0, max_bytes // 16))
+        self.direct = card <= max(DIRECT_RANGE_FACTOR * max(self.n, 1), floor)
         self.card = card
         if self.direct:
             counts = torch.bincount(key, minlength=card)
@@ -248,6 +252,15 @@ class JoinTable:
             self.sorted_keys = sk
             self.sorted_rows = rows[order]
             self.unique = bool(self.n <= 1 or not bool((sk[1:] == sk[:-1]).any()))
+
+    def nbytes(self) -> int:
+        """Bytes of the index (for the memory budget)."""
+        total = 0
+        for name in ("table", "sorted_rows", "offsets", "sorted_keys"):
+            t = getattr(self, name, None)
+            if t is not None:
+                total += t.numel() * t.element_size()
+        return total
 
     def match(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """All (probe row, build row) pairs with equal keys, probe-major order."""

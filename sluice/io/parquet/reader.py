@@ -36,17 +36,23 @@ _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4
           "decimal": 8, "date": 4, "timestamp": 8, "string": 4}
 
 
-def plan_reads(groups: list[RowGroup], chunk_rows: int) -> list[list[RowGroup]]:
-    """Batch consecutive row groups of one file into tasks of about ``chunk_rows`` rows."""
+def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = None,
+               group_bytes: Callable[[RowGroup], int] | None = None) -> list[list[RowGroup]]:
+    """Batch consecutive row groups of one file into tasks of about ``chunk_rows`` rows and, if
+    given, at most ``max_bytes`` decoded bytes (at least one row group each): under a small
+    memory budget a task of wide rows is cut to what the budget can hold."""
     tasks: list[list[RowGroup]] = []
     cur: list[RowGroup] = []
-    rows = 0
+    rows = nbytes = 0
     for rg in groups:
-        if cur and (rg.path != cur[0].path or rows + rg.num_rows > chunk_rows):
+        b = group_bytes(rg) if max_bytes is not None and group_bytes is not None else 0
+        if cur and (rg.path != cur[0].path or rows + rg.num_rows > chunk_rows
+                    or (max_bytes is not None and nbytes + b > max_bytes)):
             tasks.append(cur)
-            cur, rows = [], 0
+            cur, rows, nbytes = [], 0, 0
         cur.append(rg)
         rows += rg.num_rows
+        nbytes += b
     if cur:
         tasks.append(cur)
     return tasks
@@ -117,7 +123,10 @@ class ScanReader:
         self.progress = progress
         self.buffer_bytes = config.scan_buffer_bytes if buffer_bytes is None else buffer_bytes
         self.reservation = reservation  # the queue's bytes in the memory pool, freed when done
-        self.tasks = plan_reads(groups, config.chunk_rows)
+        # Tasks hold no more than the read-ahead budget (when it is smaller than a chunk's rows).
+        cap = buffer_bytes if buffer_bytes is not None and buffer_bytes < config.scan_buffer_bytes else None
+        self.tasks = plan_reads(groups, config.chunk_rows, cap,
+                                lambda rg: estimate_decoded(table, [rg], columns, cache))
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
         self.pending: deque[tuple[Future, int, int]] = deque()
         self.next_task = 0
