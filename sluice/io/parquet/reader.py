@@ -29,11 +29,16 @@ from sluice.errors import DataError
 from sluice.io.parquet.convert import arrow_to_column
 from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
 from sluice.io.parquet.ranges import column_chunk_ranges, read_ranges
+from sluice.io.memory import release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
 from sluice.metrics import Recorder, ScanStats
 
 _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
           "decimal": 8, "date": 4, "timestamp": 8, "string": 4}
+
+
+#: A scan gives freed memory back to the OS after consuming this many decoded bytes.
+SCAN_TRIM_BYTES = 128 << 20
 
 
 def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = None,
@@ -132,6 +137,7 @@ class ScanReader:
         self.next_task = 0
         self.buffered = 0
         self.started = False
+        self._since_trim = 0
 
     # ------------------------------------------------------------------ stages
 
@@ -198,6 +204,12 @@ class ScanReader:
         n = sum(rg.num_rows for rg in self.tasks[i])
         self.stats.bytes_read += nread
         self.stats.bytes_decoded += columns_nbytes(cols)
+        self._since_trim += self.estimates[i]
+        if self._since_trim >= SCAN_TRIM_BYTES:
+            # Decoded tasks come and go faster than glibc hands memory back: without this the
+            # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
+            self._since_trim = 0
+            release_to_os()
         self.stats.rows += n
         if self.progress is not None:
             self.progress(nread)
