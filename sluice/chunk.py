@@ -10,7 +10,6 @@ import weakref
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 
 from sluice.types import LType
@@ -168,18 +167,35 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
     pairs = [_compacted(c) for c in cols]
     dicts = [d for d, _ in pairs]
     first = dicts[0]
-    if all(d is first for d in dicts) and _is_unique(first):
-        return first, [codes for _, codes in pairs]
-    combined = pa.concat_arrays([_as_string(d) for d in dicts])
-    enc = pc.dictionary_encode(combined)
-    mapping = host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
+    if all(d is first for d in dicts):
+        # One dictionary: encoded once for every chunk that shares it.
+        unique, mapping = _ENCODED.get(first, _encode)
+        if mapping is None:
+            return first, [codes for _, codes in pairs]
+        return unique, [mapping.to(codes.device)[codes.long()] if len(first) else codes
+                        for _, codes in pairs]
+    unique, mapping = _encode(pa.concat_arrays([_as_string(d) for d in dicts]))
     out, off = [], 0
-    for (d, codes) in pairs:
-        m = mapping[off: off + len(d)].to(codes.device)
+    for d, codes in pairs:
+        if mapping is None:  # no repeats: each dictionary's codes move by its position
+            out.append(codes + off if off else codes)
+        elif len(d):
+            out.append(mapping[off: off + len(d)].to(codes.device)[codes.long()])
+        else:
+            out.append(codes)
         off += len(d)
-        out.append(m[codes.long()] if len(d) else codes)
-    _UNIQUE.get(enc.dictionary, lambda _: True)  # a dictionary_encode result has no repeats
-    return enc.dictionary, out
+    return unique, out
+
+
+def _encode(d: pa.Array) -> tuple[pa.Array, torch.Tensor | None]:
+    """(d without repeats, int32 position in it of each entry of d), or (d, None) when d has
+    no repeats. The result is remembered as repeat-free for later calls."""
+    from sluice.exec.kernels.encode import encode_strings
+    unique, mapping = encode_strings(_as_string(d))
+    if len(unique) == len(d):
+        unique, mapping = d, None
+    _ENCODED.get(unique, lambda u: (u, None))
+    return unique, mapping
 
 
 def _compacted(c: Column) -> tuple[pa.Array, torch.Tensor]:
@@ -210,11 +226,7 @@ class DictionaryCache:
         return value
 
 
-_UNIQUE = DictionaryCache()
-
-
-def _is_unique(d: pa.Array) -> bool:
-    return _UNIQUE.get(d, lambda x: len(pc.unique(x)) == len(x))
+_ENCODED = DictionaryCache()
 
 
 def _as_string(d: pa.Array) -> pa.Array:
