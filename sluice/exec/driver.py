@@ -17,13 +17,14 @@ from sluice.exec.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
-from sluice.exec.operators import FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, ScanOp, SharedOp, UnionOp
+from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp,
+                                   UnionOp)
 from sluice.exec.sort import SortOp
 from sluice.io.parquet.convert import column_to_arrow
 from sluice.types import to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan,
                                  Shared, Sort, Union)
 
 #: Shared subplans already lowered in the current lowering (key -> operator).
@@ -82,6 +83,11 @@ def _(plan: Project, cfg):
 @lower.register
 def _(plan: Limit, cfg):
     return LimitOp(lower(plan.child, cfg), plan.limit, plan.offset)
+
+
+@lower.register
+def _(plan: Repeat, cfg):
+    return RepeatOp(lower(plan.child, cfg), plan.count)
 
 
 @lower.register

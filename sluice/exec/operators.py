@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 
+import torch
+
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.exec.evaluate import evaluate, evaluate_predicate, shared_subexpressions
@@ -200,6 +202,30 @@ class LimitOp(Operator):
 
     def describe(self):
         return f"Limit {self.limit} offset {self.offset}"
+
+
+@dataclass
+class RepeatOp(Operator):
+    """Each row ``count`` times, in order (the bag result of INTERSECT/EXCEPT ALL); output
+    chunks are cut to ``chunk_rows`` however many copies one row asks for."""
+
+    child: Operator
+    count: str
+    label = "Repeat"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def execute(self, ctx):
+        step = ctx.config.chunk_rows
+        for chunk in self.child.stream(ctx):
+            counts = chunk.columns[self.count].expand(chunk.num_rows).data.to(torch.int64).clamp_(min=0)
+            idx = torch.repeat_interleave(torch.arange(chunk.num_rows, device=counts.device), counts)
+            for start in range(0, int(idx.numel()), step):
+                yield chunk.take(idx[start: start + step])
+
+    def describe(self):
+        return f"Repeat {self.count} times"
 
 
 @dataclass

@@ -5,7 +5,7 @@ side with the larger base table, scaled by the other side's filter selectivity."
 from __future__ import annotations
 
 from sluice.plan.expr import Col, Expr, Func, Lit
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Sort, Union
+from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union
 
 DEFAULT_SEL = 0.3
 EQ_SEL = 0.1
@@ -22,7 +22,7 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
     if isinstance(plan, Filter):
         rows, base = estimate(plan.child)
         return max(1.0, rows * selectivity(plan.predicate, _scan_below(plan.child))), base
-    if isinstance(plan, (Project, Sort)):
+    if isinstance(plan, (Project, Sort, Repeat)):
         rows, base = estimate(plan.child)
         if isinstance(plan, Sort) and plan.limit is not None:
             rows = min(rows, plan.limit)

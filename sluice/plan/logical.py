@@ -193,6 +193,19 @@ class Union(PlanNode):
 
 
 @dataclass(frozen=True, eq=False)
+class Repeat(PlanNode):
+    """Each row of the child ``count`` times (an INT64 column, >= 0): INTERSECT/EXCEPT ALL."""
+
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    count: str
+
+    @property
+    def schema(self):
+        return self.child.schema
+
+
+@dataclass(frozen=True, eq=False)
 class Shared(PlanNode):
     """A subplan referenced more than once (a CTE used twice): computed once, replayed.
 

@@ -101,14 +101,15 @@ _SELECT = {
     "operation_modifiers": refuse("SELECT modifiers"),
 }
 
-_SET_OPERATION = {
-    **_QUERY_MODIFIERS,
-    "this": READ, "expression": READ, "distinct": READ, "order": READ, "limit": READ, "offset": READ,
-    "by_name": refuse("UNION BY NAME"),
-    "side": refuse(lambda v: f"{_text(v)} UNION"),
-    "kind": refuse(lambda v: f"{_text(v)} UNION"),
-    "on": refuse("UNION ... ON"),
-}
+def _set_operation(kind: str) -> dict[str, Rule]:
+    return {
+        **_QUERY_MODIFIERS,
+        "this": READ, "expression": READ, "distinct": READ, "order": READ, "limit": READ, "offset": READ,
+        "by_name": refuse(f"{kind} BY NAME"),
+        "side": refuse(lambda v: f"{_text(v)} {kind}"),
+        "kind": refuse(lambda v: f"{_text(v)} {kind}"),
+        "on": refuse(f"{kind} ... ON"),
+    }
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -120,7 +121,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # ---- queries
     exp.Select: _SELECT,
     exp.Subquery: {**_QUERY_MODIFIERS, "this": READ, "alias": READ},
-    exp.Union: _SET_OPERATION,
+    exp.Union: _set_operation("UNION"),
+    exp.Intersect: _set_operation("INTERSECT"),
+    exp.Except: _set_operation("EXCEPT"),
     exp.With: {"expressions": READ, "recursive": refuse("WITH RECURSIVE"), "search": refuse("SEARCH clause"),
                "cycle": refuse("CYCLE clause"), "udfs": refuse("functions defined in WITH")},
     exp.CTE: {"this": READ, "alias": READ, "materialized": SAME, "scalar": refuse("scalar WITH expressions"),
@@ -230,8 +233,6 @@ _NAMES: dict[type, str] = {
     exp.TableSample: "USING SAMPLE / TABLESAMPLE",
     exp.Lateral: "LATERAL",
     exp.Pivot: "PIVOT / UNPIVOT",
-    exp.Intersect: "INTERSECT",
-    exp.Except: "EXCEPT",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM",
     exp.Filter: "aggregate FILTER (WHERE ...)",

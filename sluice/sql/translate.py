@@ -23,7 +23,7 @@ from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
-from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project,
+from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat,
                                  Scan, Shared, Sort, SortKey, Union)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 
@@ -183,7 +183,7 @@ class Translator:
             if isinstance(ast, exp.Union):
                 return self.union(ast, parent, corr)
             if isinstance(ast, (exp.Intersect, exp.Except)):
-                raise UnsupportedError(f"{ast.key.upper()}")
+                return self.intersect_except(ast, parent, corr)
             if not isinstance(ast, exp.Select):
                 raise UnsupportedError(f"{ast.key.upper()} as a query")
             return self.select(ast, parent, corr)
@@ -206,10 +206,60 @@ class Translator:
         # The root's own ORDER BY / LIMIT apply to the whole union (below), not to a branch.
         flatten(ast.left)
         flatten(ast.right)
+        fixed, names, outputs = self._set_inputs("UNION", parts, parent)
+        plan: PlanNode = Union(tuple(fixed))
+        if ast.args.get("distinct"):
+            sch = plan.schema
+            plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names), ())
+        return self._order_limit_simple(ast, Rel(plan, outputs))
+
+    def intersect_except(self, ast: exp.Intersect | exp.Except, parent, corr) -> Rel:
+        """INTERSECT / EXCEPT [ALL] as one aggregation over both inputs tagged by side: per
+        distinct row (NULLs equal, as set operations compare), how often it occurs left and
+        right; DISTINCT keeps the rows that pass once, ALL repeats them min(l, r) (INTERSECT)
+        or l - r (EXCEPT) times, as the standard and DuckDB define the bag operations."""
+        kind = "INTERSECT" if isinstance(ast, exp.Intersect) else "EXCEPT"
+        if corr is not None:
+            raise UnsupportedError(f"correlated subquery over {kind}")
+        fixed, names, outputs = self._set_inputs(kind, [ast.left, ast.right], parent)
+        left_n, right_n = self.fresh("left_count"), self.fresh("right_count")
+        tagged = []
+        for side, p in enumerate(fixed):
+            tags = ((left_n, Lit(1 - side, INT64)), (right_n, Lit(side, INT64)))
+            tagged.append(Project(p.child, p.exprs + tags))
+        plan: PlanNode = Union(tuple(tagged))
+        sch = plan.schema
+        plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names),
+                         ((left_n, AggCall("sum", Col(left_n, INT64))), (right_n, AggCall("sum", Col(right_n, INT64)))))
+        left, right = Col(left_n, INT64), Col(right_n, INT64)
+        zero = Lit(0, INT64)
+        if ast.args.get("distinct"):
+            # Every group occurs on at least one side.
+            if kind == "INTERSECT":
+                keep = E.make_bool("and", [E.make_compare(">", left, zero), E.make_compare(">", right, zero)])
+            else:
+                keep = E.make_compare("=", right, zero)
+            plan = Filter(plan, keep)
+        else:
+            times = self.fresh("times")
+            if kind == "INTERSECT":
+                count = E.make_func("case", [E.make_compare("<", left, right), left, right])
+            else:
+                count = E.make_arith("-", left, right)
+            sch = plan.schema
+            plan = Project(plan, tuple((n, Col(n, sch[n])) for n in names) + ((times, count),))
+            plan = Repeat(Filter(plan, E.make_compare(">", Col(times, INT64), zero)), times)
+        sch = plan.schema
+        plan = Project(plan, tuple((n, Col(n, sch[n])) for n in names))
+        return self._order_limit_simple(ast, Rel(plan, outputs))
+
+    def _set_inputs(self, kind: str, parts: list[exp.Expression], parent) -> tuple[list[Project], list[str], list]:
+        """The inputs of a set operation as Projects onto shared fresh names, each column cast
+        to one type (an untyped ``NULL as x`` takes the other inputs' type); the output names."""
         rels = [self.query(p, parent, None) for p in parts]
         width = len(rels[0].outputs)
         if any(len(r.outputs) != width for r in rels):
-            raise PlanError("UNION inputs have different numbers of columns")
+            raise PlanError(f"{kind} inputs have different numbers of columns")
         names = [self.fresh(n) for n, _ in rels[0].outputs]
         inputs = []
         for r in rels:
@@ -218,8 +268,6 @@ class Translator:
             for i, (_, internal) in enumerate(r.outputs):
                 exprs.append((names[i], Col(internal, sch[internal])))
             inputs.append(Project(r.plan, tuple(exprs)))
-        # Unify types: cast every input to the first typed input's types where they differ (an
-        # untyped NULL column, `NULL as x`, takes the type of the other inputs).
         nulls = [[_untyped_null(r.plan, internal) for _, internal in r.outputs] for r in rels]
         t0 = []
         for i in range(width):
@@ -233,16 +281,12 @@ class Translator:
                     e = Func("cast_null", (e,), t)
                 if e.type != t:
                     if (e.type.kind == "string") != (t.kind == "string"):
-                        raise PlanError(f"UNION inputs have incompatible column types {t} and {e.type}")
+                        raise PlanError(f"{kind} inputs have incompatible column types {t} and {e.type}")
                     e = Func("cast", (e,), t, (t,))
                 exprs.append((n, e))
             fixed.append(Project(p.child, tuple(exprs)))
-        plan: PlanNode = Union(tuple(fixed))
-        if ast.args.get("distinct"):
-            sch = plan.schema
-            plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names), ())
         outputs = [(u, n) for (u, _), n in zip(rels[0].outputs, names)]
-        return self._order_limit_simple(ast, Rel(plan, outputs))
+        return fixed, names, outputs
 
     def _order_limit_simple(self, ast, rel: Rel) -> Rel:
         order = ast.args.get("order")

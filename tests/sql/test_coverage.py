@@ -30,7 +30,7 @@ def _all_expression_classes() -> list[type]:
 
 
 ALL = _all_expression_classes()
-STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.With, exp.CTE, exp.From, exp.Join, exp.Table,
+STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, exp.With, exp.CTE, exp.From, exp.Join, exp.Table,
               exp.TableAlias, exp.Where, exp.Having, exp.Group, exp.Order, exp.Ordered, exp.Limit,
               exp.LimitOptions, exp.Offset, exp.Distinct, exp.Star, exp.Identifier, exp.DataType,
               exp.DataTypeParam, exp.Var, exp.Interval}

@@ -147,6 +147,22 @@ QUERIES = {
     "case_no_else_string": "select case when a > 2 then s end, coalesce(null, s) from t",
     "star_exclude_replace": "select * exclude (dt, f) replace (b * 2 as b) from t",
     "union_null_column": "select s, null as n from t union all select null, b from t",
+    # INTERSECT / EXCEPT [ALL]: NULLs compare equal, duplicates counted per side
+    "intersect": "select a from t intersect select k from u",
+    "intersect_all": "select a from t intersect all select k from u",
+    "except": "select a from t except select k from u",
+    "except_all": "select a from t except all select k from u",
+    "except_all_reverse": "select k from u except all select a from t",
+    "intersect_two_columns": "select a, s from t intersect select k, v from u union all select 2, 'two'",
+    "intersect_strings_nulls": "select s from t intersect all select s from t where b > 20",
+    "except_empty_right": "select k, v from u except select k, v from empty",
+    "intersect_empty_left": "select k from empty intersect select k from u",
+    "set_precedence": "select a from t union select k from u intersect select k from withnull",
+    "set_precedence_except": "select a from t except select k from u except select a from t where b > 60",
+    "except_all_types": "select d from t except all select cast(k as decimal(10, 2)) from u",
+    "intersect_null_type": "select null as x intersect select a from t",
+    "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
+    "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
 }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import singledispatch
 
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Scan, Shared, Sort, Union
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Shared, Sort,
+                                 Union)
 
 
 def prune_columns(plan: PlanNode) -> PlanNode:
@@ -73,6 +74,11 @@ def _(plan: Sort, need):
 @_prune.register
 def _(plan: Limit, need):
     return replace(plan, child=_prune(plan.child, need))
+
+
+@_prune.register
+def _(plan: Repeat, need):
+    return replace(plan, child=_prune(plan.child, need | {plan.count}))
 
 
 @_prune.register

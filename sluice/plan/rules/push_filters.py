@@ -11,7 +11,7 @@ from functools import singledispatch
 
 from sluice.plan import expr as E
 from sluice.plan.expr import Expr
-from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Scan, Shared, Sort, Limit, Union
+from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
@@ -119,6 +119,13 @@ def _(plan: Sort, conds):
 def _(plan: Limit, conds):
     from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
+
+
+@_push.register
+def _(plan: Repeat, conds):
+    # A condition on the row holds for all its copies: it may go below.
+    from dataclasses import replace
+    return replace(plan, child=_push(plan.child, conds))
 
 
 @_push.register
