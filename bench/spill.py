@@ -142,6 +142,9 @@ def main() -> None:
         check = "ok"
         theirs = tmp / f"{name}-duck.parquet"
         for key, r in res.items():
+            if "error" in res["duckdb", None]:
+                check = f"no reference: duckdb {res['duckdb', None]['error'][:60]}"
+                break
             if key[0] != "sluice" or "error" in r:
                 continue
             suffix = "" if key[1] is None else f"-{key[1]}"
