@@ -20,11 +20,12 @@ from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp,
                                    UnionOp)
 from sluice.exec.sort import SortOp
+from sluice.exec.window import WindowOp
 from sluice.io.parquet.convert import column_to_arrow
 from sluice.types import to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, SortKey, Window,
                                  Shared, Sort, Union)
 
 #: Shared subplans already lowered in the current lowering (key -> operator).
@@ -83,6 +84,15 @@ def _(plan: Project, cfg):
 @lower.register
 def _(plan: Limit, cfg):
     return LimitOp(lower(plan.child, cfg), plan.limit, plan.offset)
+
+
+@lower.register
+def _(plan: Window, cfg):
+    child = lower(plan.child, cfg)
+    keys = tuple(SortKey(e, True, True) for e in plan.partition) + plan.order
+    if keys:  # rows of a partition together, in order: a Sort that spills past the budget
+        child = _estimated(SortOp(child, keys, None, 0), plan.child)
+    return WindowOp(child, plan.partition, plan.order, plan.calls)
 
 
 @lower.register

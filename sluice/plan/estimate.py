@@ -5,7 +5,7 @@ side with the larger base table, scaled by the other side's filter selectivity."
 from __future__ import annotations
 
 from sluice.plan.expr import Col, Expr, Func, Lit
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union
+from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
 
 DEFAULT_SEL = 0.3
 EQ_SEL = 0.1
@@ -22,7 +22,7 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
     if isinstance(plan, Filter):
         rows, base = estimate(plan.child)
         return max(1.0, rows * selectivity(plan.predicate, _scan_below(plan.child))), base
-    if isinstance(plan, (Project, Sort, Repeat)):
+    if isinstance(plan, (Project, Sort, Repeat, Window)):
         rows, base = estimate(plan.child)
         if isinstance(plan, Sort) and plan.limit is not None:
             rows = min(rows, plan.limit)
@@ -108,7 +108,7 @@ def _find_scan(plan: PlanNode, name: str) -> tuple[Scan, str] | None:
             if n == name:
                 return _find_scan(plan.child, e.name) if isinstance(e, Col) else None
         return None
-    if isinstance(plan, (Filter, Sort, Limit, Join)):
+    if isinstance(plan, (Filter, Sort, Limit, Join, Window)):
         for c in plan.children:
             if name in c.schema:
                 return _find_scan(c, name)

@@ -192,6 +192,60 @@ class Union(PlanNode):
         return self.inputs[0].schema
 
 
+#: Window functions and the type of their result (None: the type of their first argument).
+RANKING = {"row_number", "rank", "dense_rank", "ntile"}
+DISTRIBUTION = {"percent_rank", "cume_dist"}
+OFFSETS = {"lag", "lead"}
+VALUES = {"first_value", "last_value", "nth_value"}
+WINDOW_AGGREGATES = {"sum", "avg", "count", "count_star", "min", "max"}
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """One window function: ``params`` holds constant arguments (NTILE's buckets, LAG/LEAD's
+    offset, NTH_VALUE's n); ``args`` the per-row ones (the value, LAG/LEAD's default).
+    ``frame`` is (rows|range, start, end), each bound (unbounded|preceding|current|following, n),
+    already resolved to the SQL default when the query gave none."""
+
+    func: str
+    args: tuple[Expr, ...]
+    params: tuple = ()
+    frame: tuple = ("range", ("unbounded", 0), ("unbounded", 0))
+
+    @property
+    def type(self) -> LType:
+        if self.func in RANKING or self.func in ("count", "count_star"):
+            return INT64
+        if self.func in DISTRIBUTION or self.func == "avg":
+            return FLOAT64
+        if self.func == "sum":
+            return AggCall("sum", self.args[0]).type
+        return self.args[0].type
+
+    def __str__(self) -> str:
+        args = ", ".join([str(a) for a in self.args] + [str(p) for p in self.params])
+        kind, (s, a), (e, b) = self.frame
+        def b_(w, k):
+            return {"unbounded": "unbounded", "current": "current row"}.get(w, f"{k} {w}")
+        return f"{self.func}({args}) {kind} {b_(s, a)}..{b_(e, b)}"
+
+
+@dataclass(frozen=True, eq=False)
+class Window(PlanNode):
+    """The child's rows with window function results added; rows of one partition (equal
+    ``partition`` values) in ``order``. Results are computed over the rows sorted by both."""
+
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    partition: tuple[Expr, ...]
+    order: tuple[SortKey, ...]
+    calls: tuple[tuple[str, WindowCall], ...]
+
+    @property
+    def schema(self):
+        return {**self.child.schema, **{n: c.type for n, c in self.calls}}
+
+
 @dataclass(frozen=True, eq=False)
 class Repeat(PlanNode):
     """Each row of the child ``count`` times (an INT64 column, >= 0): INTERSECT/EXCEPT ALL."""

@@ -23,7 +23,7 @@ from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
-from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat,
+from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Scan, Shared, Sort, SortKey, Union)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 
@@ -106,12 +106,50 @@ def _contains_subquery(node: exp.Expression) -> bool:
                for n in node.walk())
 
 
+WINDOW_FUNCS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+                exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+                exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value", exp.LastValue: "last_value",
+                exp.NthValue: "nth_value"}
+
+
+def _window_parts(w: exp.Window) -> list[exp.Expression]:
+    """What a window call evaluates below it: its function's arguments, PARTITION BY, ORDER BY."""
+    parts = list(w.this.iter_expressions()) + list(w.args.get("partition_by") or [])
+    if w.args.get("order") is not None:
+        parts.append(w.args["order"])
+    return parts
+
+
+def _outer_windows(node: exp.Expression) -> list[exp.Window]:
+    """Window calls in ``node`` that are not inside a subquery."""
+    out = []
+
+    def rec(n):
+        if isinstance(n, (exp.Subquery, exp.Exists, exp.Select)):
+            return
+        if isinstance(n, exp.Window):
+            out.append(n)
+            for p in _window_parts(n):
+                if any(isinstance(x, exp.Window) for x in p.walk()):
+                    raise PlanError("window functions cannot be nested")
+            return
+        for child in n.iter_expressions():
+            rec(child)
+    rec(node)
+    return out
+
+
 def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
-    """Aggregate calls in ``node`` that are not inside a subquery."""
+    """Aggregate calls in ``node`` that are not inside a subquery (nor window aggregates; but
+    the aggregates inside a window call's arguments, as in ``sum(sum(x)) over ()``)."""
     out = []
 
     def rec(n):
         if isinstance(n, (exp.Subquery, exp.Exists)) or (isinstance(n, exp.Select)):
+            return
+        if isinstance(n, exp.Window):
+            for p in _window_parts(n):
+                rec(p)
             return
         if isinstance(n, tuple(AGG_FUNCS)):
             out.append(n)
@@ -487,6 +525,21 @@ class Translator:
                 if id(node) not in post_ctx.subs and node.parent is not None and not isinstance(node.parent, (exp.From, exp.Join)):
                     plan = self._scalar_subquery(node, plan, post_ctx)
 
+        # Window functions (after grouping and HAVING), then QUALIFY on their results.
+        qualify = sel.args.get("qualify")
+        windows = [w for it in select_items for w in _outer_windows(it)]
+        if qualify is not None:
+            windows += _outer_windows(qualify)
+        if order is not None:
+            windows += [w for o in order.expressions for w in _outer_windows(o)]
+        if windows:
+            plan = self._windows(plan, windows, post_ctx, aggregated)
+        if qualify is not None:
+            c = self._post(qualify.this, post_ctx) if aggregated else self.expr(qualify.this, post_ctx)
+            if c.type.kind != "bool":
+                raise PlanError(f"QUALIFY needs a boolean condition, got {c.type}")
+            plan = Filter(plan, c)
+
         outputs_exprs: list[tuple[str, str, Expr]] = []
         for it in select_items:
             name = it.alias_or_name if isinstance(it, (exp.Alias, exp.Column)) else it.sql(dialect="duckdb")
@@ -708,6 +761,117 @@ class Translator:
         post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
                    aliases=dict(alias_map))
         return out, post
+
+    def _windows(self, plan: PlanNode, nodes: list[exp.Window], ctx: Ctx, aggregated: bool) -> PlanNode:
+        """Window nodes over ``plan``, one per distinct (PARTITION BY, ORDER BY); each call's
+        result is bound to its AST node in ``ctx.subs``. Inputs that are not plain columns
+        are computed first by one Project."""
+        def tr(n):
+            return self._post(n, ctx) if aggregated else self.expr(n, ctx)
+        computed: dict[Expr, Col] = {}
+
+        def column(e: Expr) -> Expr:
+            if isinstance(e, (Col, Lit)):
+                return e
+            if e not in computed:
+                computed[e] = Col(self.fresh("window_input"), e.type)
+            return computed[e]
+        specs: dict[tuple, list[tuple[str, WindowCall]]] = {}
+        for w in nodes:
+            if id(w) in ctx.subs:
+                continue
+            if not isinstance(w.this, tuple(WINDOW_FUNCS) + tuple(AGG_FUNCS)):
+                raise UnsupportedError(f"{construct_name(w.this)} as a window function")
+            part = tuple(column(tr(p)) for p in w.args.get("partition_by") or [])
+            order = w.args.get("order")
+            keys = tuple(self._sort_key(o, column(tr(o.this))) for o in (order.expressions if order else []))
+            call = self._window_call(w, tr, column, bool(keys))
+            name = self.fresh(w.sql(dialect="duckdb"))
+            specs.setdefault((part, keys), []).append((name, call))
+            ctx.subs[id(w)] = Col(name, call.type)
+        if computed:
+            sch = plan.schema
+            plan = Project(plan, tuple((n, Col(n, t)) for n, t in sch.items()) +
+                           tuple((c.name, e) for e, c in computed.items()))
+        for (part, keys), calls in specs.items():
+            plan = Window(plan, part, keys, tuple(calls))
+        return plan
+
+    def _window_call(self, w: exp.Window, tr, column, ordered: bool) -> WindowCall:
+        f = w.this
+        frame = self._frame(w.args.get("spec"), ordered)
+        if isinstance(f, tuple(AGG_FUNCS)):
+            func = AGG_FUNCS[type(f)]
+            arg = f.this
+            if isinstance(arg, exp.Distinct):
+                raise UnsupportedError("DISTINCT in a window aggregate")
+            if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+                return WindowCall("count_star", (), (), frame)
+            e = tr(arg)
+            if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
+                raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
+            if func in ("min", "max") and e.type.kind == "string":
+                raise UnsupportedError(f"{func.upper()} of strings over a window")
+            return WindowCall(func, (column(e),), (), frame)
+        func = WINDOW_FUNCS[type(f)]
+        if func in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist"):
+            return WindowCall(func, (), (), frame)
+        if func == "ntile":
+            return WindowCall(func, (), (self._constant_int(f.this, "NTILE", 1),), frame)
+        value = column(tr(f.this))
+        if func in ("lag", "lead"):
+            offset = self._constant_int(f.args.get("offset"), func.upper(), 0) if f.args.get("offset") else 1
+            args: tuple[Expr, ...] = (value,)
+            default = f.args.get("default")
+            if default is not None and not isinstance(default, exp.Null):
+                d = tr(default)
+                if d.type != value.type:
+                    if (d.type.kind == "string") != (value.type.kind == "string"):
+                        raise PlanError(f"{func.upper()} default {d.type} does not match {value.type}")
+                    d = E.make_func("cast", [d], (value.type,))
+                args = (value, column(d))
+            return WindowCall(func, args, (offset,), frame)
+        if func == "nth_value":
+            return WindowCall(func, (value,), (self._constant_int(f.args.get("offset"), "NTH_VALUE", 1),), frame)
+        return WindowCall(func, (value,), (), frame)
+
+    @staticmethod
+    def _constant_int(node, what: str, least: int) -> int:
+        if not (isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()):
+            raise UnsupportedError(f"{what} with an argument that is not an integer constant")
+        v = int(node.this)
+        if v < least:
+            raise PlanError(f"{what} needs an argument of at least {least}, got {v}")
+        return v
+
+    @staticmethod
+    def _frame(spec, ordered: bool) -> tuple:
+        """(rows|range, start, end) of a window frame; the SQL default without one: the whole
+        partition, or with ORDER BY from its start to the current row's last peer."""
+        if spec is None:
+            return ("range", ("unbounded", 0), ("current", 0) if ordered else ("unbounded", 0))
+        kind = str(spec.args["kind"]).lower()
+
+        def bound(v, side, is_start: bool) -> tuple[str, int]:
+            side = str(side or "").lower()
+            if v is None or (isinstance(v, str) and v.upper() == "CURRENT ROW"):
+                return ("current", 0)
+            if isinstance(v, str) and v.upper() == "UNBOUNDED":
+                if (side == "following") == is_start:
+                    raise PlanError(f"a window frame cannot {'start' if is_start else 'end'} at UNBOUNDED "
+                                    f"{side.upper()}")
+                return ("unbounded", 0)
+            if kind == "range":
+                raise UnsupportedError("RANGE window frames with an offset (use ROWS)")
+            if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
+                raise UnsupportedError("window frame offsets that are not integer constants")
+            return (side, int(v.this))
+        start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+        end = bound(spec.args.get("end"), spec.args.get("end_side"), False) if spec.args.get("end") else ("current", 0)
+        rank = {"preceding": 0, "current": 1, "following": 2}
+        if start[0] in rank and end[0] in rank and rank[start[0]] > rank[end[0]]:
+            raise PlanError("a window frame cannot end before its start row")
+        return (kind, start, end)
 
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
         func = AGG_FUNCS[type(node)]

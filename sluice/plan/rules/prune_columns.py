@@ -6,7 +6,7 @@ from dataclasses import replace
 from functools import singledispatch
 
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Shared, Sort,
-                                 Union)
+                                 Union, Window)
 
 
 def prune_columns(plan: PlanNode) -> PlanNode:
@@ -74,6 +74,17 @@ def _(plan: Sort, need):
 @_prune.register
 def _(plan: Limit, need):
     return replace(plan, child=_prune(plan.child, need))
+
+
+@_prune.register
+def _(plan: Window, need):
+    calls = tuple((n, c) for n, c in plan.calls if n in need)
+    rest = need - {n for n, _ in plan.calls}
+    if not calls:
+        return _prune(plan.child, rest)
+    child_need = rest | _cols(plan.partition) | _cols(k.expr for k in plan.order) | \
+        _cols(a for _, c in calls for a in c.args)
+    return Window(_prune(plan.child, child_need), plan.partition, plan.order, calls)
 
 
 @_prune.register

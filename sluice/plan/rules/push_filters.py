@@ -11,7 +11,7 @@ from functools import singledispatch
 
 from sluice.plan import expr as E
 from sluice.plan.expr import Expr
-from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union
+from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
@@ -117,6 +117,13 @@ def _(plan: Sort, conds):
 
 @_push.register
 def _(plan: Limit, conds):
+    from dataclasses import replace
+    return _wrap(replace(plan, child=_push(plan.child, [])), conds)
+
+
+@_push.register
+def _(plan: Window, conds):
+    # A filter changes the partitions a window sees: it stays above.
     from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
 

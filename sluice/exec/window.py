@@ -1,0 +1,173 @@
+"""Window operator: window functions over a stream sorted by (partition, order) keys.
+
+The child is a Sort (which spills past the memory budget), so the rows of one partition
+arrive together. Chunks are held only until their partitions are complete: when a chunk
+starts a new partition, every row before that point is computed at once (whole-tensor
+kernels in ``kernels/window.py``) and emitted. Held rows count against the memory budget;
+a single partition larger than the budget is the one thing that cannot be spilled here, and
+ends the query with a line naming the operator and the setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from sluice.chunk import Chunk, Column, concat_chunks
+from sluice.exec.context import chunk_nbytes
+from sluice.exec.evaluate import evaluate
+from sluice.exec.kernels import window as K
+from sluice.exec.operators import Operator
+from sluice.plan.expr import Expr
+from sluice.plan.logical import SortKey, WindowCall
+
+
+@dataclass
+class WindowOp(Operator):
+    child: Operator
+    partition: tuple[Expr, ...]
+    order: tuple[SortKey, ...]
+    calls: tuple[tuple[str, WindowCall], ...]
+    label = "Window"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def describe(self):
+        part = ", ".join(str(e) for e in self.partition)
+        order = ", ".join(f"{k.expr}{'' if k.ascending else ' desc'}" for k in self.order)
+        calls = ", ".join(f"{n}={c}" for n, c in self.calls)
+        return f"Window partition=[{part}] order=[{order}] [{calls}]"
+
+    def execute(self, ctx) -> Iterator[Chunk]:
+        pending: list[Chunk] = []
+        with ctx.memory.reservation(f"{self.label} partition") as res:
+            for chunk in self.child.stream(ctx):
+                n = chunk.num_rows
+                if n == 0:
+                    continue
+                res.grow(chunk_nbytes(chunk), "rows of one window partition")
+                cut = self._last_partition_start(pending, chunk) if self.partition else 0
+                if cut == 0:
+                    pending.append(chunk)
+                    continue
+                done = pending + ([chunk.slice(0, cut)] if cut < n else [chunk])
+                pending = [chunk.slice(cut, n)] if cut < n else []
+                yield from self._compute(concat_chunks(done))
+                res.resize(sum(chunk_nbytes(c) for c in pending))
+            if pending:
+                yield from self._compute(concat_chunks(pending))
+
+    def _last_partition_start(self, pending: list[Chunk], chunk: Chunk) -> int:
+        """Index in ``chunk`` of the last row that starts a partition (0: none after row 0 or
+        row 0 continues the held rows); rows before it complete every held partition."""
+        n = chunk.num_rows
+        cols = [evaluate(e, chunk).expand(n) for e in self.partition]
+        starts = K.row_starts(cols, n, _device(chunk))
+        if pending:
+            prev = pending[-1]
+            edge = concat_chunks([prev.slice(prev.num_rows - 1, prev.num_rows), chunk.slice(0, 1)])
+            two = [evaluate(e, edge).expand(2) for e in self.partition]
+            starts[0] = bool(K.row_starts(two, 2, _device(chunk))[1])
+        else:
+            starts[0] = False
+        hits = torch.nonzero(starts).flatten()
+        return int(hits[-1]) if hits.numel() else 0
+
+    def _compute(self, data: Chunk) -> Iterator[Chunk]:
+        n = data.num_rows
+        dev = _device(data)
+        pcols = [evaluate(e, data).expand(n) for e in self.partition]
+        part_starts = K.row_starts(pcols, n, dev)
+        part = K.Segments.of(part_starts)
+        ocols = [evaluate(k.expr, data).expand(n) for k in self.order]
+        peers = K.Segments.of(part_starts | K.row_starts(ocols, n, dev))
+        idx = torch.arange(n, device=dev)
+        cols = dict(data.columns)
+        for name, call in self.calls:
+            cols[name] = _call(call, data, idx, part, peers, dev)
+        yield Chunk(cols, n, data.seq)
+
+
+def _device(chunk: Chunk):
+    for c in chunk.columns.values():
+        return c.data.device
+    return torch.device("cpu")
+
+
+def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segments, dev) -> Column:
+    f, n = call.func, data.num_rows
+    t = call.type
+    if f == "row_number":
+        return Column(idx - part.first + 1, t)
+    if f == "rank":
+        return Column(peers.first - part.first + 1, t)
+    if f == "dense_rank":
+        return Column(peers.ident - peers.ident[part.first] + 1, t)
+    if f == "percent_rank":
+        size = (part.last - part.first).to(torch.float64)
+        r = (peers.first - part.first).to(torch.float64)
+        return Column(torch.where(size > 0, r / size.clamp(min=1), torch.zeros_like(r)), t)
+    if f == "cume_dist":
+        size = (part.last - part.first + 1).to(torch.float64)
+        return Column((peers.last - part.first + 1).to(torch.float64) / size, t)
+    if f == "ntile":
+        return Column(K.ntile(int(call.params[0]), idx, part), t)
+    x = evaluate(call.args[0], data).expand(n) if call.args else None
+    if f in ("lag", "lead"):
+        k = int(call.params[0])
+        j = idx - k if f == "lag" else idx + k
+        inside = (j >= part.first) & (j <= part.last)
+        got = x.take(j.clamp(0, max(n - 1, 0)))
+        default = evaluate(call.args[1], data).expand(n) if len(call.args) > 1 else None
+        return _choose(inside, got, default, t, n, dev)
+    kind, start, end = call.frame
+    lo, hi = K.frame(kind, start, end, part, peers, n, dev)
+    if f in ("first_value", "last_value", "nth_value"):
+        j = lo if f == "first_value" else hi if f == "last_value" else lo + int(call.params[0]) - 1
+        inside = (lo <= hi) & (j <= hi)
+        return _choose(inside, x.take(j.clamp(0, max(n - 1, 0))), None, t, n, dev)
+    if f == "count_star":
+        return Column(K.frame_count(None, lo, hi), t)
+    valid = x.valid
+    count = K.frame_count(valid if valid is not None else torch.ones(n, dtype=torch.bool, device=dev), lo, hi)
+    if f == "count":
+        return Column(count, t)
+    has = count > 0
+    if f in ("sum", "avg"):
+        data_ = x.data.to(torch.int64) if x.type.kind == "bool" else x.data
+        s = K.frame_sum(data_, valid, lo, hi)
+        if f == "sum":
+            return Column(s.to(_torch_dtype(t, s)), t, None if bool(has.all()) else has)
+        avg = s.to(torch.float64) / count.clamp(min=1).to(torch.float64)
+        if x.type.kind == "decimal":
+            avg = avg / (10 ** x.type.scale)
+        return Column(avg, t, None if bool(has.all()) else has)
+    if f in ("min", "max"):
+        m = K.frame_minmax(x.data, valid, lo, hi, start, end, part, f == "max")
+        return Column(m, t, None if bool(has.all()) else has, x.dictionary)
+    raise AssertionError(f"window function {f}")
+
+
+def _torch_dtype(t, s: torch.Tensor) -> torch.dtype:
+    return torch.float64 if t.is_float else torch.int64 if t.kind != "decimal" else s.dtype
+
+
+def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int, dev) -> Column:
+    """``got`` where ``inside``, else ``default`` (NULL when there is none)."""
+    valid = inside if got.valid is None else inside & got.valid
+    if default is None:
+        return Column(got.data, t, None if bool(valid.all()) else valid, got.dictionary)
+    if default.type.kind == "string" or got.type.kind == "string":
+        from sluice.chunk import concat_columns
+        both = concat_columns([got, default])
+        data = torch.where(inside, both.data[:n], both.data[n:])
+        dict_ = both.dictionary
+    else:
+        data = torch.where(inside, got.data, default.data.to(got.data.dtype))
+        dict_ = None
+    dvalid = default.valid if default.valid is not None else torch.ones(n, dtype=torch.bool, device=dev)
+    v = torch.where(inside, valid, dvalid)
+    return Column(data, t, None if bool(v.all()) else v, dict_)

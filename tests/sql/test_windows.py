@@ -1,0 +1,137 @@
+"""Window functions and QUALIFY against DuckDB: NULLs in partition, order and value columns,
+ties, partitions of one row, empty inputs, every frame kind; at the default chunk size, in
+chunks of a few rows (partitions span chunks), and with every sort spilled.
+
+Functions whose result depends on the order among ties (ROW_NUMBER, LAG, ROWS frames...)
+are ordered by a unique ``id`` last, so that both engines must give the same answer."""
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.testing.oracle import compare, duckdb_connect
+
+N = 61
+
+
+@pytest.fixture(scope="module")
+def wdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("windows")
+    rng = np.random.default_rng(7)
+    g = rng.integers(0, 4, N)
+    o = rng.integers(0, 6, N)
+    x = rng.integers(-50, 50, N)
+    t = pa.table({
+        "id": pa.array(np.arange(N), pa.int64()),
+        "g": pa.array([None if v == 3 else int(v) for v in g], pa.int32()),
+        "o": pa.array([None if i % 11 == 5 else int(v) for i, v in enumerate(o)], pa.int32()),
+        "x": pa.array([None if i % 7 == 3 else int(v) for i, v in enumerate(x)], pa.int64()),
+        "f": pa.array([float(v) / 4 for v in rng.integers(-100, 100, N)], pa.float64()),
+        "d": pa.array([decimal.Decimal(int(v)) / 100 for v in rng.integers(-9999, 9999, N)], pa.decimal128(9, 2)),
+        "s": pa.array([None if i % 13 == 0 else f"s{int(v)}" for i, v in enumerate(rng.integers(0, 9, N))]),
+    })
+    pq.write_table(t, root / "w.parquet", row_group_size=17)
+    pq.write_table(t.slice(0, 1), root / "one.parquet")
+    pq.write_table(t.slice(0, 0), root / "none.parquet")
+    return root
+
+
+QUERIES = {
+    # ranking
+    "row_number": "select id, row_number() over (partition by g order by o, id) from w",
+    "row_number_global": "select id, row_number() over (order by x desc nulls first, id) from w",
+    "rank_ties": "select id, rank() over (partition by g order by o) from w",
+    "dense_rank_ties": "select id, dense_rank() over (partition by g order by o desc) from w",
+    "rank_no_order": "select id, rank() over (partition by g), dense_rank() over () from w",
+    "percent_rank": "select id, percent_rank() over (partition by g order by o nulls first) from w",
+    "cume_dist": "select id, cume_dist() over (order by o) from w",
+    "ntile": "select id, ntile(4) over (partition by g order by id), ntile(100) over (order by id) from w",
+    "rank_two_keys": "select id, rank() over (partition by g, o % 2 order by s nulls last, o desc) from w",
+    # offsets
+    "lag_lead": "select id, lag(x) over (partition by g order by id), lead(x, 2) over (partition by g order by id) from w",
+    "lag_default": "select id, lag(x, 1, -1) over (order by id), lead(s, 3, 'none') over (partition by g order by id) from w",
+    "lag_zero": "select id, lag(x, 0) over (order by id) from w",
+    "first_last_value": "select id, first_value(x) over (partition by g order by id), "
+                        "last_value(x) over (partition by g order by id) from w",
+    "last_value_full": "select id, last_value(s) over (partition by g order by id rows between unbounded preceding "
+                       "and unbounded following) from w",
+    "nth_value": "select id, nth_value(x, 3) over (partition by g order by id) from w",
+    "first_value_ties": "select id, first_value(o) over (partition by g order by o nulls first), "
+                        "last_value(o) over (partition by g order by o) from w",
+    # aggregates: whole partition, running (RANGE with peers), ROWS frames
+    "sum_partition": "select id, sum(x) over (partition by g), count(x) over (partition by g), "
+                     "count(*) over (partition by g) from w",
+    "sum_running_range": "select id, sum(x) over (partition by g order by o) from w",
+    "sum_running_rows": "select id, sum(x) over (partition by g order by o, id rows unbounded preceding) from w",
+    "avg_min_max_running": "select id, avg(x) over (order by o), min(x) over (order by o), "
+                           "max(x) over (order by o) from w",
+    "rows_sliding": "select id, sum(x) over (partition by g order by id rows between 2 preceding and 1 following), "
+                    "min(x) over (partition by g order by id rows between 2 preceding and 1 following), "
+                    "max(f) over (partition by g order by id rows between 3 preceding and current row) from w",
+    "rows_following": "select id, sum(x) over (order by id rows between 1 following and 3 following), "
+                      "count(x) over (order by id rows between 1 following and 3 following) from w",
+    "rows_to_end": "select id, max(x) over (partition by g order by id rows between current row and unbounded following), "
+                   "min(d) over (partition by g order by id rows between 2 following and unbounded following) from w",
+    "rows_preceding_only": "select id, sum(x) over (order by id rows between 5 preceding and 2 preceding) from w",
+    "range_current_current": "select id, count(*) over (order by o range between current row and current row), "
+                             "sum(x) over (order by o range between current row and unbounded following) from w",
+    "decimal_float_sum": "select id, sum(d) over (partition by g order by id), avg(d) over (partition by g), "
+                         "sum(f) over (partition by g) from w",
+    "min_max_decimal_partition": "select id, min(d) over (partition by g), max(d) over (partition by g) from w",
+    "count_star_rows": "select id, count(*) over (order by id rows between 3 preceding and 3 following) from w",
+    # windows over aggregates, expressions, several specs, QUALIFY, ORDER BY on a window
+    "over_aggregate": "select g, sum(x) as t, rank() over (order by sum(x) desc) from w group by g",
+    "sum_of_sum": "select g, o, sum(sum(x)) over (partition by g order by o) from w group by g, o",
+    "share_of_total": "select g, sum(x) * 1.0 / sum(sum(x)) over () from w group by g",
+    "expressions": "select id, row_number() over (partition by g % 2 order by x * -1, id) + 100 from w",
+    "several_specs": "select id, rank() over (order by o), sum(x) over (partition by g order by id), "
+                     "lag(o) over (order by id) from w",
+    "qualify": "select id, g from w qualify row_number() over (partition by g order by x desc nulls last, id) <= 2",
+    "qualify_hidden": "select id from w qualify sum(x) over (partition by g) > 0 and rank() over (order by id) > 3",
+    "order_by_window": "select id, g from w order by row_number() over (order by x nulls first, id) desc limit 7",
+    "window_in_subquery": "select g, max(rn) from (select g, row_number() over (partition by g order by id) rn "
+                          "from w) t group by g",
+    "where_then_window": "select id, count(*) over (partition by g) from w where x > 0",
+    "distinct_window": "select distinct g, count(*) over (partition by g) from w",
+    "one_row": "select id, rank() over (order by id), sum(x) over (), lag(x) over (order by id) from one",
+    "empty": "select id, row_number() over (order by id), sum(x) over () from none",
+}
+
+
+@pytest.mark.parametrize("settings", [{}, {"chunk_rows": 3}, {"chunk_rows": 5, "force_spill": True}],
+                         ids=["default", "three_row_chunks", "spilled_sorts"])
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_window(name, settings, wdir, connect):
+    sql = QUERIES[name]
+    ours = connect(wdir, **settings).sql(sql).to_arrow()
+    theirs = duckdb_connect(wdir).sql(sql).to_arrow_table()
+    compare(ours, theirs, [0] if "limit" in sql else None)
+
+
+REFUSED = {
+    "select id, sum(x) over (order by o range between 1 preceding and current row) from w": "RANGE",
+    "select id, sum(x) over (order by o groups between 1 preceding and current row) from w": "GROUPS",
+    "select id, sum(x) over (order by id rows between 1 preceding and 1 following exclude current row) from w":
+        "EXCLUDE",
+    "select id, sum(x) over w1 from w window w1 as (order by id)": "WINDOW",
+    "select id, count(distinct x) over (partition by g) from w": "DISTINCT",
+    "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
+    "select id, max(s) over (partition by g) from w": "MAX of strings",
+    "select id, ntile(g) over (order by id) from w": "NTILE",
+}
+
+
+@pytest.mark.parametrize("sql", sorted(REFUSED))
+def test_window_refusals(sql, wdir, connect):
+    from sluice.errors import UnsupportedError
+    with pytest.raises(UnsupportedError, match=REFUSED[sql]):
+        connect(wdir).sql(sql).to_arrow()
+
+
+def test_invalid_frame_is_an_error(wdir, connect):
+    from sluice.errors import SluiceError
+    with pytest.raises(SluiceError, match="frame"):
+        connect(wdir).sql("select sum(x) over (order by id rows between 1 following and 1 preceding) from w").to_arrow()
