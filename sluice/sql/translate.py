@@ -160,6 +160,71 @@ def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+def _set_members(group: exp.Group) -> list[exp.Expression]:
+    """Every key expression a GROUP BY names, also inside ROLLUP / CUBE / GROUPING SETS."""
+    out = []
+    for g in group.expressions:
+        if isinstance(g, (exp.Rollup, exp.Cube)):
+            out += list(g.expressions)
+        elif isinstance(g, exp.GroupingSets):
+            for s in g.expressions:
+                out += _set_items(s)
+        else:
+            out.append(g)
+    return out
+
+
+def _set_items(s: exp.Expression) -> list[exp.Expression]:
+    if isinstance(s, exp.Tuple):
+        return list(s.expressions)
+    if isinstance(s, exp.Paren):
+        return _set_items(s.this)
+    if isinstance(s, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+        raise UnsupportedError("nested ROLLUP / CUBE / GROUPING SETS")
+    return [s]
+
+
+def _grouping_sets(group: exp.Group | None) -> list[list[exp.Expression]] | None:
+    """The grouping sets of a GROUP BY as lists of its key ASTs (the cross product of its
+    items: a plain key is in every set, ROLLUP (a, b) gives (a, b), (a), (); CUBE every
+    subset); None for a plain GROUP BY."""
+    if group is None or not any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in group.expressions):
+        return None
+    sets: list[list[exp.Expression]] = [[]]
+    for g in group.expressions:
+        if isinstance(g, exp.Rollup):
+            items = list(g.expressions)
+            options = [items[:k] for k in range(len(items), -1, -1)]
+        elif isinstance(g, exp.Cube):
+            items = list(g.expressions)
+            options = [[x for j, x in enumerate(items) if mask >> (len(items) - 1 - j) & 1]
+                       for mask in range((1 << len(items)) - 1, -1, -1)]
+        elif isinstance(g, exp.GroupingSets):
+            options = [_set_items(s) for s in g.expressions]
+        else:
+            options = [[g]]
+        sets = [a + b for a in sets for b in options]
+    if len(sets) > 4096:
+        raise UnsupportedError(f"{len(sets)} grouping sets (more than 4096)")
+    return sets
+
+
+def _grouping_calls(node: exp.Expression) -> list[exp.Expression]:
+    """GROUPING(...) calls in ``node`` outside subqueries."""
+    out = []
+
+    def rec(n):
+        if isinstance(n, (exp.Subquery, exp.Exists, exp.Select)):
+            return
+        if isinstance(n, exp.Grouping):
+            out.append(n)
+            return
+        for child in n.iter_expressions():
+            rec(child)
+    rec(node)
+    return out
+
+
 def _split_and(node: exp.Expression | None) -> list[exp.Expression]:
     if node is None:
         return []
@@ -493,6 +558,11 @@ class Translator:
         if order is not None:
             for o in order.expressions:
                 agg_nodes += _outer_aggs(o)
+        grouping_nodes = [n for it in select_items for n in _grouping_calls(it)]
+        if having is not None:
+            grouping_nodes += _grouping_calls(having)
+        if order is not None:
+            grouping_nodes += [n for o in order.expressions for n in _grouping_calls(o)]
         aggregated = bool(group) or bool(agg_nodes)
         alias_map = {}
         for it in select_items:
@@ -509,7 +579,8 @@ class Translator:
 
         post_ctx = ctx
         if aggregated:
-            plan, post_ctx = self._aggregate(plan, ctx, select_items, group, agg_nodes, alias_map, corr)
+            plan, post_ctx = self._aggregate(plan, ctx, select_items, group, agg_nodes, alias_map, corr,
+                                             grouping_nodes)
             if having is not None:
                 for c in _split_and(having):
                     if _contains_subquery(c):
@@ -715,13 +786,49 @@ class Translator:
 
     # ------------------------------------------------------------------ aggregation
 
-    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr):
+    def _grouping_set_union(self, plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols) -> PlanNode:
+        """ROLLUP / CUBE / GROUPING SETS: one aggregation per grouping set over the input
+        (computed once, shared), the keys outside the set as NULL, UNION ALL. GROUPING(...)
+        is a constant of each branch: bit j (from the last argument) set when argument j is
+        not grouped in that set."""
+        calls = []
+        for node in grouping_nodes:
+            idx = []
+            for a in node.expressions:
+                e = self.expr(a, ctx)
+                match = [i for i, (_, k) in enumerate(keys) if k == e]
+                if not match:
+                    raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
+                idx.append(match[0])
+            name = self.fresh(node.sql(dialect="duckdb"))
+            calls.append((name, idx))
+            agg_cols[id(node)] = Col(name, INT64)
+        shared = Shared(plan, self.fresh("grouping sets input"))
+        branches = []
+        for members in set_keys:
+            sub = tuple(k for i, k in enumerate(keys) if i in members)
+            agg = Aggregate(shared, sub, tuple(aggs))
+            exprs = [(n, Col(n, e.type) if i in members else Lit(None, e.type)) for i, (n, e) in enumerate(keys)]
+            exprs += [(n, Col(n, a.type)) for n, a in aggs]
+            for name, idx in calls:
+                bits = 0
+                for i in idx:
+                    bits = bits * 2 + (0 if i in members else 1)
+                exprs.append((name, Lit(bits, INT64)))
+            branches.append(Project(agg, tuple(exprs)))
+        return branches[0] if len(branches) == 1 else Union(tuple(branches))
+
+    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr, grouping_nodes=()):
         keys: list[tuple[str, Expr]] = []
         group_map: dict[Expr, Col] = {}
+        sets_ast = _grouping_sets(group)
+        set_keys: list[set[int]] = []
         if group is not None:
             if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
                 raise UnsupportedError("ROLLUP/CUBE/GROUPING SETS")
-            for g in group.expressions:
+            position: dict[int, int] = {}  # id(AST key) -> index in keys
+            for g0 in _set_members(group):
+                g = g0
                 if isinstance(g, exp.Literal) and not g.is_string:
                     k = int(g.this)
                     if not 1 <= k <= len(select_items):
@@ -736,10 +843,16 @@ class Translator:
                     else:
                         raise
                 if e in group_map:
+                    position[id(g0)] = [n for n, _ in keys].index(group_map[e].name)
                     continue
                 name = e.name if isinstance(e, Col) else self.fresh(g.sql(dialect="duckdb"))
+                position[id(g0)] = len(keys)
                 keys.append((name, e))
                 group_map[e] = Col(name, e.type)
+            if sets_ast is not None:
+                set_keys = [{position[id(g)] for g in s} for s in sets_ast]
+        if set_keys and corr is not None and corr.pairs:
+            raise UnsupportedError("correlated subquery with ROLLUP / CUBE / GROUPING SETS")
         if corr is not None:
             for (_, inner), kname in zip(corr.pairs, corr.inner_key_cols):
                 if inner not in group_map:
@@ -757,7 +870,17 @@ class Translator:
                 aggs.append((name, call))
                 seen[call] = Col(name, call.type)
             agg_cols[id(node)] = seen[call]
-        out = Aggregate(plan, tuple(keys), tuple(aggs))
+        if set_keys:
+            out = self._grouping_set_union(plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols)
+        else:
+            out = Aggregate(plan, tuple(keys), tuple(aggs))
+            if grouping_nodes:  # without grouping sets every key is grouped: GROUPING is 0
+                sch = out.schema
+                zeros = []
+                for node in grouping_nodes:
+                    agg_cols[id(node)] = Col(self.fresh(node.sql(dialect="duckdb")), INT64)
+                    zeros.append((agg_cols[id(node)].name, Lit(0, INT64)))
+                out = Project(out, tuple((n, Col(n, t)) for n, t in sch.items()) + tuple(zeros))
         post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
                    aliases=dict(alias_map))
         return out, post

@@ -33,7 +33,8 @@ ALL = _all_expression_classes()
 STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, exp.With, exp.CTE, exp.From, exp.Join, exp.Table,
               exp.TableAlias, exp.Where, exp.Having, exp.Group, exp.Order, exp.Ordered, exp.Limit,
               exp.LimitOptions, exp.Offset, exp.Distinct, exp.Star, exp.Identifier, exp.DataType,
-              exp.DataTypeParam, exp.Var, exp.Interval, exp.Window, exp.WindowSpec, exp.Qualify}
+              exp.DataTypeParam, exp.Var, exp.Interval, exp.Window, exp.WindowSpec, exp.Qualify,
+              exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple, exp.Grouping}
 
 
 @pytest.mark.parametrize("cls", sorted(SUPPORTED, key=lambda c: c.__name__), ids=lambda c: c.__name__)

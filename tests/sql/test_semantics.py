@@ -163,6 +163,19 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # ROLLUP / CUBE / GROUPING SETS and GROUPING(): NULL keys in the data and from rolling up
+    "rollup": "select a, s, count(*), sum(b) from t group by rollup (a, s)",
+    "rollup_grouping": "select a, s, sum(d), grouping(a), grouping(s), grouping(a, s) from t group by rollup (a, s)",
+    "cube": "select a % 2 as p, s is null as n, count(*), max(f) from t group by cube (p, n)",
+    "grouping_sets": "select a, s, count(*) from t group by grouping sets ((a), (s), (a, s), ())",
+    "grouping_sets_plain_key": "select s, a, sum(b) from t group by s, rollup (a)",
+    "grouping_sets_having": "select a, count(*) c from t group by rollup (a) having count(*) > 1",
+    "grouping_sets_order": "select a, s, sum(b) from t group by rollup (a, s) order by grouping(a, s) desc, a nulls first, s nulls first",
+    "grouping_sets_distinct_agg": "select s, count(distinct a), avg(b) from t group by cube (s)",
+    "grouping_sets_empty_input": "select k, count(*) from empty group by rollup (k)",
+    "grouping_no_sets": "select a, grouping(a), count(*) from t group by a",
+    "grouping_sets_window": "select a, sum(b), rank() over (partition by grouping(a) order by sum(b) desc) from t "
+                            "group by rollup (a)",
 }
 
 
