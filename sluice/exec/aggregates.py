@@ -250,7 +250,66 @@ class StringMinMaxAcc(MinMaxAcc):
         return Column(v.data, out_type, valid, v.dictionary)
 
 
+#: Statistical aggregates sharing one state of (count, mean, sum of squared deviations).
+MOMENTS = {"var_samp", "var_pop", "stddev_samp", "stddev_pop"}
+
+
+class MomentsAcc(Accumulator):
+    """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP: per group the count, the mean and M2,
+    the sum of squared deviations from the mean. A chunk's groups take two passes (mean, then
+    deviations: no cancellation); states combine with Chan et al.'s pairwise formula,
+    ``M2 = sum M2_i + sum n_i (mean_i - mean)^2``, as accurate as Welford's updates."""
+
+    kind = "moments"
+
+    def _values(self, arg: Column) -> torch.Tensor:
+        v = arg.data.to(torch.float64)
+        if self.arg_type.kind == "decimal":
+            v = v / (10 ** self.arg_type.scale)
+        return v
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        v = self._values(arg)
+        if valid is not None:
+            ids, v = ids[valid], v[valid]
+        n = torch.bincount(ids, minlength=g)
+        mean = _sum_by(ids, g, v) / n.clamp(min=1).to(torch.float64)
+        m2 = _sum_by(ids, g, (v - mean[ids]) ** 2)
+        return self._state(n, mean, m2)
+
+    def _state(self, n, mean, m2):
+        return {self.name("n"): Column(n, INT64), self.name("mean"): Column(mean, _F64),
+                self.name("m2"): Column(m2, _F64)}
+
+    def merge(self, state, ids, g):
+        n_i = self._n(state)
+        mean_i, m2_i = state[self.name("mean")].data, state[self.name("m2")].data
+        nf = n_i.to(torch.float64)
+        n = _sum_by(ids, g, n_i)
+        mean = _sum_by(ids, g, nf * mean_i) / n.clamp(min=1).to(torch.float64)
+        m2 = _sum_by(ids, g, m2_i + nf * (mean_i - mean[ids]) ** 2)
+        return self._state(n, mean, m2)
+
+    def identity(self, g, dev):
+        z = torch.zeros(g, dtype=torch.float64, device=dev)
+        return self._state(torch.zeros(g, dtype=torch.int64, device=dev), z, z.clone())
+
+    def finalize(self, state, func, out_type):
+        n = self._n(state)
+        m2 = state[self.name("m2")].data.clamp(min=0)
+        least = 2 if func in ("var_samp", "stddev_samp") else 1
+        ok = n >= least
+        div = (n - 1 if least == 2 else n).clamp(min=1).to(torch.float64)
+        v = m2 / div
+        if func.startswith("stddev"):
+            v = torch.sqrt(v)
+        return Column(v, out_type, None if bool(ok.all()) else ok)
+
+
 def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumulator:
+    if func in MOMENTS:
+        return MomentsAcc(prefix, arg_type)
     if func in ("count", "count_star"):
         return CountAcc(prefix, arg_type)
     if func in ("sum", "avg"):

@@ -28,7 +28,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
-from sluice.exec.aggregates import Accumulator, make_accumulator
+from sluice.exec.aggregates import MOMENTS, Accumulator, make_accumulator
 from sluice.exec.evaluate import evaluate, shared_subexpressions
 from sluice.exec.kernels.hash import hash_columns
 from sluice.exec.kernels.keys import first_rows, group_ids
@@ -64,6 +64,8 @@ class HashAggregateOp(Operator):
         self.outputs: list[tuple[str, tuple, str]] = []
         for name, call in self.aggs:
             kind = {"avg": "sum", "count_star": "count"}.get(call.func, call.func)
+            if call.func in MOMENTS:
+                kind = "moments"
             if kind in ("min", "max"):
                 kind = call.func
             key = (kind, call.arg, call.distinct)

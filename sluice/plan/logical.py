@@ -120,7 +120,7 @@ class AggCall:
     def type(self) -> LType:
         if self.func in ("count", "count_star"):
             return INT64
-        if self.func == "avg":
+        if self.func in ("avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop"):
             return FLOAT64
         assert self.arg is not None
         t = self.arg.type

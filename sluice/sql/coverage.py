@@ -207,6 +207,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # ---- functions
     exp.Case: {"this": READ, "ifs": READ, "default": READ},
     exp.If: {"this": READ, "true": READ, "false": READ},
+    exp.Greatest: {"this": READ, "expressions": READ,
+                   "ignore_nulls": only(lambda v: v is True, "GREATEST that is NULL when any argument is")},
+    exp.Least: {"this": READ, "expressions": READ,
+                "ignore_nulls": only(lambda v: v is True, "LEAST that is NULL when any argument is")},
+    exp.Nullif: {"this": READ, "expression": READ},
     exp.Coalesce: {"this": READ, "expressions": READ, "is_nvl": SAME, "is_null": SAME},
     exp.Cast: {"this": READ, "to": READ, "format": refuse("CAST ... FORMAT"), "safe": refuse("TRY_CAST"),
                "action": refuse("CAST with an action"), "default": refuse("CAST ... DEFAULT ON CONVERSION ERROR")},
@@ -229,6 +234,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Min: {"this": READ, "expressions": refuse("MIN with several arguments"), "count": refuse("MIN(x, n)")},
     exp.Max: {"this": READ, "expressions": refuse("MAX with several arguments"), "count": refuse("MAX(x, n)")},
     exp.Count: {"this": READ, "big_int": SAME, "expressions": refuse("COUNT with several arguments")},
+    exp.Stddev: _UNARY,
+    exp.StddevSamp: _UNARY,
+    exp.StddevPop: _UNARY,
+    exp.Variance: _UNARY,
+    exp.VariancePop: _UNARY,
     # ---- windows
     exp.Qualify: _UNARY,
     exp.Window: {"this": READ, "partition_by": READ, "order": READ, "spec": READ, "over": SAME,

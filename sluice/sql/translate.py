@@ -24,6 +24,7 @@ from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
+                                 WINDOW_AGGREGATES,
                                  Scan, Shared, Sort, SortKey, Union)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 
@@ -94,7 +95,10 @@ class Ctx:
     aliases: dict[str, exp.Expression] | None = None  # select-list aliases -> their expressions
 
 
-AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max"}
+AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max",
+             exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+             exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+_NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
 
 
 def _from(sel: exp.Select):
@@ -223,6 +227,10 @@ def _grouping_calls(node: exp.Expression) -> list[exp.Expression]:
             rec(child)
     rec(node)
     return out
+
+
+def _is_untyped_null(e: Expr) -> bool:
+    return isinstance(e, Lit) and e.value is None and e.type == NULL_TYPE
 
 
 def _split_and(node: exp.Expression | None) -> list[exp.Expression]:
@@ -925,6 +933,8 @@ class Translator:
         frame = self._frame(w.args.get("spec"), ordered)
         if isinstance(f, tuple(AGG_FUNCS)):
             func = AGG_FUNCS[type(f)]
+            if func not in WINDOW_AGGREGATES:
+                raise UnsupportedError(f"{func.upper()} over a window")
             arg = f.this
             if isinstance(arg, exp.Distinct):
                 raise UnsupportedError("DISTINCT in a window aggregate")
@@ -1010,7 +1020,7 @@ class Translator:
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)
-        if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
+        if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         return AggCall(func, e, distinct)
 
@@ -1337,6 +1347,33 @@ class Translator:
     def _x_coalesce(self, n, ctx):
         args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
         return E.make_func("coalesce", args)
+
+    def _x_greatest(self, n, ctx):
+        return self._extreme(n, ctx, ">=")
+
+    def _x_least(self, n, ctx):
+        return self._extreme(n, ctx, "<=")
+
+    def _extreme(self, n, ctx, op: str) -> Expr:
+        """GREATEST / LEAST as DuckDB defines them: NULL arguments are skipped (NULL only when
+        all are NULL); the arguments share one type."""
+        args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
+        typed = [a for a in args if not _is_untyped_null(a)]
+        if not typed:
+            return Lit(None, NULL_TYPE)
+        t = E.common_type(typed)
+        args = [Lit(None, t) if _is_untyped_null(a) else a if a.type == t else E.make_func("cast", [a], (t,))
+                for a in args]
+        best = args[0]
+        for a in args[1:]:
+            best = E.make_func("case", [E.make_func("is_null", [best]), a,
+                                        E.make_func("is_null", [a]), best,
+                                        E.make_compare(op, best, a), best, a])
+        return best
+
+    def _x_nullif(self, n, ctx):
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        return E.make_func("case", [E.make_compare("=", a, b), Lit(None, NULL_TYPE), a])
 
     def _x_cast(self, n, ctx):
         a = self.expr(n.this, ctx)

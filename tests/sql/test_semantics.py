@@ -163,6 +163,14 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # statistical aggregates, GREATEST / LEAST / NULLIF
+    "variance_family": "select s, var_samp(b), var_pop(b), stddev(b), stddev_pop(d), variance(f), stddev_samp(a) "
+                       "from t group by s",
+    "variance_global": "select var_samp(d), stddev_pop(f), var_pop(a), stddev(distinct b % 3) from t",
+    "variance_empty": "select var_samp(k), stddev_pop(k) from empty",
+    "variance_one_row": "select k, var_samp(w), var_pop(w), stddev_samp(w) from u group by k",
+    "greatest_least": "select b, greatest(a, 3), least(a, b, 4), greatest(d, 1.5), least(s, 'b'), greatest(a, null) from t",
+    "nullif": "select b, nullif(a, 2), nullif(s, 'apple'), nullif(d, 4) from t",
     # ROLLUP / CUBE / GROUPING SETS and GROUPING(): NULL keys in the data and from rolling up
     "rollup": "select a, s, count(*), sum(b) from t group by rollup (a, s)",
     "rollup_grouping": "select a, s, sum(d), grouping(a), grouping(s), grouping(a, s) from t group by rollup (a, s)",

@@ -121,6 +121,7 @@ REFUSED = {
     "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
     "select id, max(s) over (partition by g) from w": "MAX of strings",
     "select id, ntile(g) over (order by id) from w": "NTILE",
+    "select id, stddev(x) over (partition by g) from w": "STDDEV_SAMP over a window",
 }
 
 
