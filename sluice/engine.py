@@ -22,7 +22,7 @@ from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, lower_plan, result_schema, run_batches, run_to_arrow
 from sluice.io.memory import configure_allocator
 from sluice.io.spill import clean_stale
-from sluice.io.parquet.metadata import MetadataCache, TableInfo, load_table, table_files
+from sluice.io.parquet.metadata import MetadataCache, TableInfo, files_matching, load_table, table_files
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
 from sluice.sql.parse import parse_sql
@@ -82,6 +82,18 @@ class Connection:
         self._tables[name] = (info, footers)
         return info
 
+    def files(self, patterns: list[str]) -> TableInfo:
+        """The table formed by Parquet files a query names directly (globs, folders, files)."""
+        files = files_matching(patterns)
+        name = ", ".join(patterns)
+        footers = [self.cache.footer(f) for f in files]
+        hit = self._tables.get(("files", tuple(files)))
+        if hit is not None and all(a is b for a, b in zip(hit[1], footers)):
+            return hit[0]
+        info = load_table(name, files, self.cache)
+        self._tables[("files", tuple(files))] = (info, footers)
+        return info
+
     def tables(self) -> list[str]:
         names = {p.stem for p in self.root.glob("*.parquet")} | \
             {p.name for p in self.root.iterdir() if p.is_dir() and any(p.rglob("*.parquet"))}
@@ -92,7 +104,7 @@ class Connection:
     def sql(self, query: str) -> "Relation":
         ast = parse_sql(query)
         try:
-            rel = Translator(self.table).translate(ast)
+            rel = Translator(self.table, self.files).translate(ast)
         except SluiceError:
             raise
         except RecursionError:

@@ -158,6 +158,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Rollup: {"expressions": READ},
     exp.Cube: {"expressions": READ},
     exp.GroupingSets: {"expressions": READ},
+    # A list is read only as read_parquet's argument; anywhere else the translator refuses it.
+    exp.Array: {"expressions": READ, "bracket_notation": SAME, "value_constructor": SAME,
+                "struct_name_inheritance": SAME},
+    exp.ReadParquet: {"expressions": READ},
     # A row value is read only as a grouping set; anywhere else the translator refuses it.
     exp.Tuple: {"expressions": READ},
     exp.Grouping: {"expressions": READ},
@@ -271,7 +275,6 @@ _NAMES: dict[type, str] = {
     exp.Filter: "aggregate FILTER (WHERE ...)",
     exp.WithinGroup: "WITHIN GROUP",
     exp.Tuple: "row values (a, b, ...)",
-    exp.Array: "lists / arrays",
     exp.Struct: "structs",
     exp.Bracket: "subscripts [...]",
     exp.Dot: "field access (a.b.c)",

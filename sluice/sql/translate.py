@@ -35,6 +35,11 @@ Catalog = Callable[[str], TableInfo]
 class Source:
     alias: str
     cols: dict[str, Col]  # lower-case column name -> internal column
+    unreadable: dict[str, str] = field(default_factory=dict)  # lower-case name -> its type
+
+    def refuse(self, name_l: str):
+        raise UnsupportedError(f"column {name_l} of type {self.unreadable[name_l]} (lists, structs, maps and "
+                               "binary columns cannot be read; the other columns can)")
 
 
 @dataclass
@@ -57,6 +62,8 @@ class Scope:
                 if s.alias == t:
                     if name_l in s.cols:
                         return s.cols[name_l]
+                    if name_l in s.unreadable:
+                        s.refuse(name_l)
                     raise PlanError(f"table {table!r} has no column {name!r}")
         else:
             hits = [s.cols[name_l] for s in self.sources if name_l in s.cols]
@@ -64,6 +71,9 @@ class Scope:
                 raise PlanError(f"column reference {name!r} is ambiguous")
             if hits:
                 return hits[0]
+            for s in self.sources:
+                if name_l in s.unreadable:
+                    s.refuse(name_l)
         if self.parent is not None:
             return self.parent.resolve(table, name)
         if table:
@@ -246,8 +256,9 @@ def _split_and(node: exp.Expression | None) -> list[exp.Expression]:
 
 
 class Translator:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
+        self.files = files
         self.ctes: list[dict[str, exp.Expression]] = []
         self._names: set[str] = set()
         self._cte_refs: dict[int, int] = {}
@@ -443,6 +454,12 @@ class Translator:
 
     def table_source(self, node: exp.Expression, scope: Scope) -> tuple[PlanNode, Source]:
         if isinstance(node, exp.Table):
+            patterns = _file_patterns(node)
+            if patterns is not None:
+                if self.files is None:
+                    raise UnsupportedError("querying files directly in this context")
+                alias = (node.alias or _file_alias(patterns[0])).lower()
+                return self._scan_source(self.files(patterns), alias)
             if not isinstance(node.this, exp.Identifier):
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
@@ -450,8 +467,7 @@ class Translator:
             if node.args.get("db") or node.args.get("catalog"):
                 raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
             if not _is_table_name(node.name):
-                raise UnsupportedError(f"querying files directly (FROM {node.this.sql()}); name a table of "
-                                       "the data directory, or register the path")
+                raise UnsupportedError(f"reading {node.name!r} (only Parquet files can be queried directly)")
             for level in reversed(self.ctes):
                 if name in level:
                     cte_ast = level[name]
@@ -470,14 +486,7 @@ class Translator:
                         rel = Rel(Shared(rel.plan, len(self._shared)), rel.outputs)
                         self._shared[id(cte_ast)] = rel
                     return self._derived(rel, alias, node.args.get("alias"))
-            info = self.catalog(name)
-            cols = {}
-            colmap = {}
-            for c in info.arrow_schema.names:
-                internal = self.fresh(f"{alias}.{c}")
-                cols[c.lower()] = Col(internal, info.types[c])
-                colmap[internal] = c
-            return Scan(info, alias, colmap), Source(alias, cols)
+            return self._scan_source(self.catalog(name), alias)
         if isinstance(node, exp.Subquery):
             alias_node = node.args.get("alias")
             if alias_node is None:
@@ -485,6 +494,17 @@ class Translator:
             rel = self.query(node.this, None, None)
             return self._derived(rel, alias_node.name.lower(), alias_node)
         raise UnsupportedError(f"{node.key.upper()} in FROM")
+
+    def _scan_source(self, info: TableInfo, alias: str) -> tuple[PlanNode, Source]:
+        cols = {}
+        colmap = {}
+        for c in info.arrow_schema.names:
+            if c in info.unsupported:
+                continue
+            internal = self.fresh(f"{alias}.{c}")
+            cols[c.lower()] = Col(internal, info.types[c])
+            colmap[internal] = c
+        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()})
 
     def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
         names = [u for u, _ in rel.outputs]
@@ -716,6 +736,10 @@ class Translator:
                 if table and s.alias != table:
                     continue
                 found = True
+                for cname in s.unreadable:
+                    if (None, cname) not in excluded and (s.alias, cname) not in excluded:
+                        s.refuse(cname)  # * cannot leave a column out silently: EXCLUDE it
+                    used |= {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
                 for cname in s.cols:
                     hit = {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
                     if hit:
@@ -1460,6 +1484,39 @@ class Translator:
 
 def _int_lit(e: Expr) -> bool:
     return isinstance(e, Lit) and (e.value is None or e.type.is_integer)
+
+
+def _file_patterns(node: exp.Table) -> list[str] | None:
+    """The paths of a table reference that names Parquet files: ``'data/*.parquet'`` (a quoted
+    name that is a path or a .parquet file) or ``read_parquet('p')`` / ``read_parquet(['p', 'q'])``;
+    None for a table name. Options of read_parquet are refused by name."""
+    if isinstance(node.this, exp.Identifier):
+        name = node.name
+        if node.this.args.get("quoted") and (name.lower().endswith((".parquet", ".parq")) or
+                                             any(ch in name for ch in "/*?[") and not name.lower().endswith(
+                                                 (".csv", ".json", ".tsv", ".txt"))):
+            return [name]
+        return None
+    if not isinstance(node.this, exp.ReadParquet):
+        return None
+    args = list(node.this.expressions)
+    if not args:
+        raise PlanError("read_parquet needs a file, a folder, a glob or a list of them")
+    for opt in args[1:]:
+        what = opt.this.name if isinstance(opt, exp.EQ) and isinstance(opt.this, exp.Column) else opt.sql()
+        raise UnsupportedError(f"read_parquet option {what}")
+    first = args[0]
+    items = first.expressions if isinstance(first, exp.Array) else [first]
+    if not items or not all(isinstance(x, exp.Literal) and x.is_string for x in items):
+        raise UnsupportedError("read_parquet of anything but string constants")
+    return [x.this for x in items]
+
+
+def _file_alias(pattern: str) -> str:
+    """The name a file reference answers to without an alias: its file name, less extension."""
+    from pathlib import PurePath
+    stem = PurePath(pattern.rstrip("/")).name.split(".")[0]
+    return stem if stem and _is_table_name(stem) else "file"
 
 
 def _is_table_name(name: str) -> bool:

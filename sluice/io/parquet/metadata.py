@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sluice.errors import DataError, PlanError
+from sluice.errors import DataError, PlanError, UnsupportedError
 from sluice.types import LType, from_arrow
 
 
@@ -37,6 +37,9 @@ class TableInfo:
     arrow_schema: pa.Schema
     types: dict[str, LType]
     row_groups: tuple[RowGroup, ...]
+    #: Columns of a type sluice cannot process (lists, structs, maps, binary): name -> type.
+    #: The others stay queryable; naming one of these is refused.
+    unsupported: dict[str, str] = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -93,6 +96,28 @@ def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
     raise PlanError(f"unknown table {name!r} (no {root / (name + '.parquet')} or {root / name}/)")
 
 
+def files_matching(patterns: list[str]) -> list[str]:
+    """The Parquet files a query names directly (``FROM 'dir/*.parquet'``, ``read_parquet([...])``):
+    each pattern a file, a folder (its .parquet files, recursively) or a glob (``**`` spans
+    folders), relative to the working directory; each must match something."""
+    import glob
+    out: list[str] = []
+    for pat in patterns:
+        p = Path(pat).expanduser()
+        if any(ch in pat for ch in "*?["):
+            hits = sorted(h for h in glob.glob(str(p), recursive=True) if Path(h).is_file())
+        elif p.is_dir():
+            hits = sorted(str(f) for f in p.rglob("*.parquet"))
+        elif p.is_file():
+            hits = [str(p)]
+        else:
+            raise DataError(f"no such file: {pat}")
+        if not hits:
+            raise DataError(f"no files match {pat!r}")
+        out += [h for h in hits if h not in out]
+    return out
+
+
 def _stat_value(v, lt: LType):
     import datetime as dt
     import decimal as dec
@@ -119,7 +144,7 @@ def load_table(name: str, files: list[str], cache: MetadataCache) -> TableInfo:
             schema = s
         elif s.names != schema.names:
             raise DataError(f"table {name!r}: {f} has columns {s.names}, expected {schema.names}")
-        types = {fld.name: from_arrow(fld.type) for fld in schema}
+        types = _types(schema)[0]
         for i in range(md.num_row_groups):
             rg = md.row_group(i)
             stats = {}
@@ -136,5 +161,16 @@ def load_table(name: str, files: list[str], cache: MetadataCache) -> TableInfo:
                         pass
             groups.append(RowGroup(f, i, rg.num_rows, stats, nbytes))
     assert schema is not None
-    types = {fld.name: from_arrow(fld.type) for fld in schema}
-    return TableInfo(name, tuple(files), schema, types, tuple(groups))
+    types, unsupported = _types(schema)
+    return TableInfo(name, tuple(files), schema, types, tuple(groups), unsupported)
+
+
+def _types(schema: pa.Schema) -> tuple[dict[str, LType], dict[str, str]]:
+    """Logical types of the columns sluice reads, and the Arrow types of those it cannot."""
+    types, unsupported = {}, {}
+    for fld in schema:
+        try:
+            types[fld.name] = from_arrow(fld.type)
+        except UnsupportedError:
+            unsupported[fld.name] = str(fld.type)
+    return types, unsupported
