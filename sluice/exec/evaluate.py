@@ -564,6 +564,72 @@ def _extract(e: Func, chunk: Chunk) -> Column:
     return Column(out.to(torch.int64), e.type, a.valid)
 
 
+def _string_fn(e: Func, chunk: Chunk) -> Column:
+    """A string function of constant parameters, once per dictionary entry (kernels/strings)."""
+    from sluice.exec.kernels import strings
+    a = evaluate(e.args[0], chunk)
+    name, params = e.params[0], e.params[1:]
+    res = strings.per_entry(_as_plain_string(a.dictionary), name, params)
+    if strings.RESULT[name] == "string":
+        return Column(a.data, e.type, a.valid, res.cast(pa.string()))
+    values = res.to_numpy(zero_copy_only=False)
+    per = host_tensor(values.astype(np.bool_ if strings.RESULT[name] == "bool" else np.int64))
+    return Column(per.to(a.data.device)[a.data.long()], e.type, a.valid)
+
+
+def _as_plain_string(d: pa.Array) -> pa.Array:
+    return d if d.type == pa.string() else d.cast(pa.string())
+
+
+def _date_trunc(e: Func, chunk: Chunk) -> Column:
+    """DATE_TRUNC(unit, date): the first day of its year, quarter, month or ISO week."""
+    a = evaluate(e.args[0], chunk)
+    unit = e.params[0]
+    if unit == "day":
+        return Column(a.data, e.type, a.valid)
+    if unit == "week":  # Monday (1970-01-01 was a Thursday)
+        days = a.data.to(torch.int64)
+        return Column((days - (days + 3) % 7).to(torch.int32), e.type, a.valid)
+    y, m, _ = dates.civil_from_days(a.data)
+    if unit == "year":
+        m = torch.ones_like(m)
+    elif unit == "quarter":
+        m = (m - 1) // 3 * 3 + 1
+    return Column(dates.days_from_civil(y, m, torch.ones_like(m)), e.type, a.valid)
+
+
+def _date_diff(e: Func, chunk: Chunk) -> Column:
+    """DATE_DIFF(unit, start, end): unit boundaries crossed from start to end, as DuckDB counts."""
+    start, end = evaluate(e.args[0], chunk), evaluate(e.args[1], chunk)
+    unit = e.params[0]
+    valid = _and_valid(start.valid, end.valid)
+    if unit == "day":
+        out = end.data.to(torch.int64) - start.data.to(torch.int64)
+    elif unit == "week":
+        out = torch.div(end.data.to(torch.int64) - start.data.to(torch.int64), 7, rounding_mode="trunc")
+    else:
+        y1, m1, _ = dates.civil_from_days(start.data)
+        y2, m2, _ = dates.civil_from_days(end.data)
+        if unit == "year":
+            out = y2 - y1
+        elif unit == "quarter":
+            out = (y2 * 4 + (m2 - 1) // 3) - (y1 * 4 + (m1 - 1) // 3)
+        else:
+            out = (y2 * 12 + m2) - (y1 * 12 + m1)
+    return Column(out.to(torch.int64), e.type, valid)
+
+
+def _strftime(e: Func, chunk: Chunk) -> Column:
+    """STRFTIME(date, format): formatted once per distinct date (Arrow), codes by date."""
+    a = evaluate(e.args[0], chunk)
+    days = a.data.reshape(-1).cpu().numpy()
+    uniq, inverse = np.unique(days, return_inverse=True)
+    stamps = pa.array(uniq.astype("int64") * 86_400_000_000, pa.timestamp("us"))
+    text = pc.strftime(stamps, format=e.params[0])
+    codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
+    return Column(codes, e.type, a.valid, text.cast(pa.string()))
+
+
 def _add_months(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
     return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)
@@ -714,6 +780,7 @@ _OPS = {
     "substring": _substring, "upper": _upper, "lower": _upper, "trim": _trim, "ltrim": _trim, "rtrim": _trim,
     "cast_null": lambda e, chunk: literal_column(Lit(None, e.type), _device_of(chunk)),
     "length": _length, "concat": _concat,
-    "extract": _extract, "add_months": _add_months,
+    "extract": _extract, "add_months": _add_months, "string_fn": _string_fn,
+    "date_trunc": _date_trunc, "date_diff": _date_diff, "strftime": _strftime,
     "case": _case, "coalesce": _coalesce, "cast": _cast,
 }

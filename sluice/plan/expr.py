@@ -209,6 +209,15 @@ def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
         return args[0].type if not args[0].type.is_integer else args[0].type
     if op == "add_months":
         return DATE
+    if op == "string_fn":
+        from sluice.exec.kernels.strings import RESULT
+        if args[0].type.kind != "string":
+            raise PlanError(f"{params[0].upper()} needs a string, got {args[0].type}")
+        return {"bool": BOOL, "int": INT64, "string": STRING}[RESULT[params[0]]]
+    if op in ("date_trunc", "date_diff", "strftime"):
+        if any(a.type.kind != "date" for a in args):
+            raise PlanError(f"{op.upper()} needs dates, got {', '.join(str(a.type) for a in args)}")
+        return {"date_trunc": DATE, "date_diff": INT64, "strftime": STRING}[op]
     raise PlanError(f"unknown function {op}")
 
 

@@ -239,6 +239,20 @@ def _grouping_calls(node: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+def _const_str(node, what: str) -> str:
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        raise UnsupportedError(f"{what} with an argument that is not a string constant")
+    return node.this
+
+
+def _const_int(node, what: str) -> int:
+    neg = isinstance(node, exp.Neg)
+    inner = node.this if neg else node
+    if not (isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit()):
+        raise UnsupportedError(f"{what} with an argument that is not an integer constant")
+    return -int(inner.this) if neg else int(inner.this)
+
+
 def _is_untyped_null(e: Expr) -> bool:
     return isinstance(e, Lit) and e.value is None and e.type == NULL_TYPE
 
@@ -1371,6 +1385,83 @@ class Translator:
     def _x_coalesce(self, n, ctx):
         args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
         return E.make_func("coalesce", args)
+
+    # ---- string functions of constant parameters (kernels/strings.py)
+
+    def _string_fn(self, n, ctx, name: str, *params) -> Expr:
+        return E.make_func("string_fn", [self.expr(n.this, ctx)], (name, *params))
+
+    def _x_startswith(self, n, ctx):
+        return self._string_fn(n, ctx, "starts_with", _const_str(n.expression, "STARTS_WITH"))
+
+    def _x_endswith(self, n, ctx):
+        return self._string_fn(n, ctx, "ends_with", _const_str(n.expression, "ENDS_WITH"))
+
+    def _x_contains(self, n, ctx):
+        return self._string_fn(n, ctx, "contains", _const_str(n.expression, "CONTAINS"))
+
+    def _x_strposition(self, n, ctx):
+        return self._string_fn(n, ctx, "strpos", _const_str(n.args["substr"], "STRPOS"))
+
+    def _x_replace(self, n, ctx):
+        if n.args.get("replacement") is None:
+            raise PlanError("REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "replace", _const_str(n.expression, "REPLACE"),
+                               _const_str(n.args["replacement"], "REPLACE"))
+
+    def _x_splitpart(self, n, ctx):
+        sep = _const_str(n.args.get("delimiter"), "SPLIT_PART")
+        index = _const_int(n.args.get("part_index"), "SPLIT_PART")
+        if sep == "" or index == 0:
+            raise UnsupportedError("SPLIT_PART with an empty separator or index 0")
+        return self._string_fn(n, ctx, "split_part", sep, index)
+
+    def _x_pad(self, n, ctx):
+        name = "lpad" if n.args.get("is_left") else "rpad"
+        width = _const_int(n.expression, name.upper())
+        fill = _const_str(n.args.get("fill_pattern"), name.upper()) if n.args.get("fill_pattern") else " "
+        if len(fill) != 1 or width < 0:
+            raise UnsupportedError(f"{name.upper()} with a fill that is not one character, or a negative width")
+        return self._string_fn(n, ctx, name, width, fill)
+
+    def _x_regexplike(self, n, ctx):
+        return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+
+    def _x_regexpreplace(self, n, ctx):
+        mods = _const_str(n.args["modifiers"], "REGEXP_REPLACE") if n.args.get("modifiers") else ""
+        if set(mods) - {"g"}:
+            raise UnsupportedError(f"REGEXP_REPLACE options {mods!r} (only 'g')")
+        if n.args.get("replacement") is None:
+            raise PlanError("REGEXP_REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "regexp_replace", _const_str(n.expression, "REGEXP_REPLACE"),
+                               _const_str(n.args["replacement"], "REGEXP_REPLACE"), "g" in mods)
+
+    def _x_reverse(self, n, ctx):
+        return self._string_fn(n, ctx, "reverse")
+
+    def _x_left(self, n, ctx):
+        return self._string_fn(n, ctx, "left", _const_int(n.expression, "LEFT"))
+
+    def _x_right(self, n, ctx):
+        return self._string_fn(n, ctx, "right", _const_int(n.expression, "RIGHT"))
+
+    # ---- date functions
+
+    def _x_timestamptrunc(self, n, ctx):
+        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else ""
+        if unit not in ("year", "quarter", "month", "week", "day"):
+            raise UnsupportedError(f"DATE_TRUNC to {unit.upper() or 'this unit'}")
+        return E.make_func("date_trunc", [self.expr(n.this, ctx)], (unit,))
+
+    def _x_datediff(self, n, ctx):
+        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else "day"
+        unit = {"days": "day", "months": "month", "years": "year", "weeks": "week", "quarters": "quarter"}.get(unit, unit)
+        if unit not in ("year", "quarter", "month", "week", "day"):
+            raise UnsupportedError(f"DATE_DIFF in {unit.upper()}")
+        return E.make_func("date_diff", [self.expr(n.expression, ctx), self.expr(n.this, ctx)], (unit,))
+
+    def _x_timetostr(self, n, ctx):
+        return E.make_func("strftime", [self.expr(n.this, ctx)], (_const_str(n.args.get("format"), "STRFTIME"),))
 
     def _x_greatest(self, n, ctx):
         return self._extreme(n, ctx, ">=")

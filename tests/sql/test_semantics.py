@@ -171,6 +171,24 @@ QUERIES = {
     "variance_one_row": "select k, var_samp(w), var_pop(w), stddev_samp(w) from u group by k",
     "greatest_least": "select b, greatest(a, 3), least(a, b, 4), greatest(d, 1.5), least(s, 'b'), greatest(a, null) from t",
     "nullif": "select b, nullif(a, 2), nullif(s, 'apple'), nullif(d, 4) from t",
+    # string functions of constant parameters
+    "starts_ends_contains": "select b, starts_with(s, 'a'), ends_with(s, 'e'), contains(s, 'an') from t",
+    "strpos": "select b, strpos(s, 'a'), position('e' in s), instr(s, 'zz') from t",
+    "replace": "select b, replace(s, 'a', 'AA'), replace(s, 'e', '') from t",
+    "split_part": "select b, split_part(s, 'a', 1), split_part(s, 'a', 2), split_part(s, 'a', -1), "
+                  "split_part(s, 'a', 9) from t",
+    "pads": "select b, lpad(s, 7, '*'), rpad(s, 4, '.'), lpad(s, 2, 'x') from t",
+    "regexp": "select b, regexp_matches(s, '^[a-c]'), regexp_replace(s, '[ae]', '_'), "
+              "regexp_replace(s, '[ae]', '_', 'g'), regexp_replace(s, '(p+)', '<\\1>') from t",
+    "left_right_reverse": "select b, left(s, 2), right(s, 3), left(s, -1), right(s, -2), right(s, 0), "
+                          "reverse(s) from t",
+    "string_fn_in_where": "select b from t where starts_with(s, 'a') or strpos(s, 'r') > 2",
+    # date functions
+    "date_trunc": "select b, date_trunc('month', dt), date_trunc('year', dt), date_trunc('quarter', dt), "
+                  "date_trunc('week', dt), date_trunc('day', dt) from t",
+    "date_diff_units": "select b, date_diff('day', dt, date '2021-03-01'), date_diff('month', dt, date '2021-03-01'), "
+                 "date_diff('year', date '2000-06-15', dt), date_diff('quarter', dt, date '2019-01-01') from t",
+    "strftime": "select b, strftime(dt, '%Y-%m'), strftime(dt, '%d/%m/%Y') from t",
     # ROLLUP / CUBE / GROUPING SETS and GROUPING(): NULL keys in the data and from rolling up
     "rollup": "select a, s, count(*), sum(b) from t group by rollup (a, s)",
     "rollup_grouping": "select a, s, sum(d), grouping(a), grouping(s), grouping(a, s) from t group by rollup (a, s)",
