@@ -165,7 +165,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # A row value is read only as a grouping set; anywhere else the translator refuses it.
     exp.Tuple: {"expressions": READ},
     exp.Grouping: {"expressions": READ},
-    exp.Group: {"expressions": READ, "all": refuse("GROUP BY ALL"), "rollup": refuse("ROLLUP"),
+    exp.Group: {"expressions": READ, "all": READ, "rollup": refuse("ROLLUP"),
                 "cube": refuse("CUBE"), "grouping_sets": refuse("GROUPING SETS"), "totals": refuse("WITH TOTALS")},
     exp.Order: {"expressions": READ, "this": refuse("ORDER BY on this expression"),
                 "siblings": refuse("ORDER SIBLINGS BY")},

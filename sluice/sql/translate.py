@@ -239,6 +239,29 @@ def _grouping_calls(node: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+def _group_by_all(group: exp.Group | None, items: list[exp.Expression]) -> exp.Group | None:
+    """GROUP BY ALL as GROUP BY the positions of the select items without an aggregate."""
+    if group is None or not group.args.get("all"):
+        return group
+    if group.expressions:
+        raise UnsupportedError("GROUP BY ALL with other keys")
+    keys = [exp.Literal.number(i + 1) for i, it in enumerate(items)
+            if not _outer_aggs(it) and not _outer_windows(it)]
+    return exp.Group(expressions=keys) if keys else None
+
+
+def _order_by_all(order: exp.Order | None, width: int) -> exp.Order | None:
+    """ORDER BY ALL [DESC] as ORDER BY every output column, left to right."""
+    if order is None or not any(isinstance(o.this, exp.Var) and o.this.name.upper() == "ALL"
+                                for o in order.expressions):
+        return order
+    if len(order.expressions) != 1:
+        raise UnsupportedError("ORDER BY ALL with other keys")
+    o = order.expressions[0]
+    return exp.Order(expressions=[exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"),
+                                              nulls_first=o.args.get("nulls_first")) for i in range(width)])
+
+
 def _const_str(node, what: str) -> str:
     if not (isinstance(node, exp.Literal) and node.is_string):
         raise UnsupportedError(f"{what} with an argument that is not a string constant")
@@ -590,8 +613,8 @@ class Translator:
         # Aggregation.
         select_items = self._expand_star(sel, scope)
         having = sel.args.get("having")
-        order = sel.args.get("order")
-        group = sel.args.get("group")
+        order = _order_by_all(sel.args.get("order"), len(select_items))
+        group = _group_by_all(sel.args.get("group"), select_items)
         agg_nodes = []
         for it in select_items:
             agg_nodes += _outer_aggs(it)

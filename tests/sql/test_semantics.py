@@ -228,3 +228,15 @@ def test_decimal_sum_beyond_64_bits(tmp_path, connect):
     theirs = duckdb_connect(tmp_path).sql(sql).to_arrow_table()
     compare(ours, theirs, [0])
     assert ours.column("s")[0].as_py() == D("12345678901234567.89") * 50
+
+
+@pytest.mark.parametrize("sql", [
+    "select s, a % 2 as p, count(*), sum(b) from t group by all order by all",
+    "select a, s from t order by all",
+    "select s, b from t order by all desc",
+    "select s, count(*) c from t group by all order by all nulls first",
+])
+def test_group_by_all_order_by_all(sql, small_dir, connect):
+    ours = connect(small_dir).sql(sql).to_arrow()
+    theirs = duckdb_connect(small_dir).sql(sql).to_arrow_table()
+    compare(ours, theirs, list(range(ours.num_columns)))
