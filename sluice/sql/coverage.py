@@ -262,6 +262,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Min: {"this": READ, "expressions": refuse("MIN with several arguments"), "count": refuse("MIN(x, n)")},
     exp.Max: {"this": READ, "expressions": refuse("MAX with several arguments"), "count": refuse("MAX(x, n)")},
     exp.Count: {"this": READ, "big_int": SAME, "expressions": refuse("COUNT with several arguments")},
+    exp.Filter: {"this": READ, "expression": READ},
     exp.Stddev: _UNARY,
     exp.StddevSamp: _UNARY,
     exp.StddevPop: _UNARY,

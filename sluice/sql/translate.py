@@ -128,6 +128,8 @@ WINDOW_FUNCS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "d
 
 def _window_parts(w: exp.Window) -> list[exp.Expression]:
     """What a window call evaluates below it: its function's arguments, PARTITION BY, ORDER BY."""
+    if isinstance(w.this, exp.Filter):
+        raise UnsupportedError("FILTER (WHERE ...) in a window function")
     parts = list(w.this.iter_expressions()) + list(w.args.get("partition_by") or [])
     if w.args.get("order") is not None:
         parts.append(w.args["order"])
@@ -165,7 +167,7 @@ def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
             for p in _window_parts(n):
                 rec(p)
             return
-        if isinstance(n, tuple(AGG_FUNCS)):
+        if isinstance(n, tuple(AGG_FUNCS)) or (isinstance(n, exp.Filter) and isinstance(n.this, tuple(AGG_FUNCS))):
             out.append(n)
             return
         for child in n.iter_expressions():
@@ -1068,6 +1070,17 @@ class Translator:
         return (kind, start, end)
 
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
+        if isinstance(node, exp.Filter):
+            # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
+            call = self._agg_call(node.this, ctx)
+            if _outer_aggs(node.expression):
+                raise PlanError("aggregate functions cannot be nested")
+            cond = self.expr(node.expression.this, ctx)
+            if cond.type.kind != "bool":
+                raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+            if call.func == "count_star":
+                return AggCall("count", E.make_func("case", [cond, Lit(1, INT64), Lit(None, NULL_TYPE)]))
+            return AggCall(call.func, E.make_func("case", [cond, call.arg, Lit(None, NULL_TYPE)]), call.distinct)
         func = AGG_FUNCS[type(node)]
         arg = node.this
         distinct = False

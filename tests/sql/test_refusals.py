@@ -84,8 +84,9 @@ CASES: list[tuple[str, str | None]] = [
     ("insert into nation values (1, 'X', 1, 'x')", "INSERT"),
     ("create table x as select 1", "CREATE"),
     # ---- aggregates
-    ("select sum(n_nationkey) filter (where n_regionkey = 1) from nation", "FILTER"),
-    ("select count(*) filter (where n_regionkey > 2) from nation", "FILTER"),
+    ("select sum(n_nationkey) filter (where n_regionkey = 1) from nation", None),
+    ("select sum(n_nationkey) filter (where n_regionkey = 1) over () from nation", "FILTER"),
+    ("select count(*) filter (where n_regionkey > 2) from nation", None),
     ("select string_agg(n_name, ',') from nation", "aggregate"),
     ("select stddev_samp(n_nationkey) from nation", None),
     ("select approx_count_distinct(n_name) from nation", "aggregate"),

@@ -163,6 +163,11 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # aggregate FILTER (WHERE ...)
+    "agg_filter": "select s, count(*) filter (where a > 1), sum(b) filter (where d > 0), "
+                  "avg(f) filter (where s is not null), count(distinct a) filter (where b < 70) from t group by s",
+    "agg_filter_global": "select count(*) filter (where a is null), max(s) filter (where b > 30), "
+                         "min(dt) filter (where false) from t",
     # statistical aggregates, GREATEST / LEAST / NULLIF
     "variance_family": "select s, var_samp(b), var_pop(b), stddev(b), stddev_pop(d), variance(f), stddev_samp(a) "
                        "from t group by s",
