@@ -27,9 +27,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import pyarrow as pa
 import torch
 
-from sluice.chunk import Chunk, compact_strings, concat_chunks
+from sluice.chunk import Chunk, Column, compact_strings, concat_chunks
 from sluice.exec.kernels.hash import partition_of
 from sluice.io.memory import budget_error
 from sluice.io.spill import SpillFile, page_nbytes
@@ -160,10 +161,29 @@ class Materializer:
         if max(counts) == page.num_rows:  # one partition: no copy
             return [(counts.index(page.num_rows), page)]
         order = torch.sort(part, stable=True).indices
+        page = page.take(order)  # rows grouped by partition: each piece is a slice
+        # String columns whose dictionary is large against a piece (l_comment, c_address):
+        # their strings are gathered once for the page, in partition order, and each piece
+        # copies its own run -- one Arrow take per column instead of one per piece, and no
+        # piece keeps the page's dictionary alive.
+        smallest = min(c for c in counts if c)
+        plain = {k: c.dictionary.take(pa.array(c.data.reshape(-1).cpu().numpy()))
+                 for k, c in page.columns.items()
+                 if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * smallest}
         out, start = [], 0
         for p, c in enumerate(counts):
             if c:
-                out.append((p, compact_strings(page.take(order[start:start + c]))))
+                cols = {}
+                for k, col in page.slice(start, start + c).columns.items():
+                    if k in plain:
+                        codes = torch.arange(c, dtype=torch.int32, device=col.data.device)
+                        cols[k] = Column(codes, col.type, _copy(col.valid),
+                                         pa.concat_arrays([plain[k].slice(start, c)]))
+                    elif col.is_const:
+                        cols[k] = col
+                    else:  # a copy: a view would keep the whole page alive
+                        cols[k] = Column(col.data.clone(), col.type, _copy(col.valid), col.dictionary, _copy(col.wide))
+                out.append((p, compact_strings(Chunk(cols, c, page.seq))))
                 start += c
         return out
 
@@ -475,3 +495,7 @@ class Partition:
             self.file.delete()
         sub.finish()
         return sub
+
+
+def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
+    return None if t is None else t.clone()
