@@ -161,29 +161,35 @@ class Materializer:
         if max(counts) == page.num_rows:  # one partition: no copy
             return [(counts.index(page.num_rows), page)]
         order = torch.sort(part, stable=True).indices
-        page = page.take(order)  # rows grouped by partition: each piece is a slice
+        smallest = min(c for c in counts if c)
+        wide = [k for k, c in page.columns.items()
+                if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * smallest]
+        out, start = [], 0
+        if not wide:
+            for p, c in enumerate(counts):
+                if c:
+                    out.append((p, compact_strings(page.take(order[start:start + c]))))
+                    start += c
+            return out
         # String columns whose dictionary is large against a piece (l_comment, c_address):
         # their strings are gathered once for the page, in partition order, and each piece
         # copies its own run -- one Arrow take per column instead of one per piece, and no
         # piece keeps the page's dictionary alive.
-        smallest = min(c for c in counts if c)
-        plain = {k: c.dictionary.take(pa.array(c.data.reshape(-1).cpu().numpy()))
-                 for k, c in page.columns.items()
-                 if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * smallest}
-        out, start = [], 0
+        plain = {}
+        for k in wide:
+            col = page.columns[k]
+            plain[k] = col.dictionary.take(pa.array(col.data[order].reshape(-1).cpu().numpy()))
+        rest = page.select([k for k in page.columns if k not in plain])
         for p, c in enumerate(counts):
             if c:
-                cols = {}
-                for k, col in page.slice(start, start + c).columns.items():
-                    if k in plain:
-                        codes = torch.arange(c, dtype=torch.int32, device=col.data.device)
-                        cols[k] = Column(codes, col.type, _copy(col.valid),
-                                         pa.concat_arrays([plain[k].slice(start, c)]))
-                    elif col.is_const:
-                        cols[k] = col
-                    else:  # a copy: a view would keep the whole page alive
-                        cols[k] = Column(col.data.clone(), col.type, _copy(col.valid), col.dictionary, _copy(col.wide))
-                out.append((p, compact_strings(Chunk(cols, c, page.seq))))
+                piece = rest.take(order[start:start + c])
+                cols = dict(piece.columns)
+                for k, strings in plain.items():
+                    col = page.columns[k]
+                    valid = None if col.valid is None else col.valid[order[start:start + c]]
+                    codes = torch.arange(c, dtype=torch.int32, device=col.data.device)
+                    cols[k] = Column(codes, col.type, valid, pa.concat_arrays([strings.slice(start, c)]))
+                out.append((p, compact_strings(Chunk({k: cols[k] for k in page.columns}, c, page.seq))))
                 start += c
         return out
 
@@ -495,7 +501,3 @@ class Partition:
             self.file.delete()
         sub.finish()
         return sub
-
-
-def _copy(t: torch.Tensor | None) -> torch.Tensor | None:
-    return None if t is None else t.clone()
