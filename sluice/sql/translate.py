@@ -47,6 +47,10 @@ class Scope:
     parent: "Scope | None"
     sources: list[Source] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
+    #: JOIN ... USING / NATURAL JOIN columns: an unqualified name means the left side's column
+    #: (one column, not an ambiguous pair), and ``*`` shows it once.
+    merged: dict[str, Col] = field(default_factory=dict)
+    hidden: set[tuple[str, str]] = field(default_factory=set)  # (alias, name) left out of *
 
     def add(self, src: Source) -> None:
         if any(s.alias == src.alias for s in self.sources):
@@ -66,6 +70,8 @@ class Scope:
                         s.refuse(name_l)
                     raise PlanError(f"table {table!r} has no column {name!r}")
         else:
+            if name_l in self.merged:
+                return self.merged[name_l]
             hits = [s.cols[name_l] for s in self.sources if name_l in s.cols]
             if len(hits) > 1:
                 raise PlanError(f"column reference {name!r} is ambiguous")
@@ -264,6 +270,10 @@ def _order_by_all(order: exp.Order | None, width: int) -> exp.Order | None:
                                               nulls_first=o.args.get("nulls_first")) for i in range(width)])
 
 
+def _natural(j: exp.Join) -> bool:
+    return str(j.args.get("method") or "").upper() == "NATURAL"
+
+
 def _const_str(node, what: str) -> str:
     if not (isinstance(node, exp.Literal) and node.is_string):
         raise UnsupportedError(f"{what} with an argument that is not a string constant")
@@ -298,6 +308,7 @@ class Translator:
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files
+        self._using_pairs: dict[int, list[tuple[Col, Col]]] = {}
         self.ctes: list[dict[str, exp.Expression]] = []
         self._names: set[str] = set()
         self._cte_refs: dict[int, int] = {}
@@ -581,7 +592,9 @@ class Translator:
             specs.append(None)
             for j in joins:
                 p, s = self.table_source(j.this, scope)
+                left = list(scope.sources)
                 scope.add(s)
+                self._using(j, left, s, scope)
                 items.append(p)
                 specs.append(j)
         if sel.args.get("laterals"):
@@ -780,6 +793,8 @@ class Translator:
                         s.refuse(cname)  # * cannot leave a column out silently: EXCLUDE it
                     used |= {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
                 for cname in s.cols:
+                    if not table and (s.alias, cname) in scope.hidden:
+                        continue  # a USING column: shown once, from the left side
                     hit = {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
                     if hit:
                         used |= hit
@@ -845,15 +860,47 @@ class Translator:
 
     def _join_conditions(self, j: exp.Join, ctx: Ctx) -> list[Expr]:
         on = j.args.get("on")
-        using = j.args.get("using")
         out = []
         if on is not None:
             if _contains_subquery(on):
                 raise UnsupportedError("subqueries in JOIN ... ON")
             out.append(self.expr(on, ctx))
-        if using:
-            raise UnsupportedError("JOIN ... USING; write ON a.x = b.x")
+        for lcol, rcol in self._using_pairs.get(id(j), []):
+            out.append(E.make_compare("=", lcol, rcol))
         return out
+
+    def _using(self, j: exp.Join, left: list[Source], right: Source, scope: Scope) -> None:
+        """JOIN ... USING (a, b) and NATURAL JOIN (every name both sides have): equality of
+        each named column, the pair shown once; for inner and LEFT joins, whose merged value is
+        the left side's."""
+        natural = _natural(j)
+        if not j.args.get("using") and not natural:
+            return
+        side = (j.side or "").upper()
+        if side in ("RIGHT", "FULL"):
+            raise UnsupportedError(f"{side} JOIN with USING / NATURAL (write ON a.x = b.x)")
+        if natural:
+            left_names = {n for s in left for n in s.cols}
+            names = [n for n in right.cols if n in left_names]
+            if not names:
+                raise PlanError(f"NATURAL JOIN with {right.alias!r}: no column names in common (use CROSS JOIN)")
+        else:
+            names = [i.name.lower() for i in j.args["using"]]
+        pairs = []
+        for name in names:
+            hits = [s for s in left if name in s.cols]
+            if name in scope.merged:
+                lcol = scope.merged[name]
+            elif len(hits) == 1:
+                lcol = hits[0].cols[name]
+            else:
+                raise PlanError(f"USING column {name!r} is {'ambiguous' if hits else 'not'} on the left side")
+            if name not in right.cols:
+                raise PlanError(f"USING column {name!r} is not in {right.alias!r}")
+            pairs.append((lcol, right.cols[name]))
+            scope.merged[name] = lcol
+            scope.hidden.add((right.alias, name))
+        self._using_pairs[id(j)] = pairs
 
     # ------------------------------------------------------------------ aggregation
 

@@ -60,8 +60,9 @@ CASES: list[tuple[str, str | None]] = [
     ("select n_name from nation order by all", None),
     ("with recursive t(n) as (select 1 union all select n + 1 from t where n < 5) select * from t", "RECURSIVE"),
     # ---- joins and FROM
-    ("select count(*) from nation n1 join nation n2 using (n_regionkey)", "USING"),
-    ("select count(*) from nation natural join region", "NATURAL JOIN"),
+    ("select count(*) from nation n1 join nation n2 using (n_regionkey)", None),
+    ("select count(*) from nation natural join region", None),
+    ("select count(*) from nation n1 full join nation n2 using (n_regionkey)", "FULL JOIN with USING"),
     ("select count(*) from nation positional join region", "POSITIONAL JOIN"),
     ("select n_name from nation semi join region on n_regionkey = r_regionkey", "SEMI JOIN"),
     ("select n_name from nation anti join region on n_regionkey = r_regionkey and r_name = 'ASIA'", "ANTI JOIN"),

@@ -163,6 +163,15 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # JOIN ... USING / NATURAL JOIN
+    "join_using": "select * from t join (select k as a, v from u) x using (a)",
+    "join_using_left": "select a, t.b, x.b, v from t left join (select k as a, v, w as b from u) x using (a)",
+    "join_using_two": "select * from (select a, b, s from t) x join (select a, b % 20 + 10 as b, 1 as one from t) y "
+                      "using (a, b)",
+    "join_using_qualified": "select a, x.a, y.a from (select a, s from t) x join (select a, b from t) y using (a)",
+    "natural_join": "select * from (select a, s, b from t) x natural join (select a, s, f from t) y",
+    "natural_left_join": "select count(*), count(f) from (select a, b from t) x natural left join (select a, f from t "
+                         "where a > 2) y",
     # aggregate FILTER (WHERE ...)
     "agg_filter": "select s, count(*) filter (where a > 1), sum(b) filter (where d > 0), "
                   "avg(f) filter (where s is not null), count(distinct a) filter (where b < 70) from t group by s",
