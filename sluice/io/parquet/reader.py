@@ -205,7 +205,7 @@ class ScanReader:
         self.stats.bytes_read += nread
         self.stats.bytes_decoded += columns_nbytes(cols)
         self._since_trim += self.estimates[i]
-        if self._since_trim >= SCAN_TRIM_BYTES and (self.reservation is None or self.reservation.pool.under_pressure()):
+        if self._since_trim >= SCAN_TRIM_BYTES:
             # Decoded tasks come and go faster than glibc hands memory back: without this the
             # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
             self._since_trim = 0
