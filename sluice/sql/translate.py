@@ -142,44 +142,43 @@ def _window_parts(w: exp.Window) -> list[exp.Expression]:
     return parts
 
 
-def _outer_windows(node: exp.Expression) -> list[exp.Window]:
-    """Window calls in ``node`` that are not inside a subquery."""
+def _outer_nodes(node: exp.Expression, take: Callable[[exp.Expression], bool],
+                 window_args: bool = False) -> list[exp.Expression]:
+    """The nodes of ``node`` that ``take`` picks, outside subqueries and not below a picked
+    node; with ``window_args`` a window call is searched only in what it evaluates below it
+    (its function's arguments, PARTITION BY, ORDER BY), not in the window function itself."""
     out = []
 
     def rec(n):
         if isinstance(n, (exp.Subquery, exp.Exists, exp.Select)):
             return
-        if isinstance(n, exp.Window):
+        if take(n):
             out.append(n)
-            for p in _window_parts(n):
-                if any(isinstance(x, exp.Window) for x in p.walk()):
-                    raise PlanError("window functions cannot be nested")
             return
-        for child in n.iter_expressions():
+        for child in (_window_parts(n) if window_args and isinstance(n, exp.Window) else n.iter_expressions()):
             rec(child)
     rec(node)
+    return out
+
+
+def _outer_windows(node: exp.Expression) -> list[exp.Window]:
+    """Window calls in ``node`` that are not inside a subquery."""
+    out = _outer_nodes(node, lambda n: isinstance(n, exp.Window))
+    for w in out:
+        for p in _window_parts(w):
+            if any(isinstance(x, exp.Window) for x in p.walk()):
+                raise PlanError("window functions cannot be nested")
     return out
 
 
 def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
     """Aggregate calls in ``node`` that are not inside a subquery (nor window aggregates; but
     the aggregates inside a window call's arguments, as in ``sum(sum(x)) over ()``)."""
-    out = []
+    return _outer_nodes(node, _is_aggregate, window_args=True)
 
-    def rec(n):
-        if isinstance(n, (exp.Subquery, exp.Exists)) or (isinstance(n, exp.Select)):
-            return
-        if isinstance(n, exp.Window):
-            for p in _window_parts(n):
-                rec(p)
-            return
-        if isinstance(n, tuple(AGG_FUNCS)) or (isinstance(n, exp.Filter) and isinstance(n.this, tuple(AGG_FUNCS))):
-            out.append(n)
-            return
-        for child in n.iter_expressions():
-            rec(child)
-    rec(node)
-    return out
+
+def _is_aggregate(n: exp.Expression) -> bool:
+    return isinstance(n, tuple(AGG_FUNCS)) or (isinstance(n, exp.Filter) and isinstance(n.this, tuple(AGG_FUNCS)))
 
 
 def _set_members(group: exp.Group) -> list[exp.Expression]:
@@ -233,18 +232,7 @@ def _grouping_sets(group: exp.Group | None) -> list[list[exp.Expression]] | None
 
 def _grouping_calls(node: exp.Expression) -> list[exp.Expression]:
     """GROUPING(...) calls in ``node`` outside subqueries."""
-    out = []
-
-    def rec(n):
-        if isinstance(n, (exp.Subquery, exp.Exists, exp.Select)):
-            return
-        if isinstance(n, exp.Grouping):
-            out.append(n)
-            return
-        for child in n.iter_expressions():
-            rec(child)
-    rec(node)
-    return out
+    return _outer_nodes(node, lambda n: isinstance(n, exp.Grouping))
 
 
 def _group_by_all(group: exp.Group | None, items: list[exp.Expression]) -> exp.Group | None:
