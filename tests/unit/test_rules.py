@@ -67,3 +67,24 @@ def test_semi_join_over_both_inputs_stays_above(tpch_dir):
     lines = text.splitlines()
     semi = next(i for i, ln in enumerate(lines) if "semi" in ln)
     assert "HashJoin inner" in lines[semi + 1]
+
+
+def test_string_equality_selectivity_from_the_dictionary(tpch_dir):
+    # p_type has 150 distinct values: p_type = '...' keeps 1/150 of part, not a default guess.
+    from sluice.plan.estimate import EQ_SEL, distinct_in_row_group, estimate
+    con = sluice.connect(tpch_dir, device="cpu")
+    part = con.table("part")
+    assert distinct_in_row_group(part.row_groups[0], "p_type") == 150
+    assert distinct_in_row_group(con.table("lineitem").row_groups[0], "l_comment") is None  # nearly unique
+    plan = con.sql("select p_partkey from part where p_type = 'ECONOMY ANODIZED STEEL'").plan
+    rows, base = estimate(plan)
+    assert rows < EQ_SEL * base / 10
+
+
+def test_selective_dimension_joins_the_fact_table_first(tpch_dir):
+    # Q8: lineitem meets the part filter (1/150) before the orders of two years (~2/7).
+    text = plan_text(sluice.connect(tpch_dir, device="cpu"), tpch_queries()["q08"])
+    lines = text.splitlines()
+    part_join = next(i for i, ln in enumerate(lines) if "l_partkey = part.p_partkey" in ln)
+    orders_join = next(i for i, ln in enumerate(lines) if "o_orderkey" in ln and "HashJoin" in ln)
+    assert part_join > orders_join  # deeper in the tree: joined earlier
