@@ -174,7 +174,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                 "limit_options": READ, "expressions": refuse("LIMIT BY")},
     exp.LimitOptions: {"percent": refuse("LIMIT ... PERCENT"), "rows": SAME, "with_ties": refuse("WITH TIES")},
     exp.Offset: {"expression": READ, "this": refuse("OFFSET on this expression"), "expressions": refuse("OFFSET BY")},
-    exp.Distinct: {"expressions": READ, "on": refuse("DISTINCT ON")},
+    exp.Distinct: {"expressions": READ, "on": READ},
     exp.Star: {"except_": READ, "replace": READ, "rename": refuse("SELECT * RENAME"), "ilike": refuse("SELECT * ILIKE")},
     # ---- names and constants
     exp.Alias: {"this": READ, "alias": READ},

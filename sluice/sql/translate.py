@@ -703,8 +703,15 @@ class Translator:
                         extra.append((cname, Col(cname, sch[cname])))
 
         distinct = sel.args.get("distinct")
+        on_keys: list[tuple[str, Expr]] = []
         if distinct is not None and distinct.args.get("on"):
-            raise UnsupportedError("DISTINCT ON")
+            # DISTINCT ON (k): the first row of each k in ORDER BY's order, kept by a
+            # row_number() window over k; the keys travel as hidden columns.
+            on = distinct.args["on"]
+            for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+                e = self._post(k, post_ctx) if aggregated else self.expr(k, post_ctx)
+                on_keys.append((self.fresh("distinct_on"), e))
+            distinct = None
         proj_exprs = [(internal, e) for _, internal, e in outputs_exprs]
         seen = {n for n, _ in proj_exprs}
         for n, e in extra:
@@ -745,7 +752,13 @@ class Translator:
                         hidden.append((hn, e))
                         target = Col(hn, e.type)
                 sort_keys.append(self._sort_key(o, target))
+        hidden += on_keys
         plan = Project(plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
+        if on_keys:
+            rn = self.fresh("row_number")
+            plan = Window(plan, tuple(Col(n, e.type) for n, e in on_keys), tuple(sort_keys),
+                          ((rn, WindowCall("row_number", ())),))
+            plan = Filter(plan, E.make_compare("=", Col(rn, INT64), Lit(1, INT64)))
         if distinct is not None:
             sch = plan.schema
             plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs), ())

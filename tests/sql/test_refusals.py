@@ -74,7 +74,7 @@ CASES: list[tuple[str, str | None]] = [
     ("select unnest([1, 2, 3])", None),
     # ---- select list and clauses
     ("select distinct on (n_regionkey) n_regionkey, n_name from nation order by n_regionkey, n_name",
-     "DISTINCT ON"),
+     None),
     ("select 1 as x, x + 1", None),
     ("select n_name from nation order by n_name collate nocase", "COLLATE"),
     ("select n_name from nation where n_nationkey in (select max(r_regionkey) from region) or n_nationkey = 1",

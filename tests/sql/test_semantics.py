@@ -163,6 +163,11 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # DISTINCT ON: the first row of each key in ORDER BY's order (ties broken by a unique b)
+    "distinct_on": "select distinct on (s) s, a, b from t order by s, b desc",
+    "distinct_on_two_keys": "select distinct on (a % 2, s is null) a % 2 as p, s is null as n, b from t order by p, n, b",
+    "distinct_on_limit": "select distinct on (a) a, b from t order by a nulls first, b limit 3",
+    "distinct_on_hidden_key": "select distinct on (s) b from t order by s, b",
     # JOIN ... USING / NATURAL JOIN
     "join_using": "select * from t join (select k as a, v from u) x using (a)",
     "join_using_left": "select a, t.b, x.b, v from t left join (select k as a, v, w as b from u) x using (a)",
