@@ -162,6 +162,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Array: {"expressions": READ, "bracket_notation": SAME, "value_constructor": SAME,
                 "struct_name_inheritance": SAME},
     exp.ReadParquet: {"expressions": READ},
+    exp.Values: {"expressions": READ, "alias": READ, "order": refuse("VALUES ... ORDER BY"),
+                 "limit": refuse("VALUES ... LIMIT"), "offset": refuse("VALUES ... OFFSET"),
+                 "pivots": refuse("PIVOT")},
     # A row value is read only as a grouping set; anywhere else the translator refuses it.
     exp.Tuple: {"expressions": READ},
     exp.Grouping: {"expressions": READ},
@@ -305,7 +308,6 @@ _NAMES: dict[type, str] = {
     exp.Dot: "field access (a.b.c)",
     exp.Placeholder: "query parameters",
     exp.Parameter: "query parameters",
-    exp.Values: "VALUES",
     exp.Unnest: "UNNEST",
     exp.Lambda: "lambda functions",
     exp.SimilarTo: "SIMILAR TO",

@@ -525,6 +525,10 @@ class Translator:
                         self._shared[id(cte_ast)] = rel
                     return self._derived(rel, alias, node.args.get("alias"))
             return self._scan_source(self.catalog(name), alias)
+        if isinstance(node, exp.Values):
+            alias_node = node.args.get("alias")
+            alias = alias_node.name.lower() if alias_node is not None and alias_node.name else "valueslist"
+            return self._derived(self._values(node), alias, alias_node)
         if isinstance(node, exp.Subquery):
             alias_node = node.args.get("alias")
             if alias_node is None:
@@ -532,6 +536,39 @@ class Translator:
             rel = self.query(node.this, None, None)
             return self._derived(rel, alias_node.name.lower(), alias_node)
         raise UnsupportedError(f"{node.key.upper()} in FROM")
+
+    def _values(self, node: exp.Values) -> Rel:
+        """VALUES (..), (..): one constant row per tuple, UNION ALL, each column of one type
+        (NULLs take the others' type); columns named col0, col1, ... as DuckDB names them."""
+        ctx = Ctx(Scope(None))
+        rows = []
+        for t in node.expressions:
+            items = t.expressions if isinstance(t, exp.Tuple) else [t]
+            rows.append([self.expr(v, ctx) for v in items])
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise PlanError("VALUES rows have different numbers of columns")
+        if any(e.columns() for r in rows for e in r):
+            raise UnsupportedError("VALUES with column references")
+        names = [self.fresh(f"col{i}") for i in range(width)]
+        types = []
+        for i in range(width):
+            typed = [r[i] for r in rows if not _is_untyped_null(r[i])]
+            types.append(E.common_type(typed) if typed else rows[0][i].type)
+        branches = []
+        for r in rows:
+            exprs = []
+            for n, e, t in zip(names, r, types):
+                if _is_untyped_null(e):
+                    e = Lit(None, t)
+                elif e.type != t:
+                    if (e.type.kind == "string") != (t.kind == "string"):
+                        raise PlanError(f"VALUES column mixes {t} and {e.type}")
+                    e = E.make_func("cast", [e], (t,))
+                exprs.append((n, e))
+            branches.append(Project(OneRow(), tuple(exprs)))
+        plan: PlanNode = branches[0] if len(branches) == 1 else Union(tuple(branches))
+        return Rel(plan, [(f"col{i}", n) for i, n in enumerate(names)])
 
     def _scan_source(self, info: TableInfo, alias: str) -> tuple[PlanNode, Source]:
         cols = {}

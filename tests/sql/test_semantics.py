@@ -163,6 +163,12 @@ QUERIES = {
     "intersect_null_type": "select null as x intersect select a from t",
     "intersect_order_limit": "select a from t intersect all select a from t order by 1 desc nulls last limit 3",
     "except_in_subquery": "select count(*) from (select a from t except all select k from u) x",
+    # VALUES lists in FROM
+    "values": "select * from (values (1, 'a'), (2, null), (3, 'c')) v(x, y)",
+    "values_default_names": "select col0 + 1, col1 from (values (1, 2.5), (null, 4)) v",
+    "values_join": "select t.b, v.label from t join (values (1, 'one'), (2, 'two'), (7, 'seven')) v(k, label) "
+                   "on t.a = v.k",
+    "values_in_subquery": "select b from t where s in (select * from (values ('apple'), ('date')) v(x))",
     # DISTINCT ON: the first row of each key in ORDER BY's order (ties broken by a unique b)
     "distinct_on": "select distinct on (s) s, a, b from t order by s, b desc",
     "distinct_on_two_keys": "select distinct on (a % 2, s is null) a % 2 as p, s is null as n, b from t order by p, n, b",
