@@ -1,4 +1,4 @@
-"""Command line: ``sluice query | explain | datagen``.
+"""Command line: ``sluice demo | query | explain | datagen | inspect | rewrite | calibrate``.
 
 Every failure ends with one line on stderr and a non-zero exit status; output files are
 written to a temporary name and renamed only when complete.
@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--min-gain", type=float, default=None,
                    help="auto compression only where it saves more than this fraction (default 0.10)")
     r.add_argument("--report", metavar="FILE.json", help="also write the per-column choices as JSON")
+
+    m = sub.add_parser("demo", help="answer the 22 TPC-H queries, generating the data (SF 1) when absent")
+    m.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    m.add_argument("--data", default=None, help="where the data is or goes (default data/tpch-sfN)")
+    m.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: auto)")
+    m.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
 
     d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
     d.add_argument("benchmark", choices=["tpch", "ssb"])
@@ -215,6 +221,45 @@ def _rewrite(args) -> int:
     return 0
 
 
+def _demo(args) -> int:
+    """The main job on its embedded default: TPC-H at SF 1 (generated under data/ when it is
+    not there), every query answered, a line per query, then Q1's answer."""
+    import sluice
+    from sluice.datagen.tpch import generate_tpch
+    from sluice.testing.queries import tpch_queries
+    data = Path(args.data or f"data/tpch-sf{args.sf:g}")
+    if not (data / "lineitem.parquet").exists() and not (data / "lineitem").is_dir():
+        t0 = time.perf_counter()
+        with _Status(f"generating TPC-H sf={args.sf:g} into {data} (once) ..."):
+            generate_tpch(args.sf, data)
+        print(f"generated TPC-H sf={args.sf:g} in {data} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    queries = tpch_queries()
+    if args.queries:
+        wanted = [q.strip() for q in args.queries.split(",")]
+        unknown = [q for q in wanted if q not in queries]
+        if unknown:
+            raise ConfigError(f"unknown queries {', '.join(unknown)} (q01 .. q22)")
+        queries = {q: queries[q] for q in wanted}
+    settings = {"device": args.device} if args.device else {}
+    con = sluice.connect(data, **settings)
+    first = None
+    try:
+        print(f"TPC-H sf={args.sf:g} in {data} on {con.device}")
+        total = 0.0
+        for name, sql in queries.items():
+            t0 = time.perf_counter()
+            table = con.sql(sql).to_arrow()
+            dt = time.perf_counter() - t0
+            total += dt
+            first = first or (name, table)
+            print(f"{name}  {table.num_rows:>6} rows  {dt:7.3f} s", flush=True)
+        print(f"all {len(queries)} queries in {total:.2f} s; {first[0]}'s answer:")
+        _print_table(first[1], 40)
+    finally:
+        con.close()
+    return 0
+
+
 def run(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "inspect":
@@ -242,6 +287,8 @@ def run(argv: list[str] | None = None) -> int:
         print(f"saved to {cache_file()}")
         del torch
         return 0
+    if args.cmd == "demo":
+        return _demo(args)
     if args.cmd == "datagen":
         from sluice.datagen.ssb import generate_ssb
         from sluice.datagen.tpch import generate_tpch

@@ -158,3 +158,24 @@ def test_non_utf8_query_file(tpch_dir, tmp_path):
     rc, out, err = sluice("query", "--data", str(tpch_dir), "-f", str(q))
     assert rc == 1 and out == ""
     assert_one_line_error(rc, out, err, "not utf-8")
+
+
+def test_demo_answers_tpch_queries_on_existing_data(tpch_dir):
+    rc, out, err = sluice("demo", "--data", str(tpch_dir), "--device", "cpu", "--queries", "q06,q01")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("q06") and "1 rows" in lines[1]
+    assert lines[2].startswith("q01") and "4 rows" in lines[2]
+    assert "q06's answer" in out and "revenue" in out  # the first query's table follows
+
+
+def test_demo_generates_data_when_absent(tmp_path):
+    rc, out, err = sluice("demo", "--sf", "0.01", "--data", str(tmp_path / "d"), "--device", "cpu",
+                          "--queries", "q01")
+    assert rc == 0, err
+    assert (tmp_path / "d" / "lineitem.parquet").exists() and "generated TPC-H" in err
+
+
+def test_demo_unknown_query_is_one_line(tpch_dir):
+    rc, out, err = sluice("demo", "--data", str(tpch_dir), "--queries", "q99")
+    assert_one_line_error(rc, out, err, "unknown queries q99")
