@@ -140,7 +140,7 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         data_ = x.data.to(torch.int64) if x.type.kind == "bool" else x.data
         s = K.frame_sum(data_, valid, lo, hi)
         if f == "sum":
-            return Column(s.to(_torch_dtype(t, s)), t, None if bool(has.all()) else has)
+            return Column(s.to(torch.float64 if t.is_float else torch.int64), t, None if bool(has.all()) else has)
         avg = s.to(torch.float64) / count.clamp(min=1).to(torch.float64)
         if x.type.kind == "decimal":
             avg = avg / (10 ** x.type.scale)
@@ -149,10 +149,6 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         m = K.frame_minmax(x.data, valid, lo, hi, start, end, part, f == "max")
         return Column(m, t, None if bool(has.all()) else has, x.dictionary)
     raise AssertionError(f"window function {f}")
-
-
-def _torch_dtype(t, s: torch.Tensor) -> torch.dtype:
-    return torch.float64 if t.is_float else torch.int64 if t.kind != "decimal" else s.dtype
 
 
 def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int, dev) -> Column:

@@ -212,7 +212,8 @@ QUERIES = {
     "date_trunc": "select b, date_trunc('month', dt), date_trunc('year', dt), date_trunc('quarter', dt), "
                   "date_trunc('week', dt), date_trunc('day', dt) from t",
     "date_diff_units": "select b, date_diff('day', dt, date '2021-03-01'), date_diff('month', dt, date '2021-03-01'), "
-                 "date_diff('year', date '2000-06-15', dt), date_diff('quarter', dt, date '2019-01-01') from t",
+                 "date_diff('year', date '2000-06-15', dt), date_diff('quarter', dt, date '2019-01-01'), "
+                 "date_diff('week', dt, date '2021-03-01') from t",
     "strftime": "select b, strftime(dt, '%Y-%m'), strftime(dt, '%d/%m/%Y') from t",
     # ROLLUP / CUBE / GROUPING SETS and GROUPING(): NULL keys in the data and from rolling up
     "rollup": "select a, s, count(*), sum(b) from t group by rollup (a, s)",
