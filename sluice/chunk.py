@@ -169,9 +169,10 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
     first = dicts[0]
     if all(d is first for d in dicts):
         # One dictionary: encoded once for every chunk that shares it.
-        unique, mapping = _ENCODED.get(first, _encode)
-        if mapping is None:
+        hit = _ENCODED.get(first, _dedupe)
+        if hit is None:  # no repeats
             return first, [codes for _, codes in pairs]
+        unique, mapping = hit
         return unique, [mapping.to(codes.device)[codes.long()] if len(first) else codes
                         for _, codes in pairs]
     unique, mapping = _encode(pa.concat_arrays([_as_string(d) for d in dicts]))
@@ -194,8 +195,14 @@ def _encode(d: pa.Array) -> tuple[pa.Array, torch.Tensor | None]:
     unique, mapping = encode_strings(_as_string(d))
     if len(unique) == len(d):
         unique, mapping = d, None
-    _ENCODED.get(unique, lambda u: (u, None))
+    _ENCODED.get(unique, lambda u: None)  # None: repeat-free (never the array itself: see DictionaryCache)
     return unique, mapping
+
+
+def _dedupe(d: pa.Array) -> tuple[pa.Array, torch.Tensor] | None:
+    """What ``_ENCODED`` remembers of ``d``: None if it has no repeats, else ``_encode(d)``."""
+    unique, mapping = _encode(d)
+    return None if mapping is None else (unique, mapping)
 
 
 def _compacted(c: Column) -> tuple[pa.Array, torch.Tensor]:
@@ -211,7 +218,8 @@ def _compacted(c: Column) -> tuple[pa.Array, torch.Tensor]:
 class DictionaryCache:
     """Results computed once per dictionary (shared by every chunk that uses it) and kept
     exactly as long as the dictionary lives: entries hold it weakly, so a cache never keeps
-    a dead chunk's strings in memory."""
+    a dead chunk's strings in memory. A value must never reference its own dictionary (the
+    entry would keep it alive for ever: a leak of every string column seen)."""
 
     def __init__(self) -> None:
         self._d: dict[int, tuple[weakref.ref, object]] = {}
@@ -233,12 +241,14 @@ def _as_string(d: pa.Array) -> pa.Array:
     return d if d.type == pa.string() else d.cast(pa.string())
 
 
-def concat_columns(cols: list[Column]) -> Column:
-    """Concatenate non-constant columns of one type (string dictionaries are unified)."""
+def concat_columns(cols: list[Column], unify: bool = True) -> Column:
+    """Concatenate non-constant columns of one type. String dictionaries are unified (one
+    entry per distinct string) or, with ``unify=False``, only appended (no hashing: for pages
+    that are merely moved, such as rows gathered before partitioning or a spill write)."""
     t = cols[0].type
     dictionary = None
     if t.kind == "string":
-        dictionary, datas = unify_dictionaries(cols)
+        dictionary, datas = unify_dictionaries(cols) if unify else _appended_dictionaries(cols)
     else:
         datas = [c.data for c in cols]
     if any(c.wide is not None for c in cols):
@@ -254,7 +264,21 @@ def concat_columns(cols: list[Column]) -> Column:
     return Column(data, t, valid, dictionary)
 
 
-def concat_chunks(chunks: list[Chunk], names=None) -> Chunk | None:
+def _appended_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]]:
+    """One dictionary that is the columns' (used) dictionaries one after another, and each
+    column's codes moved by its dictionary's position in it."""
+    pairs = [_compacted(c) for c in cols]
+    first = pairs[0][0]
+    if all(d is first for d, _ in pairs):
+        return first, [codes for _, codes in pairs]
+    out, off = [], 0
+    for d, codes in pairs:
+        out.append(codes + off if off else codes)
+        off += len(d)
+    return pa.concat_arrays([_as_string(d) for d, _ in pairs]), out
+
+
+def concat_chunks(chunks: list[Chunk], names=None, unify: bool = True) -> Chunk | None:
     if not chunks:
         return None
     if len(chunks) == 1:
@@ -264,5 +288,5 @@ def concat_chunks(chunks: list[Chunk], names=None) -> Chunk | None:
     cols = {}
     for k in names:
         parts = [c.columns[k].expand(c.num_rows) for c in chunks]
-        cols[k] = concat_columns(parts)
+        cols[k] = concat_columns(parts, unify)
     return Chunk(cols, n, chunks[0].seq)

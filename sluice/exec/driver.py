@@ -152,9 +152,9 @@ def _(plan: Join, cfg):
     pk, bk = (plan.right_keys, plan.left_keys) if swap else (plan.left_keys, plan.right_keys)
     mode = _MODES[plan.kind][1 if swap else 0]
     probe_op = lower(probe, cfg)
-    below = sum(1 for o in probe_op.walk() if o.state_estimate is not None)
+    below = int(sum(o.state_estimate[0] * o.state_estimate[1] for o in probe_op.walk() if o.state_estimate is not None))
     op = HashJoinOp(probe_op, lower(build, cfg), mode, pk, bk, plan.residual,
-                    probe.schema, build.schema, plan.null_aware, plan.single_row, below)
+                    probe.schema, build.schema, plan.null_aware, plan.single_row, below, plan.outputs)
     return _estimated(op, build)
 
 

@@ -273,7 +273,7 @@ def _device_of(chunk: Chunk) -> torch.device:
 
 
 def _held_rows(mat: Materializer) -> int:
-    rows = sum(p.num_rows for p, _ in mat.unpart)
+    rows = sum(p.num_rows for p, _ in mat.unpart) + mat.stage_rows
     if mat.parts is not None:
         rows += sum(p.num_rows for lst in mat.parts for p, _ in lst)
     return rows

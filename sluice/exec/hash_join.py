@@ -79,11 +79,15 @@ class HashJoinOp(Operator):
     build_schema: dict[str, LType]
     null_aware: bool = False
     single_row: bool = False
-    breakers_below: int = 0  # materialising operators on the probe side (they run while the table is held)
+    below_state: int = 0  # estimated bytes of the materialising operators on the probe side (they run while the table is held)
+    outputs: tuple[str, ...] | None = None  # the columns emitted (None: all)
     label = "HashJoin"
 
     def __post_init__(self):
         self.children = (self.probe, self.build)
+        # Matched pairs gather only the columns emitted or read by the residual condition.
+        self._pair_cols = None if self.outputs is None else \
+            set(self.outputs) | (self.residual.columns() if self.residual is not None else set())
 
     def start(self, ctx):
         # Build sides first: with reader combining their read tasks then queue ahead of the
@@ -101,6 +105,13 @@ class HashJoinOp(Operator):
     # ------------------------------------------------------------------ run
 
     def execute(self, ctx):
+        if self.outputs is None:
+            yield from self._execute(ctx)
+            return
+        for out in self._execute(ctx):
+            yield out.select(self.outputs)
+
+    def _execute(self, ctx):
         dev = ctx.device
         stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
         types = [_key_type(p.type, b.type) for p, b in zip(self.probe_keys, self.build_keys)]
@@ -118,11 +129,11 @@ class HashJoinOp(Operator):
                 yield from self._no_keys(ctx, self._all_in_memory(bmat, dev))
                 return
             # The table (JOIN_FACTOR x the pages) is held while the probe side runs, and the
-            # materialising operators below it on that side need memory meanwhile: the fast
-            # path takes at most a fair share of what is free.
-            share = 1 + self.breakers_below
+            # materialising operators below it on that side need memory meanwhile (their
+            # estimated state, at most half of what is free), as do the chunks in flight (an
+            # eighth): the table takes what is left.
             free = bmat.pool.available + bmat.held_bytes
-            if not bmat.spilled and bmat.held_bytes * JOIN_FACTOR <= free // share:
+            if not bmat.spilled and bmat.held_bytes * JOIN_FACTOR <= self._room(free):
                 with bmat.pool.reservation(f"{self.label} table") as tres:
                     pages = bmat.pages()
                     tres.force(bmat.held_bytes)
@@ -135,7 +146,7 @@ class HashJoinOp(Operator):
             # probe rows of spilled partitions are spilled too and joined partition by partition.
             pool = bmat.pool
             # Keep in memory what leaves room for the rest of the pipeline (see above).
-            bmat.spill_until(lambda held: held * JOIN_FACTOR <= (pool.available + held + bmat._inflight) // (2 * share))
+            bmat.spill_until(lambda held: held * JOIN_FACTOR <= self._room(pool.available + held + bmat._inflight))
             spilled = [p for p in range(bmat.nparts) if bmat.files[p] is not None]
             pmat = Materializer(ctx, f"{self.label} probe", self._hasher(self.probe_keys, types), stats=stats,
                                 threshold=0)
@@ -160,6 +171,11 @@ class HashJoinOp(Operator):
             bmat.close()
             if pmat is not None:
                 pmat.close()
+
+    def _room(self, free: int) -> int:
+        """Bytes of ``free`` the table may take (see :meth:`_execute`)."""
+        others = min(free // 2, max(JOIN_FACTOR * self.below_state, free // 8 if self.below_state else 0))
+        return free - others - free // 8
 
     def _hasher(self, keys, types):
         if not keys:
@@ -251,8 +267,9 @@ class HashJoinOp(Operator):
                 yield out
 
     def _pair(self, chunk: Chunk, build: Chunk, p, b) -> Chunk:
-        cols = {k: c.take(p) for k, c in chunk.columns.items()}
-        cols.update({k: c.take(b) for k, c in build.columns.items()})
+        keep = self._pair_cols
+        cols = {k: c.take(p) for k, c in chunk.columns.items() if keep is None or k in keep}
+        cols.update({k: c.take(b) for k, c in build.columns.items() if keep is None or k in keep})
         return Chunk(cols, int(p.numel()), chunk.seq)
 
     def _emit_probe(self, chunk, build, p, b, pair, ok, m, build_has_null, pcols):

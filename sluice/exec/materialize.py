@@ -43,6 +43,10 @@ SPILL_BATCH_BYTES = 4 << 20
 MAX_LEVEL = 4
 #: A partition whose processing needs less than this share of the budget is never split.
 SMALL_SHARE = 0.25
+#: Once partitioning, pages smaller than this are gathered (up to STAGE_ROWS rows, or a 32nd
+#: of the budget) and split together: splitting a 2 K-row join output into 64 pieces costs
+#: 64 small copies per string column for a few rows each.
+STAGE_ROWS = 1 << 16
 
 HashFn = Callable[[Chunk], torch.Tensor]
 
@@ -100,6 +104,10 @@ class Materializer:
         self.files: list[SpillFile | None] = []
         self.buffers: list[list[Chunk]] = []
         self.buffer_bytes: list[int] = []
+        self.stage: list[Chunk] = []  # small pages waiting to be split together
+        self.stage_rows = 0
+        self.stage_bytes = 0
+        self.stage_limit = max(4 << 10, min(16 << 20, limit // 32))
         self.rows = 0
         self.finished = False
         self._inflight = 0  # bytes handed to the writer, not yet on disk
@@ -140,9 +148,41 @@ class Materializer:
             self._start_partitioning()
         if self.parts is None:
             nb = page_nbytes(page)
-            self._reserve(nb)
-            self.unpart.append((page, nb))
+            if self.hash_fn is None:
+                self._reserve(nb)
+                self.unpart.append((page, nb))
+                return
+            if self._try_reserve(nb):
+                self.unpart.append((page, nb))
+                return
+            # No room even after asking the other operators: it is partitioned now (by
+            # make_room), and what finds no room goes to disk partition by partition.
+            if self.parts is None:
+                self._start_partitioning()
+        nb = page_nbytes(page)
+        if page.num_rows < STAGE_ROWS // 4 and self.res.try_grow(nb):
+            self._count_peak()
+            self.stage.append(page)
+            self.stage_rows += page.num_rows
+            self.stage_bytes += nb
+            if self.stage_rows >= STAGE_ROWS or self.stage_bytes >= self.stage_limit:
+                self._flush_stage()
             return
+        # A large page, or no memory to gather it in: split on its own, as it is.
+        self._flush_stage()
+        for p, sub in self._split(page):
+            self._add_to(p, sub)
+
+    def _flush_stage(self) -> None:
+        """Split the gathered small pages as one page into their partitions."""
+        if not self.stage:
+            return
+        pages, nb = self.stage, self.stage_bytes
+        self.stage, self.stage_rows, self.stage_bytes = [], 0, 0
+        # An aggregation's pages hold one row per group each: its combine keeps it so.
+        page = self.combine(pages) if self.combine is not None else concat_chunks(pages, unify=False)
+        del pages
+        self.res.shrink(nb)  # the pieces are reserved one by one as they are added
         for p, sub in self._split(page):
             self._add_to(p, sub)
 
@@ -198,7 +238,12 @@ class Materializer:
         if self.files[p] is not None or self.force:
             self._to_file(p, page, nb)
             return
-        self._reserve(nb)
+        if not self._try_reserve(nb):
+            # Nothing of its own left to spill and the rest of the pool held by operators that
+            # cannot spill (a join's table above): this partition goes to disk from here on.
+            self.spill_partition(p)
+            self._to_file(p, page, nb)
+            return
         self.parts[p].append((page, nb))
         self.part_bytes[p] += nb
 
@@ -220,7 +265,7 @@ class Materializer:
             return
         self.buffers[p], self.buffer_bytes[p] = [], 0
         if len(pages) > 1:
-            pages = [self.combine(pages) if self.combine is not None else concat_chunks(pages)]
+            pages = [self.combine(pages) if self.combine is not None else concat_chunks(pages, unify=False)]
         self.stats.spilled_bytes += nb
         self.stats.spilled_pages += len(pages)
         with self._lock:
@@ -235,20 +280,27 @@ class Materializer:
     # ------------------------------------------------------------------ memory
 
     def _reserve(self, nb: int) -> None:
+        if not self._try_reserve(nb):
+            if self.in_memory_bytes() == 0 and nb <= self.pool.limit // 16:
+                # Everything of its own is spilled and the pool is held by operators that
+                # cannot spill (a join's table above it): one small page goes over budget.
+                self.res.force(nb)
+            else:
+                raise budget_error(self.owner, nb, self.pool, "a page of its state")
+        self._count_peak()
+
+    def _try_reserve(self, nb: int) -> bool:
+        """Reserve ``nb`` bytes, spilling own partitions and then asking other operators."""
         if self.res.try_grow(nb):
             self._count_peak()
-            return
+            return True
         self.make_room(nb)
         if not self.res.try_grow(nb):
             self.pool.reclaim(nb, requester=self)
             if not self.res.try_grow(nb):
-                if self.in_memory_bytes() == 0 and nb <= self.pool.limit // 16:
-                    # Everything of its own is spilled and the pool is held by operators that
-                    # cannot spill (a join's table above it): one small page goes over budget.
-                    self.res.force(nb)
-                else:
-                    raise budget_error(self.owner, nb, self.pool, "a page of its state")
+                return False
         self._count_peak()
+        return True
 
     def spill_for(self, need: int) -> bool:
         """Another operator needs ``need`` bytes: spill partitions of this one (if filling)."""
@@ -270,6 +322,7 @@ class Materializer:
                 self._start_partitioning()
             if self.unpart:
                 self._partition_unpartitioned()
+            self._flush_stage()
             candidates = [p for p in range(self.nparts) if self.files[p] is None and self.part_bytes[p] > 0]
             if not candidates:
                 for p in range(self.nparts):  # what is left: the write buffers of spilled partitions
@@ -282,7 +335,7 @@ class Materializer:
 
     def in_memory_bytes(self) -> int:
         """Bytes of the partitions (and unpartitioned pages) not spilled."""
-        total = sum(nb for _, nb in self.unpart)
+        total = sum(nb for _, nb in self.unpart) + self.stage_bytes
         if self.parts is not None:
             total += sum(self.part_bytes[p] for p in range(self.nparts) if self.files[p] is None)
         return total
@@ -336,6 +389,7 @@ class Materializer:
         self.pool.unregister(self)
         if self.parts is None:
             return
+        self._flush_stage()
         if self.spilled and self.unpart:
             self._partition_unpartitioned()
         for p in range(self.nparts):
@@ -357,11 +411,12 @@ class Materializer:
             self._start_partitioning()
         if self.unpart:
             self._partition_unpartitioned()
+        self._flush_stage()
 
     def pages(self) -> list[Chunk]:
         """Every page (only when nothing spilled)."""
         assert not self.spilled
-        out = [pg for pg, _ in self.unpart]
+        out = [pg for pg, _ in self.unpart] + self.stage
         if self.parts is not None:
             for lst in self.parts:
                 out.extend(pg for pg, _ in lst)
@@ -372,6 +427,7 @@ class Materializer:
         assert not self.spilled
         self.res.free()
         self.unpart, self.parts = [], None
+        self.stage, self.stage_rows, self.stage_bytes = [], 0, 0
         for pg in pages:
             nb = page_nbytes(pg)
             self.res.force(nb)
@@ -380,6 +436,7 @@ class Materializer:
     def compact_partitions(self, merge: Callable[[list[Chunk]], Chunk]) -> None:
         """Replace the pages of each in-memory partition (and the unpartitioned ones) by
         ``merge`` of them -- aggregation partials merged into one page per partition."""
+        self._flush_stage()
         if self.unpart and len(self.unpart) > 1:
             nb_old = sum(nb for _, nb in self.unpart)
             merged = merge([pg for pg, _ in self.unpart])
@@ -427,6 +484,7 @@ class Materializer:
         """Drop every held page (the operator keeps what it made of them)."""
         self.res.free()
         self.unpart = []
+        self.stage, self.stage_rows, self.stage_bytes = [], 0, 0
         if self.parts is not None:
             self.parts = [[] for _ in range(self.nparts)]
             self.part_bytes = [0] * self.nparts
@@ -435,6 +493,7 @@ class Materializer:
         self.pool.unregister(self)
         self.res.free()
         self.unpart, self.parts = [], None
+        self.stage = []
         for f in self.files:
             if f is not None:
                 f.delete()

@@ -102,12 +102,14 @@ class Join(PlanNode):
     residual: Expr | None = None
     null_aware: bool = False
     single_row: bool = False
+    outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
 
     @property
     def schema(self):
-        if self.kind in ("semi", "anti"):
-            return dict(self.left.schema)
-        return {**self.left.schema, **self.right.schema}
+        full = dict(self.left.schema) if self.kind in ("semi", "anti") else {**self.left.schema, **self.right.schema}
+        if self.outputs is None:
+            return full
+        return {k: full[k] for k in self.outputs}
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ def simulated_device(monkeypatch):
 @pytest.mark.parametrize("name", QUERIES)
 @pytest.mark.parametrize("host", ["64MiB", "512KiB"], ids=["host_holds", "host_spills_to_disk"])
 def test_device_to_host_to_disk(name, host, simulated_device, tpch_dir, tpch_duck, connect):
-    con = connect(tpch_dir, device_memory_limit="1MiB", host_memory_limit=host, chunk_rows=50000)
+    con = connect(tpch_dir, device_memory_limit="512KiB", host_memory_limit=host, chunk_rows=50000)
     sql = tpch_queries()[name]
     rel = con.sql(sql)
     ours = rel.to_arrow()

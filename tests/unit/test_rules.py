@@ -88,3 +88,17 @@ def test_selective_dimension_joins_the_fact_table_first(tpch_dir):
     part_join = next(i for i, ln in enumerate(lines) if "l_partkey = part.p_partkey" in ln)
     orders_join = next(i for i, ln in enumerate(lines) if "o_orderkey" in ln and "HashJoin" in ln)
     assert part_join > orders_join  # deeper in the tree: joined earlier
+
+
+def test_join_keys_not_carried_above_the_join(tpch_dir):
+    # Q5: orders join customer on custkey; above it only o_orderkey and c_nationkey are used,
+    # so the next join's build side holds two columns, not five.
+    con = sluice.connect(tpch_dir, device="cpu")
+    rel = con.sql(tpch_queries()["q05"])
+    rel.to_arrow()
+    op, _ = rel.last_run
+    joins = {str(o.probe_keys[0]): o for o in op.walk() if o.label == "HashJoin"}
+    oc = joins.get("orders.o_custkey") or joins["customer.c_custkey"]
+    assert set(oc.outputs) == {"orders.o_orderkey", "customer.c_nationkey"}
+    top = joins.get("lineitem.l_orderkey") or joins["orders.o_orderkey"]
+    assert set(top.outputs) == {"lineitem.l_extendedprice", "lineitem.l_discount", "nation.n_name"}

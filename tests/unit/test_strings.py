@@ -35,3 +35,34 @@ def test_identity_coded_strings_unify_like_a_dictionary():
     both = concat_columns([a, f])
     assert column_to_arrow(both).to_pylist() == ["x", None, "y", "x", "z", "y", "z"]
     assert column_to_arrow(Column(a.data, s, a.valid, a.dictionary)).to_pylist() == ["x", None, "y", "x", "z"]
+
+
+def test_appended_concat_keeps_every_string_without_hashing():
+    s = LType("string")
+    a = arrow_to_column(pa.array(["x", "y", "x"]), s)
+    b = arrow_to_column(pa.array(["y", None, "z"]), s)
+    both = concat_columns([a, b], unify=False)
+    assert len(both.dictionary) == 6  # appended, repeats kept
+    assert column_to_arrow(both).to_pylist() == ["x", "y", "x", "y", None, "z"]
+
+
+def test_string_caches_release_dictionaries_with_their_columns(tpch_dir):
+    """Dictionaries deduplicated, hashed or prefixed for a query die with its chunks: a cache
+    entry that referenced its own key once kept every string column seen alive (328 MiB after
+    TPC-H Q10 at SF 10)."""
+    import gc
+
+    import sluice
+    from sluice.chunk import _ENCODED
+    from sluice.exec.aggregates import _PREFIXES
+    from sluice.exec.kernels.hash import _STRINGS
+
+    con = sluice.connect(tpch_dir, device="cpu", chunk_rows=4096)
+    con.sql("select c_name, c_comment, max(o_comment), count(*) from customer join orders on c_custkey = o_custkey "
+            "group by all order by 4 desc limit 5").to_arrow()
+    con.sql("select distinct c_comment from customer").to_arrow()
+    gc.collect()
+    pool = pa.default_memory_pool()
+    for cache in (_ENCODED, _PREFIXES, _STRINGS):
+        assert not [v for v in cache._d.values() if v[0]() is not None]
+    assert pool.bytes_allocated() < 4 << 20

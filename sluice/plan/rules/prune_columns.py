@@ -56,7 +56,12 @@ def _(plan: Join, need):
     rneed = (need & set(plan.right.schema)) | _cols(plan.right_keys) | _cols([plan.residual])
     lneed &= set(plan.left.schema)
     rneed &= set(plan.right.schema)
-    return replace(plan, left=_prune(plan.left, lneed), right=_prune(plan.right, rneed))
+    out = replace(plan, left=_prune(plan.left, lneed), right=_prune(plan.right, rneed), outputs=None)
+    # Columns only the join itself reads (its keys) are not carried above it: a join's output
+    # is often the next join's build or spilled probe side, where every byte counts.
+    full = out.schema
+    emit = tuple(k for k in full if k in need)
+    return replace(out, outputs=None if len(emit) == len(full) else emit)
 
 
 @_prune.register
