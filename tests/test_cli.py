@@ -60,6 +60,7 @@ def test_explain(tpch_dir):
     ("select n_name + 1 from nation", "cannot apply"),
     ("select * from nation where n_name > 3", "cannot compare"),
     ("select sum(n_name) from nation", "needs a number"),
+    ("select bool_and(n_nationkey) from nation", "needs a boolean"),
     ("select n_name, count(*) from nation", "group by"),
     ("select * from nation where n_nationkey = (select n_nationkey from nation)", "more than one row"),
 ])

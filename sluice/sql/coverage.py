@@ -271,6 +271,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.StddevPop: _UNARY,
     exp.Variance: _UNARY,
     exp.VariancePop: _UNARY,
+    exp.LogicalAnd: _UNARY,
+    exp.LogicalOr: _UNARY,
     # ---- windows
     exp.Qualify: _UNARY,
     exp.Window: {"this": READ, "partition_by": READ, "order": READ, "spec": READ, "over": SAME,

@@ -113,7 +113,10 @@ class Ctx:
 
 AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max",
              exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
-             exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+             exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+             # BOOL_AND / BOOL_OR: MIN / MAX of a boolean (false < true), NULLs ignored alike.
+             exp.LogicalAnd: "min", exp.LogicalOr: "max"}
+_BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
 _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
 
 
@@ -1181,6 +1184,8 @@ class Translator:
         e = self.expr(arg, ctx)
         if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
+        if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
+            raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
         return AggCall(func, e, distinct)
 
     def _post(self, node: exp.Expression, ctx: Ctx) -> Expr:

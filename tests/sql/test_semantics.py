@@ -194,6 +194,13 @@ QUERIES = {
     "variance_global": "select var_samp(d), stddev_pop(f), var_pop(a), stddev(distinct b % 3) from t",
     "variance_empty": "select var_samp(k), stddev_pop(k) from empty",
     "variance_one_row": "select k, var_samp(w), var_pop(w), stddev_samp(w) from u group by k",
+    "bool_and_or": "select s, bool_and(a > 1), bool_or(b > 60), bool_and(f > 0) filter (where a is not null) from t "
+                   "group by s",
+    "bool_and_or_global": "select bool_and(a > 0), bool_or(s = 'apple'), bool_and(b < 0), bool_or(k > 100) from t, "
+                          "(select 1 as k) one",
+    "bool_and_empty": "select bool_and(k > 0), bool_or(k > 0) from empty",
+    "bool_or_window": "select b, bool_or(a > 2) over (partition by s), bool_and(b > 20) over (order by b rows "
+                      "between 1 preceding and 1 following) from t",
     "greatest_least": "select b, greatest(a, 3), least(a, b, 4), greatest(d, 1.5), least(s, 'b'), greatest(a, null) from t",
     "nullif": "select b, nullif(a, 2), nullif(s, 'apple'), nullif(d, 4) from t",
     # string functions of constant parameters

@@ -156,6 +156,9 @@ def frame_minmax(data: torch.Tensor, valid: torch.Tensor | None, lo: torch.Tenso
                  start: tuple[str, int], end: tuple[str, int], part: Segments, is_max: bool) -> torch.Tensor:
     """MAX (or MIN) of the non-NULL values in each frame; rows whose frame has none get any
     value (the caller marks them NULL from the frame's count)."""
+    if data.dtype == torch.bool:  # BOOL_AND / BOOL_OR: over 0/1
+        out = frame_minmax(data.to(torch.int8), valid, lo, hi, start, end, part, is_max)
+        return out.to(torch.bool)
     n = data.numel()
     fill = _identity(data.dtype, is_max)
     v = data if valid is None else torch.where(valid, data, torch.full_like(data, fill))
