@@ -138,6 +138,7 @@ _MODES = {
     "full": ("full", "full"),
     "semi": ("semi", "build_semi"),
     "anti": ("anti", "build_anti"),
+    "mark": ("mark", "mark"),  # never swapped
 }
 
 
@@ -148,13 +149,16 @@ def _(plan: Join, cfg):
     swap = left_rows < right_rows and bool(plan.left_keys) and not plan.null_aware and not plan.single_row
     if plan.kind == "cross" and not plan.single_row:
         swap = left_rows < right_rows
+    if plan.kind == "mark":
+        swap = False
     probe, build = (plan.right, plan.left) if swap else (plan.left, plan.right)
     pk, bk = (plan.right_keys, plan.left_keys) if swap else (plan.left_keys, plan.right_keys)
     mode = _MODES[plan.kind][1 if swap else 0]
     probe_op = lower(probe, cfg)
     below = int(sum(o.state_estimate[0] * o.state_estimate[1] for o in probe_op.walk() if o.state_estimate is not None))
     op = HashJoinOp(probe_op, lower(build, cfg), mode, pk, bk, plan.residual,
-                    probe.schema, build.schema, plan.null_aware, plan.single_row, below, plan.outputs)
+                    probe.schema, build.schema, plan.null_aware, plan.single_row, below, plan.outputs,
+                    plan.mark)
     return _estimated(op, build)
 
 

@@ -27,7 +27,7 @@ from sluice.exec.kernels.keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.plan.expr import Expr
-from sluice.types import LType, common_numeric
+from sluice.types import BOOL, LType, common_numeric
 
 #: Building the join table needs about this many times the build side's bytes (the pages,
 #: their concatenation, key codes and the table).
@@ -81,6 +81,7 @@ class HashJoinOp(Operator):
     single_row: bool = False
     below_state: int = 0  # estimated bytes of the materialising operators on the probe side (they run while the table is held)
     outputs: tuple[str, ...] | None = None  # the columns emitted (None: all)
+    mark: str | None = None  # mode "mark": the name of the boolean column added to each probe row
     label = "HashJoin"
 
     def __post_init__(self):
@@ -276,11 +277,13 @@ class HashJoinOp(Operator):
         mode = self.mode
         if mode in ("inner", "build_outer"):
             return pair if pair is not None else self._pair(chunk, build, p, b)
-        if mode in ("semi", "anti", "probe_outer", "full"):
+        if mode in ("semi", "anti", "probe_outer", "full", "mark"):
             matched = torch.zeros(chunk.num_rows, dtype=torch.bool, device=ok.device)
             matched[p] = True
             if mode == "semi":
                 return chunk.filter(matched)
+            if mode == "mark":
+                return self._marked(chunk, matched, m, build_has_null, pcols)
             if mode == "anti":
                 keep = ~matched
                 if self.null_aware and m > 0:
@@ -298,6 +301,18 @@ class HashJoinOp(Operator):
             return concat_chunks([inner, Chunk(ext, unmatched.num_rows, chunk.seq)]) if inner.num_rows \
                 else Chunk(ext, unmatched.num_rows, chunk.seq)
         return None  # build_semi / build_anti emit at the end
+
+    def _marked(self, chunk: Chunk, matched: torch.Tensor, m: int, build_has_null: bool, pcols) -> Chunk:
+        """The probe rows with the mark column: TRUE where a build row matched; for IN
+        (null-aware) NULL rather than FALSE where the probe key is NULL or a build key is,
+        unless the build side is empty."""
+        valid = None
+        if self.null_aware and m > 0:
+            known = matched if build_has_null else matched | ok_nonnull(pcols, chunk.num_rows, matched.device)
+            valid = None if bool(known.all()) else known
+        cols = dict(chunk.columns)
+        cols[self.mark] = Column(matched, BOOL, valid)
+        return Chunk(cols, chunk.num_rows, chunk.seq)
 
     def _emit_build(self, build: Chunk, flags, dev):
         mode = self.mode
@@ -351,6 +366,8 @@ class HashJoinOp(Operator):
                     outs.append(pair)
             if self.mode == "semi":
                 outs = [chunk.filter(matched)]
+            elif self.mode == "mark":
+                outs = [self._marked(chunk, matched, m, False, [])]
             elif self.mode == "anti":
                 outs = [chunk.filter(~matched)]
             elif self.mode in ("probe_outer", "full"):

@@ -43,6 +43,8 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
         rr, rb = estimate(plan.right)
         if plan.kind in ("semi", "anti"):
             return max(1.0, lr * 0.5), lb
+        if plan.kind == "mark":
+            return lr, lb
         if plan.kind == "cross" or not plan.left_keys:
             return lr * rr, lb * rb
         est = keyed_join_estimate(plan.left, plan.right, plan.left_keys, plan.right_keys, lr, lb, rr, rb)

@@ -11,7 +11,7 @@ from typing import ClassVar, Sequence
 
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan.expr import Expr
-from sluice.types import LType, INT64, FLOAT64
+from sluice.types import BOOL, LType, INT64, FLOAT64
 
 
 class PlanNode(abc.ABC):
@@ -91,6 +91,9 @@ class Join(PlanNode):
     semi/anti output the left side's columns only. ``null_aware`` makes an anti join follow
     NOT IN semantics (any NULL key on the right yields no rows). ``single_row`` makes the
     right side a scalar subquery: more than one row is an error, none gives NULLs.
+    mark passes every left row with a boolean column ``mark``: whether a right row matches
+    (EXISTS / IN under OR); with ``null_aware`` it follows IN: NULL instead of FALSE when the
+    left key is NULL or a right key is, over a non-empty right side.
     """
 
     _children: ClassVar = ("left", "right")
@@ -103,10 +106,16 @@ class Join(PlanNode):
     null_aware: bool = False
     single_row: bool = False
     outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
+    mark: str | None = None  # kind "mark": the left rows, each with this boolean column (a match exists)
 
     @property
     def schema(self):
-        full = dict(self.left.schema) if self.kind in ("semi", "anti") else {**self.left.schema, **self.right.schema}
+        if self.kind == "mark":
+            full = {**self.left.schema, self.mark: BOOL}
+        elif self.kind in ("semi", "anti"):
+            full = dict(self.left.schema)
+        else:
+            full = {**self.left.schema, **self.right.schema}
         if self.outputs is None:
             return full
         return {k: full[k] for k in self.outputs}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal as dec
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from sqlglot import exp
@@ -122,6 +122,11 @@ _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop
 
 def _from(sel: exp.Select):
     return sel.args.get("from_") or sel.args.get("from")
+
+
+def _level_nodes(node: exp.Expression):
+    """The nodes of ``node`` at its own query level: subqueries are yielded, not entered."""
+    return node.walk(prune=lambda n: n is not node and isinstance(n, (exp.Subquery, exp.Select)))
 
 
 def _contains_subquery(node: exp.Expression) -> bool:
@@ -698,11 +703,18 @@ class Translator:
         elif having is not None:
             raise PlanError("HAVING without aggregation")
 
-        # Scalar subqueries in the SELECT list.
+        # Subqueries in the SELECT list: scalar ones as a value, EXISTS / IN as a mark column.
         for it in select_items:
-            for node in it.find_all(exp.Subquery):
-                if id(node) not in post_ctx.subs and node.parent is not None and not isinstance(node.parent, (exp.From, exp.Join)):
+            own = list(_level_nodes(it))
+            for node in own:
+                if isinstance(node, exp.Subquery) and id(node) not in post_ctx.subs and node.parent is not None \
+                        and not isinstance(node.parent, (exp.From, exp.Join)) \
+                        and not (isinstance(node.parent, exp.In) and node.arg_key == "query"):
                     plan = self._scalar_subquery(node, plan, post_ctx)
+            for node in own:
+                if id(node) not in post_ctx.subs and (isinstance(node, exp.Exists) or (
+                        isinstance(node, exp.In) and node.args.get("query") is not None)):
+                    plan = self._mark_join(node, plan, post_ctx)
 
         # Window functions (after grouping and HAVING), then QUALIFY on their results.
         qualify = sel.args.get("qualify")
@@ -1236,14 +1248,17 @@ class Translator:
             if len(rel.outputs) != 1:
                 raise PlanError("subquery in IN must return one column")
             return self._semi(plan, rel, c, [lhs], negate, null_aware=negate)
-        # A predicate with scalar subqueries inside: join each, then filter.
-        for sq in list(node.find_all(exp.Subquery)):
-            if isinstance(sq.parent, (exp.From, exp.Join)):
+        # A predicate with subqueries inside: join each (scalar ones as a value, EXISTS / IN
+        # as a mark column), then filter.
+        own = list(_level_nodes(node))
+        for sq in own:
+            if not isinstance(sq, exp.Subquery) or isinstance(sq.parent, (exp.From, exp.Join)) or \
+                    (isinstance(sq.parent, exp.In) and sq.arg_key == "query"):
                 continue
             plan = self._scalar_subquery(sq, plan, ctx)
-        if any(isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query"))
-               for n in node.walk()):
-            raise UnsupportedError("EXISTS / IN subqueries nested inside OR or other expressions")
+        for n in own:
+            if isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query") is not None):
+                plan = self._mark_join(n, plan, ctx)
         e = self._post(node, ctx) if ctx.aggs is not None else self.expr(node, ctx)
         if where_scope is not None and corr is not None and (e.columns() - where_scope.local - {c.name for c in ctx.subs.values()}):
             self._correlate(e, where_scope, corr)
@@ -1263,6 +1278,28 @@ class Translator:
         resid = E.and_all(c.residual)
         return Join(plan, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
                     null_aware=null_aware)
+
+    def _mark_join(self, n: exp.Exists | exp.In, plan: PlanNode, ctx: Ctx) -> PlanNode:
+        """EXISTS / IN (subquery) inside OR or another expression: every row of ``plan`` with a
+        boolean mark column (a matching subquery row exists; NULL where IN says unknown)."""
+        c = Correlation()
+        if isinstance(n, exp.Exists):
+            rel = self.query(n.this, ctx.scope, c)
+            lhs, null_aware = [], False
+        else:
+            lhs = [self.expr(n.this, ctx) if ctx.aggs is None else self._post(n.this, ctx)]
+            q = n.args["query"]
+            rel = self.query(q.this if isinstance(q, exp.Subquery) else q, ctx.scope, c)
+            if len(rel.outputs) != 1:
+                raise PlanError("subquery in IN must return one column")
+            if c.pairs or c.residual:
+                # NULL-awareness would have to be per correlated group.
+                raise UnsupportedError("a correlated IN (subquery) inside OR or another expression")
+            null_aware = True
+        join = self._semi(plan, rel, c, lhs, False, null_aware)
+        name = self.fresh("mark")
+        ctx.subs[id(n)] = Col(name, BOOL)
+        return replace(join, kind="mark", mark=name)
 
     def _scalar_subquery(self, sq: exp.Subquery, plan: PlanNode, ctx: Ctx) -> PlanNode:
         c = Correlation()

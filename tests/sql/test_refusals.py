@@ -38,6 +38,12 @@ CASES: list[tuple[str, str | None]] = [
      None),
     ("select round(123.456, -1), round(155, -1), round(155.5::double, -1), round(-155.5, -2)", None),
     ("select n_nationkey, case when n_nationkey > 3 then n_name end from nation", None),
+    ("select count(*) from nation where n_regionkey = 0 or exists (select * from region where r_regionkey = "
+     "n_regionkey and r_name like 'A%')", None),
+    ("select count(*) from nation where n_regionkey = 0 or n_nationkey in (select s_nationkey from supplier where "
+     "s_acctbal > 9990)", None),
+    ("select count(*) from nation where n_regionkey = 0 or n_nationkey in (select s_nationkey from supplier where "
+     "s_suppkey = n_nationkey)", "correlated IN (subquery) inside OR"),
     ("select median(n_nationkey) from nation", "aggregate MEDIAN"),
     ("select date_trunc('month', o_orderdate) from orders", None),
     ("select strpos(n_name, 'A') from nation", None),

@@ -120,6 +120,21 @@ QUERIES = {
     "not_in_empty": "select b from t where a not in (select k from empty)",
     "scalar_subquery": "select b from t where b > (select avg(b) from t)",
     "scalar_subquery_select": "select b, (select max(w) from u) as m from t",
+    # EXISTS / IN (subquery) inside OR or an expression: mark joins (IN's NULLs as DuckDB's)
+    "exists_under_or": "select a, b from t where b > 60 or exists (select * from u where u.k = t.a)",
+    "not_exists_under_or": "select a, b from t where not exists (select * from u where u.k = t.a and u.w > 100) "
+                           "or s is null",
+    "exists_residual_under_or": "select a, b from t where exists (select * from u where u.k > t.a + 5) or a is null",
+    "in_under_or_nulls": "select a, b from t where b < 20 or a in (select k from withnull)",
+    "not_in_under_or_nulls": "select a, b from t where b < 20 or a not in (select k from withnull)",
+    "not_in_under_or": "select a, b from t where b > 70 or a not in (select k from u where k is not null)",
+    "in_select_list": "select a, a in (select k from u), a not in (select k from withnull), "
+                      "a in (select k from empty) from t",
+    "exists_select_list": "select a, exists (select * from u where u.k = t.a), "
+                          "not exists (select * from u where u.w > t.b * 10) from t",
+    "in_string_under_or": "select s from t where s is null or s in (select v from u) or b = 50",
+    "in_having_or": "select s, count(*) from t group by s having count(*) > 1 or s in (select v from u where k = 1)",
+    "in_case": "select b, case when a in (select k from u) then 'hit' else 'miss' end from t",
     "scalar_subquery_empty": "select b, (select max(k) from empty) as m from t",
     "correlated_scalar": "select b from t where b > (select min(w) from u where u.k = t.a) - 95",
     "correlated_count": "select b, (select count(*) from u where u.k = t.a) as c from t",

@@ -75,7 +75,7 @@ def _(plan: Join, conds):
     to_left, to_right, keep = [], [], []
     for c in conds:
         cols = c.columns()
-        if cols and cols <= left_names and plan.kind in ("inner", "left", "semi", "anti", "cross"):
+        if cols and cols <= left_names and plan.kind in ("inner", "left", "semi", "anti", "cross", "mark"):
             to_left.append(c)
         elif cols and cols <= right_names and plan.kind in ("inner", "right", "cross"):
             to_right.append(c)
