@@ -148,7 +148,33 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
     if f in ("min", "max"):
         m = K.frame_minmax(x.data, valid, lo, hi, start, end, part, f == "max")
         return Column(m, t, None if bool(has.all()) else has, x.dictionary)
+    if f in ("quantile_cont", "quantile_disc"):
+        return _quantile(f, float(call.params[0]), x, count, part, has, t, n)
     raise AssertionError(f"window function {f}")
+
+
+def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: int) -> Column:
+    """The q-quantile of each partition, whose rows are sorted by x with NULLs last (so its
+    ``count`` non-NULL values come first), by DuckDB's rules: QUANTILE_DISC takes the value at
+    max(1, c - floor(c - q c)) - 1; QUANTILE_CONT interpolates at (c - 1) q between its
+    neighbours (decimals in their scaled integers, the fraction truncated)."""
+    c = count.to(torch.float64)
+    last = max(n - 1, 0)
+    valid = None if bool(has.all()) else has
+    if f == "quantile_disc":
+        k = (torch.clamp(c - torch.floor(c - q * c), min=1) - 1).to(torch.int64)
+        got = x.take((part.first + k).clamp(0, last))
+        return Column(got.data, t, valid, got.dictionary)
+    rn = (c - 1).clamp(min=0) * q
+    lo_i, hi_i = torch.floor(rn), torch.ceil(rn)
+    lo = x.data[(part.first + lo_i.to(torch.int64)).clamp(0, last)]
+    hi = x.data[(part.first + hi_i.to(torch.int64)).clamp(0, last)]
+    d = rn - lo_i
+    if x.type.kind == "decimal":
+        step = torch.trunc(d * (hi - lo).to(torch.float64)).to(torch.int64)
+        return Column(torch.where(hi_i > lo_i, lo + step, lo), t, valid)
+    lo, hi = lo.to(torch.float64), hi.to(torch.float64)
+    return Column(torch.where(hi_i > lo_i, lo + d * (hi - lo), lo), t, valid)
 
 
 def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int, dev) -> Column:

@@ -231,6 +231,8 @@ class WindowCall:
             return FLOAT64
         if self.func == "sum":
             return AggCall("sum", self.args[0]).type
+        if self.func == "quantile_cont" and self.args[0].type.kind != "decimal":
+            return FLOAT64
         return self.args[0].type
 
     def __str__(self) -> str:

@@ -271,6 +271,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.StddevPop: _UNARY,
     exp.Variance: _UNARY,
     exp.VariancePop: _UNARY,
+    exp.Median: _UNARY,
+    exp.PercentileCont: {"this": READ, "expression": READ},
+    exp.PercentileDisc: {"this": READ, "expression": READ},
+    exp.Quantile: {"this": READ, "quantile": READ},
     exp.LogicalAnd: _UNARY,
     exp.LogicalOr: _UNARY,
     # ---- windows

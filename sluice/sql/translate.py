@@ -117,6 +117,8 @@ AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min",
              # BOOL_AND / BOOL_OR: MIN / MAX of a boolean (false < true), NULLs ignored alike.
              exp.LogicalAnd: "min", exp.LogicalOr: "max"}
 _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
+#: Holistic aggregates: computed by a window over the group's rows sorted by the argument.
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile)
 _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
 
 
@@ -186,7 +188,8 @@ def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
 
 
 def _is_aggregate(n: exp.Expression) -> bool:
-    return isinstance(n, tuple(AGG_FUNCS)) or (isinstance(n, exp.Filter) and isinstance(n.this, tuple(AGG_FUNCS)))
+    kinds = tuple(AGG_FUNCS) + HOLISTIC
+    return isinstance(n, kinds) or (isinstance(n, exp.Filter) and isinstance(n.this, kinds))
 
 
 def _set_members(group: exp.Group) -> list[exp.Expression]:
@@ -1035,7 +1038,10 @@ class Translator:
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}
         for node in agg_nodes:
-            call = self._agg_call(node, ctx)
+            if isinstance(node, HOLISTIC) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
+                plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
+            else:
+                call = self._agg_call(node, ctx)
             if call not in seen:
                 name = self.fresh(node.sql(dialect="duckdb"))
                 aggs.append((name, call))
@@ -1168,6 +1174,38 @@ class Translator:
         if start[0] in rank and end[0] in rank and rank[start[0]] > rank[end[0]]:
             raise PlanError("a window frame cannot end before its start row")
         return (kind, start, end)
+
+    def _holistic(self, plan, node, keys, grouping_sets: bool, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """MEDIAN / QUANTILE_CONT / QUANTILE_DISC: a window over each group's rows sorted by the
+        argument (NULLs last) picks the quantile from the non-NULL count; the aggregate then
+        takes that per-group constant (its MIN)."""
+        name = node.sql(dialect="duckdb")
+        if isinstance(node, exp.Filter):
+            raise UnsupportedError(f"FILTER on {name.split('(')[0].upper()}")
+        if grouping_sets:
+            raise UnsupportedError("MEDIAN / QUANTILE with ROLLUP / CUBE / GROUPING SETS")
+        if isinstance(node.this, exp.Distinct):
+            raise UnsupportedError("DISTINCT in MEDIAN / QUANTILE")
+        if _outer_aggs(node.this):
+            raise PlanError("aggregate functions cannot be nested")
+        cont = isinstance(node, (exp.Median, exp.PercentileCont))
+        q_ast = None if isinstance(node, exp.Median) else node.args.get("quantile" if isinstance(node, exp.Quantile)
+                                                                       else "expression")
+        q = 0.5
+        if q_ast is not None:
+            qe = self.expr(q_ast, ctx)
+            if not isinstance(qe, Lit) or qe.value is None or not qe.type.is_numeric:
+                raise UnsupportedError(f"a quantile that is not one constant number in {name}")
+            q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
+            if not 0 <= q <= 1:
+                raise PlanError(f"the quantile must be between 0 and 1 in {name}")
+        e = self.expr(node.this, ctx)
+        if cont and not e.type.is_numeric:
+            raise UnsupportedError(f"{name.split('(')[0].upper()} of {e.type}")
+        wname = self.fresh(name)
+        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
+        plan = Window(plan, tuple(k for _, k in keys), (SortKey(e, True, False),), ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
 
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
         if isinstance(node, exp.Filter):

@@ -38,13 +38,19 @@ CASES: list[tuple[str, str | None]] = [
      None),
     ("select round(123.456, -1), round(155, -1), round(155.5::double, -1), round(-155.5, -2)", None),
     ("select n_nationkey, case when n_nationkey > 3 then n_name end from nation", None),
+    ("select median(n_nationkey) filter (where n_regionkey > 1) from nation", "FILTER on MEDIAN"),
+    ("select quantile_cont(n_nationkey, [0.25, 0.5]) from nation", "ARRAY"),
+    ("select n_regionkey, median(n_nationkey) from nation group by rollup (n_regionkey)",
+     "MEDIAN / QUANTILE with ROLLUP"),
+    ("select median(n_name) from nation", "MEDIAN of string"),
     ("select count(*) from nation where n_regionkey = 0 or exists (select * from region where r_regionkey = "
      "n_regionkey and r_name like 'A%')", None),
     ("select count(*) from nation where n_regionkey = 0 or n_nationkey in (select s_nationkey from supplier where "
      "s_acctbal > 9990)", None),
     ("select count(*) from nation where n_regionkey = 0 or n_nationkey in (select s_nationkey from supplier where "
      "s_suppkey = n_nationkey)", "correlated IN (subquery) inside OR"),
-    ("select median(n_nationkey) from nation", "aggregate MEDIAN"),
+    ("select median(n_nationkey) from nation", None),
+    ("select mode(n_nationkey) from nation", "aggregate MODE"),
     ("select date_trunc('month', o_orderdate) from orders", None),
     ("select strpos(n_name, 'A') from nation", None),
     ("select date_trunc('hour', o_orderdate) from orders", "DATE_TRUNC to HOUR"),

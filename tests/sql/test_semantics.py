@@ -216,6 +216,16 @@ QUERIES = {
     "bool_and_empty": "select bool_and(k > 0), bool_or(k > 0) from empty",
     "bool_or_window": "select b, bool_or(a > 2) over (partition by s), bool_and(b > 20) over (order by b rows "
                       "between 1 preceding and 1 following) from t",
+    # MEDIAN / QUANTILE_CONT / QUANTILE_DISC (holistic: a window over each group sorted by the argument)
+    "median_grouped": "select s, median(b), median(d), median(f), quantile_cont(a, 0.25), quantile_disc(b, 0.6) "
+                      "from t group by s",
+    "median_global": "select median(a), quantile_cont(d, 0.35), quantile_disc(d, 0.1), quantile_disc(s, 0.5), "
+                     "quantile_disc(dt, 0.5), quantile(f, 0.75), quantile_cont(b, 1), quantile_disc(b, 0) from t",
+    "median_with_others": "select a % 2 as p, median(b), sum(b), count(*), median(b) + 1 from t group by p "
+                          "having median(b) > 30 order by p",
+    "median_all_null_group": "select k, median(w), quantile_cont(w, 0.5) from u group by k",
+    "median_empty": "select median(k), quantile_disc(v, 0.5) from empty",
+    "median_expression": "select median(b * 2 + a), quantile_cont(f / 2, 0.9) from t",
     "greatest_least": "select b, greatest(a, 3), least(a, b, 4), greatest(d, 1.5), least(s, 'b'), greatest(a, null) from t",
     "nullif": "select b, nullif(a, 2), nullif(s, 'apple'), nullif(d, 4) from t",
     # string functions of constant parameters
