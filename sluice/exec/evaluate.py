@@ -722,19 +722,23 @@ def _cast(e: Func, chunk: Chunk) -> Column:
         target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
         from sluice.io.parquet.convert import arrow_to_column
         codes = a.data.long()
+        cast = _strings_to_dates if t.kind == "date" else (lambda arr: arr.cast(target))
         try:
-            per = a.dictionary.cast(target)
+            per = cast(a.dictionary)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             # The dictionary may hold entries no row uses (a filtered column): cast only those in use.
             used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
             try:
-                part = a.dictionary.take(pa.array(used.cpu().numpy())).cast(target)
+                part = cast(a.dictionary.take(pa.array(used.cpu().numpy())))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as ex:
                 raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
             remap = torch.zeros(len(a.dictionary), dtype=torch.long, device=codes.device)
             remap[used] = torch.arange(len(used), device=codes.device)
             per, codes = part, remap[codes]
         pc_col = arrow_to_column(per, t, a.data.device)
+        if pc_col.data.numel() == 0:  # no strings at all: every row is NULL
+            return Column(torch.zeros(codes.shape, dtype=pc_col.data.dtype, device=codes.device), t,
+                          torch.zeros(codes.shape, dtype=torch.bool, device=codes.device))
         return Column(pc_col.data[codes], t, a.valid)
     if t.kind == "string":
         from sluice.io.parquet.convert import column_to_arrow
@@ -754,6 +758,20 @@ def _cast(e: Func, chunk: Chunk) -> Column:
     if t.kind == "timestamp" and src.kind == "date":
         return Column(a.data.long() * 86_400_000_000, t, a.valid)
     raise UnsupportedError(f"CAST from {src} to {t}")
+
+
+def _strings_to_dates(arr: pa.Array) -> pa.Array:
+    """Strings as dates, as DuckDB reads them: ISO ``YYYY-MM-DD``, and also one-digit months
+    and days (``1999-2-01``, which TPC-DS queries write); anything else raises ArrowInvalid."""
+    try:
+        return arr.cast(pa.date32())
+    except pa.ArrowInvalid:
+        parts = pc.extract_regex(arr, r"^\s*(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\s*$")
+        if parts.null_count > arr.null_count:
+            raise
+        y, m, d = (parts.field(k) for k in ("y", "m", "d"))
+        iso = pc.binary_join_element_wise(y, pc.utf8_lpad(m, 2, "0"), pc.utf8_lpad(d, 2, "0"), "-")
+        return iso.cast(pa.date32())
 
 
 def _float_to_string(a: Column, t: LType) -> Column:

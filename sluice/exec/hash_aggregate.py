@@ -236,6 +236,8 @@ class HashAggregateOp(Operator):
         with mat.pool.reservation(f"{self.label} DISTINCT partition") as res:
             data = concat_chunks(part.load(res))
             mat.release(part.index)
+            if data is None:  # no rows at all (an empty input)
+                return
             n = data.num_rows
             kcols = [data.columns[k] for k in self.key_names]
             x = data.columns["__x"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal as dec
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -313,6 +314,7 @@ class Translator:
         self._cte_refs: dict[int, int] = {}
         self._shared: dict[int, Rel] = {}
         self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
+        self._unnamed = 0  # subqueries in FROM without an alias so far
 
     # ------------------------------------------------------------------ naming
 
@@ -542,9 +544,10 @@ class Translator:
             return self._derived(self._values(node), alias, alias_node)
         if isinstance(node, exp.Subquery):
             alias_node = node.args.get("alias")
-            if alias_node is None:
-                raise PlanError("a subquery in FROM needs an alias")
             rel = self.query(node.this, None, None)
+            if alias_node is None:  # as DuckDB: its columns are reachable by their names only
+                self._unnamed += 1
+                return self._derived(rel, f"unnamed_subquery{self._unnamed}", None)
             return self._derived(rel, alias_node.name.lower(), alias_node)
         raise UnsupportedError(f"{node.key.upper()} in FROM")
 
@@ -1921,8 +1924,10 @@ def _number_lit(s: str) -> Lit:
 
 
 def _date_lit(s: str) -> Lit:
+    # ISO dates, and one-digit months and days as DuckDB reads them ('1999-2-01').
+    m = re.fullmatch(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*", s)
     try:
-        d = dt.date.fromisoformat(s.strip())
+        d = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else dt.date.fromisoformat(s.strip())
     except ValueError:
         raise PlanError(f"{s!r} is not a date (YYYY-MM-DD)") from None
     return Lit((d - dt.date(1970, 1, 1)).days, DATE)

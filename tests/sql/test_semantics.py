@@ -226,6 +226,12 @@ QUERIES = {
     "median_all_null_group": "select k, median(w), quantile_cont(w, 0.5) from u group by k",
     "median_empty": "select median(k), quantile_disc(v, 0.5) from empty",
     "median_expression": "select median(b * 2 + a), quantile_cont(f / 2, 0.9) from t",
+    "cast_dates_one_digit": "select cast('1999-2-01' as date), cast(x as date), cast(x as date) < date '2001-02-01' "
+                            "from (values ('2001-1-9'), (null), ('2001-10-19')) v(x)",
+    "cast_all_null_strings": "select cast(x as date), cast(x as int) from (select cast(null as varchar) as x "
+                             "union all select s from t where s is null)",
+    "count_distinct_no_rows": "select count(distinct a), sum(distinct b), count(*) from t where b > 1000",
+    "subquery_without_alias": "select count(*), max(b) from (select b from t where a > 1)",
     "greatest_least": "select b, greatest(a, 3), least(a, b, 4), greatest(d, 1.5), least(s, 'b'), greatest(a, null) from t",
     "nullif": "select b, nullif(a, 2), nullif(s, 'apple'), nullif(d, 4) from t",
     # string functions of constant parameters
