@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from sluice.datagen import generator
 from sluice.errors import DataError
 
 TPCDS_TABLES = ("call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer", "customer_address",
@@ -15,23 +14,13 @@ TPCDS_TABLES = ("call_center", "catalog_page", "catalog_returns", "catalog_sales
                 "warehouse", "web_page", "web_returns", "web_sales", "web_site")
 
 
-def _tpcgen() -> str:
-    exe = shutil.which("tpcgen-cli")
-    if exe is None:
-        cand = Path(sys.executable).parent / "tpcgen-cli"
-        if cand.exists():
-            return str(cand)
-        raise DataError("tpcgen-cli is not installed (pip install tpcgen-cli)")
-    return exe
-
-
 def generate_tpcds(sf: float, out: str | Path) -> Path:
     """Write the 24 TPC-DS tables at scale factor ``sf`` as ``OUT/NAME.parquet``."""
     if sf <= 0:
         raise DataError(f"scale factor must be positive, not {sf}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [_tpcgen(), "tpcds", "parquet", "-s", f"{sf:g}", "--output-dir", str(out),
+    cmd = [generator("tpcgen-cli"), "tpcds", "parquet", "-s", f"{sf:g}", "--output-dir", str(out),
            "--tables", ",".join(TPCDS_TABLES)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from sluice.datagen import generator
 from sluice.errors import DataError
 
 TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
-
-
-def _tpchgen() -> str:
-    exe = shutil.which("tpchgen-cli")
-    if exe is None:
-        cand = Path(sys.executable).parent / "tpchgen-cli"
-        if cand.exists():
-            return str(cand)
-        raise DataError("tpchgen-cli is not installed (pip install tpchgen-cli)")
-    return exe
 
 
 def generate_tpch(sf: float, out: str | Path, tables: tuple[str, ...] = TPCH_TABLES,
@@ -29,7 +18,7 @@ def generate_tpch(sf: float, out: str | Path, tables: tuple[str, ...] = TPCH_TAB
         raise DataError(f"scale factor must be positive, not {sf}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [_tpchgen(), "parquet", "-s", f"{sf:g}", "--output-dir", str(out), "--tables", ",".join(tables)]
+    cmd = [generator("tpchgen-cli"), "parquet", "-s", f"{sf:g}", "--output-dir", str(out), "--tables", ",".join(tables)]
     if parts:
         cmd += ["--parts", str(parts)]
     if quiet:
