@@ -711,16 +711,7 @@ class Translator:
 
         # Subqueries in the SELECT list: scalar ones as a value, EXISTS / IN as a mark column.
         for it in select_items:
-            own = list(_level_nodes(it))
-            for node in own:
-                if isinstance(node, exp.Subquery) and id(node) not in post_ctx.subs and node.parent is not None \
-                        and not isinstance(node.parent, (exp.From, exp.Join)) \
-                        and not (isinstance(node.parent, exp.In) and node.arg_key == "query"):
-                    plan = self._scalar_subquery(node, plan, post_ctx)
-            for node in own:
-                if id(node) not in post_ctx.subs and (isinstance(node, exp.Exists) or (
-                        isinstance(node, exp.In) and node.args.get("query") is not None)):
-                    plan = self._mark_join(node, plan, post_ctx)
+            plan = self._join_subqueries(it, plan, post_ctx)
 
         # Window functions (after grouping and HAVING), then QUALIFY on their results.
         qualify = sel.args.get("qualify")
@@ -1291,15 +1282,7 @@ class Translator:
             return self._semi(plan, rel, c, [lhs], negate, null_aware=negate)
         # A predicate with subqueries inside: join each (scalar ones as a value, EXISTS / IN
         # as a mark column), then filter.
-        own = list(_level_nodes(node))
-        for sq in own:
-            if not isinstance(sq, exp.Subquery) or isinstance(sq.parent, (exp.From, exp.Join)) or \
-                    (isinstance(sq.parent, exp.In) and sq.arg_key == "query"):
-                continue
-            plan = self._scalar_subquery(sq, plan, ctx)
-        for n in own:
-            if isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query") is not None):
-                plan = self._mark_join(n, plan, ctx)
+        plan = self._join_subqueries(node, plan, ctx)
         e = self._post(node, ctx) if ctx.aggs is not None else self.expr(node, ctx)
         if where_scope is not None and corr is not None and (e.columns() - where_scope.local - {c.name for c in ctx.subs.values()}):
             self._correlate(e, where_scope, corr)
@@ -1319,6 +1302,20 @@ class Translator:
         resid = E.and_all(c.residual)
         return Join(plan, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
                     null_aware=null_aware)
+
+    def _join_subqueries(self, node: exp.Expression, plan: PlanNode, ctx: Ctx) -> PlanNode:
+        """Join the subqueries of ``node`` at its own level to ``plan``: scalar ones as a value
+        column, EXISTS / IN as a mark column (each registered in ``ctx.subs``)."""
+        own = [n for n in _level_nodes(node) if id(n) not in ctx.subs]
+        for sq in own:
+            if isinstance(sq, exp.Subquery) and sq.parent is not None \
+                    and not isinstance(sq.parent, (exp.From, exp.Join)) \
+                    and not (isinstance(sq.parent, exp.In) and sq.arg_key == "query"):
+                plan = self._scalar_subquery(sq, plan, ctx)
+        for n in own:
+            if isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query") is not None):
+                plan = self._mark_join(n, plan, ctx)
+        return plan
 
     def _mark_join(self, n: exp.Exists | exp.In, plan: PlanNode, ctx: Ctx) -> PlanNode:
         """EXISTS / IN (subquery) inside OR or another expression: every row of ``plan`` with a
