@@ -867,46 +867,68 @@ class Translator:
     # ------------------------------------------------------------------ joins
 
     def _plan_from(self, items, specs, conjuncts: list[Expr], ctx: Ctx) -> PlanNode:
-        outer = any(s is not None and s.side for s in specs)
-        if not outer:
-            for j in specs:
-                if j is None:
-                    continue
-                kind = (j.kind or "").upper()
-                if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
-                    raise UnsupportedError(f"{kind} JOIN")
-                conjuncts = conjuncts + [x for c in self._join_conditions(j, ctx) for x in E.conjuncts(c)]
-            return plan_inner_joins(items, conjuncts)
-        # With outer joins, keep the written order (left-deep), pushing only what is safe.
-        plan = items[0]
-        for p, j in zip(items[1:], specs[1:]):
-            conds = [x for c in self._join_conditions(j, ctx) for x in E.conjuncts(c)]
-            side = (j.side or "").lower()
-            kind = {"left": "left", "right": "right", "full": "full"}.get(side, "inner")
-            if kind == "inner":
-                plan = plan_inner_joins([plan, p], conds)
+        """Join the FROM items. Each run of inner joins (the plan so far counting as one item
+        after an outer join) is ordered by ``plan_inner_joins``, with its ON conditions and
+        the WHERE conjuncts it can evaluate; outer joins keep their written order.
+
+        A WHERE conjunct moves into a run when its columns are all there and every later
+        join is inner or LEFT: later joins then only drop rows or extend them with columns
+        it does not read, so filtering earlier is the same. This gives the join orderer the
+        selective dimension filters of a query written with JOIN ... ON (TPC-DS Q72).
+        """
+        for j in specs:
+            kind = ((j.kind or "").upper() if j is not None else "")
+            if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
+                raise UnsupportedError(f"{kind} JOIN")
+        sides = [((j.side or "").lower() if j is not None else "") for j in specs]
+        conjuncts = list(conjuncts)
+        plan = None
+        k = 0
+        while k < len(items):
+            if sides[k]:
+                conds = [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                plan = self._outer_join(plan, items[k], sides[k], conds)
+                k += 1
                 continue
-            left_names = set(plan.schema)
-            right_names = set(p.schema)
-            lk, rk, resid = [], [], []
-            for c in conds:
-                cols = c.columns()
-                if kind == "left" and cols and cols <= right_names:
-                    p = Filter(p, c)
-                    continue
-                if kind == "right" and cols and cols <= left_names:
-                    plan = Filter(plan, c)
-                    continue
-                pair = equi_pair(c, left_names, right_names)
-                if pair is not None:
-                    lk.append(pair[0])
-                    rk.append(pair[1])
-                else:
-                    resid.append(c)
-            plan = Join(plan, p, kind, tuple(lk), tuple(rk), E.and_all(resid))
+            run = [] if plan is None else [plan]
+            conds = []
+            while k < len(items) and not sides[k]:
+                run.append(items[k])
+                if specs[k] is not None:
+                    conds += [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                k += 1
+            if all(s in ("", "left") for s in sides[k:]):
+                names = set().union(*(p.schema for p in run))
+                moved = [c for c in conjuncts if c.columns() and c.columns() <= names]
+                conds += moved
+                conjuncts = [c for c in conjuncts if not any(c is m for m in moved)]
+            plan = plan_inner_joins(run, conds) if len(run) > 1 or conds else run[0]
         if conjuncts:
             plan = Filter(plan, E.and_all(conjuncts))
         return plan
+
+    def _outer_join(self, plan: PlanNode, p: PlanNode, side: str, conds: list[Expr]) -> PlanNode:
+        """One LEFT / RIGHT / FULL join in written order; a condition on the null-extended
+        side alone filters that side before the join."""
+        kind = {"left": "left", "right": "right", "full": "full"}[side]
+        left_names = set(plan.schema)
+        right_names = set(p.schema)
+        lk, rk, resid = [], [], []
+        for c in conds:
+            cols = c.columns()
+            if kind == "left" and cols and cols <= right_names:
+                p = Filter(p, c)
+                continue
+            if kind == "right" and cols and cols <= left_names:
+                plan = Filter(plan, c)
+                continue
+            pair = equi_pair(c, left_names, right_names)
+            if pair is not None:
+                lk.append(pair[0])
+                rk.append(pair[1])
+            else:
+                resid.append(c)
+        return Join(plan, p, kind, tuple(lk), tuple(rk), E.and_all(resid))
 
     def _join_conditions(self, j: exp.Join, ctx: Ctx) -> list[Expr]:
         on = j.args.get("on")

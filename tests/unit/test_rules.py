@@ -102,3 +102,34 @@ def test_join_keys_not_carried_above_the_join(tpch_dir):
     assert set(oc.outputs) == {"orders.o_orderkey", "customer.c_nationkey"}
     top = joins.get("lineitem.l_orderkey") or joins["orders.o_orderkey"]
     assert set(top.outputs) == {"lineitem.l_extendedprice", "lineitem.l_discount", "nation.n_name"}
+
+
+_WRITTEN_ORDER = """
+select n_name, count(*) as n from lineitem
+join orders on l_orderkey = o_orderkey
+join customer on o_custkey = c_custkey
+join nation on c_nationkey = n_nationkey
+left join region on n_regionkey = r_regionkey
+where n_name = 'FRANCE' and o_orderdate < date '1995-01-01'
+group by n_name"""
+
+
+def test_join_on_chain_before_a_left_join_is_ordered_with_where_filters(tpch_dir):
+    # Written as JOIN ... ON then LEFT JOIN (TPC-DS Q72's shape): the inner run is ordered as
+    # a whole, with the WHERE filters on its tables applied at the scans, so the fact table
+    # probes the filtered dimension chain instead of lineitem meeting orders first.
+    con = sluice.connect(tpch_dir, device="cpu")
+    text = plan_text(con, _WRITTEN_ORDER)
+    assert "filter=(nation.n_name = 'FRANCE')" in text
+    assert "filter=(orders.o_orderdate <" in text
+    lines = text.splitlines()
+    left = next(i for i, ln in enumerate(lines) if "HashJoin probe_outer" in ln or "build_outer" in ln)
+    below = lines[left + 1:]
+    first_join = [ln for ln in below if "HashJoin inner" in ln][-1]  # the deepest inner join
+    assert "lineitem" not in first_join
+    import duckdb
+    duck = duckdb.connect()
+    for t in ("lineitem", "orders", "customer", "nation", "region"):
+        duck.execute(f"create view {t} as select * from '{tpch_dir}/{t}.parquet'")
+    assert sorted(con.sql(_WRITTEN_ORDER).to_arrow().to_pylist(), key=str) == \
+        sorted(duck.sql(_WRITTEN_ORDER).to_arrow_table().to_pylist(), key=str)
