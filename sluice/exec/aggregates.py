@@ -307,7 +307,70 @@ class MomentsAcc(Accumulator):
         return Column(v, out_type, None if bool(ok.all()) else ok)
 
 
+class HyperLogLogAcc(Accumulator):
+    """APPROX_COUNT_DISTINCT: a HyperLogLog sketch of 2**P one-byte registers per group
+    (P = 10: about 3 % standard error, near DuckDB's answers; 1 KiB of state per group, which
+    counts against the memory budget and spills like any aggregation state), kept as 2**P / 8
+    int64 state columns whose bytes are the registers. A value's 64-bit hash picks a register
+    by its low P bits; the register keeps the largest rank (trailing zeros + 1) of the other
+    bits. States merge by bytewise maximum; the estimate is Flajolet et al.'s with linear
+    counting for small counts. NULLs are not counted."""
+
+    kind = "hll"
+    P = 10
+    M = 1 << P
+    WORDS = M // 8
+
+    def _regs(self, state) -> torch.Tensor:
+        cols = [state[self.name(f"r{i}")].data for i in range(self.WORDS)]
+        return torch.stack(cols, 1).contiguous().view(torch.uint8).reshape(-1, self.M)
+
+    def _state(self, regs: torch.Tensor) -> dict[str, Column]:
+        words = regs.to(torch.uint8).contiguous().view(torch.int64).reshape(-1, self.WORDS)
+        return {self.name(f"r{i}"): Column(words[:, i].contiguous(), INT64) for i in range(self.WORDS)}
+
+    def _max_by(self, ids: torch.Tensor, slot: torch.Tensor, rank: torch.Tensor, g: int) -> torch.Tensor:
+        flat = torch.zeros(g * self.M, dtype=torch.int16, device=ids.device)
+        flat.scatter_reduce_(0, ids * self.M + slot, rank.to(torch.int16), "amax")
+        return flat.reshape(g, self.M)
+
+    def update(self, arg, ids, g, rows):
+        from sluice.exec.kernels.hash import hash_columns, mix64
+        n = ids.numel()
+        # The join/group hash is multiplicative (its low bits are weak): finalise it fully.
+        h = mix64(hash_columns([arg.expand(n) if arg.is_const else arg], n) ^ 0x2545F4914F6CDD1D)
+        if arg.valid is not None:
+            keep = arg.valid.expand(ids.shape)
+            h, ids = h[keep], ids[keep]
+        slot = h & (self.M - 1)
+        w = (h >> self.P) & ((1 << (64 - self.P)) - 1)
+        low = w & -w  # lowest set bit: a power of two, exact in float64
+        rank = torch.where(w == 0, torch.full_like(w, 64 - self.P + 1),
+                           torch.log2(low.to(torch.float64)).round().to(torch.int64) + 1)
+        return self._state(self._max_by(ids, slot, rank, g))
+
+    def merge(self, state, ids, g):
+        regs = self._regs(state).to(torch.int64)
+        slot = torch.arange(self.M, device=ids.device).repeat(regs.shape[0])
+        return self._state(self._max_by(ids.repeat_interleave(self.M), slot, regs.reshape(-1), g))
+
+    def identity(self, g, dev):
+        return self._state(torch.zeros(g, self.M, dtype=torch.uint8, device=dev))
+
+    def finalize(self, state, func, out_type):
+        regs = self._regs(state).to(torch.float64)
+        m = float(self.M)
+        alpha = 0.7213 / (1 + 1.079 / m) if self.M >= 128 else {16: 0.673, 32: 0.697, 64: 0.709}[self.M]
+        raw = alpha * m * m / torch.pow(2.0, -regs).sum(1)
+        zeros = (regs == 0).sum(1).to(torch.float64)
+        small = (raw <= 2.5 * m) & (zeros > 0)
+        est = torch.where(small, m * torch.log(m / zeros.clamp(min=1)), raw)
+        return Column(torch.round(est).to(torch.int64), out_type)
+
+
 def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumulator:
+    if func == "approx_count_distinct":
+        return HyperLogLogAcc(prefix, arg_type)
     if func in MOMENTS:
         return MomentsAcc(prefix, arg_type)
     if func in ("count", "count_star"):

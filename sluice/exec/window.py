@@ -85,9 +85,13 @@ class WindowOp(Operator):
         ocols = [evaluate(k.expr, data).expand(n) for k in self.order]
         peers = K.Segments.of(part_starts | K.row_starts(ocols, n, dev))
         idx = torch.arange(n, device=dev)
+        key = None
+        if any(c.frame[0] == "range" and (c.frame[1][0] in _OFFSET or c.frame[2][0] in _OFFSET)
+               for _, c in self.calls):
+            key = K.range_key(ocols[0], self.order[0].ascending, self.order[0].nulls_first)
         cols = dict(data.columns)
         for name, call in self.calls:
-            cols[name] = _call(call, data, idx, part, peers, dev)
+            cols[name] = _call(call, data, idx, part, peers, dev, key)
         yield Chunk(cols, n, data.seq)
 
 
@@ -97,7 +101,10 @@ def _device(chunk: Chunk):
     return torch.device("cpu")
 
 
-def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segments, dev) -> Column:
+_OFFSET = ("preceding", "following")
+
+
+def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segments, dev, key=None) -> Column:
     f, n = call.func, data.num_rows
     t = call.type
     if f == "row_number":
@@ -123,8 +130,10 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         got = x.take(j.clamp(0, max(n - 1, 0)))
         default = evaluate(call.args[1], data).expand(n) if len(call.args) > 1 else None
         return _choose(inside, got, default, t, n, dev)
+    if f == "string_agg":
+        return _string_agg(x, str(call.params[0]), bool(call.params[1]), part, t, n)
     kind, start, end = call.frame
-    lo, hi = K.frame(kind, start, end, part, peers, n, dev)
+    lo, hi = K.frame(kind, start, end, part, peers, n, dev, key)
     if f in ("first_value", "last_value", "nth_value"):
         j = lo if f == "first_value" else hi if f == "last_value" else lo + int(call.params[0]) - 1
         inside = (lo <= hi) & (j <= hi)
@@ -175,6 +184,35 @@ def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: i
         return Column(torch.where(hi_i > lo_i, lo + step, lo), t, valid)
     lo, hi = lo.to(torch.float64), hi.to(torch.float64)
     return Column(torch.where(hi_i > lo_i, lo + d * (hi - lo), lo), t, valid)
+
+
+def _string_agg(x: Column, sep: str, distinct: bool, part: K.Segments, t, n: int) -> Column:
+    """Each partition's non-NULL values in row order joined by ``sep`` (DISTINCT: a value
+    equal to the previous kept one in its partition, which is sorted by it, is skipped), on
+    every row of the partition; NULL for a partition without values. One pyarrow list join
+    over all partitions, no loop over them."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    dev = x.data.device
+    ident = part.ident.cpu()
+    keep = torch.ones(n, dtype=torch.bool) if x.valid is None else x.valid.cpu()
+    d = x.dictionary if x.dictionary.type == pa.string() else x.dictionary.cast(pa.string())
+    vals = d.take(pa.array(x.data.cpu()[keep].numpy()))
+    kid = ident[keep]
+    if distinct and len(vals) > 1:
+        same = torch.from_numpy(pc.equal(vals.slice(1), vals.slice(0, len(vals) - 1))
+                                .to_numpy(zero_copy_only=False).copy())
+        dup = torch.zeros(len(vals), dtype=torch.bool)
+        dup[1:] = same & (kid[1:] == kid[:-1])
+        vals, kid = vals.filter(pa.array((~dup).numpy())), kid[~dup]
+    nparts = int(ident[-1]) + 1 if n else 0
+    counts = torch.bincount(kid, minlength=nparts)
+    offsets = np.zeros(nparts + 1, dtype=np.int32)
+    np.cumsum(counts.numpy(), out=offsets[1:])
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), vals), sep)
+    valid = (counts > 0)[ident]
+    return Column(ident.to(torch.int32).to(dev), t, None if bool(valid.all()) else valid.to(dev), joined)
 
 
 def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int, dev) -> Column:

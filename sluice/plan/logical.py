@@ -11,7 +11,7 @@ from typing import ClassVar, Sequence
 
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan.expr import Expr
-from sluice.types import BOOL, LType, INT64, FLOAT64
+from sluice.types import BOOL, LType, INT64, FLOAT64, STRING
 
 
 class PlanNode(abc.ABC):
@@ -129,7 +129,7 @@ class AggCall:
 
     @property
     def type(self) -> LType:
-        if self.func in ("count", "count_star"):
+        if self.func in ("count", "count_star", "approx_count_distinct"):
             return INT64
         if self.func in ("avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop"):
             return FLOAT64
@@ -233,6 +233,8 @@ class WindowCall:
             return AggCall("sum", self.args[0]).type
         if self.func == "quantile_cont" and self.args[0].type.kind != "decimal":
             return FLOAT64
+        if self.func == "string_agg":
+            return STRING
         return self.args[0].type
 
     def __str__(self) -> str:

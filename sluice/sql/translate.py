@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import check_supported, construct_name
+from sluice.sql.normalize import normalize
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
@@ -116,10 +117,12 @@ AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min",
              exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
              exp.Variance: "var_samp", exp.VariancePop: "var_pop",
              # BOOL_AND / BOOL_OR: MIN / MAX of a boolean (false < true), NULLs ignored alike.
-             exp.LogicalAnd: "min", exp.LogicalOr: "max"}
+             exp.LogicalAnd: "min", exp.LogicalOr: "max", exp.ApproxDistinct: "approx_count_distinct"}
 _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
-#: Holistic aggregates: computed by a window over the group's rows sorted by the argument.
-HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile)
+#: Holistic aggregates: computed by a window over each group's rows in a chosen order, whose
+#: per-group result the aggregation then takes (``Translator._holistic``).
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.WithinGroup,
+            exp.ArgMin, exp.ArgMax, exp.GroupConcat)
 _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
 
 
@@ -333,6 +336,7 @@ class Translator:
     def translate(self, ast: exp.Expression) -> Rel:
         if not isinstance(ast, (exp.Select, exp.Union, exp.Subquery, exp.Intersect, exp.Except)):
             raise UnsupportedError(construct_name(ast))
+        ast = normalize(ast)
         check_supported(ast)  # nothing the query says may be dropped: refuse what is not read
         return self.query(ast, None, None)
 
@@ -1101,7 +1105,7 @@ class Translator:
             part = tuple(column(tr(p)) for p in w.args.get("partition_by") or [])
             order = w.args.get("order")
             keys = tuple(self._sort_key(o, column(tr(o.this))) for o in (order.expressions if order else []))
-            call = self._window_call(w, tr, column, bool(keys))
+            call = self._window_call(w, tr, column, keys)
             name = self.fresh(w.sql(dialect="duckdb"))
             specs.setdefault((part, keys), []).append((name, call))
             ctx.subs[id(w)] = Col(name, call.type)
@@ -1113,9 +1117,9 @@ class Translator:
             plan = Window(plan, part, keys, tuple(calls))
         return plan
 
-    def _window_call(self, w: exp.Window, tr, column, ordered: bool) -> WindowCall:
+    def _window_call(self, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
         f = w.this
-        frame = self._frame(w.args.get("spec"), ordered)
+        frame = self._frame(w.args.get("spec"), keys)
         if isinstance(f, tuple(AGG_FUNCS)):
             func = AGG_FUNCS[type(f)]
             if func not in WINDOW_AGGREGATES:
@@ -1163,14 +1167,45 @@ class Translator:
         return v
 
     @staticmethod
-    def _frame(spec, ordered: bool) -> tuple:
-        """(rows|range, start, end) of a window frame; the SQL default without one: the whole
-        partition, or with ORDER BY from its start to the current row's last peer."""
+    def _frame(spec, keys: tuple[SortKey, ...]) -> tuple:
+        """(rows|range|groups, start, end) of a window frame; the SQL default without one: the
+        whole partition, or with ORDER BY from its start to the current row's last peer.
+
+        Each bound is (unbounded|preceding|current|following, offset). ROWS and GROUPS
+        offsets count rows and peer groups (integer constants); a RANGE offset is a distance
+        in the one ORDER BY key's units (a number; for a date key days or an INTERVAL of
+        days), kept as a float in the key's stored units (a decimal key's scaled integers)."""
         if spec is None:
-            return ("range", ("unbounded", 0), ("current", 0) if ordered else ("unbounded", 0))
+            return ("range", ("unbounded", 0), ("current", 0) if keys else ("unbounded", 0))
         kind = str(spec.args["kind"]).lower()
 
-        def bound(v, side, is_start: bool) -> tuple[str, int]:
+        def offset(v) -> float | int:
+            if kind != "range":
+                if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
+                    raise UnsupportedError("window frame offsets that are not integer constants")
+                return int(v.this)
+            if len(keys) != 1:
+                raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY expression")
+            kt = keys[0].expr.type
+            if not (kt.is_numeric or kt.kind == "date"):
+                raise PlanError(f"a RANGE frame with an offset needs a numeric or date ORDER BY, got {kt}")
+            if isinstance(v, exp.Interval) and kt.kind == "date":
+                unit = (v.args.get("unit").name if v.args.get("unit") is not None else "").lower().rstrip("s")
+                text = v.this.name if isinstance(v.this, exp.Literal) else ""
+                parts = text.split()
+                if len(parts) == 2 and not unit:
+                    text, unit = parts[0], parts[1].lower().rstrip("s")
+                if unit not in ("day", "week") or not text.isdigit():
+                    raise UnsupportedError("RANGE frame offsets other than whole days or weeks")
+                return int(text) * (7 if unit == "week" else 1)
+            if not (isinstance(v, exp.Literal) and not v.is_string):
+                raise UnsupportedError("RANGE frame offsets that are not numeric constants")
+            x = float(v.this)
+            if kt.kind == "decimal":
+                x *= 10 ** kt.scale
+            return x
+
+        def bound(v, side, is_start: bool) -> tuple[str, float | int]:
             side = str(side or "").lower()
             if v is None or (isinstance(v, str) and v.upper() == "CURRENT ROW"):
                 return ("current", 0)
@@ -1179,11 +1214,7 @@ class Translator:
                     raise PlanError(f"a window frame cannot {'start' if is_start else 'end'} at UNBOUNDED "
                                     f"{side.upper()}")
                 return ("unbounded", 0)
-            if kind == "range":
-                raise UnsupportedError("RANGE window frames with an offset (use ROWS)")
-            if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
-                raise UnsupportedError("window frame offsets that are not integer constants")
-            return (side, int(v.this))
+            return (side, offset(v))
         start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
         end = bound(spec.args.get("end"), spec.args.get("end_side"), False) if spec.args.get("end") else ("current", 0)
         rank = {"preceding": 0, "current": 1, "following": 2}
@@ -1192,21 +1223,60 @@ class Translator:
         return (kind, start, end)
 
     def _holistic(self, plan, node, keys, grouping_sets: bool, ctx: Ctx) -> tuple[PlanNode, AggCall]:
-        """MEDIAN / QUANTILE_CONT / QUANTILE_DISC: a window over each group's rows sorted by the
-        argument (NULLs last) picks the quantile from the non-NULL count; the aggregate then
-        takes that per-group constant (its MIN)."""
+        """Aggregates that need a group's rows in an order: a Window over the rows partitioned
+        by the group keys computes the group's result on every row, and the aggregation takes
+        that per-group constant (its MIN; a group with no rows has none, so NULL as in SQL).
+
+        - MEDIAN / QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_* WITHIN GROUP: rows sorted by
+          the argument, NULLs last; the quantile picked from the non-NULL count.
+        - ARG_MIN / ARG_MAX (MIN_BY / MAX_BY): rows with a NULL value or key last, then by the
+          key; the first row's value.
+        - STRING_AGG / LISTAGG / GROUP_CONCAT: rows in the ORDER BY given (else as they come),
+          the non-NULL values joined by the separator (DISTINCT: each value once).
+        """
         name = node.sql(dialect="duckdb")
+        what = name.split("(")[0].upper()
         if isinstance(node, exp.Filter):
-            raise UnsupportedError(f"FILTER on {name.split('(')[0].upper()}")
+            raise UnsupportedError(f"FILTER on {what}")
         if grouping_sets:
-            raise UnsupportedError("MEDIAN / QUANTILE with ROLLUP / CUBE / GROUPING SETS")
-        if isinstance(node.this, exp.Distinct):
-            raise UnsupportedError("DISTINCT in MEDIAN / QUANTILE")
-        if _outer_aggs(node.this):
+            raise UnsupportedError(f"{what} with ROLLUP / CUBE / GROUPING SETS")
+        args = list(node.this.iter_expressions()) + [node.expression] if isinstance(node, exp.WithinGroup) \
+            else list(node.iter_expressions())
+        if any(_outer_aggs(a) for a in args):
             raise PlanError("aggregate functions cannot be nested")
-        cont = isinstance(node, (exp.Median, exp.PercentileCont))
-        q_ast = None if isinstance(node, exp.Median) else node.args.get("quantile" if isinstance(node, exp.Quantile)
-                                                                       else "expression")
+        part = tuple(k for _, k in keys)
+        wname = self.fresh(name)
+        if isinstance(node, (exp.ArgMin, exp.ArgMax)):
+            value, key = self.expr(node.this, ctx), self.expr(node.expression, ctx)
+            if isinstance(node.this, exp.Distinct):
+                raise UnsupportedError(f"DISTINCT in {what}")
+            missing = E.make_bool("or", [E.make_func("is_null", [value]), E.make_func("is_null", [key])])
+            order = (SortKey(missing, True, False), SortKey(key, isinstance(node, exp.ArgMin), False))
+            # the first row after sorting; NULL when every row misses its value or key
+            value = E.make_func("case", [missing, Lit(None, value.type), value])
+            call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
+            plan = Window(plan, part, order, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if isinstance(node, exp.GroupConcat):
+            return self._string_agg(plan, node, part, wname, ctx)
+        distinct_arg = node.this.this if isinstance(node, exp.WithinGroup) else node.this
+        if isinstance(distinct_arg, exp.Distinct):
+            raise UnsupportedError(f"DISTINCT in {what}")
+        if isinstance(node, exp.WithinGroup):
+            inner, order = node.this, node.expression
+            if not isinstance(inner, (exp.PercentileCont, exp.PercentileDisc)) or inner.args.get("expression"):
+                raise UnsupportedError(f"{construct_name(inner)} WITHIN GROUP")
+            if not isinstance(order, exp.Order) or len(order.expressions) != 1 or order.this is not None:
+                raise UnsupportedError("WITHIN GROUP with other than one ORDER BY expression")
+            if order.expressions[0].args.get("desc"):
+                raise UnsupportedError("WITHIN GROUP (ORDER BY ... DESC)")
+            cont = isinstance(inner, exp.PercentileCont)
+            arg, q_ast = order.expressions[0].this, inner.this
+        else:
+            cont = isinstance(node, (exp.Median, exp.PercentileCont))
+            arg = node.this
+            q_ast = None if isinstance(node, exp.Median) else node.args.get(
+                "quantile" if isinstance(node, exp.Quantile) else "expression")
         q = 0.5
         if q_ast is not None:
             qe = self.expr(q_ast, ctx)
@@ -1215,12 +1285,41 @@ class Translator:
             q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
             if not 0 <= q <= 1:
                 raise PlanError(f"the quantile must be between 0 and 1 in {name}")
-        e = self.expr(node.this, ctx)
+        e = self.expr(arg, ctx)
         if cont and not e.type.is_numeric:
-            raise UnsupportedError(f"{name.split('(')[0].upper()} of {e.type}")
-        wname = self.fresh(name)
+            raise UnsupportedError(f"{what} of {e.type}")
         call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
-        plan = Window(plan, tuple(k for _, k in keys), (SortKey(e, True, False),), ((wname, call),))
+        plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _string_agg(self, plan, node: exp.GroupConcat, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        arg, order = node.this, ()
+        if isinstance(arg, exp.Order):
+            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
+            arg = arg.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        e = raw = self.expr(arg, ctx)
+        if e.type.kind != "string":
+            e = E.make_func("cast", [e], (STRING,))
+        sep = node.args.get("separator")
+        sep_v = ","
+        if sep is not None:
+            se = self.expr(sep, ctx)
+            if not isinstance(se, Lit) or (se.value is not None and se.type.kind != "string"):
+                raise UnsupportedError("STRING_AGG with a separator that is not a string constant")
+            sep_v = se.value
+        if distinct:
+            if order and not all(k.expr in (e, raw) for k in order):
+                raise UnsupportedError("STRING_AGG(DISTINCT x ORDER BY another expression)")
+            order = order or (SortKey(e, True, False),)
+        if sep_v is None:
+            raise UnsupportedError("STRING_AGG with a NULL separator")
+        call = WindowCall("string_agg", (e,), (sep_v, distinct))
+        plan = Window(plan, part, order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
     def _agg_call(self, node, ctx: Ctx) -> AggCall:

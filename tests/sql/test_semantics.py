@@ -226,6 +226,19 @@ QUERIES = {
     "median_all_null_group": "select k, median(w), quantile_cont(w, 0.5) from u group by k",
     "median_empty": "select median(k), quantile_disc(v, 0.5) from empty",
     "median_expression": "select median(b * 2 + a), quantile_cont(f / 2, 0.9) from t",
+    "percentile_within_group": "select s, percentile_cont(0.5) within group (order by b), "
+                               "percentile_disc(0.25) within group (order by d) from t group by s",
+    # STRING_AGG / LISTAGG / GROUP_CONCAT and ARG_MIN / ARG_MAX (holistic, like MEDIAN)
+    "string_agg_grouped": "select a, string_agg(s, ', ' order by b), listagg(s, '|' order by s desc nulls last), "
+                          "group_concat(b order by b desc), string_agg(s) from t where a <> 2 or a is null group by a",
+    "string_agg_global": "select string_agg(s, ';' order by b), string_agg(distinct s, ',' order by s), "
+                         "string_agg(dt, ' ' order by dt), string_agg(distinct a, '+' order by a) from t",
+    "string_agg_nulls_empty": "select k, string_agg(v, ',' order by v), string_agg(cast(w as varchar), '-' order by w) "
+                              "from u group by k",
+    "string_agg_no_rows": "select string_agg(v, ',') from empty",
+    "arg_min_max": "select a, arg_min(s, b), arg_max(s, b), arg_min(b, d), max_by(dt, f), min_by(d, f) from t group by a",
+    "arg_min_max_global": "select arg_min(s, f), arg_max(b, s), arg_max(s, dt), arg_min(b, a), arg_max(a, f) from t",
+    "arg_min_all_null": "select k, arg_min(w, v), arg_max(v, w) from u group by k",
     "cast_dates_one_digit": "select cast('1999-2-01' as date), cast(x as date), cast(x as date) < date '2001-02-01' "
                             "from (values ('2001-1-9'), (null), ('2001-10-19')) v(x)",
     "cast_all_null_strings": "select cast(x as date), cast(x as int) from (select cast(null as varchar) as x "
@@ -304,3 +317,32 @@ def test_group_by_all_order_by_all(sql, small_dir, connect):
     ours = connect(small_dir).sql(sql).to_arrow()
     theirs = duckdb_connect(small_dir).sql(sql).to_arrow_table()
     compare(ours, theirs, list(range(ours.num_columns)))
+
+
+def test_approx_count_distinct_is_near_the_exact_count(tmp_path, connect):
+    # HyperLogLog with 1024 registers: about 3 % standard error for large counts, exact for a
+    # few values; checked against DuckDB's exact COUNT(DISTINCT), per group and overall.
+    import numpy as np
+    rng = np.random.default_rng(3)
+    n = 200_000
+    t = pa.table({"g": pa.array(rng.integers(0, 4, n), pa.int32()),
+                  "x": pa.array(rng.integers(0, 50_000, n) * 7919, pa.int64()),
+                  "s": pa.array([f"v{i % 3000}" for i in range(n)]),
+                  "few": pa.array([None if i % 5 == 0 else i % 6 for i in range(n)], pa.int32())})
+    pq.write_table(t, tmp_path / "h.parquet", row_group_size=30_000)
+    sql = ("select g, approx_count_distinct(x), approx_count_distinct(s), approx_count_distinct(few), "
+           "count(distinct x), count(distinct s), count(distinct few) from h group by g order by g")
+    for settings in ({}, {"chunk_rows": 7_000}):
+        ours = connect(tmp_path, **settings).sql(sql).to_arrow().to_pylist()
+        exact = duckdb_connect(tmp_path).sql(sql).fetchall()
+        assert len(ours) == len(exact) == 4
+        for got, want in zip(ours, exact):
+            approx = list(got.values())[1:4]
+            for a, e in zip(approx, want[4:7]):
+                assert abs(a - e) <= max(0.2 * e, 1), (a, e)
+            assert approx[2] == want[6]  # six values: linear counting is exact
+    whole = connect(tmp_path).sql("select approx_count_distinct(x), approx_count_distinct(x) filter (where false) "
+                                  "from h").to_arrow().to_pylist()[0]
+    exact = duckdb_connect(tmp_path).sql("select count(distinct x) from h").fetchall()[0][0]
+    values = list(whole.values())
+    assert abs(values[0] - exact) <= 0.2 * exact and values[1] == 0

@@ -32,6 +32,8 @@ def wdir(tmp_path_factory):
         "f": pa.array([float(v) / 4 for v in rng.integers(-100, 100, N)], pa.float64()),
         "d": pa.array([decimal.Decimal(int(v)) / 100 for v in rng.integers(-9999, 9999, N)], pa.decimal128(9, 2)),
         "s": pa.array([None if i % 13 == 0 else f"s{int(v)}" for i, v in enumerate(rng.integers(0, 9, N))]),
+        "dt": pa.array([None if i % 9 == 4 else 19000 + int(v) for i, v in enumerate(rng.integers(0, 20, N))],
+                       pa.int32()).cast(pa.date32()),
     })
     pq.write_table(t, root / "w.parquet", row_group_size=17)
     pq.write_table(t.slice(0, 1), root / "one.parquet")
@@ -78,6 +80,28 @@ QUERIES = {
     "rows_preceding_only": "select id, sum(x) over (order by id rows between 5 preceding and 2 preceding) from w",
     "range_current_current": "select id, count(*) over (order by o range between current row and current row), "
                              "sum(x) over (order by o range between current row and unbounded following) from w",
+    # RANGE frames with offsets (distances in the ORDER BY value; NULL keys are each other's
+    # peers) and GROUPS frames (peer groups), before, around and after the current row
+    "range_offsets": "select id, sum(x) over (partition by g order by o range between 2 preceding and 1 following), "
+                     "count(*) over (partition by g order by o range between 1 preceding and current row), "
+                     "min(x) over (order by o range between current row and 2 following) from w",
+    "range_offsets_desc": "select id, sum(x) over (partition by g order by o desc range between 1 preceding and 1 following), "
+                          "max(x) over (order by o desc nulls first range between 2 preceding and current row) from w",
+    "range_beside_row": "select id, sum(x) over (order by o range between 1 following and 3 following), "
+                        "count(x) over (order by o range between 3 preceding and 1 preceding) from w",
+    "range_float_decimal": "select id, sum(x) over (order by f range between 2.5 preceding and 0.75 following), "
+                           "count(*) over (partition by g order by d range between 10.5 preceding and current row) from w",
+    "range_dates": "select id, sum(x) over (order by dt range between interval 3 days preceding and current row), "
+                   "count(*) over (partition by g order by dt range between 2 preceding and 1 following) from w",
+    "groups_frames": "select id, sum(x) over (partition by g order by o groups between 1 preceding and 1 following), "
+                     "count(*) over (order by o groups between 1 following and 2 following), "
+                     "min(x) over (order by o desc groups between 2 preceding and 1 preceding), "
+                     "max(x) over (partition by g order by o groups between current row and unbounded following) from w",
+    # named windows: referenced as is, extended by a frame or an ORDER BY, one built on another
+    "named_windows": "select id, sum(x) over w1, rank() over w1, count(*) over (w1 rows between 1 preceding and "
+                     "current row), sum(x) over (w2 order by id) from w window w1 as (partition by g order by o, id), "
+                     "w2 as (partition by g)",
+    "named_chain": "select id, sum(x) over b from w window a as (partition by g), b as (a order by id)",
     "decimal_float_sum": "select id, sum(d) over (partition by g order by id), avg(d) over (partition by g), "
                          "sum(f) over (partition by g) from w",
     "min_max_decimal_partition": "select id, min(d) over (partition by g), max(d) over (partition by g) from w",
@@ -112,11 +136,8 @@ def test_window(name, settings, wdir, connect):
 
 
 REFUSED = {
-    "select id, sum(x) over (order by o range between 1 preceding and current row) from w": "RANGE",
-    "select id, sum(x) over (order by o groups between 1 preceding and current row) from w": "GROUPS",
     "select id, sum(x) over (order by id rows between 1 preceding and 1 following exclude current row) from w":
         "EXCLUDE",
-    "select id, sum(x) over w1 from w window w1 as (order by id)": "WINDOW",
     "select id, count(distinct x) over (partition by g) from w": "DISTINCT",
     "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
     "select id, max(s) over (partition by g) from w": "MAX of strings",
@@ -136,3 +157,15 @@ def test_invalid_frame_is_an_error(wdir, connect):
     from sluice.errors import SluiceError
     with pytest.raises(SluiceError, match="frame"):
         connect(wdir).sql("select sum(x) over (order by id rows between 1 following and 1 preceding) from w").to_arrow()
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("select sum(x) over (order by o, id range between 1 preceding and current row) from w", "exactly one ORDER BY"),
+    ("select sum(x) over (order by s range between 1 preceding and current row) from w", "numeric or date"),
+    ("select sum(x) over (w1 order by id) from w window w1 as (order by o)", "cannot override ORDER BY"),
+    ("select sum(x) over w2 from w window w1 as (order by o)", "not defined"),
+])
+def test_bad_frames_and_windows_are_errors(sql, message, wdir, connect):
+    from sluice.errors import PlanError
+    with pytest.raises(PlanError, match=message):
+        connect(wdir).sql(sql).to_arrow()

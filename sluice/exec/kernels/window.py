@@ -72,25 +72,81 @@ class Segments:
 # ---------------------------------------------------------------- frames
 
 
-def bound(spec: tuple[str, int], is_start: bool, kind: str, idx: torch.Tensor, part: Segments,
-          peers: Segments) -> torch.Tensor:
-    """Row index of one frame bound: ``spec`` is (unbounded|preceding|current|following, n)."""
+def bound(spec: tuple[str, float], is_start: bool, kind: str, idx: torch.Tensor, part: Segments,
+          peers: Segments, key: torch.Tensor | None = None) -> torch.Tensor:
+    """Row index of one frame bound: ``spec`` is (unbounded|preceding|current|following, k).
+    ROWS counts k rows, GROUPS k peer groups; RANGE takes the rows whose ``key`` (the ORDER
+    BY value, ascending, NULLs as -inf/+inf where they sort) lies within k of the row's."""
     what, k = spec
     if what == "unbounded":
         return part.first if is_start else part.last
     if what == "current":
-        if kind == "range":  # CURRENT ROW in RANGE mode: the first / last peer
+        if kind in ("range", "groups"):  # CURRENT ROW in RANGE / GROUPS mode: the first / last peer
             return peers.first if is_start else peers.last
         return idx
-    return idx - k if what == "preceding" else idx + k
+    if kind == "rows":
+        return idx - int(k) if what == "preceding" else idx + int(k)
+    if kind == "groups":
+        return _group_bound(int(k) if what == "following" else -int(k), is_start, part, peers)
+    target = key - k if what == "preceding" else key + k
+    if is_start:  # the first row whose key is >= target
+        return _search(key, part.first, part.last, target, strict=False)
+    return _search(key, part.first, part.last, target, strict=True) - 1  # last row with key <= target
 
 
-def frame(kind: str, start: tuple[str, int], end: tuple[str, int], part: Segments, peers: Segments,
-          n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def _group_bound(shift: int, is_start: bool, part: Segments, peers: Segments) -> torch.Tensor:
+    """First (start) or last (end) row of the peer group ``shift`` groups from each row's;
+    past the partition's groups the bound falls outside it (an empty frame)."""
+    starts = peers.first == torch.arange(peers.first.numel(), device=peers.first.device)
+    begin = torch.nonzero(starts).flatten()
+    finish = peers.last[begin]
+    g = peers.ident + shift
+    lo_g, hi_g = peers.ident[part.first], peers.ident[part.last]
+    if is_start:
+        row = begin[g.clamp(0, begin.numel() - 1)]
+        return torch.where(g > hi_g, part.last + 1, torch.where(g < lo_g, part.first, row))
+    row = finish[g.clamp(0, begin.numel() - 1)]
+    return torch.where(g < lo_g, part.first - 1, torch.where(g > hi_g, part.last, row))
+
+
+def _search(key: torch.Tensor, first: torch.Tensor, last: torch.Tensor, target: torch.Tensor,
+            strict: bool) -> torch.Tensor:
+    """Per row, the first index j in [first, last] with key[j] >= target (> when ``strict``),
+    or last + 1: a binary search of all rows at once (log2 of the largest partition steps)."""
+    lo, hi = first.clone(), last + 1
+    n = key.numel()
+    while True:
+        active = lo < hi
+        if not bool(active.any()):
+            return lo
+        mid = (lo + hi) // 2
+        km = key[mid.clamp(0, max(n - 1, 0))]
+        right = (km <= target) if strict else (km < target)
+        lo = torch.where(active & right, mid + 1, lo)
+        hi = torch.where(active & ~right, mid, hi)
+
+
+def range_key(col, ascending: bool, nulls_first: bool) -> torch.Tensor:
+    """The ORDER BY value of a RANGE frame as ascending float64 with NULLs at -inf / +inf
+    (where they sort), so one search serves both directions and NULL rows find their peers."""
+    from sluice.errors import ExecutionError
+    v = col.data
+    if not v.is_floating_point() and v.numel() and int(v.abs().max()) > 2 ** 53:
+        raise ExecutionError("RANGE window frame over values beyond 2**53")
+    v = v.to(torch.float64)
+    if not ascending:
+        v = -v
+    if col.valid is not None:
+        v = torch.where(col.valid, v, torch.full_like(v, float("-inf") if nulls_first else float("inf")))
+    return v
+
+
+def frame(kind: str, start: tuple[str, float], end: tuple[str, float], part: Segments, peers: Segments,
+          n: int, device, key: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(lo, hi) of every row's frame, clipped to its partition (empty frames have lo > hi)."""
     idx = torch.arange(n, device=device)
-    lo = torch.maximum(bound(start, True, kind, idx, part, peers), part.first)
-    hi = torch.minimum(bound(end, False, kind, idx, part, peers), part.last)
+    lo = torch.maximum(bound(start, True, kind, idx, part, peers, key), part.first)
+    hi = torch.minimum(bound(end, False, kind, idx, part, peers, key), part.last)
     return lo, hi
 
 

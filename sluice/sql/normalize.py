@@ -1,0 +1,76 @@
+"""AST rewrites that run before translation, each turning a spelling into the form the
+translator reads (so the translator has one rule per construct, not one per spelling).
+
+- Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
+  inline window they name, as the standard composes them: the reference may add an ORDER BY
+  when the definition has none, and a frame; it may not repeat PARTITION BY.
+
+Works on a copy: the parser caches trees.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sluice.errors import PlanError
+
+
+def normalize(tree: exp.Expression) -> exp.Expression:
+    if not any(isinstance(n, exp.Select) and n.args.get("windows") for n in tree.walk()):
+        return tree
+    tree = tree.copy()
+    for sel in list(tree.find_all(exp.Select)):
+        if sel.args.get("windows"):
+            _inline_windows(sel)
+    return tree
+
+
+def _inline_windows(sel: exp.Select) -> None:
+    defs: dict[str, exp.Window] = {}
+    for w in sel.args["windows"]:
+        name = w.this.name.lower()
+        if name in defs:
+            raise PlanError(f"window {name!r} is defined twice")
+        defs[name] = _compose(w, defs, f"window {name!r}")
+    for node in list(sel.walk()):
+        if isinstance(node, exp.Window) and node.args.get("alias") is not None and _owner(node) is sel:
+            node.replace(_compose(node, defs, "OVER"))
+    sel.set("windows", None)
+
+
+def _compose(w: exp.Window, defs: dict[str, exp.Window], where: str) -> exp.Window:
+    """``w`` with the window it refers to (its ``alias`` in a reference, its ``this`` naming
+    an earlier window in a definition such as ``WINDOW b AS (a ORDER BY x)``) filled in."""
+    ref = w.args.get("alias")
+    is_def = not isinstance(w.this, exp.Expression) or isinstance(w.this, exp.Identifier)
+    if is_def:
+        # A definition: WINDOW name AS ([base] ...); sqlglot keeps a base name in "alias".
+        ref = w.args.get("alias")
+    if ref is None:
+        return w
+    name = ref.name.lower()
+    base = defs.get(name)
+    if base is None:
+        raise PlanError(f"{where}: window {name!r} is not defined")
+    out = w.copy()
+    out.set("alias", None)
+    if w.args.get("partition_by"):
+        raise PlanError(f"{where}: cannot override PARTITION BY of window {name!r}")
+    if base.args.get("partition_by"):
+        out.set("partition_by", [p.copy() for p in base.args["partition_by"]])
+    if base.args.get("order") is not None:
+        if w.args.get("order") is not None:
+            raise PlanError(f"{where}: cannot override ORDER BY of window {name!r}")
+        out.set("order", base.args["order"].copy())
+    if base.args.get("spec") is not None:
+        if w.args.get("spec") is not None:
+            raise PlanError(f"{where}: cannot override the frame of window {name!r}")
+        out.set("spec", base.args["spec"].copy())
+    return out
+
+
+def _owner(node: exp.Expression) -> exp.Select | None:
+    p = node.parent
+    while p is not None and not isinstance(p, exp.Select):
+        p = p.parent
+    return p
