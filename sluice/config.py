@@ -109,10 +109,16 @@ class Config:
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
 
+    recursion_limit: int = 100_000
+    """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
+    whose stop condition never holds would otherwise run for ever)."""
+
     def __post_init__(self) -> None:
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, not {dev!r}")
+        if self.recursion_limit < 1:
+            raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.chunk_rows < 1:
             raise ConfigError(f"chunk_rows must be at least 1, not {self.chunk_rows}")
         if self.threads < 0:

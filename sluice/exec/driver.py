@@ -25,8 +25,8 @@ from sluice.io.parquet.convert import column_to_arrow
 from sluice.types import to_arrow
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, SortKey, Window,
-                                 Shared, Sort, Union)
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
+                                 SortKey, Window, Shared, Sort, Union, WorkTable)
 
 #: Shared subplans already lowered in the current lowering (key -> operator).
 _SHARED: contextvars.ContextVar[dict] = contextvars.ContextVar("sluice_shared")
@@ -64,6 +64,19 @@ def _(plan: Shared, cfg):
     if op is None:
         op = memo[plan.key] = _estimated(SharedOp(lower(plan.child, cfg)), plan.child)
     return op
+
+
+@lower.register
+def _(plan: RecursiveUnion, cfg):
+    from sluice.exec.recursive import RecursiveUnionOp
+    return RecursiveUnionOp(lower(plan.anchor, cfg), lower(plan.step, cfg), plan.key, plan.distinct,
+                            tuple(plan.schema))
+
+
+@lower.register
+def _(plan: WorkTable, cfg):
+    from sluice.exec.recursive import WorkTableOp
+    return WorkTableOp(plan.key)
 
 
 @lower.register

@@ -288,3 +288,34 @@ class Shared(PlanNode):
     @property
     def schema(self):
         return self.child.schema
+
+
+@dataclass(frozen=True, eq=False)
+class WorkTable(PlanNode):
+    """Inside the step of recursive CTE ``key``: the rows its previous run added (the
+    anchor's rows before the first run)."""
+
+    key: int
+    columns: tuple[tuple[str, LType], ...]
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        return dict(self.columns)
+
+
+@dataclass(frozen=True, eq=False)
+class RecursiveUnion(PlanNode):
+    """WITH RECURSIVE: the ``anchor``'s rows, then ``step`` run again and again over the rows
+    the last run added (its WorkTable ``key``) until a run adds none. ``distinct`` (UNION
+    rather than UNION ALL) drops every row seen before, which also ends cycles. The step's
+    output has the anchor's column names and types."""
+
+    _children: ClassVar = ("anchor", "step")
+    anchor: PlanNode
+    step: PlanNode
+    key: int
+    distinct: bool
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        return self.anchor.schema

@@ -124,7 +124,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Union: _set_operation("UNION"),
     exp.Intersect: _set_operation("INTERSECT"),
     exp.Except: _set_operation("EXCEPT"),
-    exp.With: {"expressions": READ, "recursive": refuse("WITH RECURSIVE"), "search": refuse("SEARCH clause"),
+    exp.With: {"expressions": READ, "recursive": READ, "search": refuse("SEARCH clause"),
                "cycle": refuse("CYCLE clause"), "udfs": refuse("functions defined in WITH")},
     exp.CTE: {"this": READ, "alias": READ, "materialized": SAME, "scalar": refuse("scalar WITH expressions"),
               "key_expressions": refuse("USING KEY in WITH")},

@@ -27,7 +27,7 @@ from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.joins import plan_inner_joins
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  WINDOW_AGGREGATES,
-                                 Scan, Shared, Sort, SortKey, Union)
+                                 RecursiveUnion, Scan, Shared, Sort, SortKey, Union, WorkTable)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 
 Catalog = Callable[[str], TableInfo]
@@ -273,6 +273,11 @@ def _order_by_all(order: exp.Order | None, width: int) -> exp.Order | None:
                                               nulls_first=o.args.get("nulls_first")) for i in range(width)])
 
 
+def _references(node: exp.Expression, name: str) -> bool:
+    """Whether ``node`` reads a table called ``name`` (a CTE's reference to itself)."""
+    return any(t.name.lower() == name and not t.args.get("db") for t in node.find_all(exp.Table))
+
+
 def _natural(j: exp.Join) -> bool:
     return str(j.args.get("method") or "").upper() == "NATURAL"
 
@@ -315,6 +320,9 @@ class Translator:
         self.ctes: list[dict[str, exp.Expression]] = []
         self._names: set[str] = set()
         self._cte_refs: dict[int, int] = {}
+        self._cte_columns: dict[int, list[str]] = {}  # id(CTE body) -> its column names, WITH t(a, b)
+        self._recursive: set[int] = set()             # id(CTE body) of WITH RECURSIVE CTEs that use themselves
+        self._work: dict[int, Rel] = {}               # id(CTE body) -> its work table, inside its step
         self._shared: dict[int, Rel] = {}
         self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
         self._unnamed = 0  # subqueries in FROM without an alias so far
@@ -344,9 +352,13 @@ class Translator:
         with_ = ast.args.get("with_") or ast.args.get("with")
         pushed = False
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise UnsupportedError("WITH RECURSIVE")
             level = {c.alias_or_name.lower(): c.this for c in with_.expressions}
+            for c in with_.expressions:
+                alias = c.args.get("alias")
+                if alias is not None and alias.args.get("columns"):
+                    self._cte_columns[id(c.this)] = [x.name for x in alias.args["columns"]]
+                if with_.args.get("recursive") and _references(c.this, c.alias_or_name.lower()):
+                    self._recursive.add(id(c.this))
             self.ctes.append(level)
             pushed = True
             # Count references to each CTE: one referenced twice is computed once (Shared).
@@ -526,6 +538,8 @@ class Translator:
             for level in reversed(self.ctes):
                 if name in level:
                     cte_ast = level[name]
+                    if id(cte_ast) in self._work:  # inside its own recursive step
+                        return self._derived(self._work[id(cte_ast)], alias, node.args.get("alias"))
                     shared = self._shared.get(id(cte_ast))
                     if shared is not None:
                         return self._derived(shared, alias, node.args.get("alias"))
@@ -534,7 +548,10 @@ class Translator:
                     self.ctes = self.ctes[: self.ctes.index(level)] + [
                         {k: v for k, v in level.items() if k != name}]
                     try:
-                        rel = self.query(cte_ast, None, None)
+                        if id(cte_ast) in self._recursive:
+                            rel = self._recursive_cte(cte_ast, name, saved)
+                        else:
+                            rel = self._named_columns(self.query(cte_ast, None, None), cte_ast, name)
                     finally:
                         self.ctes = saved
                     if self._cte_refs.get(id(cte_ast), 0) > 1:
@@ -554,6 +571,52 @@ class Translator:
                 return self._derived(rel, f"unnamed_subquery{self._unnamed}", None)
             return self._derived(rel, alias_node.name.lower(), alias_node)
         raise UnsupportedError(f"{node.key.upper()} in FROM")
+
+    def _named_columns(self, rel: Rel, cte_ast, name: str) -> Rel:
+        """A CTE's own column names, ``WITH t(a, b) AS (...)``, replace its query's names."""
+        names = self._cte_columns.get(id(cte_ast))
+        if not names:
+            return rel
+        if len(names) > len(rel.outputs):
+            raise PlanError(f"CTE {name!r} has {len(rel.outputs)} columns but {len(names)} names were given")
+        return Rel(rel.plan, [(names[i] if i < len(names) else u, internal)
+                              for i, (u, internal) in enumerate(rel.outputs)])
+
+    def _recursive_cte(self, body, name: str, ctes) -> Rel:
+        """WITH RECURSIVE name AS (anchor UNION [ALL] step): the anchor (which must not use
+        the name) gives the columns, names and types; in the step, the name reads the work
+        table; the step's columns are cast to the anchor's types, as DuckDB does."""
+        if not isinstance(body, exp.Union) or any(body.args.get(k) for k in ("order", "limit", "offset")):
+            raise UnsupportedError("WITH RECURSIVE other than anchor UNION [ALL] step")
+        if _references(body.left, name):
+            raise UnsupportedError(f"recursive CTE {name!r} used in its anchor (the part before the last UNION)")
+        anchor = self._named_columns(self.query(body.left, None, None), body, name)
+        sch = anchor.plan.schema
+        internal = [i for _, i in anchor.outputs]
+        self._unnamed += 1
+        key = self._unnamed
+        work = WorkTable(key, tuple((i, sch[i]) for i in internal))
+        self._work[id(body)] = Rel(work, list(anchor.outputs))
+        saved = self.ctes
+        self.ctes = ctes  # the step sees the CTE's own name
+        try:
+            step = self.query(body.right, None, None)
+        finally:
+            self.ctes = saved
+            del self._work[id(body)]
+        if len(step.outputs) != len(internal):
+            raise PlanError(f"recursive CTE {name!r}: the step has {len(step.outputs)} columns, "
+                            f"the anchor {len(internal)}")
+        ssch = step.plan.schema
+        exprs = []
+        for i, (_, s_int) in zip(internal, step.outputs):
+            e = Col(s_int, ssch[s_int])
+            if e.type != sch[i]:
+                e = E.make_func("cast", [e], (sch[i],))
+            exprs.append((i, e))
+        plan = RecursiveUnion(Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal)),
+                              Project(step.plan, tuple(exprs)), key, bool(body.args.get("distinct")))
+        return Rel(plan, list(anchor.outputs))
 
     def _values(self, node: exp.Values) -> Rel:
         """VALUES (..), (..): one constant row per tuple, UNION ALL, each column of one type

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import singledispatch
 
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Shared, Sort,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Shared, Sort,
                                  Union, Window)
 
 
@@ -107,3 +107,10 @@ def _(plan: Union, need):
 def _(plan: Shared, need):
     # Every reference sees the same columns: prune only below the shared node's full schema.
     return Shared(_prune(plan.child, set(plan.child.schema)), plan.key)
+
+
+@_prune.register
+def _(plan: RecursiveUnion, need):
+    # Every column feeds the next run (the work table), so each side keeps its whole output.
+    return replace(plan, anchor=_prune(plan.anchor, set(plan.anchor.schema)),
+                   step=_prune(plan.step, set(plan.step.schema)))

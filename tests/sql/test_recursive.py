@@ -1,0 +1,59 @@
+"""WITH RECURSIVE against DuckDB: UNION ALL and UNION (which drops rows seen before and so
+ends cycles), several anchor rows, joins to tables in the step, the step's types cast to the
+anchor's, CTE column lists; in one-row chunks and with spilling forced too."""
+
+import pytest
+
+from sluice.errors import ExecutionError, PlanError, UnsupportedError
+from sluice.testing.oracle import compare
+
+QUERIES = {
+    "count_to_ten": "with recursive t(n) as (select 1 union all select n + 1 from t where n < 10) select * from t",
+    "step_cast_to_anchor_type": "with recursive t(n) as (select 1 union all select n + 0.5 from t where n < 3) "
+                                "select n from t",
+    "strings_union": "with recursive t(n, s) as (select 1, 'a' union select n + 1, s || 'b' from t where n < 5) "
+                     "select * from t",
+    "cycle_ends_by_union": "with recursive t(n) as (select 1 union select n % 3 + 1 from t) select * from t",
+    "aggregate_over_it": "with recursive t as (select 1 as n union all select n + 1 from t where n < 100) "
+                         "select sum(n), count(*) from t",
+    "fibonacci": "with recursive f(a, b, i) as (select 0::bigint, 1::bigint, 0 union all "
+                 "select b, a + b, i + 1 from f where i < 60) select * from f",
+    "graph_walk_join": "with recursive r(k, d) as (select n_nationkey, 0 from nation where n_nationkey = 0 union "
+                       "select n.n_nationkey, r.d + 1 from r join nation n on n.n_nationkey = r.k + 3 where r.d < 20) "
+                       "select * from r",
+    "reachable_regions": "with recursive p(r, hops) as (select r_regionkey, 0 from region where r_regionkey = 0 "
+                         "union all select (p.r + 1) % 5, hops + 1 from p where hops < 12) "
+                         "select p.hops, r_name from p join region on r_regionkey = p.r",
+    "two_anchor_rows": "with recursive t(n) as (select 1 union all select 2 union all select n + 2 from t "
+                       "where n < 9) select n from t",
+    "null_rows_equal_in_union": "with recursive t(x) as (select null::int union select 1 from t) select * from t",
+    "used_by_another_cte": "with recursive t(n) as (select 1 union all select n + 1 from t where n < 3), "
+                           "u as (select n * 10 m from t) select * from u, t",
+    "step_adds_nothing": "with recursive t(n) as (select 1 union all select n + 1 from t where false) select * from t",
+    "not_actually_recursive": "with recursive t(n) as (select 5) select n + 1 from t",
+    "cte_column_names": "with t(a, b) as (select 1 as x, 2 as y) select a, b from t",
+}
+
+
+@pytest.mark.parametrize("settings", [{}, {"chunk_rows": 1}, {"chunk_rows": 2, "force_spill": True}],
+                         ids=["default", "one_row_chunks", "spilled"])
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_recursive(name, settings, tpch_dir, tpch_duck, connect):
+    sql = QUERIES[name]
+    compare(connect(tpch_dir, **settings).sql(sql).to_arrow(), tpch_duck.sql(sql).to_arrow_table(), None)
+
+
+def test_recursion_that_never_ends_is_an_error(tpch_dir, connect):
+    con = connect(tpch_dir, recursion_limit=50)
+    with pytest.raises(ExecutionError, match="recursion_limit"):
+        con.sql("with recursive t(n) as (select 1 union all select n from t) select count(*) from t").to_arrow()
+
+
+@pytest.mark.parametrize("sql,error,message", [
+    ("with recursive t(n) as (select n from t union all select 1) select * from t", UnsupportedError, "anchor"),
+    ("with recursive t(n) as (select 1 union all select n, n from t) select * from t", PlanError, "columns"),
+    ("with t(a, b, c) as (select 1, 2) select * from t", PlanError, "names"),
+])
+def test_bad_recursive_ctes(sql, error, message, tpch_dir, connect):
+    with pytest.raises(error, match=message):
+        connect(tpch_dir).sql(sql).to_arrow()
