@@ -78,20 +78,30 @@ class Connection:
         hit = self._tables.get(name)
         if hit is not None and hit[0].files == tuple(files) and all(a is b for a, b in zip(hit[1], footers)):
             return hit[0]
-        info = load_table(name, files, self.cache)
+        # A table folder's key=value subfolders are Hive partition columns.
+        folder = Path(self._registered[name]) if name in self._registered else self.root / name
+        root = str(folder) if folder.is_dir() else None
+        info = load_table(name, files, self.cache, hive=None if root else False, hive_root=root)
         self._tables[name] = (info, footers)
         return info
 
-    def files(self, patterns: list[str]) -> TableInfo:
-        """The table formed by Parquet files a query names directly (globs, folders, files)."""
-        files = files_matching(patterns)
+    def files(self, ref) -> TableInfo:
+        """The table formed by files a query names directly (globs, folders, files): Parquet,
+        with Hive partition columns when the paths have ``key=value`` folders, or CSV."""
+        patterns = list(ref.patterns)
+        options = dict(ref.options)
         name = ", ".join(patterns)
+        if ref.format == "csv":
+            from sluice.io.csv import load_csv_table
+            return load_csv_table(name, files_matching(patterns, suffix=None), options)
+        files = files_matching(patterns)
         footers = [self.cache.footer(f) for f in files]
-        hit = self._tables.get(("files", tuple(files)))
+        key = ("files", tuple(files), ref.options)
+        hit = self._tables.get(key)
         if hit is not None and all(a is b for a, b in zip(hit[1], footers)):
             return hit[0]
-        info = load_table(name, files, self.cache)
-        self._tables[("files", tuple(files))] = (info, footers)
+        info = load_table(name, files, self.cache, hive=options.get("hive_partitioning"))
+        self._tables[key] = (info, footers)
         return info
 
     def tables(self) -> list[str]:

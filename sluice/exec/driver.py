@@ -52,6 +52,9 @@ def lower(plan: PlanNode, cfg) -> Operator:
 
 @lower.register
 def _(plan: Scan, cfg):
+    if plan.table.format == "csv":
+        from sluice.exec.csv_scan import CsvScanOp
+        return CsvScanOp(plan.table, dict(plan.columns), plan.filter, plan.outputs)
     groups = list(plan.table.row_groups)
     kept = prune_row_groups(groups, plan.filter, plan.columns) if cfg.row_group_pruning else groups
     return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept), plan.outputs)

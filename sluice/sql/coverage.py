@@ -162,6 +162,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Array: {"expressions": READ, "bracket_notation": SAME, "value_constructor": SAME,
                 "struct_name_inheritance": SAME},
     exp.ReadParquet: {"expressions": READ},
+    exp.ReadCSV: {"this": READ, "expressions": READ},
     exp.Values: {"expressions": READ, "alias": READ, "order": refuse("VALUES ... ORDER BY"),
                  "limit": refuse("VALUES ... LIMIT"), "offset": refuse("VALUES ... OFFSET"),
                  "pivots": refuse("PIVOT")},

@@ -1,6 +1,7 @@
 """AST rewrites that run before translation, each turning a spelling into the form the
 translator reads (so the translator has one rule per construct, not one per spelling).
 
+- ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
   when the definition has none, and a frame; it may not repeat PARTITION BY.
@@ -16,13 +17,21 @@ from sluice.errors import PlanError
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
-    if not any(isinstance(n, exp.Select) and n.args.get("windows") for n in tree.walk()):
+    if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for n in list(tree.walk()):
+        if _is_csv_auto(n) and n.expressions:
+            args = list(n.expressions)
+            n.replace(exp.ReadCSV(this=args[0], expressions=args[1:]))
     for sel in list(tree.find_all(exp.Select)):
         if sel.args.get("windows"):
             _inline_windows(sel)
     return tree
+
+
+def _is_csv_auto(n: exp.Expression) -> bool:
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() == "read_csv_auto" and isinstance(n.parent, exp.Table)
 
 
 def _inline_windows(sel: exp.Select) -> None:

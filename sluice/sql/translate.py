@@ -521,12 +521,12 @@ class Translator:
 
     def table_source(self, node: exp.Expression, scope: Scope) -> tuple[PlanNode, Source]:
         if isinstance(node, exp.Table):
-            patterns = _file_patterns(node)
-            if patterns is not None:
+            ref = _file_ref(node)
+            if ref is not None:
                 if self.files is None:
                     raise UnsupportedError("querying files directly in this context")
-                alias = (node.alias or _file_alias(patterns[0])).lower()
-                return self._scan_source(self.files(patterns), alias)
+                alias = (node.alias or _file_alias(ref.patterns[0])).lower()
+                return self._scan_source(self.files(ref), alias)
             if not isinstance(node.this, exp.Identifier):
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
@@ -534,7 +534,7 @@ class Translator:
             if node.args.get("db") or node.args.get("catalog"):
                 raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
             if not _is_table_name(node.name):
-                raise UnsupportedError(f"reading {node.name!r} (only Parquet files can be queried directly)")
+                raise UnsupportedError(f"reading {node.name!r} (only Parquet and CSV files can be queried directly)")
             for level in reversed(self.ctes):
                 if name in level:
                     cte_ast = level[name]
@@ -1962,30 +1962,66 @@ def _int_lit(e: Expr) -> bool:
     return isinstance(e, Lit) and (e.value is None or e.type.is_integer)
 
 
-def _file_patterns(node: exp.Table) -> list[str] | None:
-    """The paths of a table reference that names Parquet files: ``'data/*.parquet'`` (a quoted
-    name that is a path or a .parquet file) or ``read_parquet('p')`` / ``read_parquet(['p', 'q'])``;
-    None for a table name. Options of read_parquet are refused by name."""
+#: Options each file reader takes, with the Python type of their constant value.
+_FILE_OPTIONS = {"parquet": {"hive_partitioning": bool},
+                 "csv": {"header": bool, "delim": str, "sep": str}}
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Files a query names directly: their format, the paths/globs, and reader options."""
+
+    format: str                     # parquet | csv
+    patterns: tuple[str, ...]
+    options: tuple[tuple[str, object], ...] = ()
+
+
+def _file_ref(node: exp.Table) -> FileRef | None:
+    """The files of a table reference that names files: ``'data/*.parquet'`` or ``'x.csv'`` (a
+    quoted name that is a path or a file), ``read_parquet('p' | ['p', 'q'], hive_partitioning
+    = true)``, ``read_csv('p', header = false, delim = '|')``; None
+    for a table name. Options the readers do not take are refused by name."""
     if isinstance(node.this, exp.Identifier):
         name = node.name
-        if node.this.args.get("quoted") and (name.lower().endswith((".parquet", ".parq")) or
-                                             any(ch in name for ch in "/*?[") and not name.lower().endswith(
-                                                 (".csv", ".json", ".tsv", ".txt"))):
-            return [name]
+        if not node.this.args.get("quoted"):
+            return None
+        low = name.lower()
+        if low.endswith((".csv", ".tsv")):
+            return FileRef("csv", (name,), (("delim", "\t"),) if low.endswith(".tsv") else ())
+        if low.endswith((".parquet", ".parq")) or any(ch in name for ch in "/*?[") and not low.endswith(
+                (".json", ".txt")):
+            return FileRef("parquet", (name,))
         return None
-    if not isinstance(node.this, exp.ReadParquet):
+    fn = node.this
+    if isinstance(fn, exp.ReadParquet):
+        fmt, args = "parquet", list(fn.expressions)
+    elif isinstance(fn, exp.ReadCSV):
+        fmt, args = "csv", [fn.this] + list(fn.expressions)
+    else:
         return None
-    args = list(node.this.expressions)
-    if not args:
-        raise PlanError("read_parquet needs a file, a folder, a glob or a list of them")
+    what = "read_parquet" if fmt == "parquet" else "read_csv"
+    if not args or args[0] is None:
+        raise PlanError(f"{what} needs a file, a folder, a glob or a list of them")
+    options = []
     for opt in args[1:]:
-        what = opt.this.name if isinstance(opt, exp.EQ) and isinstance(opt.this, exp.Column) else opt.sql()
-        raise UnsupportedError(f"read_parquet option {what}")
+        if not (isinstance(opt, exp.EQ) and isinstance(opt.this, exp.Column)):
+            raise UnsupportedError(f"{what} option {opt.sql()}")
+        key = opt.this.name.lower()
+        want = _FILE_OPTIONS[fmt].get(key)
+        if want is None:
+            raise UnsupportedError(f"{what} option {opt.this.name}")
+        v = opt.expression
+        if want is bool and isinstance(v, exp.Boolean):
+            options.append((key, bool(v.this)))
+        elif want is str and isinstance(v, exp.Literal) and v.is_string:
+            options.append((key, v.this))
+        else:
+            raise PlanError(f"{what} option {key} must be {'true or false' if want is bool else 'a string'}")
     first = args[0]
     items = first.expressions if isinstance(first, exp.Array) else [first]
     if not items or not all(isinstance(x, exp.Literal) and x.is_string for x in items):
-        raise UnsupportedError("read_parquet of anything but string constants")
-    return [x.this for x in items]
+        raise UnsupportedError(f"{what} of anything but string constants")
+    return FileRef(fmt, tuple(x.this for x in items), tuple(options))
 
 
 def _file_alias(pattern: str) -> str:

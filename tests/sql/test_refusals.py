@@ -85,7 +85,7 @@ CASES: list[tuple[str, str | None]] = [
     ("select * from (values (1, 'a'), (2, 'b')) t(x, y)", None),
     ("values (1, 'a'), (2, 'b')", "VALUES"),
     ("select count(*) from nation tablesample 50%", "SAMPLE"),
-    ("select * from 'nation.csv'", "only Parquet files"),
+    ("select * from 'nation.json'", "only Parquet and CSV files"),
     ("select unnest([1, 2, 3])", None),
     # ---- select list and clauses
     ("select distinct on (n_regionkey) n_regionkey, n_name from nation order by n_regionkey, n_name",

@@ -40,6 +40,13 @@ class TableInfo:
     #: Columns of a type sluice cannot process (lists, structs, maps, binary): name -> type.
     #: The others stay queryable; naming one of these is refused.
     unsupported: dict[str, str] = field(default_factory=dict)
+    #: ``parquet`` or ``csv`` (sluice.io.csv; read by its own scan, one pseudo row group a file).
+    format: str = "parquet"
+    #: Reader options as (name, value) pairs (CSV: header, delim).
+    options: tuple = ()
+    #: Hive partition columns (``key=value`` folders): name -> {file path: value}; the
+    #: columns are in ``types`` and ``arrow_schema`` but not in the files.
+    partitions: dict[str, dict[str, object]] = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -96,9 +103,9 @@ def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
     raise PlanError(f"unknown table {name!r} (no {root / (name + '.parquet')} or {root / name}/)")
 
 
-def files_matching(patterns: list[str]) -> list[str]:
-    """The Parquet files a query names directly (``FROM 'dir/*.parquet'``, ``read_parquet([...])``):
-    each pattern a file, a folder (its .parquet files, recursively) or a glob (``**`` spans
+def files_matching(patterns: list[str], suffix: str | None = ".parquet") -> list[str]:
+    """The files a query names directly (``FROM 'dir/*.parquet'``, ``read_parquet([...])``):
+    each pattern a file, a folder (its ``suffix`` files, recursively) or a glob (``**`` spans
     folders), relative to the working directory; each must match something."""
     import glob
     out: list[str] = []
@@ -107,7 +114,9 @@ def files_matching(patterns: list[str]) -> list[str]:
         if any(ch in pat for ch in "*?["):
             hits = sorted(h for h in glob.glob(str(p), recursive=True) if Path(h).is_file())
         elif p.is_dir():
-            hits = sorted(str(f) for f in p.rglob("*.parquet"))
+            if suffix is None:
+                raise DataError(f"{pat} is a folder: name its files, e.g. '{pat.rstrip('/')}/*.csv'")
+            hits = sorted(str(f) for f in p.rglob("*" + suffix))
         elif p.is_file():
             hits = [str(p)]
         else:
@@ -134,7 +143,66 @@ def _stat_value(v, lt: LType):
     return None
 
 
-def load_table(name: str, files: list[str], cache: MetadataCache) -> TableInfo:
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def hive_values(path: str, root: str | None = None) -> list[tuple[str, str]]:
+    """The ``key=value`` folders of a file's path (below ``root`` when given), outermost
+    first (values URL-decoded)."""
+    from urllib.parse import unquote
+    out = []
+    parent = Path(path).parent
+    if root is not None:
+        parent = parent.relative_to(root)
+    for part in parent.parts:
+        if "=" in part and not part.startswith("="):
+            k, v = part.split("=", 1)
+            out.append((k, unquote(v)))
+    return out
+
+
+def _hive_type(values: list[str | None]) -> tuple[pa.DataType, list]:
+    """The type DuckDB's autocast gives partition values (BIGINT, DOUBLE, DATE, else VARCHAR)
+    and the values converted to it."""
+    import datetime as dt
+    present = [v for v in values if v is not None]
+    for typ, conv in ((pa.int64(), int), (pa.float64(), float), (pa.date32(), dt.date.fromisoformat)):
+        try:
+            if typ == pa.date32() and not all(len(v) == 10 for v in present):
+                continue
+            return typ, [None if v is None else conv(v) for v in values]
+        except ValueError:
+            continue
+    return pa.string(), list(values)
+
+
+def hive_partitions(files: list[str], hive: bool | None, columns: list[str],
+                    root: str | None = None) -> dict[str, tuple[pa.DataType, dict]]:
+    """Partition columns of ``files``: name -> (type, {path: value}). ``hive`` None detects
+    them (every file under the same ``key=value`` folders), True requires them."""
+    if hive is False:
+        return {}
+    found = [hive_values(f, root) for f in files]
+    keys = [k for k, _ in found[0]]
+    consistent = bool(keys) and all([k for k, _ in kv] == keys for kv in found)
+    if not consistent:
+        if hive:
+            raise DataError("hive_partitioning: the files are not all under the same key=value folders")
+        return {}
+    out = {}
+    for i, k in sorted(enumerate(keys), key=lambda ik: ik[1]):  # by name, as DuckDB orders them
+        if k in columns:
+            continue  # the files' own column wins
+        raw = [None if kv[i][1] == HIVE_NULL else kv[i][1] for kv in found]
+        typ, vals = _hive_type(raw)
+        out[k] = (typ, dict(zip(files, vals)))
+    return out
+
+
+def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | None = None,
+               hive_root: str | None = None) -> TableInfo:
+    """A table's schema and row groups from its files' footers; with Hive partition columns
+    from ``key=value`` folders (below ``hive_root`` when given) unless ``hive`` is False."""
     schema = None
     groups = []
     for f in files:
@@ -161,8 +229,16 @@ def load_table(name: str, files: list[str], cache: MetadataCache) -> TableInfo:
                         pass
             groups.append(RowGroup(f, i, rg.num_rows, stats, nbytes))
     assert schema is not None
+    parts = hive_partitions(files, hive, schema.names, hive_root)
+    for k, (typ, _) in parts.items():
+        schema = schema.append(pa.field(k, typ))
     types, unsupported = _types(schema)
-    return TableInfo(name, tuple(files), schema, types, tuple(groups), unsupported)
+    if parts:  # a partition value is each row group's min and max: filters on it prune files
+        groups = [RowGroup(g.path, g.index, g.num_rows,
+                           {**g.stats, **{k: (_stat_value(v[g.path], types[k]),) * 2 for k, (_, v) in parts.items()}},
+                           g.nbytes) for g in groups]
+    return TableInfo(name, tuple(files), schema, types, tuple(groups), unsupported,
+                     partitions={k: v for k, (_, v) in parts.items()})
 
 
 def _types(schema: pa.Schema) -> tuple[dict[str, LType], dict[str, str]]:

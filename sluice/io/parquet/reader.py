@@ -19,6 +19,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -65,7 +66,8 @@ def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = 
 
 def task_compressed_bytes(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
     md = cache.footer(task[0].path)
-    return sum(ln for _, ln in column_chunk_ranges(md, [rg.index for rg in task], columns))
+    stored = [c for c in columns if c not in table.partitions]
+    return sum(ln for _, ln in column_chunk_ranges(md, [rg.index for rg in task], stored))
 
 
 def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
@@ -79,7 +81,7 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
     for c in columns:
         kind = table.types[c].kind
         total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
-        if kind == "string":
+        if kind == "string" and c not in table.partitions:
             j = names.index(c)
             total += sum(md.row_group(rg.index).column(j).total_uncompressed_size for rg in task)
     return total
@@ -159,18 +161,27 @@ class ScanReader:
         path = task[0].path
         md = self._footer(path)
         rg_idx = [rg.index for rg in task]
-        strings = [c for c in self.columns if self.table.types[c].kind == "string" and _read_as_dictionary(md, c, rg_idx)]
+        parts = self.table.partitions
+        stored = [c for c in self.columns if c not in parts]
+        strings = [c for c in stored if self.table.types[c].kind == "string" and _read_as_dictionary(md, c, rg_idx)]
         t0 = time.perf_counter()
         try:
-            ranges = column_chunk_ranges(md, rg_idx, self.columns) if self.columns else []
+            ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
             nread = read_ranges(path, ranges)
             t1 = time.perf_counter()
             self._record("read", t0, t1, nread)
             f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
-            t = f.read_row_groups(rg_idx, columns=self.columns, use_threads=True)
+            t = f.read_row_groups(rg_idx, columns=stored, use_threads=True)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
-        cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in self.columns}
+        cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in stored}
+        n = sum(rg.num_rows for rg in task)
+        for c in self.columns:
+            if c in parts:  # a hive partition column: the file's folder value on every row
+                typ = self.table.arrow_schema.field(c).type
+                one = pa.array([parts[c][path]], typ)
+                cols[c] = arrow_to_column(one.take(pa.array(np.zeros(n, dtype=np.int32))), self.table.types[c])
+        cols = {c: cols[c] for c in self.columns}
         t2 = time.perf_counter()
         self._record("decode", t1, t2, columns_nbytes(cols))
         event = None
