@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sluice.plan import expr as E
 from sluice.plan.estimate import estimate, keyed_join_estimate
-from sluice.plan.expr import Expr
+from sluice.plan.expr import Expr, Func
 from sluice.plan.logical import Filter, Join, PlanNode
 
 
@@ -45,7 +45,6 @@ def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
 
 
 def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
-    from sluice.sql.translate import equi_pair
 
     comps: list[tuple[PlanNode, set[str]]] = [(p, set(p.schema)) for p in items]
     pending: list[Expr] = []
@@ -114,3 +113,41 @@ def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
     if rest:
         plan = Filter(plan, E.and_all(rest))
     return plan
+
+
+def equi_pair(c: Expr, left: set[str], right: set[str]) -> tuple[Expr, Expr] | None:
+    """(left expr, right expr) if ``c`` is an equality between the two sides."""
+    if not (isinstance(c, Func) and c.op == "="):
+        return None
+    a, b = c.args
+    ca, cb = a.columns(), b.columns()
+    if not ca or not cb:
+        return None
+    if ca <= left and cb <= right:
+        pair = (a, b)
+    elif ca <= right and cb <= left:
+        pair = (b, a)
+    else:
+        return None
+    ta, tb = pair[0].type, pair[1].type
+    if ta.kind == "decimal" or tb.kind == "decimal" or ta.is_float or tb.is_float:
+        if ta != tb:
+            return None  # keep mixed-scale equalities as residual conditions
+    return pair
+
+
+def extract_common_or(e: Expr) -> Expr:
+    """(a AND b) OR (a AND c) -> a AND (b OR c): exposes join keys hidden in ORs (TPC-H Q19)."""
+    if not (isinstance(e, Func) and e.op == "or"):
+        return e
+    branches = E.or_branches(e)
+    common = [c for c in branches[0] if all(c in b for b in branches[1:])]
+    if not common:
+        return e
+    rest = []
+    for b in branches:
+        r = [c for c in b if c not in common]
+        if not r:
+            return E.and_all(common)  # one branch is implied entirely
+        rest.append(E.and_all(r))
+    return E.and_all(common + [E.make_bool("or", rest)])

@@ -319,3 +319,21 @@ class RecursiveUnion(PlanNode):
     @property
     def schema(self) -> dict[str, LType]:
         return self.anchor.schema
+
+
+@dataclass(frozen=True, eq=False)
+class InnerJoins(PlanNode):
+    """Relations joined by inner (and cross) joins with the conditions over them, in no order:
+    the translator emits it for each run of inner joins, and the ``order_joins`` rule turns it
+    into a tree of Joins (:mod:`sluice.plan.joins`) before any other rule runs."""
+
+    _children: ClassVar = ("inputs",)
+    inputs: tuple[PlanNode, ...]
+    conditions: tuple[Expr, ...]
+
+    @property
+    def schema(self) -> dict[str, LType]:
+        out: dict[str, LType] = {}
+        for p in self.inputs:
+            out.update(p.schema)
+        return out

@@ -133,3 +133,24 @@ def test_join_on_chain_before_a_left_join_is_ordered_with_where_filters(tpch_dir
         duck.execute(f"create view {t} as select * from '{tpch_dir}/{t}.parquet'")
     assert sorted(con.sql(_WRITTEN_ORDER).to_arrow().to_pylist(), key=str) == \
         sorted(duck.sql(_WRITTEN_ORDER).to_arrow_table().to_pylist(), key=str)
+
+
+def test_translator_leaves_join_order_to_the_order_joins_rule(tpch_dir):
+    # Before: the FROM clause of Q5 is one InnerJoins node of six relations and their
+    # conditions, in written order. After order_joins: a tree of Joins, no InnerJoins left,
+    # every condition placed (no Filter above the joins holds a join key equality).
+    from sluice.plan.logical import InnerJoins, Join
+    from sluice.plan.rules.order_joins import order_joins
+    from sluice.sql.parse import parse_sql
+    from sluice.sql.translate import Translator
+    con = sluice.connect(tpch_dir, device="cpu")
+    before = Translator(con.table, con.files).translate(parse_sql(tpch_queries()["q05"])).plan
+
+    def nodes(p, kind):
+        return ([p] if isinstance(p, kind) else []) + [n for c in p.children for n in nodes(c, kind)]
+    runs = nodes(before, InnerJoins)
+    assert len(runs) == 1 and len(runs[0].inputs) == 6 and not nodes(before, Join)
+    after = order_joins(before)
+    assert not nodes(after, InnerJoins)
+    joins = nodes(after, Join)
+    assert len(joins) == 5 and all(j.kind == "inner" and j.left_keys for j in joins)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from sluice.errors import SluiceError, internal_error
 from sluice.plan.logical import PlanNode
+from sluice.plan.rules.order_joins import order_joins
 from sluice.plan.rules.prune_columns import prune_columns
 from sluice.plan.rules.push_filters import push_filters
 from sluice.plan.rules.push_semi_joins import push_semi_joins
 
-RULES = (push_semi_joins, push_filters, prune_columns)
+RULES = (order_joins, push_semi_joins, push_filters, prune_columns)
 
 
 def optimize(plan: PlanNode) -> PlanNode:

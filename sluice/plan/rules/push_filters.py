@@ -83,7 +83,7 @@ def _(plan: Join, conds):
             keep.append(c)
     if plan.kind in ("inner", "cross") and keep:
         # Equalities between the sides of a cross join become join keys.
-        from sluice.sql.translate import equi_pair
+        from sluice.plan.joins import equi_pair
         lk, rk, rest = list(plan.left_keys), list(plan.right_keys), []
         for c in keep:
             pair = equi_pair(c, left_names, right_names) if not plan.single_row else None

@@ -1,0 +1,412 @@
+"""Aggregation and windows: GROUP BY (with ROLLUP / CUBE / GROUPING SETS and GROUPING()),
+aggregate calls (FILTER, DISTINCT), holistic aggregates computed through a window (MEDIAN,
+quantiles, STRING_AGG, ARG_MIN/ARG_MAX), window calls and their frames, and expressions above an
+aggregation.
+"""
+
+from __future__ import annotations
+
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.coverage import construct_name
+from sluice.plan import expr as E
+from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
+from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
+                                 WINDOW_AGGREGATES,
+                                 Shared, SortKey, Union)
+from sluice.types import INT64, STRING
+from sluice.sql.scope import Ctx
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, _NUMERIC_AGGS, WINDOW_FUNCS, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.literals import _replace_subexprs
+
+
+
+
+class Aggregation:
+    """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
+
+    def _grouping_set_union(self, plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols) -> PlanNode:
+        """ROLLUP / CUBE / GROUPING SETS: one aggregation per grouping set over the input
+        (computed once, shared), the keys outside the set as NULL, UNION ALL. GROUPING(...)
+        is a constant of each branch: bit j (from the last argument) set when argument j is
+        not grouped in that set."""
+        calls = []
+        for node in grouping_nodes:
+            idx = []
+            for a in node.expressions:
+                e = self.expr(a, ctx)
+                match = [i for i, (_, k) in enumerate(keys) if k == e]
+                if not match:
+                    raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
+                idx.append(match[0])
+            name = self.fresh(node.sql(dialect="duckdb"))
+            calls.append((name, idx))
+            agg_cols[id(node)] = Col(name, INT64)
+        shared = Shared(plan, self.fresh("grouping sets input"))
+        branches = []
+        for members in set_keys:
+            sub = tuple(k for i, k in enumerate(keys) if i in members)
+            agg = Aggregate(shared, sub, tuple(aggs))
+            exprs = [(n, Col(n, e.type) if i in members else Lit(None, e.type)) for i, (n, e) in enumerate(keys)]
+            exprs += [(n, Col(n, a.type)) for n, a in aggs]
+            for name, idx in calls:
+                bits = 0
+                for i in idx:
+                    bits = bits * 2 + (0 if i in members else 1)
+                exprs.append((name, Lit(bits, INT64)))
+            branches.append(Project(agg, tuple(exprs)))
+        return branches[0] if len(branches) == 1 else Union(tuple(branches))
+
+    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr, grouping_nodes=()):
+        keys: list[tuple[str, Expr]] = []
+        group_map: dict[Expr, Col] = {}
+        sets_ast = _grouping_sets(group)
+        set_keys: list[set[int]] = []
+        if group is not None:
+            if group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets"):
+                raise UnsupportedError("ROLLUP/CUBE/GROUPING SETS")
+            position: dict[int, int] = {}  # id(AST key) -> index in keys
+            for g0 in _set_members(group):
+                g = g0
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    k = int(g.this)
+                    if not 1 <= k <= len(select_items):
+                        raise PlanError(f"GROUP BY position {k} is not in the select list")
+                    it = select_items[k - 1]
+                    g = it.this if isinstance(it, exp.Alias) else it
+                try:
+                    e = self.expr(g, ctx)
+                except (PlanError, UnsupportedError):
+                    if isinstance(g, exp.Column) and not g.table and g.name.lower() in alias_map:
+                        e = self.expr(alias_map[g.name.lower()], ctx)
+                    else:
+                        raise
+                if e in group_map:
+                    position[id(g0)] = [n for n, _ in keys].index(group_map[e].name)
+                    continue
+                name = e.name if isinstance(e, Col) else self.fresh(g.sql(dialect="duckdb"))
+                position[id(g0)] = len(keys)
+                keys.append((name, e))
+                group_map[e] = Col(name, e.type)
+            if sets_ast is not None:
+                set_keys = [{position[id(g)] for g in s} for s in sets_ast]
+        if set_keys and corr is not None and corr.pairs:
+            raise UnsupportedError("correlated subquery with ROLLUP / CUBE / GROUPING SETS")
+        if corr is not None:
+            for (_, inner), kname in zip(corr.pairs, corr.inner_key_cols):
+                if inner not in group_map:
+                    keys.append((kname, inner))
+                    group_map[inner] = Col(kname, inner.type)
+                elif group_map[inner].name != kname:
+                    keys.append((kname, inner))  # already grouped under another name: alias it
+        aggs: list[tuple[str, AggCall]] = []
+        seen: dict[AggCall, Col] = {}
+        agg_cols: dict[int, Col] = {}
+        for node in agg_nodes:
+            if isinstance(node, HOLISTIC) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
+                plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
+            else:
+                call = self._agg_call(node, ctx)
+            if call not in seen:
+                name = self.fresh(node.sql(dialect="duckdb"))
+                aggs.append((name, call))
+                seen[call] = Col(name, call.type)
+            agg_cols[id(node)] = seen[call]
+        if set_keys:
+            out = self._grouping_set_union(plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols)
+        else:
+            out = Aggregate(plan, tuple(keys), tuple(aggs))
+            if grouping_nodes:  # without grouping sets every key is grouped: GROUPING is 0
+                sch = out.schema
+                zeros = []
+                for node in grouping_nodes:
+                    agg_cols[id(node)] = Col(self.fresh(node.sql(dialect="duckdb")), INT64)
+                    zeros.append((agg_cols[id(node)].name, Lit(0, INT64)))
+                out = Project(out, tuple((n, Col(n, t)) for n, t in sch.items()) + tuple(zeros))
+        post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
+                   aliases=dict(alias_map))
+        return out, post
+
+    def _windows(self, plan: PlanNode, nodes: list[exp.Window], ctx: Ctx, aggregated: bool) -> PlanNode:
+        """Window nodes over ``plan``, one per distinct (PARTITION BY, ORDER BY); each call's
+        result is bound to its AST node in ``ctx.subs``. Inputs that are not plain columns
+        are computed first by one Project."""
+        def tr(n):
+            return self._post(n, ctx) if aggregated else self.expr(n, ctx)
+        computed: dict[Expr, Col] = {}
+
+        def column(e: Expr) -> Expr:
+            if isinstance(e, (Col, Lit)):
+                return e
+            if e not in computed:
+                computed[e] = Col(self.fresh("window_input"), e.type)
+            return computed[e]
+        specs: dict[tuple, list[tuple[str, WindowCall]]] = {}
+        for w in nodes:
+            if id(w) in ctx.subs:
+                continue
+            if not isinstance(w.this, tuple(WINDOW_FUNCS) + tuple(AGG_FUNCS)):
+                raise UnsupportedError(f"{construct_name(w.this)} as a window function")
+            part = tuple(column(tr(p)) for p in w.args.get("partition_by") or [])
+            order = w.args.get("order")
+            keys = tuple(self._sort_key(o, column(tr(o.this))) for o in (order.expressions if order else []))
+            call = self._window_call(w, tr, column, keys)
+            name = self.fresh(w.sql(dialect="duckdb"))
+            specs.setdefault((part, keys), []).append((name, call))
+            ctx.subs[id(w)] = Col(name, call.type)
+        if computed:
+            sch = plan.schema
+            plan = Project(plan, tuple((n, Col(n, t)) for n, t in sch.items()) +
+                           tuple((c.name, e) for e, c in computed.items()))
+        for (part, keys), calls in specs.items():
+            plan = Window(plan, part, keys, tuple(calls))
+        return plan
+
+    def _window_call(self, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
+        f = w.this
+        frame = self._frame(w.args.get("spec"), keys)
+        if isinstance(f, tuple(AGG_FUNCS)):
+            func = AGG_FUNCS[type(f)]
+            if func not in WINDOW_AGGREGATES:
+                raise UnsupportedError(f"{func.upper()} over a window")
+            arg = f.this
+            if isinstance(arg, exp.Distinct):
+                raise UnsupportedError("DISTINCT in a window aggregate")
+            if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+                return WindowCall("count_star", (), (), frame)
+            e = tr(arg)
+            if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
+                raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
+            if func in ("min", "max") and e.type.kind == "string":
+                raise UnsupportedError(f"{func.upper()} of strings over a window")
+            return WindowCall(func, (column(e),), (), frame)
+        func = WINDOW_FUNCS[type(f)]
+        if func in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist"):
+            return WindowCall(func, (), (), frame)
+        if func == "ntile":
+            return WindowCall(func, (), (self._constant_int(f.this, "NTILE", 1),), frame)
+        value = column(tr(f.this))
+        if func in ("lag", "lead"):
+            offset = self._constant_int(f.args.get("offset"), func.upper(), 0) if f.args.get("offset") else 1
+            args: tuple[Expr, ...] = (value,)
+            default = f.args.get("default")
+            if default is not None and not isinstance(default, exp.Null):
+                d = tr(default)
+                if d.type != value.type:
+                    if (d.type.kind == "string") != (value.type.kind == "string"):
+                        raise PlanError(f"{func.upper()} default {d.type} does not match {value.type}")
+                    d = E.make_func("cast", [d], (value.type,))
+                args = (value, column(d))
+            return WindowCall(func, args, (offset,), frame)
+        if func == "nth_value":
+            return WindowCall(func, (value,), (self._constant_int(f.args.get("offset"), "NTH_VALUE", 1),), frame)
+        return WindowCall(func, (value,), (), frame)
+
+    @staticmethod
+    def _constant_int(node, what: str, least: int) -> int:
+        if not (isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit()):
+            raise UnsupportedError(f"{what} with an argument that is not an integer constant")
+        v = int(node.this)
+        if v < least:
+            raise PlanError(f"{what} needs an argument of at least {least}, got {v}")
+        return v
+
+    @staticmethod
+    def _frame(spec, keys: tuple[SortKey, ...]) -> tuple:
+        """(rows|range|groups, start, end) of a window frame; the SQL default without one: the
+        whole partition, or with ORDER BY from its start to the current row's last peer.
+
+        Each bound is (unbounded|preceding|current|following, offset). ROWS and GROUPS
+        offsets count rows and peer groups (integer constants); a RANGE offset is a distance
+        in the one ORDER BY key's units (a number; for a date key days or an INTERVAL of
+        days), kept as a float in the key's stored units (a decimal key's scaled integers)."""
+        if spec is None:
+            return ("range", ("unbounded", 0), ("current", 0) if keys else ("unbounded", 0))
+        kind = str(spec.args["kind"]).lower()
+
+        def offset(v) -> float | int:
+            if kind != "range":
+                if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
+                    raise UnsupportedError("window frame offsets that are not integer constants")
+                return int(v.this)
+            if len(keys) != 1:
+                raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY expression")
+            kt = keys[0].expr.type
+            if not (kt.is_numeric or kt.kind == "date"):
+                raise PlanError(f"a RANGE frame with an offset needs a numeric or date ORDER BY, got {kt}")
+            if isinstance(v, exp.Interval) and kt.kind == "date":
+                unit = (v.args.get("unit").name if v.args.get("unit") is not None else "").lower().rstrip("s")
+                text = v.this.name if isinstance(v.this, exp.Literal) else ""
+                parts = text.split()
+                if len(parts) == 2 and not unit:
+                    text, unit = parts[0], parts[1].lower().rstrip("s")
+                if unit not in ("day", "week") or not text.isdigit():
+                    raise UnsupportedError("RANGE frame offsets other than whole days or weeks")
+                return int(text) * (7 if unit == "week" else 1)
+            if not (isinstance(v, exp.Literal) and not v.is_string):
+                raise UnsupportedError("RANGE frame offsets that are not numeric constants")
+            x = float(v.this)
+            if kt.kind == "decimal":
+                x *= 10 ** kt.scale
+            return x
+
+        def bound(v, side, is_start: bool) -> tuple[str, float | int]:
+            side = str(side or "").lower()
+            if v is None or (isinstance(v, str) and v.upper() == "CURRENT ROW"):
+                return ("current", 0)
+            if isinstance(v, str) and v.upper() == "UNBOUNDED":
+                if (side == "following") == is_start:
+                    raise PlanError(f"a window frame cannot {'start' if is_start else 'end'} at UNBOUNDED "
+                                    f"{side.upper()}")
+                return ("unbounded", 0)
+            return (side, offset(v))
+        start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+        end = bound(spec.args.get("end"), spec.args.get("end_side"), False) if spec.args.get("end") else ("current", 0)
+        rank = {"preceding": 0, "current": 1, "following": 2}
+        if start[0] in rank and end[0] in rank and rank[start[0]] > rank[end[0]]:
+            raise PlanError("a window frame cannot end before its start row")
+        return (kind, start, end)
+
+    def _holistic(self, plan, node, keys, grouping_sets: bool, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """Aggregates that need a group's rows in an order: a Window over the rows partitioned
+        by the group keys computes the group's result on every row, and the aggregation takes
+        that per-group constant (its MIN; a group with no rows has none, so NULL as in SQL).
+
+        - MEDIAN / QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_* WITHIN GROUP: rows sorted by
+          the argument, NULLs last; the quantile picked from the non-NULL count.
+        - ARG_MIN / ARG_MAX (MIN_BY / MAX_BY): rows with a NULL value or key last, then by the
+          key; the first row's value.
+        - STRING_AGG / LISTAGG / GROUP_CONCAT: rows in the ORDER BY given (else as they come),
+          the non-NULL values joined by the separator (DISTINCT: each value once).
+        """
+        name = node.sql(dialect="duckdb")
+        what = name.split("(")[0].upper()
+        if isinstance(node, exp.Filter):
+            raise UnsupportedError(f"FILTER on {what}")
+        if grouping_sets:
+            raise UnsupportedError(f"{what} with ROLLUP / CUBE / GROUPING SETS")
+        args = list(node.this.iter_expressions()) + [node.expression] if isinstance(node, exp.WithinGroup) \
+            else list(node.iter_expressions())
+        if any(_outer_aggs(a) for a in args):
+            raise PlanError("aggregate functions cannot be nested")
+        part = tuple(k for _, k in keys)
+        wname = self.fresh(name)
+        if isinstance(node, (exp.ArgMin, exp.ArgMax)):
+            value, key = self.expr(node.this, ctx), self.expr(node.expression, ctx)
+            if isinstance(node.this, exp.Distinct):
+                raise UnsupportedError(f"DISTINCT in {what}")
+            missing = E.make_bool("or", [E.make_func("is_null", [value]), E.make_func("is_null", [key])])
+            order = (SortKey(missing, True, False), SortKey(key, isinstance(node, exp.ArgMin), False))
+            # the first row after sorting; NULL when every row misses its value or key
+            value = E.make_func("case", [missing, Lit(None, value.type), value])
+            call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
+            plan = Window(plan, part, order, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if isinstance(node, exp.GroupConcat):
+            return self._string_agg(plan, node, part, wname, ctx)
+        distinct_arg = node.this.this if isinstance(node, exp.WithinGroup) else node.this
+        if isinstance(distinct_arg, exp.Distinct):
+            raise UnsupportedError(f"DISTINCT in {what}")
+        if isinstance(node, exp.WithinGroup):
+            inner, order = node.this, node.expression
+            if not isinstance(inner, (exp.PercentileCont, exp.PercentileDisc)) or inner.args.get("expression"):
+                raise UnsupportedError(f"{construct_name(inner)} WITHIN GROUP")
+            if not isinstance(order, exp.Order) or len(order.expressions) != 1 or order.this is not None:
+                raise UnsupportedError("WITHIN GROUP with other than one ORDER BY expression")
+            if order.expressions[0].args.get("desc"):
+                raise UnsupportedError("WITHIN GROUP (ORDER BY ... DESC)")
+            cont = isinstance(inner, exp.PercentileCont)
+            arg, q_ast = order.expressions[0].this, inner.this
+        else:
+            cont = isinstance(node, (exp.Median, exp.PercentileCont))
+            arg = node.this
+            q_ast = None if isinstance(node, exp.Median) else node.args.get(
+                "quantile" if isinstance(node, exp.Quantile) else "expression")
+        q = 0.5
+        if q_ast is not None:
+            qe = self.expr(q_ast, ctx)
+            if not isinstance(qe, Lit) or qe.value is None or not qe.type.is_numeric:
+                raise UnsupportedError(f"a quantile that is not one constant number in {name}")
+            q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
+            if not 0 <= q <= 1:
+                raise PlanError(f"the quantile must be between 0 and 1 in {name}")
+        e = self.expr(arg, ctx)
+        if cont and not e.type.is_numeric:
+            raise UnsupportedError(f"{what} of {e.type}")
+        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
+        plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _string_agg(self, plan, node: exp.GroupConcat, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        arg, order = node.this, ()
+        if isinstance(arg, exp.Order):
+            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
+            arg = arg.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        e = raw = self.expr(arg, ctx)
+        if e.type.kind != "string":
+            e = E.make_func("cast", [e], (STRING,))
+        sep = node.args.get("separator")
+        sep_v = ","
+        if sep is not None:
+            se = self.expr(sep, ctx)
+            if not isinstance(se, Lit) or (se.value is not None and se.type.kind != "string"):
+                raise UnsupportedError("STRING_AGG with a separator that is not a string constant")
+            sep_v = se.value
+        if distinct:
+            if order and not all(k.expr in (e, raw) for k in order):
+                raise UnsupportedError("STRING_AGG(DISTINCT x ORDER BY another expression)")
+            order = order or (SortKey(e, True, False),)
+        if sep_v is None:
+            raise UnsupportedError("STRING_AGG with a NULL separator")
+        call = WindowCall("string_agg", (e,), (sep_v, distinct))
+        plan = Window(plan, part, order, ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _agg_call(self, node, ctx: Ctx) -> AggCall:
+        if isinstance(node, exp.Filter):
+            # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
+            call = self._agg_call(node.this, ctx)
+            if _outer_aggs(node.expression):
+                raise PlanError("aggregate functions cannot be nested")
+            cond = self.expr(node.expression.this, ctx)
+            if cond.type.kind != "bool":
+                raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+            if call.func == "count_star":
+                return AggCall("count", E.make_func("case", [cond, Lit(1, INT64), Lit(None, NULL_TYPE)]))
+            return AggCall(call.func, E.make_func("case", [cond, call.arg, Lit(None, NULL_TYPE)]), call.distinct)
+        func = AGG_FUNCS[type(node)]
+        arg = node.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            distinct = True
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            return AggCall("count_star", None)
+        if _outer_aggs(arg):
+            raise PlanError("aggregate functions cannot be nested")
+        e = self.expr(arg, ctx)
+        if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
+            raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
+        if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
+            raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
+        return AggCall(func, e, distinct)
+
+    def _post(self, node: exp.Expression, ctx: Ctx) -> Expr:
+        """Translate an expression above an aggregation."""
+        e = self.expr(node, ctx)
+        e = _replace_subexprs(e, ctx.group_map or {})
+        allowed = {c.name for c in (ctx.group_map or {}).values()} | \
+            {c.name for c in (ctx.aggs or {}).values()} | {c.name for c in ctx.subs.values()}
+        bad = e.columns() - allowed
+        if bad:
+            raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
+        return e

@@ -1,0 +1,504 @@
+"""Scalar expressions: sqlglot nodes -> typed :mod:`sluice.plan.expr` trees, dispatched by
+sqlglot class through :data:`HANDLERS` (each method registers the classes it translates).
+Aggregates, windows and subqueries met inside an expression are looked up in the context
+(their passes put their results there).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.coverage import construct_name
+from sluice.plan import expr as E
+from sluice.plan.expr import NULL_TYPE, Expr, Lit
+from sluice.types import BOOL, INT32, STRING
+from sluice.sql.scope import Ctx
+from sluice.sql.syntax import AGG_FUNCS, _split_and
+from sluice.sql.literals import _const_str, _const_int, _is_untyped_null, _int_lit, like_pattern, literal, sql_type, decimal_precision, _coerce_compare, _NEVER_EQUAL, _lit_in_repr
+
+
+#: sqlglot expression class -> the method translating it (registered with :func:`handles`).
+HANDLERS: dict[type, Callable] = {}
+
+
+def handles(*classes: type):
+    """Register the decorated method as the translation of these sqlglot classes."""
+    def register(fn):
+        for c in classes:
+            HANDLERS[c] = fn
+        return fn
+    return register
+
+
+class Expressions:
+    """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
+
+    def expr(self, node: exp.Expression, ctx: Ctx) -> Expr:
+        if ctx.aggs is not None and id(node) in ctx.aggs:
+            return ctx.aggs[id(node)]
+        if id(node) in ctx.subs:
+            return ctx.subs[id(node)]
+        fn = HANDLERS.get(type(node))
+        if fn is None:
+            if isinstance(node, tuple(AGG_FUNCS)):
+                if ctx.aggs is None:
+                    raise PlanError(f"aggregate {node.sql(dialect='duckdb')} is not allowed here")
+            if isinstance(node, exp.Var):
+                if node.name.upper() == "ALL" and isinstance(node.parent, exp.Ordered):
+                    raise UnsupportedError("ORDER BY ALL")
+                raise UnsupportedError(f"keyword {node.name.upper()} in an expression")
+            if isinstance(node, exp.Star):
+                raise PlanError("* is only allowed in the select list or COUNT(*)")
+            raise UnsupportedError(f"{construct_name(node)} in this position")
+        return fn(self, node, ctx)
+
+    @handles(exp.Paren)
+    def _x_paren(self, n, ctx):
+        return self.expr(n.this, ctx)
+
+    @handles(exp.Alias)
+    def _x_alias(self, n, ctx):
+        return self.expr(n.this, ctx)
+
+    @handles(exp.Column)
+    def _x_column(self, n: exp.Column, ctx):
+        if isinstance(n.this, exp.Star):
+            raise PlanError("* is only allowed in the select list or COUNT(*)")
+        try:
+            return ctx.scope.resolve(n.table or None, n.name)
+        except PlanError:
+            # As in DuckDB, a name that is no column may be an alias of the select list (WHERE x > 1,
+            # HAVING c > 4, select a + 1 as x, x * 2): translate the aliased expression in its place.
+            name = n.name.lower()
+            if ctx.aliases is None or n.table or name not in ctx.aliases or name in self._expanding:
+                raise
+        self._expanding.add(name)
+        try:
+            return self.expr(ctx.aliases[name], ctx)
+        finally:
+            self._expanding.discard(name)
+
+    @handles(exp.Literal)
+    def _x_literal(self, n: exp.Literal, ctx):
+        return literal(n)
+
+    @handles(exp.Null)
+    def _x_null(self, n, ctx):
+        return Lit(None, NULL_TYPE)
+
+    @handles(exp.Boolean)
+    def _x_boolean(self, n, ctx):
+        return Lit(bool(n.this), BOOL)
+
+    @handles(exp.Neg)
+    def _x_neg(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        return E.make_func("neg", [a])
+
+    def _binary(self, op, n, ctx):
+        a = self.expr(n.this, ctx)
+        b_node = n.expression
+        if isinstance(b_node, exp.Interval) and op in ("+", "-"):
+            return self._interval(a, b_node, -1 if op == "-" else 1)
+        if isinstance(n.this, exp.Interval) and op == "+":
+            return self._interval(self.expr(b_node, ctx), n.this, 1)
+        b = self.expr(b_node, ctx)
+        if op in E.COMPARE:
+            a, b = _coerce_compare(a, b)
+            return E.make_compare(op, a, b)
+        return E.make_arith(op, a, b)
+
+    def _interval(self, a: Expr, iv: exp.Interval, sign: int) -> Expr:
+        if a.type.kind != "date":
+            raise PlanError(f"interval arithmetic needs a date, got {a.type}")
+        qty = iv.this
+        unit = iv.args.get("unit")
+        unit_s = (unit.name if unit is not None else "").lower()
+        text = qty.name if isinstance(qty, exp.Literal) else None
+        if text is None:
+            raise UnsupportedError("INTERVAL with a non-constant amount")
+        parts = text.split()
+        if len(parts) == 2 and not unit_s:
+            text, unit_s = parts[0], parts[1].lower()
+        try:
+            k = int(text)
+        except ValueError:
+            raise PlanError(f"bad interval amount {text!r}") from None
+        unit_s = unit_s.rstrip("s")
+        if unit_s == "day":
+            return E.make_arith("+", a, Lit(sign * k, INT32))
+        if unit_s == "week":
+            return E.make_arith("+", a, Lit(sign * 7 * k, INT32))
+        if unit_s in ("month", "year", "quarter"):
+            months = k * {"month": 1, "year": 12, "quarter": 3}[unit_s] * sign
+            return E.make_func("add_months", [a], (months,))
+        raise UnsupportedError(f"INTERVAL unit {unit_s!r}")
+
+    @handles(exp.Add)
+    def _x_add(self, n, ctx):
+        return self._binary("+", n, ctx)
+
+    @handles(exp.Sub)
+    def _x_sub(self, n, ctx):
+        return self._binary("-", n, ctx)
+
+    @handles(exp.Mul)
+    def _x_mul(self, n, ctx):
+        return self._binary("*", n, ctx)
+
+    @handles(exp.Div)
+    def _x_div(self, n, ctx):
+        return self._binary("/", n, ctx)
+
+    @handles(exp.Mod)
+    def _x_mod(self, n, ctx):
+        return self._binary("%", n, ctx)
+
+    @handles(exp.EQ)
+    def _x_eq(self, n, ctx):
+        return self._binary("=", n, ctx)
+
+    @handles(exp.NEQ)
+    def _x_neq(self, n, ctx):
+        return self._binary("<>", n, ctx)
+
+    @handles(exp.LT)
+    def _x_lt(self, n, ctx):
+        return self._binary("<", n, ctx)
+
+    @handles(exp.LTE)
+    def _x_lte(self, n, ctx):
+        return self._binary("<=", n, ctx)
+
+    @handles(exp.GT)
+    def _x_gt(self, n, ctx):
+        return self._binary(">", n, ctx)
+
+    @handles(exp.GTE)
+    def _x_gte(self, n, ctx):
+        return self._binary(">=", n, ctx)
+
+    @handles(exp.And)
+    def _x_and(self, n, ctx):
+        return E.make_bool("and", [self.expr(x, ctx) for x in _split_and(n)])
+
+    @handles(exp.Or)
+    def _x_or(self, n, ctx):
+        return E.make_bool("or", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    @handles(exp.Not)
+    def _x_not(self, n, ctx):
+        return E.make_not(self.expr(n.this, ctx))
+
+    @handles(exp.Between)
+    def _x_between(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        lo = self.expr(n.args["low"], ctx)
+        hi = self.expr(n.args["high"], ctx)
+        a1, lo = _coerce_compare(a, lo)
+        a2, hi = _coerce_compare(a, hi)
+        return E.make_bool("and", [E.make_compare(">=", a1, lo), E.make_compare("<=", a2, hi)])
+
+    @handles(exp.Is)
+    def _x_is(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        if isinstance(n.expression, exp.Null):
+            return E.make_func("is_null", [a])
+        raise UnsupportedError(f"IS {n.expression.sql()}")
+
+    @handles(exp.In)
+    def _x_in(self, n, ctx):
+        if n.args.get("query") is not None:
+            raise UnsupportedError("IN (subquery) inside an expression")
+        a = self.expr(n.this, ctx)
+        vals = [self.expr(v, ctx) for v in n.expressions]
+        if all(isinstance(v, Lit) for v in vals):
+            conv = []
+            for v in vals:
+                _, v2 = _coerce_compare(a, v)
+                if v2.value is not None:
+                    E.make_compare("=", a, v2)  # type check
+                rep = _lit_in_repr(v2, a.type)
+                if rep is not _NEVER_EQUAL:  # e.g. 2.5 in a list compared with integers
+                    conv.append(rep)
+            if not conv:  # x IN (2.5) over integers: FALSE, or NULL where x is NULL
+                return E.make_func("case", [E.make_func("is_null", [a]), Lit(None, BOOL), Lit(False, BOOL)])
+            return E.make_func("in", [a], (tuple(conv),))
+        return E.make_bool("or", [E.make_compare("=", *_coerce_compare(a, v)) for v in vals])
+
+    @handles(exp.Like)
+    def _x_like(self, n, ctx):
+        return self._like(n, ctx, "like")
+
+    @handles(exp.ILike)
+    def _x_ilike(self, n, ctx):
+        return self._like(n, ctx, "ilike")
+
+    def _like(self, n, ctx, op, escape: str | None = None):
+        a = self.expr(n.this, ctx)
+        pat = n.expression
+        if not (isinstance(pat, exp.Literal) and pat.is_string):
+            raise UnsupportedError("LIKE with a non-constant pattern")
+        op = ("not_" if n.args.get("negate") else "") + op
+        return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+
+    @handles(exp.Escape)
+    def _x_escape(self, n, ctx):
+        like = n.this
+        esc = n.expression
+        if not isinstance(like, (exp.Like, exp.ILike)):
+            raise UnsupportedError(f"ESCAPE with {construct_name(like)}")
+        if not (isinstance(esc, exp.Literal) and esc.is_string and len(esc.this) <= 1):
+            raise PlanError("ESCAPE needs a constant string of at most one character")
+        return self._like(like, ctx, "ilike" if isinstance(like, exp.ILike) else "like", esc.this or None)
+
+    @handles(exp.Case)
+    def _x_case(self, n, ctx):
+        args: list[Expr] = []
+        base = n.this
+        base_e = self.expr(base, ctx) if base is not None else None
+        for i in n.args.get("ifs") or []:
+            cond = self.expr(i.this, ctx)
+            if base_e is not None:
+                cond = E.make_compare("=", *_coerce_compare(base_e, cond))
+            if cond.type.kind != "bool":
+                raise PlanError(f"CASE WHEN needs a boolean condition, got {cond.type}")
+            args += [cond, self.expr(i.args["true"], ctx)]
+        default = n.args.get("default")
+        args.append(self.expr(default, ctx) if default is not None else Lit(None, NULL_TYPE))
+        return E.make_func("case", args)
+
+    @handles(exp.If)
+    def _x_if(self, n, ctx):
+        cond = self.expr(n.this, ctx)
+        f = n.args.get("false")
+        return E.make_func("case", [cond, self.expr(n.args["true"], ctx),
+                                    self.expr(f, ctx) if f is not None else Lit(None, NULL_TYPE)])
+
+    @handles(exp.Coalesce)
+    def _x_coalesce(self, n, ctx):
+        args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
+        return E.make_func("coalesce", args)
+
+    # ---- string functions of constant parameters (kernels/strings.py)
+
+    def _string_fn(self, n, ctx, name: str, *params) -> Expr:
+        return E.make_func("string_fn", [self.expr(n.this, ctx)], (name, *params))
+
+    @handles(exp.StartsWith)
+    def _x_startswith(self, n, ctx):
+        return self._string_fn(n, ctx, "starts_with", _const_str(n.expression, "STARTS_WITH"))
+
+    @handles(exp.EndsWith)
+    def _x_endswith(self, n, ctx):
+        return self._string_fn(n, ctx, "ends_with", _const_str(n.expression, "ENDS_WITH"))
+
+    @handles(exp.Contains)
+    def _x_contains(self, n, ctx):
+        return self._string_fn(n, ctx, "contains", _const_str(n.expression, "CONTAINS"))
+
+    @handles(exp.StrPosition)
+    def _x_strposition(self, n, ctx):
+        return self._string_fn(n, ctx, "strpos", _const_str(n.args["substr"], "STRPOS"))
+
+    @handles(exp.Replace)
+    def _x_replace(self, n, ctx):
+        if n.args.get("replacement") is None:
+            raise PlanError("REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "replace", _const_str(n.expression, "REPLACE"),
+                               _const_str(n.args["replacement"], "REPLACE"))
+
+    @handles(exp.SplitPart)
+    def _x_splitpart(self, n, ctx):
+        sep = _const_str(n.args.get("delimiter"), "SPLIT_PART")
+        index = _const_int(n.args.get("part_index"), "SPLIT_PART")
+        if sep == "" or index == 0:
+            raise UnsupportedError("SPLIT_PART with an empty separator or index 0")
+        return self._string_fn(n, ctx, "split_part", sep, index)
+
+    @handles(exp.Pad)
+    def _x_pad(self, n, ctx):
+        name = "lpad" if n.args.get("is_left") else "rpad"
+        width = _const_int(n.expression, name.upper())
+        fill = _const_str(n.args.get("fill_pattern"), name.upper()) if n.args.get("fill_pattern") else " "
+        if len(fill) != 1 or width < 0:
+            raise UnsupportedError(f"{name.upper()} with a fill that is not one character, or a negative width")
+        return self._string_fn(n, ctx, name, width, fill)
+
+    @handles(exp.RegexpLike)
+    def _x_regexplike(self, n, ctx):
+        return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+
+    @handles(exp.RegexpReplace)
+    def _x_regexpreplace(self, n, ctx):
+        mods = _const_str(n.args["modifiers"], "REGEXP_REPLACE") if n.args.get("modifiers") else ""
+        if set(mods) - {"g"}:
+            raise UnsupportedError(f"REGEXP_REPLACE options {mods!r} (only 'g')")
+        if n.args.get("replacement") is None:
+            raise PlanError("REGEXP_REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "regexp_replace", _const_str(n.expression, "REGEXP_REPLACE"),
+                               _const_str(n.args["replacement"], "REGEXP_REPLACE"), "g" in mods)
+
+    @handles(exp.Reverse)
+    def _x_reverse(self, n, ctx):
+        return self._string_fn(n, ctx, "reverse")
+
+    @handles(exp.Left)
+    def _x_left(self, n, ctx):
+        return self._string_fn(n, ctx, "left", _const_int(n.expression, "LEFT"))
+
+    @handles(exp.Right)
+    def _x_right(self, n, ctx):
+        return self._string_fn(n, ctx, "right", _const_int(n.expression, "RIGHT"))
+
+    # ---- date functions
+
+    @handles(exp.TimestampTrunc)
+    def _x_timestamptrunc(self, n, ctx):
+        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else ""
+        if unit not in ("year", "quarter", "month", "week", "day"):
+            raise UnsupportedError(f"DATE_TRUNC to {unit.upper() or 'this unit'}")
+        return E.make_func("date_trunc", [self.expr(n.this, ctx)], (unit,))
+
+    @handles(exp.DateDiff)
+    def _x_datediff(self, n, ctx):
+        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else "day"
+        unit = {"days": "day", "months": "month", "years": "year", "weeks": "week", "quarters": "quarter"}.get(unit, unit)
+        if unit not in ("year", "quarter", "month", "week", "day"):
+            raise UnsupportedError(f"DATE_DIFF in {unit.upper()}")
+        return E.make_func("date_diff", [self.expr(n.expression, ctx), self.expr(n.this, ctx)], (unit,))
+
+    @handles(exp.TimeToStr)
+    def _x_timetostr(self, n, ctx):
+        return E.make_func("strftime", [self.expr(n.this, ctx)], (_const_str(n.args.get("format"), "STRFTIME"),))
+
+    @handles(exp.Greatest)
+    def _x_greatest(self, n, ctx):
+        return self._extreme(n, ctx, ">=")
+
+    @handles(exp.Least)
+    def _x_least(self, n, ctx):
+        return self._extreme(n, ctx, "<=")
+
+    def _extreme(self, n, ctx, op: str) -> Expr:
+        """GREATEST / LEAST as DuckDB defines them: NULL arguments are skipped (NULL only when
+        all are NULL); the arguments share one type."""
+        args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
+        typed = [a for a in args if not _is_untyped_null(a)]
+        if not typed:
+            return Lit(None, NULL_TYPE)
+        t = E.common_type(typed)
+        args = [Lit(None, t) if _is_untyped_null(a) else a if a.type == t else E.make_func("cast", [a], (t,))
+                for a in args]
+        best = args[0]
+        for a in args[1:]:
+            best = E.make_func("case", [E.make_func("is_null", [best]), a,
+                                        E.make_func("is_null", [a]), best,
+                                        E.make_compare(op, best, a), best, a])
+        return best
+
+    @handles(exp.Nullif)
+    def _x_nullif(self, n, ctx):
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        return E.make_func("case", [E.make_compare("=", a, b), Lit(None, NULL_TYPE), a])
+
+    @handles(exp.Cast)
+    def _x_cast(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        t = sql_type(n.args["to"])
+        if isinstance(a, Lit) and a.value is None:
+            return Lit(None, t)
+        precision = decimal_precision(n.args["to"])
+        if a.type == t and precision is None:
+            return a
+        return E.make_func("cast", [a], (t, precision) if precision is not None else (t,))
+
+    @handles(exp.Extract)
+    def _x_extract(self, n, ctx):
+        fld = n.this.name.lower()
+        return E.make_func("extract", [self.expr(n.expression, ctx)], (fld,))
+
+    @handles(exp.Year)
+    def _x_year(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("year",))
+
+    @handles(exp.Month)
+    def _x_month(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("month",))
+
+    @handles(exp.Day)
+    def _x_day(self, n, ctx):
+        return E.make_func("extract", [self.expr(n.this, ctx)], ("day",))
+
+    @handles(exp.Substring)
+    def _x_substring(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        start = self.expr(n.args["start"], ctx) if n.args.get("start") is not None else Lit(1, INT32)
+        length = n.args.get("length")
+        ln = self.expr(length, ctx) if length is not None else None
+        if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
+            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
+        if start.value is None or (ln is not None and ln.value is None):
+            return Lit(None, STRING)
+        return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
+
+    @handles(exp.DPipe)
+    def _x_dpipe(self, n, ctx):
+        return E.make_func("concat", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    @handles(exp.Concat)
+    def _x_concat(self, n, ctx):
+        args = [self.expr(x, ctx) for x in n.expressions]
+        args = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in args]
+        if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
+            args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
+        return E.make_func("concat", args)
+
+    @handles(exp.Upper)
+    def _x_upper(self, n, ctx):
+        return E.make_func("upper", [self.expr(n.this, ctx)])
+
+    @handles(exp.Lower)
+    def _x_lower(self, n, ctx):
+        return E.make_func("lower", [self.expr(n.this, ctx)])
+
+    @handles(exp.Trim)
+    def _x_trim(self, n, ctx):
+        chars = n.args.get("expression")
+        if chars is not None and not (isinstance(chars, exp.Literal) and chars.is_string):
+            raise UnsupportedError("TRIM with non-constant characters")
+        pos = (n.text("position") or "BOTH").upper()
+        op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos)
+        if op is None:
+            raise UnsupportedError(f"TRIM({pos} ...)")
+        return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
+
+    @handles(exp.Length)
+    def _x_length(self, n, ctx):
+        return E.make_func("length", [self.expr(n.this, ctx)])
+
+    @handles(exp.Abs)
+    def _x_abs(self, n, ctx):
+        return E.make_func("abs", [self.expr(n.this, ctx)])
+
+    @handles(exp.Round)
+    def _x_round(self, n, ctx):
+        d = n.args.get("decimals")
+        digits = self.expr(d, ctx) if d is not None else Lit(0, INT32)
+        if not _int_lit(digits) or digits.value is None:
+            raise UnsupportedError("ROUND with a non-constant or non-integer number of digits")
+        return E.make_func("round", [self.expr(n.this, ctx)], (int(digits.value),))
+
+    @handles(exp.Subquery)
+    def _x_subquery(self, n, ctx):
+        raise UnsupportedError("a subquery in this position")
+
+    @handles(exp.Exists)
+    def _x_exists(self, n, ctx):
+        raise UnsupportedError("EXISTS inside OR or another expression")
+
+
+# ---------------------------------------------------------------------- helpers

@@ -1,0 +1,209 @@
+"""Constants and types as SQL writes them: literals (numbers, dates, strings), SQL type names,
+LIKE patterns, and the coercions that make a comparison of a column with a constant exact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal as dec
+import re
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
+from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
+from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
+
+
+def _const_str(node, what: str) -> str:
+    if not (isinstance(node, exp.Literal) and node.is_string):
+        raise UnsupportedError(f"{what} with an argument that is not a string constant")
+    return node.this
+
+
+def _const_int(node, what: str) -> int:
+    neg = isinstance(node, exp.Neg)
+    inner = node.this if neg else node
+    if not (isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit()):
+        raise UnsupportedError(f"{what} with an argument that is not an integer constant")
+    return -int(inner.this) if neg else int(inner.this)
+
+
+def _is_untyped_null(e: Expr) -> bool:
+    return isinstance(e, Lit) and e.value is None and e.type == NULL_TYPE
+
+
+def _int_lit(e: Expr) -> bool:
+    return isinstance(e, Lit) and (e.value is None or e.type.is_integer)
+
+
+def like_pattern(pattern: str, escape: str | None) -> str:
+    """A SQL LIKE pattern as pyarrow's ``match_like`` reads it (backslash escapes).
+
+    In SQL a backslash is an ordinary character unless it is the ESCAPE character."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape is not None and ch == escape:
+            if i + 1 >= len(pattern):
+                raise PlanError("LIKE pattern ends with its ESCAPE character")
+            nxt = pattern[i + 1]
+            out.append("\\" + nxt if nxt in "%_\\" else nxt)
+            i += 2
+            continue
+        out.append("\\\\" if ch == "\\" else ch)
+        i += 1
+    return "".join(out)
+
+
+def literal(n: exp.Literal) -> Lit:
+    if n.is_string:
+        return Lit(n.this, STRING)
+    text = n.this
+    if any(ch in text for ch in "eE"):
+        return Lit(float(text), FLOAT64)
+    if "." in text:
+        d = dec.Decimal(text)
+        # Trailing zeros only inflate the scale (and the risk of int64 overflow): 0.0001000 -> 0.0001
+        d = d.normalize() if d != 0 else dec.Decimal(0)
+        scale = max(0, -d.as_tuple().exponent)
+        v = int(d.scaleb(scale))
+        if not -(2**63) <= v < 2**63 or scale > 18:
+            raise UnsupportedError(f"decimal constant {text} (more than 18 digits)")
+        return Lit(v, decimal(scale))
+    v = int(text)
+    if not -(2**63) <= v < 2**63:
+        raise UnsupportedError(f"integer constant {text} beyond 64 bits")
+    return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64)
+
+
+def sql_type(dt_node: exp.DataType) -> LType:
+    t = dt_node.this
+    T = exp.DataType.Type
+    if t in (T.INT, T.INTEGER if hasattr(T, "INTEGER") else T.INT):
+        return INT32
+    mapping = {T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
+               T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
+               T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
+    if t in mapping:
+        return mapping[t]
+    if t == T.DECIMAL:
+        params = dt_node.expressions
+        # DECIMAL alone is DECIMAL(18,3) in DuckDB; DECIMAL(p) has scale 0.
+        scale = int(params[1].this.this) if len(params) > 1 else (0 if params else 3)
+        p = decimal_precision(dt_node)
+        if not 0 <= scale <= 18 or scale > p:
+            raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
+                                   "scale at most 18 and at most the precision)")
+        return decimal(scale)
+    raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
+
+
+def decimal_precision(dt_node: exp.DataType) -> int | None:
+    """The precision of a DECIMAL type (18 when not given, as in DuckDB); None for other types."""
+    if dt_node.this != exp.DataType.Type.DECIMAL:
+        return None
+    params = dt_node.expressions
+    if not params:
+        return 18
+    p = int(params[0].this.this)
+    if not 1 <= p <= 38:
+        raise PlanError(f"DECIMAL precision must be between 1 and 38, got {p}")
+    return p
+
+
+def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """Implicit casts for comparisons: a string constant compared with a date becomes a date."""
+    if a.type.kind == "date" and isinstance(b, Lit) and b.type.kind == "string":
+        return a, _date_lit(b.value)
+    if b.type.kind == "date" and isinstance(a, Lit) and a.type.kind == "string":
+        return _date_lit(a.value), b
+    if a.type.is_numeric and isinstance(b, Lit) and b.type.kind == "string" and b.value is not None:
+        return a, _number_lit(b.value)
+    if b.type.is_numeric and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
+        return _number_lit(a.value), b
+    if isinstance(b, Lit) and b.value is None:
+        return a, Lit(None, a.type)
+    if isinstance(a, Lit) and a.value is None:
+        return Lit(None, b.type), b
+    return a, b
+
+
+def _number_lit(s: str) -> Lit:
+    """A string constant compared with a number is read as a number (DuckDB casts it)."""
+    text = s.strip()
+    try:
+        dec.Decimal(text)
+    except dec.InvalidOperation:
+        raise PlanError(f"cannot compare a number with {s!r}: it is not a number") from None
+    return literal(exp.Literal.number(text))
+
+
+def _date_lit(s: str) -> Lit:
+    # ISO dates, and one-digit months and days as DuckDB reads them ('1999-2-01').
+    m = re.fullmatch(r"\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*", s)
+    try:
+        d = dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else dt.date.fromisoformat(s.strip())
+    except ValueError:
+        raise PlanError(f"{s!r} is not a date (YYYY-MM-DD)") from None
+    return Lit((d - dt.date(1970, 1, 1)).days, DATE)
+
+
+_NEVER_EQUAL = object()
+
+
+def _lit_in_repr(v: Lit, t: LType):
+    """A literal's value in the representation of a column of type ``t`` (for IN lists), or
+    ``_NEVER_EQUAL`` when no value of that type equals it (2.5 for integers, 1.005 for cents)."""
+    if v.value is None:
+        return None
+    x = v.value
+    if v.type.kind == "decimal":
+        x = dec.Decimal(x).scaleb(-v.type.scale)
+    elif isinstance(x, float):
+        x = dec.Decimal(x) if x == x and abs(x) != float("inf") else None
+    elif isinstance(x, int) and not isinstance(x, bool):
+        x = dec.Decimal(x)
+    if t.is_float:
+        return float(v.value) if v.type.kind != "decimal" else float(x)
+    if x is None:
+        return _NEVER_EQUAL
+    if t.kind == "decimal":
+        x = x.scaleb(t.scale)
+    elif not t.is_integer:
+        return v.value
+    if x != x.to_integral_value():
+        return _NEVER_EQUAL
+    i = int(x)
+    bits = {"int8": 8, "int16": 16, "int32": 32}.get(t.kind, 64)
+    return i if -(2 ** (bits - 1)) <= i < 2 ** (bits - 1) else _NEVER_EQUAL
+
+
+def _untyped_null(plan: PlanNode, name: str) -> bool:
+    """Whether output ``name`` of ``plan`` is a bare ``NULL`` (which has no type of its own)."""
+    while True:
+        if isinstance(plan, Project):
+            e = dict(plan.exprs).get(name)
+            if isinstance(e, Lit):
+                return e.value is None and e.type == NULL_TYPE
+            if not isinstance(e, Col):
+                return False
+            name = e.name
+            plan = plan.child
+        elif isinstance(plan, (Sort, Limit, Filter)):
+            plan = plan.child
+        else:
+            return False
+
+
+def _replace_subexprs(e: Expr, mapping: dict[Expr, Col]) -> Expr:
+    if not mapping:
+        return e
+    hit = mapping.get(e)
+    if hit is not None:
+        return hit
+    if isinstance(e, Func):
+        return Func(e.op, tuple(_replace_subexprs(a, mapping) for a in e.args), e.type, e.params)
+    return e

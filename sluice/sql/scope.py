@@ -1,0 +1,99 @@
+"""Name resolution: what each SELECT can see. A column resolves in the innermost scope that
+has it; a reference to an enclosing SELECT's column makes the subquery correlated (recorded in
+a :class:`Correlation` for the decorrelation pass in :mod:`sluice.sql.subqueries`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.io.parquet.metadata import TableInfo
+from sluice.plan.expr import Col, Expr
+from sluice.plan.logical import (PlanNode)
+
+
+Catalog = Callable[[str], TableInfo]
+
+
+@dataclass
+class Source:
+    alias: str
+    cols: dict[str, Col]  # lower-case column name -> internal column
+    unreadable: dict[str, str] = field(default_factory=dict)  # lower-case name -> its type
+
+    def refuse(self, name_l: str):
+        raise UnsupportedError(f"column {name_l} of type {self.unreadable[name_l]} (lists, structs, maps and "
+                               "binary columns cannot be read; the other columns can)")
+
+
+@dataclass
+class Scope:
+    parent: "Scope | None"
+    sources: list[Source] = field(default_factory=list)
+    local: set[str] = field(default_factory=set)
+    #: JOIN ... USING / NATURAL JOIN columns: an unqualified name means the left side's column
+    #: (one column, not an ambiguous pair), and ``*`` shows it once.
+    merged: dict[str, Col] = field(default_factory=dict)
+    hidden: set[tuple[str, str]] = field(default_factory=set)  # (alias, name) left out of *
+
+    def add(self, src: Source) -> None:
+        if any(s.alias == src.alias for s in self.sources):
+            raise PlanError(f"table name {src.alias!r} is used twice in one FROM clause; use aliases")
+        self.sources.append(src)
+        self.local.update(c.name for c in src.cols.values())
+
+    def resolve(self, table: str | None, name: str) -> Col:
+        name_l = name.lower()
+        if table:
+            t = table.lower()
+            for s in self.sources:
+                if s.alias == t:
+                    if name_l in s.cols:
+                        return s.cols[name_l]
+                    if name_l in s.unreadable:
+                        s.refuse(name_l)
+                    raise PlanError(f"table {table!r} has no column {name!r}")
+        else:
+            if name_l in self.merged:
+                return self.merged[name_l]
+            hits = [s.cols[name_l] for s in self.sources if name_l in s.cols]
+            if len(hits) > 1:
+                raise PlanError(f"column reference {name!r} is ambiguous")
+            if hits:
+                return hits[0]
+            for s in self.sources:
+                if name_l in s.unreadable:
+                    s.refuse(name_l)
+        if self.parent is not None:
+            return self.parent.resolve(table, name)
+        if table:
+            raise PlanError(f"unknown table or alias {table!r} in {table}.{name}")
+        raise PlanError(f"unknown column {name!r}")
+
+
+@dataclass
+class Correlation:
+    """Filled while translating a correlated subquery: equality pairs and other conditions."""
+
+    pairs: list[tuple[Expr, Expr]] = field(default_factory=list)  # (outer expr, inner expr)
+    residual: list[Expr] = field(default_factory=list)
+    inner_key_cols: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rel:
+    plan: PlanNode
+    outputs: list[tuple[str, str]]  # (user-visible name, internal name)
+
+
+@dataclass
+class Ctx:
+    scope: Scope
+    aggs: dict[int, Col] | None = None        # id(agg AST) -> aggregate output (post-agg)
+    group_map: dict[Expr, Col] | None = None  # group key expr -> key output (post-agg)
+    subs: dict[int, Col] = field(default_factory=dict)  # id(subquery AST) -> value column
+    aliases: dict[str, exp.Expression] | None = None  # select-list aliases -> their expressions

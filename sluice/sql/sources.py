@@ -1,0 +1,379 @@
+"""FROM: tables, CTEs (recursive ones too), VALUES, derived tables and files named in the query
+(Parquet with Hive partitions, CSV), and the joins between them. Runs of inner joins become one
+:class:`InnerJoins` node whose order the ``order_joins`` plan rule decides; outer joins keep
+their written order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.coverage import construct_name
+from sluice.io.parquet.metadata import TableInfo
+from sluice.plan import expr as E
+from sluice.plan.expr import Col, Expr, Lit
+from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
+from sluice.sql.scope import Source, Scope, Rel, Ctx
+from sluice.sql.syntax import _contains_subquery
+from sluice.sql.literals import _is_untyped_null
+from sluice.plan.joins import equi_pair
+
+
+def _references(node: exp.Expression, name: str) -> bool:
+    """Whether ``node`` reads a table called ``name`` (a CTE's reference to itself)."""
+    return any(t.name.lower() == name and not t.args.get("db") for t in node.find_all(exp.Table))
+
+
+def _natural(j: exp.Join) -> bool:
+    return str(j.args.get("method") or "").upper() == "NATURAL"
+
+
+#: Options each file reader takes, with the Python type of their constant value.
+_FILE_OPTIONS = {"parquet": {"hive_partitioning": bool},
+                 "csv": {"header": bool, "delim": str, "sep": str}}
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Files a query names directly: their format, the paths/globs, and reader options."""
+
+    format: str                     # parquet | csv
+    patterns: tuple[str, ...]
+    options: tuple[tuple[str, object], ...] = ()
+
+
+def _file_ref(node: exp.Table) -> FileRef | None:
+    """The files of a table reference that names files: ``'data/*.parquet'`` or ``'x.csv'`` (a
+    quoted name that is a path or a file), ``read_parquet('p' | ['p', 'q'], hive_partitioning
+    = true)``, ``read_csv('p', header = false, delim = '|')``; None
+    for a table name. Options the readers do not take are refused by name."""
+    if isinstance(node.this, exp.Identifier):
+        name = node.name
+        if not node.this.args.get("quoted"):
+            return None
+        low = name.lower()
+        if low.endswith((".csv", ".tsv")):
+            return FileRef("csv", (name,), (("delim", "\t"),) if low.endswith(".tsv") else ())
+        if low.endswith((".parquet", ".parq")) or any(ch in name for ch in "/*?[") and not low.endswith(
+                (".json", ".txt")):
+            return FileRef("parquet", (name,))
+        return None
+    fn = node.this
+    if isinstance(fn, exp.ReadParquet):
+        fmt, args = "parquet", list(fn.expressions)
+    elif isinstance(fn, exp.ReadCSV):
+        fmt, args = "csv", [fn.this] + list(fn.expressions)
+    else:
+        return None
+    what = "read_parquet" if fmt == "parquet" else "read_csv"
+    if not args or args[0] is None:
+        raise PlanError(f"{what} needs a file, a folder, a glob or a list of them")
+    options = []
+    for opt in args[1:]:
+        if not (isinstance(opt, exp.EQ) and isinstance(opt.this, exp.Column)):
+            raise UnsupportedError(f"{what} option {opt.sql()}")
+        key = opt.this.name.lower()
+        want = _FILE_OPTIONS[fmt].get(key)
+        if want is None:
+            raise UnsupportedError(f"{what} option {opt.this.name}")
+        v = opt.expression
+        if want is bool and isinstance(v, exp.Boolean):
+            options.append((key, bool(v.this)))
+        elif want is str and isinstance(v, exp.Literal) and v.is_string:
+            options.append((key, v.this))
+        else:
+            raise PlanError(f"{what} option {key} must be {'true or false' if want is bool else 'a string'}")
+    first = args[0]
+    items = first.expressions if isinstance(first, exp.Array) else [first]
+    if not items or not all(isinstance(x, exp.Literal) and x.is_string for x in items):
+        raise UnsupportedError(f"{what} of anything but string constants")
+    return FileRef(fmt, tuple(x.this for x in items), tuple(options))
+
+
+def _file_alias(pattern: str) -> str:
+    """The name a file reference answers to without an alias: its file name, less extension."""
+    from pathlib import PurePath
+    stem = PurePath(pattern.rstrip("/")).name.split(".")[0]
+    return stem if stem and _is_table_name(stem) else "file"
+
+
+def _is_table_name(name: str) -> bool:
+    """A plain table name (not a path, a glob or a file name)."""
+    return bool(name) and not any(ch in name for ch in "/\\*?[") and name not in (".", "..") \
+        and not name.lower().endswith((".parquet", ".csv", ".json"))
+
+
+class FromClause:
+    """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
+
+    def table_source(self, node: exp.Expression, scope: Scope) -> tuple[PlanNode, Source]:
+        if isinstance(node, exp.Table):
+            ref = _file_ref(node)
+            if ref is not None:
+                if self.files is None:
+                    raise UnsupportedError("querying files directly in this context")
+                alias = (node.alias or _file_alias(ref.patterns[0])).lower()
+                return self._scan_source(self.files(ref), alias)
+            if not isinstance(node.this, exp.Identifier):
+                raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
+            name = node.name.lower()
+            alias = (node.alias or node.name).lower()
+            if node.args.get("db") or node.args.get("catalog"):
+                raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
+            if not _is_table_name(node.name):
+                raise UnsupportedError(f"reading {node.name!r} (only Parquet and CSV files can be queried directly)")
+            for level in reversed(self.ctes):
+                if name in level:
+                    cte_ast = level[name]
+                    if id(cte_ast) in self._work:  # inside its own recursive step
+                        return self._derived(self._work[id(cte_ast)], alias, node.args.get("alias"))
+                    shared = self._shared.get(id(cte_ast))
+                    if shared is not None:
+                        return self._derived(shared, alias, node.args.get("alias"))
+                    # A CTE body may reference CTEs defined before it, not itself.
+                    saved = self.ctes
+                    self.ctes = self.ctes[: self.ctes.index(level)] + [
+                        {k: v for k, v in level.items() if k != name}]
+                    try:
+                        if id(cte_ast) in self._recursive:
+                            rel = self._recursive_cte(cte_ast, name, saved)
+                        else:
+                            rel = self._named_columns(self.query(cte_ast, None, None), cte_ast, name)
+                    finally:
+                        self.ctes = saved
+                    if self._cte_refs.get(id(cte_ast), 0) > 1:
+                        rel = Rel(Shared(rel.plan, len(self._shared)), rel.outputs)
+                        self._shared[id(cte_ast)] = rel
+                    return self._derived(rel, alias, node.args.get("alias"))
+            return self._scan_source(self.catalog(name), alias)
+        if isinstance(node, exp.Values):
+            alias_node = node.args.get("alias")
+            alias = alias_node.name.lower() if alias_node is not None and alias_node.name else "valueslist"
+            return self._derived(self._values(node), alias, alias_node)
+        if isinstance(node, exp.Subquery):
+            alias_node = node.args.get("alias")
+            rel = self.query(node.this, None, None)
+            if alias_node is None:  # as DuckDB: its columns are reachable by their names only
+                self._unnamed += 1
+                return self._derived(rel, f"unnamed_subquery{self._unnamed}", None)
+            return self._derived(rel, alias_node.name.lower(), alias_node)
+        raise UnsupportedError(f"{node.key.upper()} in FROM")
+
+    def _named_columns(self, rel: Rel, cte_ast, name: str) -> Rel:
+        """A CTE's own column names, ``WITH t(a, b) AS (...)``, replace its query's names."""
+        names = self._cte_columns.get(id(cte_ast))
+        if not names:
+            return rel
+        if len(names) > len(rel.outputs):
+            raise PlanError(f"CTE {name!r} has {len(rel.outputs)} columns but {len(names)} names were given")
+        return Rel(rel.plan, [(names[i] if i < len(names) else u, internal)
+                              for i, (u, internal) in enumerate(rel.outputs)])
+
+    def _recursive_cte(self, body, name: str, ctes) -> Rel:
+        """WITH RECURSIVE name AS (anchor UNION [ALL] step): the anchor (which must not use
+        the name) gives the columns, names and types; in the step, the name reads the work
+        table; the step's columns are cast to the anchor's types, as DuckDB does."""
+        if not isinstance(body, exp.Union) or any(body.args.get(k) for k in ("order", "limit", "offset")):
+            raise UnsupportedError("WITH RECURSIVE other than anchor UNION [ALL] step")
+        if _references(body.left, name):
+            raise UnsupportedError(f"recursive CTE {name!r} used in its anchor (the part before the last UNION)")
+        anchor = self._named_columns(self.query(body.left, None, None), body, name)
+        sch = anchor.plan.schema
+        internal = [i for _, i in anchor.outputs]
+        self._unnamed += 1
+        key = self._unnamed
+        work = WorkTable(key, tuple((i, sch[i]) for i in internal))
+        self._work[id(body)] = Rel(work, list(anchor.outputs))
+        saved = self.ctes
+        self.ctes = ctes  # the step sees the CTE's own name
+        try:
+            step = self.query(body.right, None, None)
+        finally:
+            self.ctes = saved
+            del self._work[id(body)]
+        if len(step.outputs) != len(internal):
+            raise PlanError(f"recursive CTE {name!r}: the step has {len(step.outputs)} columns, "
+                            f"the anchor {len(internal)}")
+        ssch = step.plan.schema
+        exprs = []
+        for i, (_, s_int) in zip(internal, step.outputs):
+            e = Col(s_int, ssch[s_int])
+            if e.type != sch[i]:
+                e = E.make_func("cast", [e], (sch[i],))
+            exprs.append((i, e))
+        plan = RecursiveUnion(Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal)),
+                              Project(step.plan, tuple(exprs)), key, bool(body.args.get("distinct")))
+        return Rel(plan, list(anchor.outputs))
+
+    def _values(self, node: exp.Values) -> Rel:
+        """VALUES (..), (..): one constant row per tuple, UNION ALL, each column of one type
+        (NULLs take the others' type); columns named col0, col1, ... as DuckDB names them."""
+        ctx = Ctx(Scope(None))
+        rows = []
+        for t in node.expressions:
+            items = t.expressions if isinstance(t, exp.Tuple) else [t]
+            rows.append([self.expr(v, ctx) for v in items])
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise PlanError("VALUES rows have different numbers of columns")
+        if any(e.columns() for r in rows for e in r):
+            raise UnsupportedError("VALUES with column references")
+        names = [self.fresh(f"col{i}") for i in range(width)]
+        types = []
+        for i in range(width):
+            typed = [r[i] for r in rows if not _is_untyped_null(r[i])]
+            types.append(E.common_type(typed) if typed else rows[0][i].type)
+        branches = []
+        for r in rows:
+            exprs = []
+            for n, e, t in zip(names, r, types):
+                if _is_untyped_null(e):
+                    e = Lit(None, t)
+                elif e.type != t:
+                    if (e.type.kind == "string") != (t.kind == "string"):
+                        raise PlanError(f"VALUES column mixes {t} and {e.type}")
+                    e = E.make_func("cast", [e], (t,))
+                exprs.append((n, e))
+            branches.append(Project(OneRow(), tuple(exprs)))
+        plan: PlanNode = branches[0] if len(branches) == 1 else Union(tuple(branches))
+        return Rel(plan, [(f"col{i}", n) for i, n in enumerate(names)])
+
+    def _scan_source(self, info: TableInfo, alias: str) -> tuple[PlanNode, Source]:
+        cols = {}
+        colmap = {}
+        for c in info.arrow_schema.names:
+            if c in info.unsupported:
+                continue
+            internal = self.fresh(f"{alias}.{c}")
+            cols[c.lower()] = Col(internal, info.types[c])
+            colmap[internal] = c
+        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()})
+
+    def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
+        names = [u for u, _ in rel.outputs]
+        col_aliases = alias_node.args.get("columns") if alias_node is not None else None
+        if col_aliases:
+            if len(col_aliases) > len(names):
+                raise PlanError(f"{alias} has {len(names)} columns but {len(col_aliases)} names were given")
+            for i, c in enumerate(col_aliases):
+                names[i] = c.name
+        sch = rel.plan.schema
+        exprs = []
+        cols = {}
+        for u, (_, internal) in zip(names, rel.outputs):
+            new = self.fresh(f"{alias}.{u}")
+            exprs.append((new, Col(internal, sch[internal])))
+            cols[u.lower()] = Col(new, sch[internal])
+        return Project(rel.plan, tuple(exprs)), Source(alias, cols)
+
+
+    def _plan_from(self, items, specs, conjuncts: list[Expr], ctx: Ctx) -> PlanNode:
+        """Join the FROM items. Each run of inner joins (the plan so far counting as one item
+        after an outer join) is ordered by ``plan_inner_joins``, with its ON conditions and
+        the WHERE conjuncts it can evaluate; outer joins keep their written order.
+
+        A WHERE conjunct moves into a run when its columns are all there and every later
+        join is inner or LEFT: later joins then only drop rows or extend them with columns
+        it does not read, so filtering earlier is the same. This gives the join orderer the
+        selective dimension filters of a query written with JOIN ... ON (TPC-DS Q72).
+        """
+        for j in specs:
+            kind = ((j.kind or "").upper() if j is not None else "")
+            if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
+                raise UnsupportedError(f"{kind} JOIN")
+        sides = [((j.side or "").lower() if j is not None else "") for j in specs]
+        conjuncts = list(conjuncts)
+        plan = None
+        k = 0
+        while k < len(items):
+            if sides[k]:
+                conds = [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                plan = self._outer_join(plan, items[k], sides[k], conds)
+                k += 1
+                continue
+            run = [] if plan is None else [plan]
+            conds = []
+            while k < len(items) and not sides[k]:
+                run.append(items[k])
+                if specs[k] is not None:
+                    conds += [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                k += 1
+            if all(s in ("", "left") for s in sides[k:]):
+                names = set().union(*(p.schema for p in run))
+                moved = [c for c in conjuncts if c.columns() and c.columns() <= names]
+                conds += moved
+                conjuncts = [c for c in conjuncts if not any(c is m for m in moved)]
+            plan = InnerJoins(tuple(run), tuple(conds)) if len(run) > 1 or conds else run[0]
+        if conjuncts:
+            plan = Filter(plan, E.and_all(conjuncts))
+        return plan
+
+    def _outer_join(self, plan: PlanNode, p: PlanNode, side: str, conds: list[Expr]) -> PlanNode:
+        """One LEFT / RIGHT / FULL join in written order; a condition on the null-extended
+        side alone filters that side before the join."""
+        kind = {"left": "left", "right": "right", "full": "full"}[side]
+        left_names = set(plan.schema)
+        right_names = set(p.schema)
+        lk, rk, resid = [], [], []
+        for c in conds:
+            cols = c.columns()
+            if kind == "left" and cols and cols <= right_names:
+                p = Filter(p, c)
+                continue
+            if kind == "right" and cols and cols <= left_names:
+                plan = Filter(plan, c)
+                continue
+            pair = equi_pair(c, left_names, right_names)
+            if pair is not None:
+                lk.append(pair[0])
+                rk.append(pair[1])
+            else:
+                resid.append(c)
+        return Join(plan, p, kind, tuple(lk), tuple(rk), E.and_all(resid))
+
+    def _join_conditions(self, j: exp.Join, ctx: Ctx) -> list[Expr]:
+        on = j.args.get("on")
+        out = []
+        if on is not None:
+            if _contains_subquery(on):
+                raise UnsupportedError("subqueries in JOIN ... ON")
+            out.append(self.expr(on, ctx))
+        for lcol, rcol in self._using_pairs.get(id(j), []):
+            out.append(E.make_compare("=", lcol, rcol))
+        return out
+
+    def _using(self, j: exp.Join, left: list[Source], right: Source, scope: Scope) -> None:
+        """JOIN ... USING (a, b) and NATURAL JOIN (every name both sides have): equality of
+        each named column, the pair shown once; for inner and LEFT joins, whose merged value is
+        the left side's."""
+        natural = _natural(j)
+        if not j.args.get("using") and not natural:
+            return
+        side = (j.side or "").upper()
+        if side in ("RIGHT", "FULL"):
+            raise UnsupportedError(f"{side} JOIN with USING / NATURAL (write ON a.x = b.x)")
+        if natural:
+            left_names = {n for s in left for n in s.cols}
+            names = [n for n in right.cols if n in left_names]
+            if not names:
+                raise PlanError(f"NATURAL JOIN with {right.alias!r}: no column names in common (use CROSS JOIN)")
+        else:
+            names = [i.name.lower() for i in j.args["using"]]
+        pairs = []
+        for name in names:
+            hits = [s for s in left if name in s.cols]
+            if name in scope.merged:
+                lcol = scope.merged[name]
+            elif len(hits) == 1:
+                lcol = hits[0].cols[name]
+            else:
+                raise PlanError(f"USING column {name!r} is {'ambiguous' if hits else 'not'} on the left side")
+            if name not in right.cols:
+                raise PlanError(f"USING column {name!r} is not in {right.alias!r}")
+            pairs.append((lcol, right.cols[name]))
+            scope.merged[name] = lcol
+            scope.hidden.add((right.alias, name))
+        self._using_pairs[id(j)] = pairs
