@@ -55,6 +55,7 @@ INT32 = LType("int32")
 INT64 = LType("int64")
 FLOAT64 = LType("float64")
 DATE = LType("date")
+TIMESTAMP = LType("timestamp")
 STRING = LType("string")
 
 

@@ -174,6 +174,13 @@ def _arith(e: Func, chunk: Chunk) -> Column:
     t = e.type
     valid = _and_valid(a.valid, b.valid)
     op = e.op
+    if t.kind == "timestamp":  # timestamp +- microseconds
+        x, y = a.data.to(torch.int64), b.data.to(torch.int64)
+        r = x + y if op == "+" else x - y
+        bad = _add_overflow(x, y, r, op)
+        if bad is not None:
+            fail_if(bad, "timestamp out of range", valid)
+        return Column(r, t, valid)
     if t.kind == "date" or a.type.kind == "date":
         x = a.data.to(torch.int64)
         y = b.data.to(torch.int64)
@@ -548,17 +555,50 @@ def _as_string_column(c: Column) -> Column:
 # ------------------------------------------------------------------ dates
 
 
+_DAY_US = 86_400_000_000
+#: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
+_UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
+            "microsecond": 1}
+
+
+def _days_and_time(c: Column) -> tuple[torch.Tensor, torch.Tensor]:
+    """(days since 1970-01-01, microseconds since midnight) of a date or timestamp column."""
+    if c.type.kind == "date":
+        return c.data.to(torch.int64), torch.zeros_like(c.data, dtype=torch.int64)
+    days = torch.div(c.data, _DAY_US, rounding_mode="floor")
+    return days, c.data - days * _DAY_US
+
+
 def _extract(e: Func, chunk: Chunk) -> Column:
+    """EXTRACT / DATE_PART of a date or timestamp, by DuckDB's definitions (SECOND is whole
+    seconds, MILLISECOND and MICROSECOND count from the minute, EPOCH is seconds as a double)."""
     a = evaluate(e.args[0], chunk)
     fld = e.params[0]
-    days = a.data if a.type.kind == "date" else torch.div(a.data, 86_400_000_000, rounding_mode="floor")
+    if fld == "epoch":
+        us = a.data.to(torch.int64) * (_DAY_US if a.type.kind == "date" else 1)
+        return Column(us.to(torch.float64) / 1e6, e.type, a.valid)
+    days, tod = _days_and_time(a)
     y, m, d = dates.civil_from_days(days)
     out = {"year": y, "month": m, "day": d}.get(fld)
     if out is None:
         if fld == "quarter":
             out = (m - 1) // 3 + 1
         elif fld == "dow":
-            out = (days.long() + 4) % 7
+            out = (days + 4) % 7
+        elif fld == "isodow":
+            out = (days + 3) % 7 + 1
+        elif fld == "doy":
+            out = days - dates.days_from_civil(y, torch.ones_like(m), torch.ones_like(m)).to(torch.int64) + 1
+        elif fld == "hour":
+            out = tod // _UNIT_US["hour"]
+        elif fld == "minute":
+            out = tod // _UNIT_US["minute"] % 60
+        elif fld == "second":
+            out = tod // _UNIT_US["second"] % 60
+        elif fld == "millisecond":
+            out = tod // 1_000 % 60_000
+        elif fld == "microsecond":
+            out = tod % 60_000_000
         else:
             raise UnsupportedError(f"EXTRACT({fld.upper()} ...)")
     return Column(out.to(torch.int64), e.type, a.valid)
@@ -582,34 +622,50 @@ def _as_plain_string(d: pa.Array) -> pa.Array:
 
 
 def _date_trunc(e: Func, chunk: Chunk) -> Column:
-    """DATE_TRUNC(unit, date): the first day of its year, quarter, month or ISO week."""
+    """DATE_TRUNC(unit, x): the first day of its year, quarter, month or ISO week, the day; for
+    a timestamp also the hour, minute, second or millisecond it falls in."""
     a = evaluate(e.args[0], chunk)
     unit = e.params[0]
+    if unit in _UNIT_US:  # a timestamp (the translator casts dates)
+        step = _UNIT_US[unit]
+        return Column(torch.div(a.data, step, rounding_mode="floor") * step, e.type, a.valid)
+    days, _ = _days_and_time(a)
     if unit == "day":
-        return Column(a.data, e.type, a.valid)
-    if unit == "week":  # Monday (1970-01-01 was a Thursday)
-        days = a.data.to(torch.int64)
-        return Column((days - (days + 3) % 7).to(torch.int32), e.type, a.valid)
-    y, m, _ = dates.civil_from_days(a.data)
-    if unit == "year":
-        m = torch.ones_like(m)
-    elif unit == "quarter":
-        m = (m - 1) // 3 * 3 + 1
-    return Column(dates.days_from_civil(y, m, torch.ones_like(m)), e.type, a.valid)
+        out = days
+    elif unit == "week":  # Monday (1970-01-01 was a Thursday)
+        out = days - (days + 3) % 7
+    else:
+        y, m, _ = dates.civil_from_days(days)
+        if unit == "year":
+            m = torch.ones_like(m)
+        elif unit == "quarter":
+            m = (m - 1) // 3 * 3 + 1
+        out = dates.days_from_civil(y, m, torch.ones_like(m)).to(torch.int64)
+    if a.type.kind == "timestamp":
+        return Column(out * _DAY_US, e.type, a.valid)
+    return Column(out.to(torch.int32), e.type, a.valid)
 
 
 def _date_diff(e: Func, chunk: Chunk) -> Column:
-    """DATE_DIFF(unit, start, end): unit boundaries crossed from start to end, as DuckDB counts."""
+    """DATE_DIFF(unit, start, end): unit boundaries crossed from start to end, as DuckDB counts
+    (on timestamps, day and longer units count the boundaries of their dates)."""
     start, end = evaluate(e.args[0], chunk), evaluate(e.args[1], chunk)
     unit = e.params[0]
     valid = _and_valid(start.valid, end.valid)
+    if unit in _UNIT_US:
+        us = [c.data.to(torch.int64) * (_DAY_US if c.type.kind == "date" else 1) for c in (start, end)]
+        step = _UNIT_US[unit]
+        out = torch.div(us[1], step, rounding_mode="floor") - torch.div(us[0], step, rounding_mode="floor")
+        return Column(out, e.type, valid)
+    d1, _ = _days_and_time(start)
+    d2, _ = _days_and_time(end)
     if unit == "day":
-        out = end.data.to(torch.int64) - start.data.to(torch.int64)
+        out = d2 - d1
     elif unit == "week":
-        out = torch.div(end.data.to(torch.int64) - start.data.to(torch.int64), 7, rounding_mode="trunc")
+        out = torch.div(d2 - d1, 7, rounding_mode="trunc")
     else:
-        y1, m1, _ = dates.civil_from_days(start.data)
-        y2, m2, _ = dates.civil_from_days(end.data)
+        y1, m1, _ = dates.civil_from_days(d1)
+        y2, m2, _ = dates.civil_from_days(d2)
         if unit == "year":
             out = y2 - y1
         elif unit == "quarter":
@@ -620,11 +676,15 @@ def _date_diff(e: Func, chunk: Chunk) -> Column:
 
 
 def _strftime(e: Func, chunk: Chunk) -> Column:
-    """STRFTIME(date, format): formatted once per distinct date (Arrow), codes by date."""
+    """STRFTIME(date or timestamp, format): formatted once per distinct value (Arrow), codes by value."""
     a = evaluate(e.args[0], chunk)
-    days = a.data.reshape(-1).cpu().numpy()
-    uniq, inverse = np.unique(days, return_inverse=True)
-    stamps = pa.array(uniq.astype("int64") * 86_400_000_000, pa.timestamp("us"))
+    values = a.data.reshape(-1).cpu().numpy()
+    uniq, inverse = np.unique(values, return_inverse=True)
+    us = uniq.astype("int64") * (86_400_000_000 if a.type.kind == "date" else 1)
+    if "%f" in e.params[0]:
+        raise UnsupportedError("STRFTIME with %f")
+    # %S is whole seconds, as DuckDB prints it (Arrow would add the fraction of a finer unit)
+    stamps = pa.array(np.floor_divide(us, 1_000_000), pa.timestamp("s"))
     text = pc.strftime(stamps, format=e.params[0])
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, e.type, a.valid, text.cast(pa.string()))
@@ -632,6 +692,9 @@ def _strftime(e: Func, chunk: Chunk) -> Column:
 
 def _add_months(e: Func, chunk: Chunk) -> Column:
     a = evaluate(e.args[0], chunk)
+    if a.type.kind == "timestamp":
+        days, tod = _days_and_time(a)
+        return Column(dates.add_months(days, e.params[0]).to(torch.int64) * _DAY_US + tod, e.type, a.valid)
     return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)
 
 
@@ -718,7 +781,7 @@ def _cast(e: Func, chunk: Chunk) -> Column:
         return Column(out, t, a.valid)
     if src.kind == "string":
         # Cast each dictionary entry with Arrow, then gather.
-        target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale)}.get(t.kind)
+        target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us")}.get(t.kind)
         target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
         from sluice.io.parquet.convert import arrow_to_column
         codes = a.data.long()
@@ -744,6 +807,8 @@ def _cast(e: Func, chunk: Chunk) -> Column:
         from sluice.io.parquet.convert import column_to_arrow
         if src.is_float:
             return _float_to_string(a, t)
+        if src.kind == "timestamp":
+            return _timestamp_to_string(a, t)
         if a.is_const:
             s = column_to_arrow(a.expand(1)).cast(pa.string())
             return Column(torch.zeros((), dtype=torch.int32, device=a.data.device), t, a.valid, s)
@@ -758,6 +823,18 @@ def _cast(e: Func, chunk: Chunk) -> Column:
     if t.kind == "timestamp" and src.kind == "date":
         return Column(a.data.long() * 86_400_000_000, t, a.valid)
     raise UnsupportedError(f"CAST from {src} to {t}")
+
+
+def _timestamp_to_string(a: Column, t) -> Column:
+    """Timestamps as DuckDB prints them: ``YYYY-MM-DD HH:MM:SS`` and a fraction only when there
+    is one, without trailing zeros. Formatted once per distinct value."""
+    values = a.data.reshape(-1).cpu().numpy()
+    uniq, inverse = np.unique(values, return_inverse=True)
+    text = pa.array(uniq.astype("int64"), pa.timestamp("us")).cast(pa.string())
+    text = pc.replace_substring_regex(text, pattern=r"\.0+$", replacement="")
+    text = pc.replace_substring_regex(text, pattern=r"(\.[0-9]*[1-9])0+$", replacement=r"\1")
+    codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
+    return Column(codes, t, a.valid, text)
 
 
 def _strings_to_dates(arr: pa.Array) -> pa.Array:

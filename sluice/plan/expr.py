@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sluice.errors import PlanError
-from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, common_numeric, decimal
+from sluice.errors import PlanError, UnsupportedError
+from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, TIMESTAMP, LType, common_numeric, decimal
 
 
 class Expr:
@@ -101,6 +101,13 @@ def _fold(e: Func) -> Expr:
 
 def make_arith(op: str, a: Expr, b: Expr) -> Expr:
     ta, tb = a.type, b.type
+    if ta.kind == "timestamp" or tb.kind == "timestamp":
+        # timestamp +- microseconds (what INTERVAL arithmetic lowers to)
+        if op in ("+", "-") and ta.kind == "timestamp" and tb.is_integer:
+            return _fold(Func(op, (a, b), TIMESTAMP))
+        if ta.kind in ("timestamp", "date") and tb.kind in ("timestamp", "date") and op == "-":
+            raise UnsupportedError("subtracting timestamps (the result is an INTERVAL); use DATE_DIFF")
+        raise PlanError(f"cannot apply {op} to {ta} and {tb}")
     if ta.kind == "date" or tb.kind == "date":
         if op in ("+", "-") and ta.kind == "date" and tb.is_integer:
             return _fold(Func(op, (a, b), DATE))
@@ -131,7 +138,10 @@ def make_compare(op: str, a: Expr, b: Expr) -> Expr:
         if ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif ka in ("date", "timestamp") or kb in ("date", "timestamp"):
-        if ka != kb:
+        if {ka, kb} == {"date", "timestamp"}:  # a date is its midnight
+            a, b = (make_func("cast", [a], (TIMESTAMP,)) if ka == "date" else a,
+                    make_func("cast", [b], (TIMESTAMP,)) if kb == "date" else b)
+        elif ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif ka == "bool" and kb == "bool":
         pass
@@ -184,8 +194,8 @@ def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
         return args[0].type
     if op == "extract":
         if args[0].type.kind not in ("date", "timestamp"):
-            raise PlanError(f"EXTRACT needs a date, got {args[0].type}")
-        return INT64
+            raise PlanError(f"EXTRACT needs a date or timestamp, got {args[0].type}")
+        return FLOAT64 if params[0] == "epoch" else INT64
     if op == "substring":
         if args[0].type.kind != "string":
             raise PlanError(f"SUBSTRING needs a string, got {args[0].type}")
@@ -208,16 +218,16 @@ def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
     if op == "round":
         return args[0].type if not args[0].type.is_integer else args[0].type
     if op == "add_months":
-        return DATE
+        return args[0].type
     if op == "string_fn":
         from sluice.exec.kernels.strings import RESULT
         if args[0].type.kind != "string":
             raise PlanError(f"{params[0].upper()} needs a string, got {args[0].type}")
         return {"bool": BOOL, "int": INT64, "string": STRING}[RESULT[params[0]]]
     if op in ("date_trunc", "date_diff", "strftime"):
-        if any(a.type.kind != "date" for a in args):
-            raise PlanError(f"{op.upper()} needs dates, got {', '.join(str(a.type) for a in args)}")
-        return {"date_trunc": DATE, "date_diff": INT64, "strftime": STRING}[op]
+        if any(a.type.kind not in ("date", "timestamp") for a in args):
+            raise PlanError(f"{op.upper()} needs dates or timestamps, got {', '.join(str(a.type) for a in args)}")
+        return {"date_trunc": args[0].type, "date_diff": INT64, "strftime": STRING}[op]
     raise PlanError(f"unknown function {op}")
 
 

@@ -14,11 +14,16 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Expr, Lit
-from sluice.types import BOOL, INT32, STRING
+from sluice.types import BOOL, INT32, INT64, STRING, TIMESTAMP
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _split_and
 from sluice.sql.literals import _const_str, _const_int, _is_untyped_null, _int_lit, like_pattern, literal, sql_type, decimal_precision, _coerce_compare, _NEVER_EQUAL, _lit_in_repr
 
+
+#: Spellings of DATE_TRUNC / DATE_DIFF units.
+_TIME_UNITS = {"days": "day", "months": "month", "years": "year", "weeks": "week", "quarters": "quarter",
+               "hours": "hour", "minutes": "minute", "seconds": "second", "milliseconds": "millisecond",
+               "microseconds": "microsecond", "ms": "millisecond", "us": "microsecond"}
 
 #: sqlglot expression class -> the method translating it (registered with :func:`handles`).
 HANDLERS: dict[type, Callable] = {}
@@ -112,8 +117,12 @@ class Expressions:
         return E.make_arith(op, a, b)
 
     def _interval(self, a: Expr, iv: exp.Interval, sign: int) -> Expr:
-        if a.type.kind != "date":
-            raise PlanError(f"interval arithmetic needs a date, got {a.type}")
+        """date / timestamp +- INTERVAL: days and weeks keep a date a date (sluice's DATE
+        arithmetic; DuckDB would give a TIMESTAMP at midnight, the same instant), months,
+        quarters and years move the calendar (clamping the day, as DuckDB), hours down to
+        microseconds make a timestamp."""
+        if a.type.kind not in ("date", "timestamp"):
+            raise PlanError(f"interval arithmetic needs a date or timestamp, got {a.type}")
         qty = iv.this
         unit = iv.args.get("unit")
         unit_s = (unit.name if unit is not None else "").lower()
@@ -127,11 +136,16 @@ class Expressions:
             k = int(text)
         except ValueError:
             raise PlanError(f"bad interval amount {text!r}") from None
+        unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
         unit_s = unit_s.rstrip("s")
-        if unit_s == "day":
-            return E.make_arith("+", a, Lit(sign * k, INT32))
-        if unit_s == "week":
-            return E.make_arith("+", a, Lit(sign * 7 * k, INT32))
+        micros = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
+                  "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+        if a.type.kind == "date" and unit_s in ("day", "week"):
+            return E.make_arith("+", a, Lit(sign * k * (7 if unit_s == "week" else 1), INT32))
+        if unit_s in micros:
+            if a.type.kind == "date":
+                a = E.make_func("cast", [a], (TIMESTAMP,))
+            return E.make_arith("+", a, Lit(sign * k * micros[unit_s], INT64))
         if unit_s in ("month", "year", "quarter"):
             months = k * {"month": 1, "year": 12, "quarter": 3}[unit_s] * sign
             return E.make_func("add_months", [a], (months,))
@@ -359,15 +373,21 @@ class Expressions:
     @handles(exp.TimestampTrunc)
     def _x_timestamptrunc(self, n, ctx):
         unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else ""
-        if unit not in ("year", "quarter", "month", "week", "day"):
+        unit = _TIME_UNITS.get(unit, unit)
+        if unit not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
+                        "microsecond"):
             raise UnsupportedError(f"DATE_TRUNC to {unit.upper() or 'this unit'}")
-        return E.make_func("date_trunc", [self.expr(n.this, ctx)], (unit,))
+        a = self.expr(n.this, ctx)
+        if a.type.kind == "date" and unit not in ("year", "quarter", "month", "week", "day"):
+            a = E.make_func("cast", [a], (TIMESTAMP,))
+        return E.make_func("date_trunc", [a], (unit,))
 
     @handles(exp.DateDiff)
     def _x_datediff(self, n, ctx):
         unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else "day"
-        unit = {"days": "day", "months": "month", "years": "year", "weeks": "week", "quarters": "quarter"}.get(unit, unit)
-        if unit not in ("year", "quarter", "month", "week", "day"):
+        unit = _TIME_UNITS.get(unit, unit)
+        if unit not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
+                        "microsecond"):
             raise UnsupportedError(f"DATE_DIFF in {unit.upper()}")
         return E.make_func("date_diff", [self.expr(n.expression, ctx), self.expr(n.this, ctx)], (unit,))
 
@@ -420,6 +440,20 @@ class Expressions:
     def _x_extract(self, n, ctx):
         fld = n.this.name.lower()
         return E.make_func("extract", [self.expr(n.expression, ctx)], (fld,))
+
+    @handles(exp.Hour, exp.Minute, exp.Second, exp.DayOfWeek, exp.DayOfYear, exp.TimeToUnix)
+    def _x_date_part(self, n, ctx):
+        """HOUR(x), MINUTE(x), SECOND(x), DAYOFWEEK(x), DAYOFYEAR(x), EPOCH(x): EXTRACT's fields."""
+        fld = {exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfWeek: "dow",
+               exp.DayOfYear: "doy", exp.TimeToUnix: "epoch"}[type(n)]
+        return E.make_func("extract", [self.expr(n.this, ctx)], (fld,))
+
+    @handles(exp.RegexpExtract)
+    def _x_regexpextract(self, n, ctx):
+        """REGEXP_EXTRACT(s, pattern [, group]): the group's text in the first match, '' when
+        there is none (as DuckDB), per distinct string."""
+        group = _const_int(n.args["group"], "REGEXP_EXTRACT") if n.args.get("group") is not None else 0
+        return self._string_fn(n, ctx, "regexp_extract", _const_str(n.expression, "REGEXP_EXTRACT"), group)
 
     @handles(exp.Year)
     def _x_year(self, n, ctx):

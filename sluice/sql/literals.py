@@ -87,6 +87,9 @@ def sql_type(dt_node: exp.DataType) -> LType:
     mapping = {T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
                T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
                T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
+    for name in ("TIMESTAMPNTZ", "DATETIME"):  # TIMESTAMP (without time zone) as sqlglot spells it
+        if hasattr(T, name):
+            mapping[getattr(T, name)] = LType("timestamp")
     if t in mapping:
         return mapping[t]
     if t == T.DECIMAL:

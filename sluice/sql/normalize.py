@@ -2,6 +2,7 @@
 translator reads (so the translator has one rule per construct, not one per spelling).
 
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
+- ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
   when the definition has none, and a frame; it may not repeat PARTITION BY.
@@ -17,9 +18,14 @@ from sluice.errors import PlanError
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
-    if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) for n in tree.walk()):
+    if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
+               for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for n in list(tree.walk()):
+        if _is_date_part(n):
+            field, arg = n.expressions
+            n.replace(exp.Extract(this=exp.var(field.this), expression=arg))
     for n in list(tree.walk()):
         if _is_csv_auto(n) and n.expressions:
             args = list(n.expressions)
@@ -28,6 +34,11 @@ def normalize(tree: exp.Expression) -> exp.Expression:
         if sel.args.get("windows"):
             _inline_windows(sel)
     return tree
+
+
+def _is_date_part(n: exp.Expression) -> bool:
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() in ("date_part", "datepart") \
+        and len(n.expressions) == 2 and isinstance(n.expressions[0], exp.Literal) and n.expressions[0].is_string
 
 
 def _is_csv_auto(n: exp.Expression) -> bool:

@@ -23,6 +23,7 @@ RESULT = {
     "strpos": "int",
     "replace": "string", "split_part": "string", "lpad": "string", "rpad": "string",
     "regexp_replace": "string", "reverse": "string", "left": "string", "right": "string",
+    "regexp_extract": "string",
 }
 
 
@@ -40,6 +41,14 @@ def per_entry(d: pa.Array, name: str, params: tuple) -> pa.Array:
         return _char_position(d, params[0])
     if name == "replace":
         return pc.replace_substring(d, pattern=params[0], replacement=params[1])
+    if name == "regexp_extract":
+        pattern, group = params
+        named, groups = _named_groups(pattern)
+        if not 0 <= group <= groups:
+            from sluice.errors import PlanError
+            raise PlanError(f"REGEXP_EXTRACT group {group}: the pattern has {groups} group(s)")
+        got = pc.struct_field(pc.extract_regex(d, pattern=named), [group])
+        return got.fill_null("")
     if name == "regexp_replace":
         pattern, replacement, every = params
         return pc.replace_substring_regex(d, pattern=pattern, replacement=replacement,
@@ -88,3 +97,28 @@ def _split_part(d: pa.Array, sep: str, index: int) -> pa.Array:
     picked = flat.take(pa.array(np.where(inside, offsets[:-1] + k, 0))) if len(flat) else \
         pa.array([""] * len(d), pa.string())
     return pc.if_else(pa.array(inside), picked, pa.scalar("", pa.string()))
+
+
+def _named_groups(pattern: str) -> tuple[str, int]:
+    """``pattern`` wrapped as group g0 with its capturing groups named g1, g2, ... in order
+    (Arrow's extract_regex reads named groups only), and how many it has."""
+    out, k, i, in_class = ["(?P<g0>"], 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(" and not pattern.startswith("?", i + 1):
+            k += 1
+            out.append(f"(?P<g{k}>")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    out.append(")")
+    return "".join(out), k
