@@ -71,17 +71,27 @@ def connect(device):
     return make
 
 
-TPCDS_SF = 0.01
+TPCDS_SF = 0.1
+
+
+def _tpcds(data_root: Path, sf: float) -> Path:
+    from sluice.datagen.tpcds import generate_tpcds
+    root = data_root / f"tpcds-sf{sf:g}"
+    if not (root / "store_sales.parquet").exists():
+        generate_tpcds(sf, root)
+    return root
 
 
 @pytest.fixture(scope="session")
 def tpcds_dir(data_root) -> Path:
-    """TPC-DS SF 0.01 (tpcgen-cli), generated once next to the TPC-H data (a few seconds)."""
-    from sluice.datagen.tpcds import generate_tpcds
-    root = data_root / "tpcds"
-    if not (root / "store_sales.parquet").exists():
-        generate_tpcds(TPCDS_SF, root)
-    return root
+    """TPC-DS SF 0.1 (tpcgen-cli), generated once next to the TPC-H data (a few seconds)."""
+    return _tpcds(data_root, TPCDS_SF)
+
+
+@pytest.fixture(scope="session")
+def tpcds_sf1_dir(data_root) -> Path:
+    """TPC-DS SF 1 for a few queries (about 15 s to generate, 0.4 GB)."""
+    return _tpcds(data_root, 1)
 
 
 @pytest.fixture(scope="session")
