@@ -125,9 +125,29 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
                  f"{fmt_bytes(s.bytes_decoded)}, {s.rows:,} rows, row groups {s.row_groups - s.pruned}/"
                  f"{s.row_groups} (pruned {s.pruned}), waited {s.wait_s * 1000:.1f}ms, "
                  f"peak buffered {fmt_bytes(s.peak_buffered)}")
+        if s.modes and (len(s.modes) > 1 or "direct" not in s.modes or s.switches):
+            desc += f"\n{'  ' * (depth + 1)}  {_modes_line(s)}"
     lines.append("  " * depth + desc)
     for c in op.children:
         _tree(c, ctx, depth + 1, lines)
+
+
+def _modes_line(s) -> str:
+    """The scan's data-movement modes: per mode the slices, the end-to-end rate and the rows
+    kept; the policy's decisions (sample / exploit / drift / keep) by slice."""
+    parts = []
+    for mode, m in s.modes.items():
+        kept = m.rows_out / m.rows_in if m.rows_in else 0.0
+        parts.append(f"{mode} {m.slices} slices {m.rate / 1e6:.2f} Mrows/s kept {kept:.1%}")
+    line = "modes: " + ", ".join(parts)
+    if s.switches:
+        steps = []
+        for sw in s.switches:
+            rates = (" (" + ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sw.rates.items()) + " Mrows/s)"
+                     if sw.rates else "")
+            steps.append(f"{sw.reason} {sw.mode}@{sw.slice}{rates}")
+        line += "; policy: " + ", ".join(steps)
+    return line
 
 
 def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:

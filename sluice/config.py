@@ -109,6 +109,13 @@ class Config:
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
 
+    scan_mode: str = "direct"
+    """How a scan with a pushed filter moves data (A-Scan): ``direct`` (decode and ship every
+    projected column, filter on the compute device), ``pushdown`` (filter on the I/O threads
+    where the data is decoded, ship survivors), ``staging`` (decode and ship the filter's
+    columns first, filter on the device, then decode only what survives of the others), or
+    ``auto`` (sample each on a few slices, use the fastest, re-sample when the rate drifts)."""
+
     recursion_limit: int = 100_000
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
     whose stop condition never holds would otherwise run for ever)."""
@@ -117,6 +124,8 @@ class Config:
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, not {dev!r}")
+        if self.scan_mode not in ("auto", "direct", "pushdown", "staging"):
+            raise ConfigError(f"scan_mode must be auto, direct, pushdown or staging, not {self.scan_mode!r}")
         if self.recursion_limit < 1:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.chunk_rows < 1:

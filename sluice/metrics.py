@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 STAGES = ("read", "decode", "h2d", "compute", "wait", "spill_write", "spill_read")
 
@@ -99,6 +99,22 @@ class ScanStats:
     rows: int = 0
     wait_s: float = 0.0      # consumer time blocked waiting for data
     peak_buffered: int = 0   # most decoded bytes held ahead of the consumer
+    modes: dict = field(default_factory=dict)   # data-movement mode -> ModeStats
+    switches: list = field(default_factory=list)  # the mode policy's decisions (adapt.scan_policy.Switch)
+
+
+@dataclass
+class ModeStats:
+    """Slices one scan moved in one mode: input rows, rows passed on, end-to-end seconds."""
+
+    slices: int = 0
+    rows_in: int = 0
+    rows_out: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.rows_in / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass

@@ -17,9 +17,10 @@ from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.exec.evaluate import evaluate, evaluate_predicate, shared_subexpressions
 from sluice.io.parquet.metadata import RowGroup, TableInfo
+from sluice.adapt.scan_policy import Coordinator, ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
 from sluice.metrics import OperatorStats, ScanStats
-from sluice.plan.expr import Expr
+from sluice.plan.expr import Col, Expr, substitute
 
 
 class Operator(abc.ABC):
@@ -88,10 +89,21 @@ class ScanOp(Operator):
             want = min(ctx.config.scan_buffer_bytes, share, total)
             if not res.try_grow(want):
                 res.try_grow(min(want, ctx.memory.available))
+            predicate = None
+            if self.filter is not None:  # over the file's column names, as the reader sees them
+                types = {k: self.table.types[v] for k, v in self.columns.items()}
+                predicate = substitute(self.filter, {k: Col(v, types[k]) for k, v in self.columns.items()})
+            mode = ctx.config.scan_mode
+            policy = None
+            if mode == "auto" and predicate is not None:
+                coordinator = ctx.state.setdefault("scan coordinator", Coordinator())
+                policy = ScanPolicy(coordinator=coordinator, ident=id(self))
+                stats.switches = policy.switches
             r = ctx.readers[id(self)] = ScanReader(
                 self.table, cols, self.row_groups, config=ctx.config,
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
-                progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res)
+                progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
+                predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode)
         return r
 
     def start(self, ctx: ExecContext) -> None:
@@ -99,14 +111,11 @@ class ScanOp(Operator):
             self.reader(ctx).start()
 
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
+        # The reader applies the filter (in the mode of each slice); columns only the filter
+        # read are dropped here.
+        keep = self.outputs if self.outputs is not None else tuple(self.columns)
         for chunk in self.reader(ctx):
-            cols = {k: chunk.columns[v] for k, v in self.columns.items()}
-            out = Chunk(cols, chunk.num_rows, chunk.seq)
-            if self.filter is not None:
-                mask = evaluate_predicate(self.filter, out)
-                if self.outputs is not None:
-                    out = Chunk({k: cols[k] for k in self.outputs}, out.num_rows, out.seq)
-                out = out.filter(mask) if out.columns else Chunk({}, int(mask.sum()), chunk.seq)
+            out = Chunk({k: chunk.columns[self.columns[k]] for k in keep}, chunk.num_rows, chunk.seq)
             if out.num_rows:
                 yield out
 

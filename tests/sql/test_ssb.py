@@ -8,11 +8,18 @@ from sluice.testing.queries import order_by_columns, ssb_queries
 QUERIES = ssb_queries()
 
 
-@pytest.mark.parametrize("chunk_rows", [None, 4096], ids=["default_chunks", "tiny_chunks"])
+#: Default path, tiny chunks, and each scan data-movement mode forced (auto with tiny chunks:
+#: many slices to sample on). Every one must give DuckDB's answer.
+SETTINGS = {"default_chunks": {}, "tiny_chunks": {"chunk_rows": 4096},
+            "scan_pushdown": {"scan_mode": "pushdown"}, "scan_staging": {"scan_mode": "staging"},
+            "scan_auto": {"scan_mode": "auto", "chunk_rows": 4096}}
+
+
+@pytest.mark.parametrize("variant", sorted(SETTINGS))
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_ssb_query(name, chunk_rows, ssb_dir, ssb_duck, connect):
+def test_ssb_query(name, variant, ssb_dir, ssb_duck, connect):
     sql = QUERIES[name]
-    settings = {"chunk_rows": chunk_rows} if chunk_rows else {}
+    settings = SETTINGS[variant]
     ours = connect(ssb_dir, **settings).sql(sql).to_arrow()
     theirs = ssb_duck.sql(sql).to_arrow_table()
     compare(ours, theirs, order_by_columns(sql, theirs.column_names))

@@ -9,11 +9,18 @@ from sluice.testing.queries import order_by_columns, tpch_queries
 QUERIES = tpch_queries()
 
 
-@pytest.mark.parametrize("chunk_rows", [None, 3000], ids=["default_chunks", "tiny_chunks"])
+#: Default path, tiny chunks, and each scan data-movement mode forced (auto with tiny chunks:
+#: many slices to sample on). Every one must give DuckDB's answer.
+SETTINGS = {"default_chunks": {}, "tiny_chunks": {"chunk_rows": 3000},
+            "scan_pushdown": {"scan_mode": "pushdown"}, "scan_staging": {"scan_mode": "staging"},
+            "scan_auto": {"scan_mode": "auto", "chunk_rows": 3000}}
+
+
+@pytest.mark.parametrize("variant", sorted(SETTINGS))
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_tpch_query(name, chunk_rows, tpch_dir, tpch_duck, connect):
+def test_tpch_query(name, variant, tpch_dir, tpch_duck, connect):
     sql = QUERIES[name]
-    settings = {"chunk_rows": chunk_rows} if chunk_rows else {}
+    settings = SETTINGS[variant]
     ours = connect(tpch_dir, **settings).sql(sql).to_arrow()
     theirs = tpch_duck.sql(sql).to_arrow_table()
     assert theirs.num_rows > 0, "validation parameters must produce rows"

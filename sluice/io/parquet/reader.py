@@ -32,11 +32,18 @@ from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
 from sluice.io.parquet.ranges import column_chunk_ranges, read_ranges
 from sluice.io.memory import release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
-from sluice.metrics import Recorder, ScanStats
+from sluice.adapt.scan_policy import ScanPolicy
+from sluice.exec.evaluate import evaluate_predicate
+from sluice.metrics import ModeStats, Recorder, ScanStats
+from sluice.plan.expr import Expr
 
 _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
           "decimal": 8, "date": 4, "timestamp": 8, "string": 4}
 
+
+#: With scan_mode=auto, at most this many slices are in flight: the policy assigns a mode
+#: when a slice is queued, so a deep queue would act on old measurements.
+POLICY_AHEAD = 4
 
 #: A scan gives freed memory back to the OS after consuming this many decoded bytes.
 SCAN_TRIM_BYTES = 128 << 20
@@ -118,8 +125,17 @@ class ScanReader:
                  pool: ThreadPoolExecutor, cache: MetadataCache, device: torch.device,
                  recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
-                 reservation=None) -> None:
+                 reservation=None, predicate: Expr | None = None, policy: ScanPolicy | None = None,
+                 mode: str = "direct") -> None:
         self.table = table
+        # The pushed filter over the file's column names: applied by the mode of each slice
+        # (direct: by the consumer; pushdown: on the I/O thread; staging: on the predicate
+        # columns first), so every mode yields the same rows.
+        self.predicate = predicate
+        self.pred_columns = [c for c in columns if predicate is not None and c in predicate.columns()]
+        self.policy = policy
+        self.mode = mode if predicate is not None else "direct"
+        self._load_s: dict[int, float] = {}  # seconds each slice took on its I/O thread
         self.columns = columns
         self.cfg = config
         self.pool = pool
@@ -135,7 +151,7 @@ class ScanReader:
         self.tasks = plan_reads(groups, config.chunk_rows, cap,
                                 lambda rg: estimate_decoded(table, [rg], columns, cache))
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
-        self.pending: deque[tuple[Future, int, int]] = deque()
+        self.pending: deque[tuple[Future, int, int, str, float]] = deque()
         self.next_task = 0
         self.buffered = 0
         self.started = False
@@ -155,14 +171,13 @@ class ScanReader:
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
 
-    def load(self, i: int) -> tuple[dict[str, Column], object, int]:
-        """Run read + decode (+ h2d) of task ``i``; returns (columns, event, compressed bytes)."""
-        task = self.tasks[i]
+    def _decode(self, task: list[RowGroup], md, names: list[str]) -> tuple[dict[str, Column], int]:
+        """Read + decode the ``names`` columns of ``task`` on this thread (partition columns are
+        made from the file's folder values); returns the host columns and compressed bytes."""
         path = task[0].path
-        md = self._footer(path)
         rg_idx = [rg.index for rg in task]
         parts = self.table.partitions
-        stored = [c for c in self.columns if c not in parts]
+        stored = [c for c in names if c not in parts]
         strings = [c for c in stored if self.table.types[c].kind == "string" and _read_as_dictionary(md, c, rg_idx)]
         t0 = time.perf_counter()
         try:
@@ -176,19 +191,69 @@ class ScanReader:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
         cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in stored}
         n = sum(rg.num_rows for rg in task)
-        for c in self.columns:
+        for c in names:
             if c in parts:  # a hive partition column: the file's folder value on every row
                 typ = self.table.arrow_schema.field(c).type
                 one = pa.array([parts[c][path]], typ)
                 cols[c] = arrow_to_column(one.take(pa.array(np.zeros(n, dtype=np.int32))), self.table.types[c])
-        cols = {c: cols[c] for c in self.columns}
-        t2 = time.perf_counter()
-        self._record("decode", t1, t2, columns_nbytes(cols))
-        event = None
-        if self.device.type == "cuda":
-            cols, event = to_device(cols, self.device, pinned=self.cfg.on("pinned_memory"),
-                                    copy_stream=self.cfg.on("copy_stream"), record=self._record)
-        return cols, event, nread
+        self._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+        return {c: cols[c] for c in names}, nread
+
+    def _ship(self, cols: dict[str, Column]):
+        if self.device.type == "cuda" and cols:
+            return to_device(cols, self.device, pinned=self.cfg.on("pinned_memory"),
+                             copy_stream=self.cfg.on("copy_stream"), record=self._record)
+        return cols, None
+
+    def load(self, i: int, mode: str = "direct") -> tuple[dict[str, Column] | None, object, int, int, bool]:
+        """Read + decode (+ h2d) task ``i`` in ``mode``; returns (columns, event, compressed
+        bytes, rows, filtered) -- ``filtered`` when the mode already applied the predicate.
+
+        - direct: every projected column, shipped whole (the consumer filters);
+        - pushdown: every column decoded, the predicate evaluated here on the host, survivors shipped;
+        - staging: the predicate's columns decoded and shipped, the predicate evaluated on the
+          device; the other columns decoded only if a row survives, and only survivors shipped.
+        """
+        t_start = time.perf_counter()
+        try:
+            return self._load(i, mode)
+        finally:
+            self._load_s[i] = time.perf_counter() - t_start
+
+    def _load(self, i: int, mode: str):
+        task = self.tasks[i]
+        md = self._footer(task[0].path)
+        n = sum(rg.num_rows for rg in task)
+        if mode == "staging" and self.predicate is not None:
+            first = self.pred_columns
+            pcols, nread = self._decode(task, md, first)
+            dcols, event = self._ship(pcols)
+            wait_for(event)
+            mask = evaluate_predicate(self.predicate, Chunk(dcols, n))
+            host_mask = mask.cpu() if mask.device.type != "cpu" else mask
+            kept = int(host_mask.sum())
+            if kept == 0:
+                return None, None, nread, 0, True
+            rest = [c for c in self.columns if c not in first]
+            rcols, more = self._decode(task, md, rest) if rest else ({}, 0)
+            if kept < n:
+                rcols = {c: col.filter(host_mask) for c, col in rcols.items()}
+                dcols = {c: col.filter(mask) for c, col in dcols.items()}
+            rcols, event = self._ship(rcols)
+            out = {**dcols, **rcols}
+            return {c: out[c] for c in self.columns}, event, nread + more, kept, True
+        cols, nread = self._decode(task, md, self.columns)
+        filtered = False
+        if mode == "pushdown" and self.predicate is not None:
+            mask = evaluate_predicate(self.predicate, Chunk(cols, n))
+            kept = int(mask.sum())
+            if kept == 0:
+                return None, None, nread, 0, True
+            if kept < n:
+                cols = {c: col.filter(mask) for c, col in cols.items()}
+            n, filtered = kept, True
+        cols, event = self._ship(cols)
+        return cols, event, nread, n, filtered
 
     # ------------------------------------------------------------------ pipeline
 
@@ -204,31 +269,57 @@ class ScanReader:
             est = self.estimates[self.next_task]
             if self.pending and self.buffered + est > budget:
                 break  # the queue is full: producers wait for the consumer
+            if self.policy is not None and len(self.pending) >= POLICY_AHEAD:
+                break  # adaptive: modes are chosen a few slices ahead of what they measure
             i = self.next_task
-            self.pending.append((self.pool.submit(self.load, i), i, est))
+            mode = self._mode_of(i)
+            self.pending.append((self.pool.submit(self.load, i, mode), i, est, mode, time.perf_counter()))
             self.buffered += est
             self.next_task += 1
             self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
 
-    def _chunks_of(self, i: int, cols: dict[str, Column], event, nread: int, seq: int) -> Iterator[Chunk]:
+    def _mode_of(self, i: int) -> str:
+        return self.policy.assign(i) if self.policy is not None else self.mode
+
+    def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
+        cols, event, nread, n, filtered = loaded
+        t_begin = time.perf_counter()
         wait_for(event)
-        n = sum(rg.num_rows for rg in self.tasks[i])
+        rows_in = sum(rg.num_rows for rg in self.tasks[i])
+        st = self.stats.modes.setdefault(mode, ModeStats())
+        st.slices += 1
+        st.rows_in += rows_in
         self.stats.bytes_read += nread
-        self.stats.bytes_decoded += columns_nbytes(cols)
-        self._since_trim += self.estimates[i]
-        if self._since_trim >= SCAN_TRIM_BYTES:
-            # Decoded tasks come and go faster than glibc hands memory back: without this the
-            # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
-            self._since_trim = 0
-            release_to_os()
-        self.stats.rows += n
+        self.stats.rows += rows_in
         if self.progress is not None:
             self.progress(nread)
-        step = self.cfg.chunk_rows
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            chunk = Chunk(cols, n, seq)
-            yield chunk if (start == 0 and stop == n) else chunk.slice(start, stop)
+        if cols is not None:
+            self.stats.bytes_decoded += columns_nbytes(cols)
+            self._since_trim += self.estimates[i]
+            if self._since_trim >= SCAN_TRIM_BYTES:
+                # Decoded tasks come and go faster than glibc hands memory back: without this the
+                # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
+                self._since_trim = 0
+                release_to_os()
+            whole = Chunk(cols, n, seq)
+            if not filtered and self.predicate is not None:  # direct: the consumer filters
+                whole = whole.filter(evaluate_predicate(self.predicate, whole))
+                n = whole.num_rows
+            st.rows_out += n
+            step = self.cfg.chunk_rows
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+        # The slice's end-to-end cost in a pipeline: its I/O-thread time spread over the pool,
+        # or its consumer time (filtering in direct mode, and everything the parent did with
+        # its chunks before asking for more), whichever bounds. Queue transients (a burst
+        # served from slices read ahead) do not enter it.
+        consumer = time.perf_counter() - t_begin
+        producer = self._load_s.pop(i, 0.0) / max(1, self.cfg.io_threads)
+        cost = max(consumer, producer)
+        st.seconds += cost
+        if self.policy is not None:
+            self.policy.observe(i, mode, rows_in, cost)
 
     def __iter__(self) -> Iterator[Chunk]:
         if not self.started:
@@ -238,32 +329,33 @@ class ScanReader:
             return
         if not self.cfg.on("prefetch"):
             for i in range(len(self.tasks)):
-                cols, event, nread = self.load(i)
-                yield from self._chunks_of(i, cols, event, nread, i)
+                mode = self._mode_of(i)
+                yield from self._chunks_of(i, self.load(i, mode), i, mode)
             return
         try:
             while self.pending or self.next_task < len(self.tasks):
                 if not self.pending:
                     self._fill()
-                fut, i, est = self.pending.popleft()
+                fut, i, est, mode, _ = self.pending.popleft()
                 t0 = time.perf_counter()
-                cols, event, nread = fut.result()
+                loaded = fut.result()
                 t1 = time.perf_counter()
                 self.stats.wait_s += t1 - t0
                 if t1 - t0 > 1e-4:
                     self._record("wait", t0, t1)
                 self.buffered -= est
                 self._fill()
-                yield from self._chunks_of(i, cols, event, nread, i)
+                yield from self._chunks_of(i, loaded, i, mode)
         finally:
-            for fut, _, _ in self.pending:
+            for fut, *_ in self.pending:
                 fut.cancel()
             if self.reservation is not None:
                 self.reservation.free()
 
     def _blocking(self) -> Iterator[Chunk]:
         """Read the whole table (in this thread), then compute: the papers' baseline."""
-        loaded = [self.load(i) for i in range(len(self.tasks))]
-        self.stats.peak_buffered = sum(columns_nbytes(c) for c, _, _ in loaded)
-        for i, (cols, event, nread) in enumerate(loaded):
-            yield from self._chunks_of(i, cols, event, nread, i)
+        modes = [self._mode_of(i) for i in range(len(self.tasks))]
+        loaded = [self.load(i, m) for i, m in enumerate(modes)]
+        self.stats.peak_buffered = sum(columns_nbytes(x[0]) for x in loaded if x[0] is not None)
+        for i, x in enumerate(loaded):
+            yield from self._chunks_of(i, x, i, modes[i])

@@ -1,0 +1,166 @@
+"""Which data-movement mode a scan uses for its next slice (A-Scan, Algorithm 1).
+
+The three modes (:mod:`sluice.io.parquet.reader`) give the same rows; which is fastest
+depends on selectivity, column widths, where the bottleneck sits and what else runs, and it
+changes within one query. So the policy measures instead of modelling:
+
+- **sample**: a short burst of slices (in scan order, no work duplicated) goes to each mode
+  in turn, mode at a time -- modes share the interconnect and the cores, so routing slices to
+  several at once would measure their interference, not them;
+- **exploit**: every later slice goes to the best measured mode, whose rate keeps being
+  measured;
+- **re-sample** when the rate over the last few slices falls more than ``drift`` below the
+  smoothed estimate (a phase change: a sorted column leaving its selective range, another
+  query taking the disk), with **hysteresis**: after re-sampling the mode changes only if the
+  best beats the current one by ``margin``.
+
+A slice's rate is end to end: its input rows over its cost in the pipeline -- the larger of
+its I/O-thread time spread over the pool and its consumer time, which includes what the parent
+operators did with its chunks before asking for more, so downstream back-pressure counts (the
+reader measures it; slices served from a queue filled earlier would otherwise look free). The
+first slice of each burst only warms the mode up and is not counted. Scans of one query stagger their sampling through a shared :class:`Coordinator`
+(one samples at a time; the others keep their mode).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+MODES = ("direct", "pushdown", "staging")
+
+
+@dataclass
+class Switch:
+    """One decision, for ``--analyze`` and the timeline."""
+
+    slice: int
+    mode: str
+    reason: str  # sample | exploit | drift | keep
+    rates: dict[str, float] = field(default_factory=dict)
+
+
+class Coordinator:
+    """Lets one scan of a query sample at a time (staggered sampling)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def acquire(self, who: int) -> bool:
+        with self._lock:
+            if self._owner in (None, who):
+                self._owner = who
+                return True
+            return False
+
+    def release(self, who: int) -> None:
+        with self._lock:
+            if self._owner == who:
+                self._owner = None
+
+
+class ScanPolicy:
+    """Assigns a mode to each slice of one scan and learns from their measured rates."""
+
+    def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 3, alpha: float = 0.2,
+                 window: int = 8, drift: float = 0.15, margin: float = 0.05,
+                 coordinator: Coordinator | None = None, ident: int = 0) -> None:
+        self.modes = tuple(modes)
+        self.burst = max(2, burst)
+        self.alpha = alpha
+        self.window = window
+        self.drift = drift
+        self.margin = margin
+        self.coordinator = coordinator
+        self.ident = ident
+        self.estimate: dict[str, float] = {}        # smoothed rows/s per mode
+        self.current = self.modes[0]
+        self.switches: list[Switch] = []
+        self._plan: deque[str] = deque()           # modes of the slices still to assign in this sample
+        self._sampling = False
+        self._sample_rates: dict[str, list[float]] = {}
+        self._awaiting: dict[int, str] = {}        # sample slices assigned, not yet measured
+        self._recent: deque[float] = deque(maxlen=window)
+        self._since_exploit = 0
+        self._warm: set[int] = set()               # first slice of each burst: not measured
+        if len(self.modes) > 1:
+            self._start_sampling(0)
+
+    # ------------------------------------------------------------------ decisions
+
+    def _start_sampling(self, slice_idx: int) -> None:
+        if self.coordinator is not None and not self.coordinator.acquire(self.ident):
+            return  # another scan is sampling: keep the current mode, try again later
+        self._sampling = True
+        self._last_sampled = None
+        self._sample_rates = {m: [] for m in self.modes}
+        self._plan = deque(m for m in self.modes for _ in range(self.burst))
+
+    def assign(self, slice_idx: int) -> str:
+        """The mode of slice ``slice_idx`` (slices are assigned in scan order)."""
+        if self._plan:
+            mode = self._plan.popleft()
+            if mode != self._last_sampled:
+                self._warm.add(slice_idx)
+                self.switches.append(Switch(slice_idx, mode, "sample"))
+            self._last_sampled = mode
+            self._awaiting[slice_idx] = mode
+            return mode
+        if not self._sampling and len(self.modes) > 1 and self._pending_resample:
+            self._pending_resample = False
+            self._start_sampling(slice_idx)
+            if self._plan:
+                return self.assign(slice_idx)
+        return self.current
+
+    _pending_resample = False
+    _last_sampled: str | None = None
+
+    def observe(self, slice_idx: int, mode: str, rows: int, seconds: float) -> None:
+        """Slice ``slice_idx`` (of ``rows`` input rows, in ``mode``) reached the parent
+        ``seconds`` after the previous one (end-to-end incremental time)."""
+        rate = rows / max(seconds, 1e-9)
+        if slice_idx in self._awaiting:
+            del self._awaiting[slice_idx]
+            if slice_idx not in self._warm:
+                self._sample_rates[mode].append(rate)
+            self._warm.discard(slice_idx)
+            if not self._awaiting and not self._plan and self._sampling:
+                self._decide(slice_idx)
+            return
+        if mode != self.current or self._sampling:
+            return
+        prev = self.estimate.get(mode)
+        self.estimate[mode] = rate if prev is None else (1 - self.alpha) * prev + self.alpha * rate
+        self._recent.append(rate)
+        self._since_exploit += 1
+        if (len(self._recent) == self.window and self._since_exploit >= self.window and prev is not None
+                and sum(self._recent) / len(self._recent) < (1 - self.drift) * prev):
+            self.switches.append(Switch(slice_idx, mode, "drift", dict(self.estimate)))
+            self._pending_resample = True
+
+    def _decide(self, slice_idx: int) -> None:
+        rates = {m: sum(r) / len(r) for m, r in self._sample_rates.items() if r}
+        self._sampling = False
+        if self.coordinator is not None:
+            self.coordinator.release(self.ident)
+        if not rates:
+            return
+        for m, r in rates.items():
+            self.estimate[m] = r
+        best = max(rates, key=rates.get)
+        had = bool(self.switches) and any(s.reason in ("exploit", "keep") for s in self.switches)
+        if had and best != self.current and self.current in rates and \
+                rates[best] < (1 + self.margin) * rates[self.current]:
+            self.switches.append(Switch(slice_idx, self.current, "keep", rates))
+        else:
+            self.current = best
+            self.switches.append(Switch(slice_idx, best, "exploit", rates))
+        self._recent.clear()
+        self._since_exploit = 0
+
+    @property
+    def sampling(self) -> bool:
+        return self._sampling

@@ -1,0 +1,90 @@
+"""The A-Scan mode policy with scripted throughputs: it finds the best mode, samples mode at a
+time in bursts, re-samples when the rate drifts, keeps its mode when the alternatives are not
+clearly better (no oscillation), and staggers sampling across scans."""
+
+from sluice.adapt.scan_policy import MODES, Coordinator, ScanPolicy
+
+
+def run(policy, rate_of, slices, rows=1000, lag=0):
+    """Drive ``policy``: slice i is observed ``lag`` slices after it is assigned (a queue)."""
+    modes, inflight = [], []
+    for i in range(slices):
+        m = policy.assign(i)
+        modes.append(m)
+        inflight.append((i, m))
+        while len(inflight) > lag:
+            j, mj = inflight.pop(0)
+            policy.observe(j, mj, rows, rows / rate_of(mj, j))
+    for j, mj in inflight:
+        policy.observe(j, mj, rows, rows / rate_of(mj, j))
+    return modes
+
+
+def test_finds_the_fastest_mode():
+    for best in MODES:
+        p = ScanPolicy()
+        modes = run(p, lambda m, i: 300.0 if m == best else 100.0, 40)
+        assert p.current == best
+        assert modes[-20:] == [best] * 20
+
+
+def test_samples_each_mode_in_one_burst_in_scan_order():
+    p = ScanPolicy(burst=3)
+    modes = run(p, lambda m, i: {"direct": 1.0, "pushdown": 2.0, "staging": 3.0}[m], 12)
+    assert modes[:9] == ["direct"] * 3 + ["pushdown"] * 3 + ["staging"] * 3
+    assert modes[9:] == ["staging"] * 3
+
+
+def test_decides_after_late_observations_with_a_queue():
+    p = ScanPolicy(burst=3)
+    modes = run(p, lambda m, i: 500.0 if m == "pushdown" else 50.0, 30, lag=4)
+    assert p.current == "pushdown" and modes[-10:] == ["pushdown"] * 10
+
+
+def test_resamples_when_the_rate_drifts_and_follows_the_phase_change():
+    # A sorted column: staging wins while the predicate is selective (first 30 slices), then
+    # direct wins; the drop of staging's rate triggers re-sampling, which finds direct.
+    def rate(m, i):
+        if i < 30:
+            return {"direct": 100.0, "pushdown": 150.0, "staging": 400.0}[m]
+        return {"direct": 300.0, "pushdown": 200.0, "staging": 80.0}[m]
+    p = ScanPolicy()
+    modes = run(p, rate, 80)
+    assert modes[20:30] == ["staging"] * 10
+    assert modes[-15:] == ["direct"] * 15
+    assert any(s.reason == "drift" for s in p.switches)
+
+
+def test_no_oscillation_between_nearly_equal_modes():
+    # Noise around equal rates: after the first choice, re-samples keep the current mode.
+    import random
+    rng = random.Random(5)
+    p = ScanPolicy(margin=0.10)
+    modes = run(p, lambda m, i: 100.0 * (1 + rng.uniform(-0.03, 0.03)), 300)
+    exploited = [s for s in p.switches if s.reason == "exploit"]
+    assert len(exploited) <= 2
+    changes = sum(1 for a, b in zip(modes[30:], modes[31:]) if a != b)
+    assert changes <= 12  # only inside sampling bursts, never a flip-flop of the exploited mode
+
+
+def test_a_steady_scan_does_not_resample():
+    p = ScanPolicy()
+    run(p, lambda m, i: 100.0 if m == "direct" else 50.0, 200)
+    assert not any(s.reason == "drift" for s in p.switches)
+
+
+def test_single_mode_never_samples():
+    p = ScanPolicy(modes=("direct",))
+    assert run(p, lambda m, i: 1.0, 10) == ["direct"] * 10 and not p.switches
+
+
+def test_scans_stagger_their_sampling():
+    c = Coordinator()
+    a, b = ScanPolicy(coordinator=c, ident=1), ScanPolicy(coordinator=c, ident=2)
+    assert a.sampling and not b.sampling  # b waits, using its default mode
+    assert b.assign(0) == "direct"
+    run(a, lambda m, i: 10.0 if m == "staging" else 1.0, 12)
+    assert not a.sampling and a.current == "staging"
+    b._pending_resample = True  # b gets its turn at its next slice
+    b.assign(1)
+    assert b.sampling
