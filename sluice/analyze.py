@@ -127,6 +127,8 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
                  f"peak buffered {fmt_bytes(s.peak_buffered)}")
         if s.modes and (len(s.modes) > 1 or "direct" not in s.modes or s.switches):
             desc += f"\n{'  ' * (depth + 1)}  {_modes_line(s)}"
+        for rf in op.runtime_filters:
+            desc += f"\n{'  ' * (depth + 1)}  {rf.describe()}"
     lines.append("  " * depth + desc)
     for c in op.children:
         _tree(c, ctx, depth + 1, lines)

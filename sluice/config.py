@@ -116,6 +116,11 @@ class Config:
     columns first, filter on the device, then decode only what survives of the others), or
     ``auto`` (sample each on a few slices, use the fastest, re-sample when the rate drifts)."""
 
+    runtime_filters: bool = True
+    """A join's build side, once read, gives the probe side's scan its key range (to skip row
+    groups by their statistics) and a Bloom filter (to drop rows before the join), where that
+    cannot change the answer (inner, semi and build-preserving joins)."""
+
     recursion_limit: int = 100_000
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
     whose stop condition never holds would otherwise run for ever)."""

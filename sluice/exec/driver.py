@@ -36,7 +36,11 @@ def lower_plan(plan: PlanNode, cfg) -> Operator:
     """Lower a whole plan; Shared nodes with one key become one operator."""
     token = _SHARED.set({})
     try:
-        return lower(plan, cfg)
+        op = lower(plan, cfg)
+        if cfg.runtime_filters:
+            from sluice.exec.runtime_filter import attach_runtime_filters
+            attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "auto"))
+        return op
     except SluiceError:
         raise
     except Exception as e:  # noqa: BLE001 - a bug in lowering: say so in one line

@@ -14,7 +14,7 @@ correlation) pair every probe row with every build row, in batches of about a ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import torch
@@ -82,6 +82,7 @@ class HashJoinOp(Operator):
     below_state: int = 0  # estimated bytes of the materialising operators on the probe side (they run while the table is held)
     outputs: tuple[str, ...] | None = None  # the columns emitted (None: all)
     mark: str | None = None  # mode "mark": the name of the boolean column added to each probe row
+    runtime_filters: list = field(default_factory=list)  # (key index, RuntimeFilter) published after the build
     label = "HashJoin"
 
     def __post_init__(self):
@@ -122,10 +123,14 @@ class HashJoinOp(Operator):
             info = _BuildInfo()
             for chunk in self.build.stream(ctx):
                 info.rows += chunk.num_rows
+                for k, rf in self.runtime_filters:
+                    rf.add(evaluate(self.build_keys[k], chunk), chunk.num_rows)
                 if self.null_aware and self.build_keys and not info.has_null:
                     info.has_null = _any_null_key([evaluate(k, chunk) for k in self.build_keys], chunk.num_rows)
                 bmat.add(chunk)
             bmat.finish()
+            for _, rf in self.runtime_filters:
+                rf.publish()
             if not self.probe_keys:
                 yield from self._no_keys(ctx, self._all_in_memory(bmat, dev))
                 return

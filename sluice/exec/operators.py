@@ -7,7 +7,7 @@ input. Parameters live on the operator, state in the generator. Empty chunks are
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 
@@ -72,6 +72,7 @@ class ScanOp(Operator):
     row_groups: list[RowGroup]
     pruned: int = 0
     outputs: tuple[str, ...] | None = None  # emitted columns (None: all)
+    runtime_filters: list = field(default_factory=list)  # RuntimeFilters joins publish for this scan
     label = "Scan"
 
     def reader(self, ctx: ExecContext) -> ScanReader:
@@ -95,7 +96,7 @@ class ScanOp(Operator):
                 predicate = substitute(self.filter, {k: Col(v, types[k]) for k, v in self.columns.items()})
             mode = ctx.config.scan_mode
             policy = None
-            if mode == "auto" and predicate is not None:
+            if mode == "auto" and (predicate is not None or self.runtime_filters):
                 coordinator = ctx.state.setdefault("scan coordinator", Coordinator())
                 policy = ScanPolicy(coordinator=coordinator, ident=id(self))
                 stats.switches = policy.switches
@@ -103,7 +104,8 @@ class ScanOp(Operator):
                 self.table, cols, self.row_groups, config=ctx.config,
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
-                predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode)
+                predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
+                runtime=self.runtime_filters)
         return r
 
     def start(self, ctx: ExecContext) -> None:

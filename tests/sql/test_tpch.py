@@ -9,10 +9,11 @@ from sluice.testing.queries import order_by_columns, tpch_queries
 QUERIES = tpch_queries()
 
 
-#: Default path, tiny chunks, and each scan data-movement mode forced (auto with tiny chunks:
-#: many slices to sample on). Every one must give DuckDB's answer.
+#: Default path, tiny chunks, runtime filters off, and each scan data-movement mode forced
+#: (auto with tiny chunks: many slices to sample on). Every one must give DuckDB's answer.
 SETTINGS = {"default_chunks": {}, "tiny_chunks": {"chunk_rows": 3000},
-            "scan_pushdown": {"scan_mode": "pushdown"}, "scan_staging": {"scan_mode": "staging"},
+            "runtime_filters_off": {"runtime_filters": False}, "scan_pushdown": {"scan_mode": "pushdown"},
+            "scan_staging": {"scan_mode": "staging"},
             "scan_auto": {"scan_mode": "auto", "chunk_rows": 3000}}
 
 

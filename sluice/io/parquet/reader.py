@@ -126,15 +126,20 @@ class ScanReader:
                  recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
                  reservation=None, predicate: Expr | None = None, policy: ScanPolicy | None = None,
-                 mode: str = "direct") -> None:
+                 mode: str = "direct", runtime: list | None = None) -> None:
         self.table = table
+        # Runtime filters joins publish while this scan runs (sluice.exec.runtime_filter):
+        # a slice whose row groups' statistics miss a filter's key range is not read (any
+        # mode); in pushdown mode the I/O thread also drops the rows they rule out. (On the
+        # consumer that would repeat the join's own probe: measured slower on CPU.)
+        self.runtime = runtime if runtime is not None else []
         # The pushed filter over the file's column names: applied by the mode of each slice
         # (direct: by the consumer; pushdown: on the I/O thread; staging: on the predicate
         # columns first), so every mode yields the same rows.
         self.predicate = predicate
         self.pred_columns = [c for c in columns if predicate is not None and c in predicate.columns()]
         self.policy = policy
-        self.mode = mode if predicate is not None else "direct"
+        self.mode = mode if predicate is not None or self.runtime else "direct"
         self._load_s: dict[int, float] = {}  # seconds each slice took on its I/O thread
         self.columns = columns
         self.cfg = config
@@ -215,13 +220,28 @@ class ScanReader:
           device; the other columns decoded only if a row survives, and only survivors shipped.
         """
         t_start = time.perf_counter()
+        if mode == "skip":  # a runtime filter's range rules out every row group of the slice
+            return None, None, 0, 0, True, set()
         try:
             return self._load(i, mode)
         finally:
             self._load_s[i] = time.perf_counter() - t_start
 
+    def _excluded(self, rg: RowGroup) -> bool:
+        """Whether a ready runtime filter's key range rules out every row of ``rg``."""
+        for rf in self.runtime:
+            if rf.ready and rf.excludes_range(*rg.stats.get(rf.column, (None, None))):
+                rf.groups_skipped += 1
+                rf.bytes_skipped += rg.nbytes
+                return True
+        return False
+
     def _load(self, i: int, mode: str):
         task = self.tasks[i]
+        if self.runtime:
+            task = [rg for rg in task if not self._excluded(rg)]
+            if not task:
+                return None, None, 0, 0, True, set()
         md = self._footer(task[0].path)
         n = sum(rg.num_rows for rg in task)
         if mode == "staging" and self.predicate is not None:
@@ -233,7 +253,7 @@ class ScanReader:
             host_mask = mask.cpu() if mask.device.type != "cpu" else mask
             kept = int(host_mask.sum())
             if kept == 0:
-                return None, None, nread, 0, True
+                return None, None, nread, 0, True, set()
             rest = [c for c in self.columns if c not in first]
             rcols, more = self._decode(task, md, rest) if rest else ({}, 0)
             if kept < n:
@@ -241,19 +261,22 @@ class ScanReader:
                 dcols = {c: col.filter(mask) for c, col in dcols.items()}
             rcols, event = self._ship(rcols)
             out = {**dcols, **rcols}
-            return {c: out[c] for c in self.columns}, event, nread + more, kept, True
+            return {c: out[c] for c in self.columns}, event, nread + more, kept, True, set()
         cols, nread = self._decode(task, md, self.columns)
-        filtered = False
-        if mode == "pushdown" and self.predicate is not None:
-            mask = evaluate_predicate(self.predicate, Chunk(cols, n))
-            kept = int(mask.sum())
-            if kept == 0:
-                return None, None, nread, 0, True
-            if kept < n:
-                cols = {c: col.filter(mask) for c, col in cols.items()}
-            n, filtered = kept, True
+        filtered = self.predicate is None
+        done: set = set()
+        if mode == "pushdown":
+            if self.predicate is not None:
+                mask = evaluate_predicate(self.predicate, Chunk(cols, n))
+                kept = int(mask.sum())
+                if kept < n:
+                    cols = {c: col.filter(mask) for c, col in cols.items()}
+                n, filtered = kept, True
+            cols, n = self._runtime_filtered(cols, n, done)
+            if n == 0:
+                return None, None, nread, 0, True, done
         cols, event = self._ship(cols)
-        return cols, event, nread, n, filtered
+        return cols, event, nread, n, filtered, done
 
     # ------------------------------------------------------------------ pipeline
 
@@ -279,10 +302,27 @@ class ScanReader:
             self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
 
     def _mode_of(self, i: int) -> str:
+        for rf in self.runtime:
+            if rf.ready and all(rf.excludes_range(*rg.stats.get(rf.column, (None, None))) for rg in self.tasks[i]):
+                rf.groups_skipped += len(self.tasks[i])
+                rf.bytes_skipped += sum(rg.nbytes for rg in self.tasks[i])
+                return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
+    def _runtime_filtered(self, cols: dict[str, Column], n: int, done: set) -> tuple[dict[str, Column], int]:
+        """``cols`` less the rows the ready runtime filters not in ``done`` rule out."""
+        mask = None
+        for rf in self.runtime:
+            if rf.active and id(rf) not in done and rf.column in cols:
+                done.add(id(rf))
+                m = rf.mask(cols[rf.column], n)
+                mask = m if mask is None else mask & m
+        if mask is None or bool(mask.all()):
+            return cols, n
+        return {c: col.filter(mask) for c, col in cols.items()}, int(mask.sum())
+
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
-        cols, event, nread, n, filtered = loaded
+        cols, event, nread, n, filtered, _ = loaded
         t_begin = time.perf_counter()
         wait_for(event)
         rows_in = sum(rg.num_rows for rg in self.tasks[i])
