@@ -14,11 +14,11 @@ changes within one query. So the policy measures instead of modelling:
   query taking the disk), with **hysteresis**: after re-sampling the mode changes only if the
   best beats the current one by ``margin``.
 
-A slice's rate is end to end: its input rows over its cost in the pipeline -- the larger of
-its I/O-thread time spread over the pool and its consumer time, which includes what the parent
-operators did with its chunks before asking for more, so downstream back-pressure counts (the
-reader measures it; slices served from a queue filled earlier would otherwise look free). The
-first slice of each burst only warms the mode up and is not counted. Scans of one query stagger their sampling through a shared :class:`Coordinator`
+A slice's rate is end to end: its input rows over the wall time from the consumption of the
+slice before it to its own consumption by the parent operators (which includes what they did
+with its chunks), so decode, transfer, filtering and downstream back-pressure all count, and
+so does contention between threads. The first ``warm`` slices of each burst only fill the
+pipeline with the mode (the reader keeps few slices in flight) and are not counted. Scans of one query stagger their sampling through a shared :class:`Coordinator`
 (one samples at a time; the others keep their mode).
 """
 
@@ -64,11 +64,12 @@ class Coordinator:
 class ScanPolicy:
     """Assigns a mode to each slice of one scan and learns from their measured rates."""
 
-    def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 3, alpha: float = 0.2,
+    def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 4, warm: int = 2, alpha: float = 0.2,
                  window: int = 8, drift: float = 0.15, margin: float = 0.05,
                  coordinator: Coordinator | None = None, ident: int = 0) -> None:
         self.modes = tuple(modes)
         self.burst = max(2, burst)
+        self.warm = min(max(1, warm), self.burst - 1)
         self.alpha = alpha
         self.window = window
         self.drift = drift
@@ -84,7 +85,7 @@ class ScanPolicy:
         self._awaiting: dict[int, str] = {}        # sample slices assigned, not yet measured
         self._recent: deque[float] = deque(maxlen=window)
         self._since_exploit = 0
-        self._warm: set[int] = set()               # first slice of each burst: not measured
+        self._warm: set[int] = set()               # first slices of each burst: not measured
         if len(self.modes) > 1:
             self._start_sampling(0)
 
@@ -103,8 +104,11 @@ class ScanPolicy:
         if self._plan:
             mode = self._plan.popleft()
             if mode != self._last_sampled:
-                self._warm.add(slice_idx)
+                self._burst_pos = 0
                 self.switches.append(Switch(slice_idx, mode, "sample"))
+            if self._burst_pos < self.warm:
+                self._warm.add(slice_idx)
+            self._burst_pos += 1
             self._last_sampled = mode
             self._awaiting[slice_idx] = mode
             return mode
@@ -117,6 +121,7 @@ class ScanPolicy:
 
     _pending_resample = False
     _last_sampled: str | None = None
+    _burst_pos = 0
 
     def observe(self, slice_idx: int, mode: str, rows: int, seconds: float) -> None:
         """Slice ``slice_idx`` (of ``rows`` input rows, in ``mode``) reached the parent

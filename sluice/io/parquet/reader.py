@@ -43,7 +43,10 @@ _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4
 
 #: With scan_mode=auto, at most this many slices are in flight: the policy assigns a mode
 #: when a slice is queued, so a deep queue would act on old measurements.
-POLICY_AHEAD = 4
+POLICY_AHEAD = 3
+
+#: With scan_mode=auto, a scan is cut into about this many slices.
+SLICES = 64
 
 #: A scan gives freed memory back to the OS after consuming this many decoded bytes.
 SCAN_TRIM_BYTES = 128 << 20
@@ -141,6 +144,7 @@ class ScanReader:
         self.policy = policy
         self.mode = mode if predicate is not None or self.runtime else "direct"
         self._load_s: dict[int, float] = {}  # seconds each slice took on its I/O thread
+        self._last_consumed: float | None = None
         self.columns = columns
         self.cfg = config
         self.pool = pool
@@ -153,8 +157,12 @@ class ScanReader:
         self.reservation = reservation  # the queue's bytes in the memory pool, freed when done
         # Tasks hold no more than the read-ahead budget (when it is smaller than a chunk's rows).
         cap = buffer_bytes if buffer_bytes is not None and buffer_bytes < config.scan_buffer_bytes else None
-        self.tasks = plan_reads(groups, config.chunk_rows, cap,
-                                lambda rg: estimate_decoded(table, [rg], columns, cache))
+        # Adaptive scans cut the table into about SLICES slices (at least a row group each, at
+        # most a chunk): enough to sample the modes on and to notice a change along the file.
+        rows = config.chunk_rows
+        if policy is not None:
+            rows = max(1, min(rows, sum(rg.num_rows for rg in groups) // SLICES))
+        self.tasks = plan_reads(groups, rows, cap, lambda rg: estimate_decoded(table, [rg], columns, cache))
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
         self.pending: deque[tuple[Future, int, int, str, float]] = deque()
         self.next_task = 0
@@ -350,13 +358,11 @@ class ScanReader:
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
-        # The slice's end-to-end cost in a pipeline: its I/O-thread time spread over the pool,
-        # or its consumer time (filtering in direct mode, and everything the parent did with
-        # its chunks before asking for more), whichever bounds. Queue transients (a burst
-        # served from slices read ahead) do not enter it.
-        consumer = time.perf_counter() - t_begin
-        producer = self._load_s.pop(i, 0.0) / max(1, self.cfg.io_threads)
-        cost = max(consumer, producer)
+        # End to end: wall time since the previous slice was consumed (this one's decode ran
+        # meanwhile, in parallel with it), so contention between the threads counts too.
+        now = time.perf_counter()
+        cost = now - (self._last_consumed if self._last_consumed is not None else t_begin)
+        self._last_consumed = now
         st.seconds += cost
         if self.policy is not None:
             self.policy.observe(i, mode, rows_in, cost)

@@ -1,0 +1,119 @@
+"""Adaptive scan (A-Scan) sweep: the three static data-movement modes and ``auto``, side by
+side in one run, over predicate selectivity x projected columns on lineitem, plus a scan
+whose selectivity changes along the file; and runtime filters on vs off for SSB / TPC-H joins.
+
+    python bench/ascan.py --sf 10 --data /work/data/sf10 [--device cpu|cuda] [--threads N]
+        [--selectivities 0.0001,0.01,0.1,1,10,100] [--columns 2,4,8,16] [--runs 1]
+
+Each cell is the best of ``--runs`` wall times; the table gives every mode's time relative to
+the best static mode at that point (1.00 = the best), and auto's. Answers are checked equal
+across modes. Ratios only: absolute times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sluice  # noqa: E402
+
+MODES = ("direct", "pushdown", "staging", "auto")
+COLUMNS = ["l_extendedprice", "l_quantity", "l_discount", "l_tax", "l_shipdate", "l_suppkey", "l_orderkey",
+           "l_linenumber", "l_commitdate", "l_receiptdate", "l_returnflag", "l_linestatus", "l_shipinstruct",
+           "l_shipmode", "l_comment"]
+
+
+def query(sel_pct: float, ncols: int) -> str:
+    """l_partkey is uniform and unsorted: ``l_partkey % 1000000 < k`` keeps about k/10^6 of the rows
+    (no row group can be pruned). ``ncols`` columns are projected in all, l_partkey included."""
+    k = max(1, round(sel_pct / 100 * 1_000_000))
+    cols = COLUMNS[: ncols - 1]
+    aggs = ", ".join(f"count({c})" if c.startswith(("l_return", "l_line", "l_ship", "l_comm", "l_receipt"))
+                     and c not in ("l_linenumber",) else f"sum({c})" for c in cols)
+    return f"select count(*), {aggs} from lineitem where l_partkey % 1000000 < {k}"
+
+
+def phase_query(sf: float) -> str:
+    """Selective over the first half of the file (sorted by l_orderkey), then everything:
+    the best mode changes half-way."""
+    half = int(3_000_000 * sf)
+    return ("select count(*), sum(l_extendedprice), count(l_comment), count(l_shipinstruct) from lineitem "
+            f"where (l_orderkey < {half} and l_partkey % 1000 = 0) or l_orderkey >= {half}")
+
+
+def timed(con, sql, runs):
+    best, out = math.inf, None
+    for _ in range(runs):
+        t = time.perf_counter()
+        out = con.sql(sql).to_arrow()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--data", required=True, help="TPC-H data directory (lineitem)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--selectivities", default="0.01,0.1,1,10,100", help="percent of rows kept")
+    ap.add_argument("--columns", default="2,4,8,16")
+    ap.add_argument("--joins", default=None, help="TPC-H/SSB data directory for the runtime-filter part")
+    args = ap.parse_args()
+    cons = {m: sluice.connect(args.data, device=args.device, threads=args.threads, scan_mode=m) for m in MODES}
+    print(f"A-Scan sweep: lineitem SF {args.sf:g}, device={cons['direct'].config.device}, threads={args.threads}, "
+          f"runs={args.runs} (best of)")
+    print(f"{'kept %':>8} {'cols':>4} " + " ".join(f"{m:>9}" for m in MODES) + "   best static  auto/best")
+    timed(cons["direct"], query(100, max(int(x) for x in args.columns.split(","))), 1)  # warm the page cache
+    worst = 1.0
+    for sel in [float(x) for x in args.selectivities.split(",")]:
+        for ncols in [int(x) for x in args.columns.split(",")]:
+            sql = query(sel, ncols)
+            times, answer = {}, None
+            for m in MODES:
+                times[m], out = timed(cons[m], sql, args.runs)
+                if answer is None:
+                    answer = out
+                elif out.to_pylist() != answer.to_pylist():
+                    raise SystemExit(f"mode {m} gave a different answer for {sql}")
+            best = min(("direct", "pushdown", "staging"), key=times.get)
+            ratio = times["auto"] / times[best]
+            worst = max(worst, ratio)
+            print(f"{sel:8g} {ncols:4d} " + " ".join(f"{times[m]:8.2f}s" for m in MODES) +
+                  f"   {best:>11}  {ratio:8.2f}", flush=True)
+    print(f"worst auto / best static: {worst:.2f}")
+    sql = phase_query(args.sf)
+    times = {m: timed(cons[m], sql, args.runs)[0] for m in MODES}
+    best = min(("direct", "pushdown", "staging"), key=times.get)
+    print("phase change (selective first half, then all rows): " +
+          ", ".join(f"{m} {t:.2f}s" for m, t in times.items()) + f"; auto / best static {times['auto'] / times[best]:.2f}")
+    if args.joins:
+        joins(args)
+
+
+def joins(args):
+    from sluice.testing.queries import ssb_queries, tpch_queries
+    qs = ssb_queries() if (Path(args.joins) / "lineorder.parquet").exists() else tpch_queries()
+    print(f"runtime filters on vs off ({args.joins}), scan_mode=pushdown")
+    on = sluice.connect(args.joins, device=args.device, threads=args.threads, scan_mode="pushdown")
+    off = sluice.connect(args.joins, device=args.device, threads=args.threads, scan_mode="pushdown",
+                         runtime_filters=False)
+    logs = []
+    for name in sorted(qs):
+        t_off, a = timed(off, qs[name], args.runs)
+        t_on, b = timed(on, qs[name], args.runs)
+        assert a.num_rows == b.num_rows
+        logs.append(math.log(t_on / t_off))
+        print(f"  {name:8s} off {t_off:7.2f}s on {t_on:7.2f}s  on/off {t_on / t_off:5.2f}", flush=True)
+    print(f"  geomean on/off {math.exp(sum(logs) / len(logs)):.2f}")
+
+
+if __name__ == "__main__":
+    main()
