@@ -13,14 +13,27 @@ import os
 # (libgomp reads it once when loaded); a value set by the user wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from sluice.config import Config  # noqa: E402
-from sluice.engine import Connection, Relation, connect  # noqa: E402
 from sluice.errors import SluiceError  # noqa: E402
 
 __all__ = ["Config", "Connection", "Relation", "SluiceError", "connect", "sql"]
 __version__ = "0.1.0"
 
+#: Loaded on first use (PEP 562): importing ``sluice.errors`` or running ``sluice --help``,
+#: ``inspect``, ``rewrite`` or ``datagen`` does not pay for importing torch (about 3 s).
+_LAZY = {"Config": "sluice.config", "Connection": "sluice.engine", "Relation": "sluice.engine",
+         "connect": "sluice.engine"}
 
-def sql(query: str, data=None, **settings) -> Relation:
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sluice' has no attribute {name!r}")
+
+
+def sql(query: str, data=None, **settings):
     """One-shot: ``sluice.sql("select ...", data="DIR")``."""
+    from sluice.engine import connect
     return connect(data, **settings).sql(query)

@@ -25,6 +25,12 @@ _TIME_UNITS = {"days": "day", "months": "month", "years": "year", "weeks": "week
                "hours": "hour", "minutes": "minute", "seconds": "second", "milliseconds": "millisecond",
                "microseconds": "microsecond", "ms": "millisecond", "us": "microsecond"}
 
+#: Functions of a date or timestamp that are one EXTRACT field.
+_DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour", exp.Minute: "minute",
+               exp.Second: "second", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.TimeToUnix: "epoch"}
+#: Functions of one argument that are one plan function of the same name.
+_UNARY_FUNCS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs"}
+
 #: sqlglot expression class -> the method translating it (registered with :func:`handles`).
 HANDLERS: dict[type, Callable] = {}
 
@@ -441,12 +447,15 @@ class Expressions:
         fld = n.this.name.lower()
         return E.make_func("extract", [self.expr(n.expression, ctx)], (fld,))
 
-    @handles(exp.Hour, exp.Minute, exp.Second, exp.DayOfWeek, exp.DayOfYear, exp.TimeToUnix)
+    @handles(*_DATE_PARTS)
     def _x_date_part(self, n, ctx):
-        """HOUR(x), MINUTE(x), SECOND(x), DAYOFWEEK(x), DAYOFYEAR(x), EPOCH(x): EXTRACT's fields."""
-        fld = {exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfWeek: "dow",
-               exp.DayOfYear: "doy", exp.TimeToUnix: "epoch"}[type(n)]
-        return E.make_func("extract", [self.expr(n.this, ctx)], (fld,))
+        """YEAR(x), MONTH(x), ..., EPOCH(x): EXTRACT of the field the function names."""
+        return E.make_func("extract", [self.expr(n.this, ctx)], (_DATE_PARTS[type(n)],))
+
+    @handles(*_UNARY_FUNCS)
+    def _x_unary(self, n, ctx):
+        """A function of one argument that is one plan function (UPPER, LOWER, LENGTH, ABS)."""
+        return E.make_func(_UNARY_FUNCS[type(n)], [self.expr(n.this, ctx)])
 
     @handles(exp.RegexpExtract)
     def _x_regexpextract(self, n, ctx):
@@ -454,18 +463,6 @@ class Expressions:
         there is none (as DuckDB), per distinct string."""
         group = _const_int(n.args["group"], "REGEXP_EXTRACT") if n.args.get("group") is not None else 0
         return self._string_fn(n, ctx, "regexp_extract", _const_str(n.expression, "REGEXP_EXTRACT"), group)
-
-    @handles(exp.Year)
-    def _x_year(self, n, ctx):
-        return E.make_func("extract", [self.expr(n.this, ctx)], ("year",))
-
-    @handles(exp.Month)
-    def _x_month(self, n, ctx):
-        return E.make_func("extract", [self.expr(n.this, ctx)], ("month",))
-
-    @handles(exp.Day)
-    def _x_day(self, n, ctx):
-        return E.make_func("extract", [self.expr(n.this, ctx)], ("day",))
 
     @handles(exp.Substring)
     def _x_substring(self, n, ctx):
@@ -491,14 +488,6 @@ class Expressions:
             args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
         return E.make_func("concat", args)
 
-    @handles(exp.Upper)
-    def _x_upper(self, n, ctx):
-        return E.make_func("upper", [self.expr(n.this, ctx)])
-
-    @handles(exp.Lower)
-    def _x_lower(self, n, ctx):
-        return E.make_func("lower", [self.expr(n.this, ctx)])
-
     @handles(exp.Trim)
     def _x_trim(self, n, ctx):
         chars = n.args.get("expression")
@@ -509,14 +498,6 @@ class Expressions:
         if op is None:
             raise UnsupportedError(f"TRIM({pos} ...)")
         return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
-
-    @handles(exp.Length)
-    def _x_length(self, n, ctx):
-        return E.make_func("length", [self.expr(n.this, ctx)])
-
-    @handles(exp.Abs)
-    def _x_abs(self, n, ctx):
-        return E.make_func("abs", [self.expr(n.this, ctx)])
 
     @handles(exp.Round)
     def _x_round(self, n, ctx):

@@ -21,7 +21,8 @@ def test_sizes_parse():
 
 
 @pytest.mark.parametrize("key,value", [("chunk_rows", 0), ("threads", -1), ("device", "gpu"),
-                                       ("host_memory_limit", "1kb"), ("io_threads", 0), ("nope", 1)])
+                                       ("host_memory_limit", "1kb"), ("io_threads", 0), ("nope", 1),
+                                       ("scan_mode", "fast"), ("recursion_limit", 0)])
 def test_bad_values(key, value):
     with pytest.raises(ConfigError):
         Config.from_settings({key: value}, environ={})
