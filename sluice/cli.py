@@ -21,10 +21,12 @@ EXIT_INTERNAL = 2
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sluice", description="SQL over Parquet on PyTorch (CPU or GPU).")
+    from sluice import __version__
+    p.add_argument("--version", action="version", version=f"sluice {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def add_common(q):
-        q.add_argument("sql", nargs="?", help="the query text (or use -f)")
+        q.add_argument("sql", nargs="?", help="the query text (or use -f; - reads it from stdin)")
         q.add_argument("-f", "--file", help="read the query from this file")
         q.add_argument("--data", default=".", help="directory of tables: NAME.parquet or NAME/ folders")
         q.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: auto)")
@@ -35,7 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     add_common(q)
     q.add_argument("-o", "--output", help="write the result to FILE.parquet or FILE.csv")
     q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
-    q.add_argument("--max-rows", type=int, default=40, help="rows to print (default 40)")
+    q.add_argument("--max-rows", type=int, default=40, help="rows to print as a table (default 40)")
+    q.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table",
+                   help="how stdout shows the result: an aligned table (default), or every row as csv, "
+                        "json (one object per line) or a markdown table")
     q.add_argument("--timing", action="store_true", help="print the elapsed time on stderr")
     q.add_argument("--analyze", action="store_true",
                    help="run, then print the plan with rows, bytes, time per operator and stage, and T_min")
@@ -94,7 +99,39 @@ def _query_text(args) -> str:
                             f"at offset {e.start})") from None
     if not args.sql:
         raise ConfigError("give the query as an argument or with -f FILE")
+    if args.sql == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise ConfigError("no query on stdin")
+        return text
     return args.sql
+
+
+def _print_as(table, fmt: str) -> None:
+    """Every row on stdout as csv, json lines or a markdown table."""
+    if fmt == "csv":
+        import io
+
+        import pyarrow.csv as pcsv
+        buf = io.BytesIO()
+        pcsv.write_csv(table, buf)
+        sys.stdout.write(buf.getvalue().decode("utf-8"))
+        return
+    rows = [dict(zip(table.column_names, r)) for r in zip(*[c.to_pylist() for c in table.columns])] \
+        if table.num_columns else []
+    if fmt == "json":
+        import json
+        for r in rows:
+            print(json.dumps(r, default=str))
+        return
+    names = table.column_names
+
+    def cell(v):
+        return "NULL" if v is None else str(v).replace("|", "\\|")
+    print("| " + " | ".join(names) + " |")
+    print("|" + "|".join("---" for _ in names) + "|")
+    for r in rows:
+        print("| " + " | ".join(cell(r[n]) for n in names) + " |")
 
 
 def _settings(args) -> dict:
@@ -332,7 +369,10 @@ def run(argv: list[str] | None = None) -> int:
                 table = rel.to_arrow(progress=bar.advance)
             elapsed = time.perf_counter() - t0
             if not args.analyze:
-                _print_table(table, args.max_rows)
+                if args.format == "table":
+                    _print_table(table, args.max_rows)
+                else:
+                    _print_as(table, args.format)
         op, ctx = rel.last_run
         if args.analyze:
             from sluice.analyze import analyze_report

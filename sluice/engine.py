@@ -113,6 +113,10 @@ class Connection:
 
     def sql(self, query: str) -> "Relation":
         ast = parse_sql(query)
+        from sluice.sql.commands import rewrite_command
+        command = rewrite_command(ast, self)  # DESCRIBE / SHOW TABLES / SUMMARIZE
+        if command is not None:
+            return self.sql(command)
         try:
             rel = Translator(self.table, self.files).translate(ast)
         except SluiceError:
@@ -218,7 +222,34 @@ class Relation:
         return analyze_report(op, ctx, self._con.root)
 
     def to_pandas(self):
-        return self.to_arrow().to_pandas()
+        """A pandas DataFrame: dates as datetime64, decimals as Arrow-backed decimals (exact,
+        not Python objects), other columns with their NumPy types (nullable ones as pandas'
+        nullable dtypes)."""
+        import pandas as pd
+        t = self.to_arrow()
+
+        def dtype(at):
+            if pa.types.is_decimal(at):
+                return pd.ArrowDtype(at)
+            if pa.types.is_integer(at):
+                return {8: pd.Int8Dtype(), 16: pd.Int16Dtype(), 32: pd.Int32Dtype(), 64: pd.Int64Dtype()}[at.bit_width]
+            if pa.types.is_boolean(at):
+                return pd.BooleanDtype()
+            if pa.types.is_string(at):
+                return pd.StringDtype()
+            return None
+        df = t.to_pandas(types_mapper=dtype, date_as_object=False)
+        return df
+
+    def df(self):
+        """Same as :meth:`to_pandas` (DuckDB's name)."""
+        return self.to_pandas()
+
+    def fetchall(self) -> list[tuple]:
+        """The rows as Python tuples (DuckDB's ``fetchall``)."""
+        t = self.to_arrow()
+        cols = [c.to_pylist() for c in t.columns]
+        return list(zip(*cols)) if cols else []
 
     def to_torch(self) -> dict[str, torch.Tensor]:
         """Columns as tensors (strings as Arrow arrays cannot be tensors: they stay codes...)."""

@@ -180,3 +180,36 @@ def test_demo_generates_data_when_absent(tmp_path):
 def test_demo_unknown_query_is_one_line(tpch_dir):
     rc, out, err = sluice("demo", "--data", str(tpch_dir), "--queries", "q99")
     assert_one_line_error(rc, out, err, "unknown queries q99")
+
+
+def test_version_and_help_do_not_import_torch():
+    rc, out, _ = sluice("--version")
+    assert rc == 0 and out.startswith("sluice ")
+    r = subprocess.run([sys.executable, "-c", "import sys, sluice.cli, sluice.errors; "
+                        "sluice.cli._parser(); print('torch' in sys.modules)"], capture_output=True, text=True)
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def test_query_from_stdin_and_output_formats(tpch_dir):
+    import json
+    sql = "select n_nationkey, n_name from nation where n_nationkey < 3 order by n_nationkey"
+    r = subprocess.run([sys.executable, "-m", "sluice.cli", "query", "--data", str(tpch_dir), "--device", "cpu",
+                        "--format", "json", "-"], input=sql, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    want = duckdb_connect(tpch_dir).sql(sql).fetchall()
+    assert [(x["n_nationkey"], x["n_name"]) for x in rows] == want
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--format", "csv", sql)
+    assert rc == 0 and out.splitlines()[0] == '"n_nationkey","n_name"' and len(out.splitlines()) == 4
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--format", "markdown", sql)
+    assert rc == 0 and out.splitlines()[0] == "| n_nationkey | n_name |" and "| 0 | ALGERIA |" in out
+    r = subprocess.run([sys.executable, "-m", "sluice.cli", "query", "--data", str(tpch_dir), "-"], input="  ",
+                       capture_output=True, text=True)
+    assert_one_line_error(r.returncode, r.stdout, r.stderr, "no query on stdin")
+
+
+def test_describe_show_summarize_on_the_command_line(tpch_dir):
+    for sql, expect in (("describe nation", "n_regionkey"), ("show tables", "lineitem"),
+                        ("summarize region", "r_name")):
+        rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", sql)
+        assert rc == 0 and expect in out, err
