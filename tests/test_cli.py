@@ -213,3 +213,21 @@ def test_describe_show_summarize_on_the_command_line(tpch_dir):
                         ("summarize region", "r_name")):
         rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", sql)
         assert rc == 0 and expect in out, err
+
+
+def test_output_files_keep_the_umask_mode_and_rewrites_keep_theirs(tpch_dir, tmp_path):
+    import shutil
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "r.csv"
+        rc, _, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "-o", str(out), "select 1 as a")
+        assert rc == 0, err
+        assert out.stat().st_mode & 0o777 == 0o644
+        f = tmp_path / "nation.parquet"
+        shutil.copy(tpch_dir / "nation.parquet", f)
+        os.chmod(f, 0o640)
+        rc, _, err = sluice("rewrite", str(f), str(f), "--for", "cpu")  # in place
+        assert rc == 0, err
+        assert f.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)

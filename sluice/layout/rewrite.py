@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sluice.errors import ConfigError, DataError
+from sluice.io.modes import set_final_mode
 
 CODECS = ("none", "snappy", "lz4", "zstd", "gzip", "brotli")
 ENCODINGS = ("auto", "keep", "plain", "dictionary", "delta", "byte_stream_split")
@@ -275,6 +276,7 @@ def rewrite_file(src: Path, dst: Path, opts: RewriteOptions,
         finally:
             writer.close()
         _verify(src, tmp, opts.verify_rows)
+        set_final_mode(tmp, dst)
         os.replace(tmp, dst)
     except OSError as e:
         raise DataError(f"cannot write {dst}: {e.strerror or e}") from None
