@@ -7,6 +7,7 @@ SQL text) and returns a lazy :class:`Relation` that runs when a result is asked 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -138,6 +139,14 @@ class Connection:
         self.close()
 
 
+@dataclass
+class StringCodes:
+    """A string column for torch: int32 ``codes`` (-1 for NULL) into ``dictionary``."""
+
+    codes: torch.Tensor
+    dictionary: list
+
+
 class Relation:
     """A planned query; runs on demand."""
 
@@ -251,14 +260,27 @@ class Relation:
         cols = [c.to_pylist() for c in t.columns]
         return list(zip(*cols)) if cols else []
 
-    def to_torch(self) -> dict[str, torch.Tensor]:
-        """Columns as tensors (strings as Arrow arrays cannot be tensors: they stay codes...)."""
+    def to_torch(self, strings: str = "error") -> dict[str, object]:
+        """Columns as tensors: numbers as themselves (decimals as float64, dates as int32 days).
+        String columns cannot be tensors: with ``strings="codes"`` each becomes a
+        :class:`StringCodes` (int32 codes, -1 for NULL, and the list of distinct strings);
+        by default they are an error that names them."""
+        if strings not in ("error", "codes"):
+            raise PlanError(f"to_torch(strings=...) takes 'error' or 'codes', not {strings!r}")
         t = self.to_arrow()
-        out = {}
+        names = [n for n, c in zip(t.column_names, t.columns)
+                 if pa.types.is_string(c.type) or pa.types.is_large_string(c.type)]
+        if names and strings == "error":
+            raise PlanError(f"string column(s) {', '.join(repr(n) for n in names)}: use to_torch(strings='codes') "
+                            "for codes and their dictionary, or to_arrow() / df()")
+        out: dict[str, object] = {}
         for name, col in zip(t.column_names, t.columns):
             arr = col.combine_chunks()
-            if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-                raise PlanError(f"column {name!r} is a string; use to_arrow() or to_pandas()")
+            if name in names:
+                enc = arr.dictionary_encode()
+                codes = enc.indices.cast(pa.int32()).fill_null(-1).to_numpy(zero_copy_only=False)
+                out[name] = StringCodes(torch.from_numpy(codes.copy()), enc.dictionary.to_pylist())
+                continue
             if pa.types.is_decimal(arr.type):
                 arr = arr.cast(pa.float64())
             if pa.types.is_date(arr.type):

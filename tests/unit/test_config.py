@@ -42,8 +42,13 @@ def test_api_results(tpch_dir):
     assert list(rel.to_pandas()["n_name"])[:2] == ["ALGERIA", "ARGENTINA"]
     t = con.sql("select n_nationkey * 2 as k from nation order by k").to_torch()
     assert t["k"][-1].item() == 48
-    with pytest.raises(PlanError):
+    with pytest.raises(PlanError, match="'n_name'"):
         con.sql("select n_name from nation").to_torch()
+    s = con.sql("select case when n_nationkey = 1 then null else n_name end as n from nation "
+                "order by n_nationkey").to_torch(strings="codes")["n"]
+    names = rel.to_arrow().column("n_name").to_pylist()
+    decoded = [None if c < 0 else s.dictionary[c] for c in s.codes.tolist()]
+    assert decoded == [None if i == 1 else n for i, n in enumerate(names)]
     assert "Scan nation" in rel.explain()
 
 
