@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     d.add_argument("--out", required=True, help="output directory")
     d.add_argument("--parts", type=int, default=None, help="TPC-H only: files per table (NAME/ folders)")
+    d.add_argument("--force", action="store_true", help="replace this benchmark's tables already in --out")
     return p
 
 
@@ -332,6 +333,8 @@ def run(argv: list[str] | None = None) -> int:
         from sluice.datagen.ssb import generate_ssb
         from sluice.datagen.tpcds import generate_tpcds
         from sluice.datagen.tpch import generate_tpch
+        from sluice.datagen import prepare_folder
+        prepare_folder(args.benchmark, args.out, args.force)
         t0 = time.perf_counter()
         with _Status(f"generating {args.benchmark} sf={args.sf:g} into {args.out} ..."):
             if args.benchmark == "tpch":

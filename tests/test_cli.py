@@ -231,3 +231,18 @@ def test_output_files_keep_the_umask_mode_and_rewrites_keep_theirs(tpch_dir, tmp
         assert f.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(old)
+
+
+def test_datagen_into_an_existing_folder(tmp_path):
+    import pyarrow.parquet as pq
+    out = tmp_path / "t"
+    rc, _, err = sluice("datagen", "tpch", "--sf", "0.01", "--out", str(out))
+    assert rc == 0, err
+    small = pq.read_metadata(out / "orders.parquet").num_rows
+    assert_one_line_error(*sluice("datagen", "tpch", "--sf", "0.02", "--out", str(out)), "--force")
+    assert pq.read_metadata(out / "orders.parquet").num_rows == small  # untouched
+    rc, _, err = sluice("datagen", "tpch", "--sf", "0.02", "--out", str(out), "--force")
+    assert rc == 0, err
+    assert pq.read_metadata(out / "orders.parquet").num_rows == 2 * small
+    assert_one_line_error(*sluice("datagen", "ssb", "--sf", "0.01", "--out", str(out), "--force"), "other tables")
+    assert not (out / "lineorder.parquet").exists()
