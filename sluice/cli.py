@@ -190,15 +190,23 @@ class _Status:
 
 
 class _Progress:
-    """Bytes scanned of bytes to scan, on stderr when it is a terminal; silent otherwise."""
+    """Bytes scanned of bytes to scan, the rate and the time left (from the measured rate), in
+    binary units throughout, on stderr when it is a terminal; silent otherwise."""
 
     def __init__(self, total: int) -> None:
         self._p = None
         if sys.stderr.isatty() and total > 0:
             from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn, TransferSpeedColumn
-            self._p = Progress("scanning", BarColumn(), DownloadColumn(binary_units=True), TransferSpeedColumn(),
-                               TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
+            from rich.text import Text
+
+            from sluice.metrics import fmt_rate
+
+            class Rate(ProgressColumn):
+                def render(self, task):
+                    return Text(fmt_rate(task.speed) if task.speed else "?", style="progress.data.speed")
+            self._p = Progress("scanning", BarColumn(), DownloadColumn(binary_units=True), Rate(),
+                               TimeRemainingColumn(), "left", console=Console(stderr=True), transient=True)
             self._task = self._p.add_task("scan", total=total)
 
     def __enter__(self):
