@@ -60,6 +60,8 @@ class Recorder:
         bw = {s: [0.0] * bins for s in STAGES}
         util = {s: [0.0] * bins for s in STAGES + ("main_other",)}
         for e in self.events:
+            if e.stage not in bw:  # operator spans and mode switches: trace only
+                continue
             dur = max(e.end - e.start, 1e-9)
             first = max(0, int(e.start / width))
             last = min(bins - 1, int(e.end / width))
@@ -80,6 +82,10 @@ class Recorder:
         out = []
         for e in self.events:
             tid = tids.setdefault(e.thread, len(tids) + 1)
+            if e.stage == "mode":  # a scan's mode decision: an instant event
+                out.append({"name": e.label, "cat": "mode", "ph": "i", "s": "t", "pid": 1, "tid": tid,
+                            "ts": e.start * 1e6})
+                continue
             out.append({"name": e.label or e.stage, "cat": e.stage, "ph": "X", "pid": 1, "tid": tid,
                         "ts": e.start * 1e6, "dur": (e.end - e.start) * 1e6, "args": {"bytes": e.nbytes}})
         for name, tid in tids.items():

@@ -87,7 +87,7 @@ def chunk_nbytes(chunk) -> int:
     return n
 
 
-def timed(gen, st: OperatorStats):
+def timed(gen, st: OperatorStats, recorder=None):
     """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them.
 
     An unexpected exception leaves as an InternalError naming the operator that raised it (the
@@ -106,7 +106,10 @@ def timed(gen, st: OperatorStats):
             if is_resource_error(e):
                 raise
             raise internal_error(f"operator {st.name}", e) from e
-        st.inclusive_s += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        st.inclusive_s += t1 - t0
+        if recorder is not None:  # an operator span in --trace (nested in its parent's)
+            recorder.add("operator", t0, t1, 0, st.name)
         st.rows += chunk.num_rows
         st.chunks += 1
         st.nbytes += chunk_nbytes(chunk)

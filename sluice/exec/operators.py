@@ -38,7 +38,7 @@ class Operator(abc.ABC):
         st = ctx.stats.get(id(self))
         if st is None:
             st = ctx.stats[id(self)] = OperatorStats(self.label)
-        return timed(self.execute(ctx), st)
+        return timed(self.execute(ctx), st, ctx.recorder)
 
     def start(self, ctx: ExecContext) -> None:
         """Called on every operator before the query runs (scans begin reading here)."""

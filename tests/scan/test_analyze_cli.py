@@ -34,7 +34,8 @@ def test_calibrate_then_analyze_plot_trace(tpch_dir, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     events = json.loads(trace.read_text())["traceEvents"]
     cats = {e.get("cat") for e in events}
-    assert {"read", "decode"} <= cats
+    assert {"read", "decode", "operator"} <= cats
+    assert {"Scan", "HashAggregate"} <= {e["name"] for e in events if e.get("cat") == "operator"}
     assert sorted(os.listdir(tmp_path)) == ["cache", "t.json", "t.png"]
 
 
@@ -62,3 +63,13 @@ def test_timeline_bins_conserve_bytes():
     assert abs(sum(bw["read"]) * width - 3000) < 1e-6
     assert abs(sum(bw["decode"]) * width - 1000) < 1e-6
     assert abs(sum(util["read"]) * width - 0.3) < 1e-9
+
+
+def test_trace_marks_scan_mode_decisions(tpch_dir, tmp_path):
+    trace = tmp_path / "m.json"
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--set", "scan_mode=auto",
+                          "--set", "chunk_rows=10000", "--analyze", "--trace", str(trace), Q6)
+    assert rc == 0, err
+    assert "modes: " in out and "policy: sample direct@0" in out
+    marks = [e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "mode"]
+    assert marks and marks[0] == "lineitem: direct from slice 0"

@@ -310,6 +310,16 @@ class ScanReader:
             self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
 
     def _mode_of(self, i: int) -> str:
+        mode = self._choose_mode(i)
+        if self.rec is not None and self.policy is not None and mode != self._last_mode:
+            now = time.perf_counter()
+            self.rec.add("mode", now, now, 0, f"{self.table.name}: {mode} from slice {i}")
+        self._last_mode = mode
+        return mode
+
+    _last_mode: str | None = None
+
+    def _choose_mode(self, i: int) -> str:
         for rf in self.runtime:
             if rf.ready and all(rf.excludes_range(*rg.stats.get(rf.column, (None, None))) for rg in self.tasks[i]):
                 rf.groups_skipped += len(self.tasks[i])
