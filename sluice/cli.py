@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("-o", "--output", help="write the result to FILE.parquet or FILE.csv")
     q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
     q.add_argument("--max-rows", type=int, default=40, help="rows to print as a table (default 40)")
+    q.add_argument("--verify", action="store_true",
+                   help="also run the query in DuckDB on the same files and check the answers agree "
+                        "(needs the sluicedb[verify] extra); a difference is an error naming the first one")
     q.add_argument("--format", choices=("table", "csv", "json", "markdown"), default="table",
                    help="how stdout shows the result: an aligned table (default), or every row as csv, "
                         "json (one object per line) or a markdown table")
@@ -366,6 +369,8 @@ def run(argv: list[str] | None = None) -> int:
             if path and not path.lower().endswith(suffix):
                 raise ConfigError(f"{path!r} should end in {suffix}")
         t0 = time.perf_counter()
+        if args.output and getattr(args, "verify", False):
+            raise ConfigError("--verify checks a printed result; run it without -o")
         if args.output:
             suffix = Path(args.output).suffix.lower()
             if suffix not in (".parquet", ".csv"):
@@ -381,6 +386,8 @@ def run(argv: list[str] | None = None) -> int:
             with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
                 table = rel.to_arrow(progress=bar.advance)
             elapsed = time.perf_counter() - t0
+            if args.verify:  # before anything is printed: a difference leaves no output
+                print(rel.verify(table), file=sys.stderr)
             if not args.analyze:
                 if args.format == "table":
                     _print_table(table, args.max_rows)

@@ -17,8 +17,8 @@ import pyarrow as pa
 import torch
 
 from sluice.config import Config
-from sluice.errors import (ConfigError, DataError, InternalError, PlanError, SluiceError, UnsupportedError,
-                           internal_error)
+from sluice.errors import (ConfigError, DataError, ExecutionError, InternalError, PlanError, SluiceError,
+                           UnsupportedError, internal_error)
 from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, lower_plan, result_schema, run_batches, run_to_arrow
 from sluice.io.memory import configure_allocator
@@ -127,7 +127,9 @@ class Connection:
         except Exception as e:  # noqa: BLE001 - a bug in translation: say so in one line
             raise internal_error("SQL translation", e) from e
         plan = optimize(rel.plan)
-        return Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
+        out = Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
+        out.query = query
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -253,6 +255,33 @@ class Relation:
     def df(self):
         """Same as :meth:`to_pandas` (DuckDB's name)."""
         return self.to_pandas()
+
+    query: str = ""  # the SQL text this relation was planned from
+
+    def verify(self, result: pa.Table | None = None) -> str:
+        """Run this query in DuckDB on the same files and compare: a one-line report of agreement,
+        or a :class:`~sluice.errors.ExecutionError` naming the first difference (rows compared
+        as multisets; in ORDER BY order for the leading ORDER BY columns). DuckDB is the optional
+        ``sluicedb[verify]`` extra."""
+        try:
+            import duckdb  # noqa: F401
+        except ImportError:
+            raise ConfigError("--verify needs DuckDB: pip install 'sluicedb[verify]'") from None
+        from sluice.testing.oracle import compare, duckdb_connect
+        from sluice.testing.queries import order_by_columns
+        ours = self.to_arrow() if result is None else result
+        sql = self.query
+        duck = duckdb_connect(self._con.root)
+        try:
+            theirs = duck.sql(sql).to_arrow_table()
+        except Exception as e:  # noqa: BLE001 - DuckDB's own refusal: reported, not a sluice error
+            raise ExecutionError(f"verify: DuckDB could not run the query: {str(e).splitlines()[0]}") from None
+        try:
+            compare(ours, theirs, order_by_columns(sql, ours.column_names))
+        except AssertionError as e:
+            first = " ".join(str(e).split())
+            raise ExecutionError(f"verify: differs from DuckDB: {first}") from None
+        return f"verify: agrees with DuckDB ({ours.num_rows} rows x {ours.num_columns} columns)"
 
     def fetchall(self) -> list[tuple]:
         """The rows as Python tuples (DuckDB's ``fetchall``)."""

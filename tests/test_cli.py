@@ -246,3 +246,24 @@ def test_datagen_into_an_existing_folder(tmp_path):
     assert pq.read_metadata(out / "orders.parquet").num_rows == 2 * small
     assert_one_line_error(*sluice("datagen", "ssb", "--sf", "0.01", "--out", str(out), "--force"), "other tables")
     assert not (out / "lineorder.parquet").exists()
+
+
+def test_verify_agreement_and_a_difference(tpch_dir, monkeypatch):
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--verify",
+                          "select n_regionkey, count(*) from nation group by 1 order by 1")
+    assert rc == 0 and "agrees with DuckDB (5 rows x 2 columns)" in err and "5 rows" in out
+    # A deliberately different engine result: the report names the first difference.
+    import pyarrow as pa
+
+    import sluice as sl
+    from sluice.errors import ExecutionError
+    rel = sl.connect(tpch_dir, device="cpu").sql("select n_nationkey, n_name from nation order by n_nationkey")
+    good = rel.to_arrow()
+    assert "agrees" in rel.verify(good)
+    names = good.column("n_name").to_pylist()
+    names[7] = "ATLANTIS"
+    bad = good.set_column(1, "n_name", pa.array(names))
+    with pytest.raises(ExecutionError, match="differs from DuckDB: .*ATLANTIS"):
+        rel.verify(bad)
+    assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "--verify", "-o", "x.csv", "select 1"),
+                          "without -o")
