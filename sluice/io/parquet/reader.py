@@ -143,7 +143,6 @@ class ScanReader:
         self.pred_columns = [c for c in columns if predicate is not None and c in predicate.columns()]
         self.policy = policy
         self.mode = mode if predicate is not None or self.runtime else "direct"
-        self._load_s: dict[int, float] = {}  # seconds each slice took on its I/O thread
         self._last_consumed: float | None = None
         self.columns = columns
         self.cfg = config
@@ -164,7 +163,7 @@ class ScanReader:
             rows = max(1, min(rows, sum(rg.num_rows for rg in groups) // SLICES))
         self.tasks = plan_reads(groups, rows, cap, lambda rg: estimate_decoded(table, [rg], columns, cache))
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
-        self.pending: deque[tuple[Future, int, int, str, float]] = deque()
+        self.pending: deque[tuple[Future, int, int, str]] = deque()
         self.next_task = 0
         self.buffered = 0
         self.started = False
@@ -227,13 +226,9 @@ class ScanReader:
         - staging: the predicate's columns decoded and shipped, the predicate evaluated on the
           device; the other columns decoded only if a row survives, and only survivors shipped.
         """
-        t_start = time.perf_counter()
         if mode == "skip":  # a runtime filter's range rules out every row group of the slice
-            return None, None, 0, 0, True, set()
-        try:
-            return self._load(i, mode)
-        finally:
-            self._load_s[i] = time.perf_counter() - t_start
+            return None, None, 0, 0, True
+        return self._load(i, mode)
 
     def _excluded(self, rg: RowGroup) -> bool:
         """Whether a ready runtime filter's key range rules out every row of ``rg``."""
@@ -249,7 +244,7 @@ class ScanReader:
         if self.runtime:
             task = [rg for rg in task if not self._excluded(rg)]
             if not task:
-                return None, None, 0, 0, True, set()
+                return None, None, 0, 0, True
         md = self._footer(task[0].path)
         n = sum(rg.num_rows for rg in task)
         if mode == "staging" and self.predicate is not None:
@@ -261,7 +256,7 @@ class ScanReader:
             host_mask = mask.cpu() if mask.device.type != "cpu" else mask
             kept = int(host_mask.sum())
             if kept == 0:
-                return None, None, nread, 0, True, set()
+                return None, None, nread, 0, True
             rest = [c for c in self.columns if c not in first]
             rcols, more = self._decode(task, md, rest) if rest else ({}, 0)
             if kept < n:
@@ -269,10 +264,9 @@ class ScanReader:
                 dcols = {c: col.filter(mask) for c, col in dcols.items()}
             rcols, event = self._ship(rcols)
             out = {**dcols, **rcols}
-            return {c: out[c] for c in self.columns}, event, nread + more, kept, True, set()
+            return {c: out[c] for c in self.columns}, event, nread + more, kept, True
         cols, nread = self._decode(task, md, self.columns)
         filtered = self.predicate is None
-        done: set = set()
         if mode == "pushdown":
             if self.predicate is not None:
                 mask = evaluate_predicate(self.predicate, Chunk(cols, n))
@@ -280,11 +274,11 @@ class ScanReader:
                 if kept < n:
                     cols = {c: col.filter(mask) for c, col in cols.items()}
                 n, filtered = kept, True
-            cols, n = self._runtime_filtered(cols, n, done)
+            cols, n = self._runtime_filtered(cols, n)
             if n == 0:
-                return None, None, nread, 0, True, done
+                return None, None, nread, 0, True
         cols, event = self._ship(cols)
-        return cols, event, nread, n, filtered, done
+        return cols, event, nread, n, filtered
 
     # ------------------------------------------------------------------ pipeline
 
@@ -304,7 +298,7 @@ class ScanReader:
                 break  # adaptive: modes are chosen a few slices ahead of what they measure
             i = self.next_task
             mode = self._mode_of(i)
-            self.pending.append((self.pool.submit(self.load, i, mode), i, est, mode, time.perf_counter()))
+            self.pending.append((self.pool.submit(self.load, i, mode), i, est, mode))
             self.buffered += est
             self.next_task += 1
             self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
@@ -327,12 +321,11 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
-    def _runtime_filtered(self, cols: dict[str, Column], n: int, done: set) -> tuple[dict[str, Column], int]:
-        """``cols`` less the rows the ready runtime filters not in ``done`` rule out."""
+    def _runtime_filtered(self, cols: dict[str, Column], n: int) -> tuple[dict[str, Column], int]:
+        """``cols`` less the rows the active runtime filters rule out."""
         mask = None
         for rf in self.runtime:
-            if rf.active and id(rf) not in done and rf.column in cols:
-                done.add(id(rf))
+            if rf.active and rf.column in cols:
                 m = rf.mask(cols[rf.column], n)
                 mask = m if mask is None else mask & m
         if mask is None or bool(mask.all()):
@@ -340,7 +333,7 @@ class ScanReader:
         return {c: col.filter(mask) for c, col in cols.items()}, int(mask.sum())
 
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
-        cols, event, nread, n, filtered, _ = loaded
+        cols, event, nread, n, filtered = loaded
         t_begin = time.perf_counter()
         wait_for(event)
         rows_in = sum(rg.num_rows for rg in self.tasks[i])
@@ -392,7 +385,7 @@ class ScanReader:
             while self.pending or self.next_task < len(self.tasks):
                 if not self.pending:
                     self._fill()
-                fut, i, est, mode, _ = self.pending.popleft()
+                fut, i, est, mode = self.pending.popleft()
                 t0 = time.perf_counter()
                 loaded = fut.result()
                 t1 = time.perf_counter()
