@@ -4,12 +4,10 @@ side with the larger base table, scaled by the other side's filter selectivity."
 
 from __future__ import annotations
 
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.plan.expr import Col, Expr, Func
 from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
 
 DEFAULT_SEL = 0.3
-EQ_SEL = 0.1
-LIKE_SEL = 0.1
 
 
 def estimate(plan: PlanNode) -> tuple[float, float]:
@@ -134,52 +132,51 @@ def _scan_below(plan: PlanNode) -> Scan | None:
 
 
 def selectivity(pred: Expr | None, scan: Scan | None) -> float:
+    """The fraction of ``scan``'s rows that ``pred`` keeps: the predicate's function says
+    (:mod:`sluice.functions`), from the scan's statistics where it can; DEFAULT_SEL otherwise."""
     if pred is None:
         return 1.0
-    if isinstance(pred, Func):
-        op = pred.op
-        if op == "and":
-            s = 1.0
-            for a in pred.args:
-                s *= selectivity(a, scan)
-            return s
-        if op == "or":
-            return min(1.0, sum(selectivity(a, scan) for a in pred.args))
-        if op == "not":
-            return max(0.05, 1.0 - selectivity(pred.args[0], scan))
-        if op == "=":
-            return _eq_sel(pred, scan)
-        if op == "<>":
-            return 0.9
-        if op in ("<", "<=", ">", ">="):
-            return _range_sel(pred, scan)
-        if op in ("like", "ilike"):
-            return LIKE_SEL
-        if op in ("not_like", "not_ilike"):
-            return 0.9
-        if op == "in":
-            return min(0.5, EQ_SEL * len(pred.params[0]))
-    return DEFAULT_SEL
+    return _Selectivity(scan).of(pred)
 
 
-def _eq_sel(pred: Func, scan: Scan | None) -> float:
-    """``column = constant`` on a string column: 1 / its number of distinct values, counted in
-    the dictionary of one row group (p_type = '...' keeps 1/150 of part, not the default 1/10,
-    which decides whether a join with part comes first); EQ_SEL otherwise."""
-    a, b = pred.args
-    if isinstance(a, Lit):
-        a, b = b, a
-    if scan is None or not isinstance(a, Col) or not isinstance(b, Lit) or a.type.kind != "string":
-        return EQ_SEL
-    file_col = scan.columns.get(a.name)
-    if file_col is None or not scan.table.row_groups:
-        return EQ_SEL
-    ndv = distinct_in_row_group(scan.table.row_groups[0], file_col)
-    if ndv is None:
-        return EQ_SEL
-    # Only ever sharper than the default: with a few values (l_returnflag = 'R', 1/3) the
-    # default keeps the plans that were measured under memory budgets (see the note on Q10).
-    return min(EQ_SEL, max(1.0 / max(ndv, 1), 1.0 / max(scan.table.num_rows, 1)))
+class _Selectivity:
+    """What a function's selectivity rule may ask: sub-predicates' selectivity, and the
+    statistics of the scan's columns."""
+
+    def __init__(self, scan: Scan | None):
+        self.scan = scan
+
+    def of(self, pred: Expr) -> float:
+        if isinstance(pred, Func):
+            from sluice.functions import find
+            fn = find(pred.op)
+            if fn is not None and fn.selectivity is not None:
+                return fn.selectivity(pred, self)
+        return DEFAULT_SEL
+
+    def distinct_values(self, column: str) -> int | None:
+        """Distinct values of a string column in the first row group (its dictionary)."""
+        file_col = self.scan.columns.get(column) if self.scan is not None else None
+        if file_col is None or not self.scan.table.row_groups:
+            return None
+        return distinct_in_row_group(self.scan.table.row_groups[0], file_col)
+
+    def value_range(self, column: str) -> tuple | None:
+        """(min, max) of a column over all row groups, from their statistics; None when a row
+        group lacks them or the range is empty."""
+        file_col = self.scan.columns.get(column) if self.scan is not None else None
+        if file_col is None:
+            return None
+        lo = hi = None
+        for rg in self.scan.table.row_groups:
+            st = rg.stats.get(file_col)
+            if st is None or st[0] is None or st[1] is None:
+                return None
+            lo = st[0] if lo is None else min(lo, st[0])
+            hi = st[1] if hi is None else max(hi, st[1])
+        if lo is None or hi is None or hi <= lo:
+            return None
+        return lo, hi
 
 
 _NDV: dict[tuple[str, int, str], int | None] = {}
@@ -201,34 +198,3 @@ def distinct_in_row_group(rg, column: str) -> int | None:
         except Exception:  # noqa: BLE001 - an estimate: without it the default guess stands
             _NDV[key] = None
     return _NDV[key]
-
-
-def _range_sel(pred: Func, scan: Scan | None) -> float:
-    a, b = pred.args
-    op = pred.op
-    if isinstance(b, Col) and isinstance(a, Lit):
-        a, b = b, a
-        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-    if scan is None or not isinstance(a, Col) or not isinstance(b, Lit) or b.value is None:
-        return DEFAULT_SEL
-    file_col = scan.columns.get(a.name)
-    if file_col is None or a.type.kind not in ("date", "decimal", "int32", "int64", "int16", "int8"):
-        return DEFAULT_SEL
-    lo = hi = None
-    for rg in scan.table.row_groups:
-        st = rg.stats.get(file_col)
-        if st is None or st[0] is None or st[1] is None:
-            return DEFAULT_SEL
-        lo = st[0] if lo is None else min(lo, st[0])
-        hi = st[1] if hi is None else max(hi, st[1])
-    if lo is None or hi is None or hi <= lo:
-        return DEFAULT_SEL
-    v = b.value
-    if b.type.kind == "decimal" and a.type.kind == "decimal":
-        v = v * 10 ** (a.type.scale - b.type.scale)
-    elif a.type.kind == "decimal":
-        v = v * 10 ** a.type.scale
-    frac = (v - lo) / (hi - lo)
-    frac = min(1.0, max(0.0, frac))
-    s = frac if op in ("<", "<=") else 1.0 - frac
-    return max(0.01, s)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sluice.errors import PlanError, UnsupportedError
-from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, TIMESTAMP, LType, common_numeric, decimal
+from sluice.errors import PlanError
+from sluice.types import BOOL, INT32, LType, common_numeric
 
 
 class Expr:
@@ -100,142 +100,31 @@ def _fold(e: Func) -> Expr:
 
 
 def make_arith(op: str, a: Expr, b: Expr) -> Expr:
-    ta, tb = a.type, b.type
-    if ta.kind == "timestamp" or tb.kind == "timestamp":
-        # timestamp +- microseconds (what INTERVAL arithmetic lowers to)
-        if op in ("+", "-") and ta.kind == "timestamp" and tb.is_integer:
-            return _fold(Func(op, (a, b), TIMESTAMP))
-        if ta.kind in ("timestamp", "date") and tb.kind in ("timestamp", "date") and op == "-":
-            raise UnsupportedError("subtracting timestamps (the result is an INTERVAL); use DATE_DIFF")
-        raise PlanError(f"cannot apply {op} to {ta} and {tb}")
-    if ta.kind == "date" or tb.kind == "date":
-        if op in ("+", "-") and ta.kind == "date" and tb.is_integer:
-            return _fold(Func(op, (a, b), DATE))
-        if op == "+" and tb.kind == "date" and ta.is_integer:
-            return _fold(Func(op, (b, a), DATE))
-        if op == "-" and ta.kind == "date" and tb.kind == "date":
-            return _fold(Func(op, (a, b), INT64))
-        raise PlanError(f"cannot apply {op} to {ta} and {tb}")
-    if not (ta.is_numeric and tb.is_numeric):
-        if ta.kind == "string" and tb.kind == "string" and op == "+":
-            raise PlanError("use || to concatenate strings")
-        raise PlanError(f"cannot apply {op} to {ta} and {tb}")
-    if op == "/":
-        return _fold(Func(op, (a, b), FLOAT64))
-    if op == "*" and ta.kind == "decimal" and tb.kind == "decimal":
-        return _fold(Func(op, (a, b), decimal(ta.scale + tb.scale)))
-    if op == "*" and (ta.kind == "decimal") != (tb.kind == "decimal") and not (ta.is_float or tb.is_float):
-        return _fold(Func(op, (a, b), decimal(max(ta.scale, tb.scale))))
-    t = common_numeric(ta, tb)
-    if t.kind in ("int8", "int16", "int32") and op in ("+", "-", "*"):
-        t = INT64 if t.kind == "int32" and op == "*" else t
-    return _fold(Func(op, (a, b), t))
+    return make_func(op, [a, b])
 
 
 def make_compare(op: str, a: Expr, b: Expr) -> Expr:
-    ka, kb = a.type.kind, b.type.kind
-    if ka == "string" or kb == "string":
-        if ka != kb:
-            raise PlanError(f"cannot compare {a.type} with {b.type}")
-    elif ka in ("date", "timestamp") or kb in ("date", "timestamp"):
-        if {ka, kb} == {"date", "timestamp"}:  # a date is its midnight
-            a, b = (make_func("cast", [a], (TIMESTAMP,)) if ka == "date" else a,
-                    make_func("cast", [b], (TIMESTAMP,)) if kb == "date" else b)
-        elif ka != kb:
-            raise PlanError(f"cannot compare {a.type} with {b.type}")
-    elif ka == "bool" and kb == "bool":
-        pass
-    else:
-        common_numeric(a.type, b.type)
-    return _fold(Func(op, (a, b), BOOL))
+    return make_func(op, [a, b])
 
 
 def make_bool(op: str, args: list[Expr]) -> Expr:
-    for x in args:
-        if x.type.kind != "bool":
-            raise PlanError(f"{op.upper()} needs boolean operands, got {x.type} in {x}")
     if len(args) == 1:
+        from sluice.functions import lookup
+        lookup(op).bind(list(args), ())  # checks the operand's type
         return args[0]
-    return _fold(Func(op, tuple(args), BOOL))
+    return make_func(op, args)
 
 
 def make_not(a: Expr) -> Expr:
-    if a.type.kind != "bool":
-        raise PlanError(f"NOT needs a boolean operand, got {a.type}")
-    return _fold(Func("not", (a,), BOOL))
+    return make_func("not", [a])
 
 
 def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
-    """Functions other than arithmetic, comparison and boolean connectives."""
-    if op == "concat":  # ||, CONCAT: other types are cast to text, as in DuckDB
-        args = [make_func("cast", [a], (STRING,)) if a.type.kind != "string" and not
-                (isinstance(a, Lit) and a.value is None) else a for a in args]
-    t = _func_type(op, args, params)
-    if op in ("case", "coalesce", "concat"):
-        # A NULL branch takes the result type (a CASE without ELSE over strings is a string).
-        vals = set(range(1, len(args) - 1, 2)) | {len(args) - 1} if op == "case" else set(range(len(args)))
-        args = [Lit(None, t) if i in vals and isinstance(a, Lit) and a.value is None else a
-                for i, a in enumerate(args)]
+    """The function ``op`` of ``args``: its definition (:mod:`sluice.functions`) checks the
+    types, may insert implicit casts and gives the result type; constants are folded."""
+    from sluice.functions import lookup
+    args, t = lookup(op).bind(list(args), params)
     return _fold(Func(op, tuple(args), t, params))
-
-
-def _func_type(op: str, args: list[Expr], params: tuple) -> LType:
-    if op in ("is_null", "is_not_null"):
-        return BOOL
-    if op in ("like", "not_like", "ilike", "not_ilike"):
-        if args[0].type.kind != "string":
-            raise PlanError(f"LIKE needs a string, got {args[0].type}")
-        return BOOL
-    if op == "in":
-        return BOOL
-    if op == "neg":
-        if not args[0].type.is_numeric:
-            raise PlanError(f"cannot negate {args[0].type}")
-        return args[0].type
-    if op == "extract":
-        if args[0].type.kind not in ("date", "timestamp"):
-            raise PlanError(f"EXTRACT needs a date or timestamp, got {args[0].type}")
-        return FLOAT64 if params[0] == "epoch" else INT64
-    if op == "substring":
-        if args[0].type.kind != "string":
-            raise PlanError(f"SUBSTRING needs a string, got {args[0].type}")
-        return STRING
-    if op in ("upper", "lower", "trim", "ltrim", "rtrim"):
-        if args[0].type.kind != "string":
-            raise PlanError(f"{op.upper()} needs a string, got {args[0].type}")
-        return STRING
-    if op == "length":
-        return INT64
-    if op == "concat":
-        return STRING
-    if op in ("case", "coalesce"):
-        outs = _result_branches(op, args)
-        return common_type(outs)
-    if op == "cast":
-        return params[0]
-    if op == "abs":
-        return args[0].type
-    if op == "round":
-        return args[0].type if not args[0].type.is_integer else args[0].type
-    if op == "add_months":
-        return args[0].type
-    if op == "string_fn":
-        from sluice.exec.kernels.strings import RESULT
-        if args[0].type.kind != "string":
-            raise PlanError(f"{params[0].upper()} needs a string, got {args[0].type}")
-        return {"bool": BOOL, "int": INT64, "string": STRING}[RESULT[params[0]]]
-    if op in ("date_trunc", "date_diff", "strftime"):
-        if any(a.type.kind not in ("date", "timestamp") for a in args):
-            raise PlanError(f"{op.upper()} needs dates or timestamps, got {', '.join(str(a.type) for a in args)}")
-        return {"date_trunc": args[0].type, "date_diff": INT64, "strftime": STRING}[op]
-    raise PlanError(f"unknown function {op}")
-
-
-def _result_branches(op: str, args: list[Expr]) -> list[Expr]:
-    if op == "coalesce":
-        return args
-    # case: cond1, val1, cond2, val2, ..., else
-    return [args[i] for i in range(1, len(args) - 1, 2)] + [args[-1]]
 
 
 def common_type(exprs: list[Expr]) -> LType:

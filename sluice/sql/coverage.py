@@ -238,6 +238,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Right: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("RIGHT of a dialect")},
     exp.TimestampTrunc: {"this": READ, "unit": READ, "zone": refuse("DATE_TRUNC in a time zone"),
                          "input_type_preserved": SAME},
+    exp.DateTrunc: {"this": READ, "unit": READ, "zone": refuse("DATE_TRUNC in a time zone"),
+                    "input_type_preserved": SAME},
     exp.DateDiff: {"this": READ, "expression": READ, "unit": READ, "zone": refuse("DATE_DIFF in a time zone"),
                    "big_int": SAME, "date_part_boundary": only(lambda v: v is True, "DATE_DIFF counting whole units")},
     exp.TimeToStr: {"this": READ, "format": READ, "culture": refuse("STRFTIME with a culture"),

@@ -303,10 +303,10 @@ class Expressions:
         args = [self.expr(n.this, ctx)] + [self.expr(x, ctx) for x in n.expressions]
         return E.make_func("coalesce", args)
 
-    # ---- string functions of constant parameters (kernels/strings.py)
+    # ---- string functions of constant parameters (functions/strings.py)
 
     def _string_fn(self, n, ctx, name: str, *params) -> Expr:
-        return E.make_func("string_fn", [self.expr(n.this, ctx)], (name, *params))
+        return E.make_func(name, [self.expr(n.this, ctx)], params)
 
     @handles(exp.StartsWith)
     def _x_startswith(self, n, ctx):
@@ -376,7 +376,7 @@ class Expressions:
 
     # ---- date functions
 
-    @handles(exp.TimestampTrunc)
+    @handles(exp.TimestampTrunc, exp.DateTrunc)
     def _x_timestamptrunc(self, n, ctx):
         unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else ""
         unit = _TIME_UNITS.get(unit, unit)
@@ -384,7 +384,7 @@ class Expressions:
                         "microsecond"):
             raise UnsupportedError(f"DATE_TRUNC to {unit.upper() or 'this unit'}")
         a = self.expr(n.this, ctx)
-        if a.type.kind == "date" and unit not in ("year", "quarter", "month", "week", "day"):
+        if a.type.kind == "date":  # DuckDB: DATE_TRUNC of a date is a timestamp, whatever the unit
             a = E.make_func("cast", [a], (TIMESTAMP,))
         return E.make_func("date_trunc", [a], (unit,))
 

@@ -40,7 +40,7 @@ QUERIES = {
                       "date_part('year', t), datepart('hour', t), date_part('month', d) from x",
     "date_trunc": "select i, date_trunc('hour', t), date_trunc('minute', t), date_trunc('second', t), "
                   "date_trunc('millisecond', t), date_trunc('day', t), date_trunc('month', t), date_trunc('week', t), "
-                  "date_trunc('hour', d) from x",
+                  "date_trunc('hour', d), date_trunc('month', d), date_trunc('year', date '2024-03-17') from x",
     "date_diff": "select i, date_diff('hour', t, timestamp '2020-03-01 00:00:00'), date_diff('minute', d, t), "
                  "date_diff('day', t, timestamp '2021-01-01 00:00:01'), date_diff('month', t, d + interval 40 day), "
                  "date_diff('second', t, t + interval 90 second), date_diff('millisecond', ms, t) from x",

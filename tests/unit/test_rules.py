@@ -71,7 +71,8 @@ def test_semi_join_over_both_inputs_stays_above(tpch_dir):
 
 def test_string_equality_selectivity_from_the_dictionary(tpch_dir):
     # p_type has 150 distinct values: p_type = '...' keeps 1/150 of part, not a default guess.
-    from sluice.plan.estimate import EQ_SEL, distinct_in_row_group, estimate
+    from sluice.functions.comparison import EQ_SEL
+    from sluice.plan.estimate import distinct_in_row_group, estimate
     con = sluice.connect(tpch_dir, device="cpu")
     part = con.table("part")
     assert distinct_in_row_group(part.row_groups[0], "p_type") == 150

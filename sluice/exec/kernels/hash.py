@@ -42,7 +42,7 @@ def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     if col.type.kind == "string":
         return _string_hashes(col.dictionary).to(col.data.device)[col.data.long()]
     if t is not None and t != col.type and t.is_numeric and col.type.is_numeric:
-        from sluice.exec.evaluate import _to_type
+        from sluice.functions.common import to_type as _to_type
         data = _to_type(col, t)
     else:
         data = col.data

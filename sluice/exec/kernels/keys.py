@@ -26,12 +26,12 @@ def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     """Values as a tensor whose order and equality match SQL's (decimals share scale)."""
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
-        from sluice.exec.evaluate import _dictionary_rank
+        from sluice.functions.common import dictionary_rank as _dictionary_rank
         return _dictionary_rank(d).to(codes.device)[codes.long()]
     if col.type.kind == "bool":
         return col.data.to(torch.int64)
     if t is not None and t != col.type and t.is_numeric:
-        from sluice.exec.evaluate import _to_type
+        from sluice.functions.common import to_type as _to_type
         return _to_type(col, t)
     return col.data
 

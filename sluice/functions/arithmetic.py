@@ -1,0 +1,204 @@
+"""Arithmetic: + - * / %, unary minus, ABS and ROUND over integers, decimals (scaled int64),
+floats, dates (+- days) and timestamps (+- microseconds, what INTERVAL arithmetic lowers to).
+
+Overflow raises, as in DuckDB: integer and decimal results are checked row by row (on the
+CPU usually proved impossible by one min/max per operand instead)."""
+
+from __future__ import annotations
+
+import torch
+
+from sluice.chunk import Column
+from sluice.errors import PlanError, UnsupportedError
+from sluice.exec.checks import fail_if
+from sluice.functions import register
+from sluice.functions.common import I64_MAX, and_valid, numeric_pair, to_type
+from sluice.types import DATE, FLOAT64, INT64, TIMESTAMP, LType, common_numeric, decimal
+
+
+def bind_arith(op: str):
+    def bind(args, params):
+        a, b = args
+        ta, tb = a.type, b.type
+        if ta.kind == "timestamp" or tb.kind == "timestamp":
+            if op in ("+", "-") and ta.kind == "timestamp" and tb.is_integer:
+                return [a, b], TIMESTAMP
+            if ta.kind in ("timestamp", "date") and tb.kind in ("timestamp", "date") and op == "-":
+                raise UnsupportedError("subtracting timestamps (the result is an INTERVAL); use DATE_DIFF")
+            raise PlanError(f"cannot apply {op} to {ta} and {tb}")
+        if ta.kind == "date" or tb.kind == "date":
+            if op in ("+", "-") and ta.kind == "date" and tb.is_integer:
+                return [a, b], DATE
+            if op == "+" and tb.kind == "date" and ta.is_integer:
+                return [b, a], DATE
+            if op == "-" and ta.kind == "date" and tb.kind == "date":
+                return [a, b], INT64
+            raise PlanError(f"cannot apply {op} to {ta} and {tb}")
+        if not (ta.is_numeric and tb.is_numeric):
+            if ta.kind == "string" and tb.kind == "string" and op == "+":
+                raise PlanError("use || to concatenate strings")
+            raise PlanError(f"cannot apply {op} to {ta} and {tb}")
+        if op == "/":
+            return [a, b], FLOAT64
+        if op == "*" and ta.kind == "decimal" and tb.kind == "decimal":
+            return [a, b], decimal(ta.scale + tb.scale)
+        if op == "*" and (ta.kind == "decimal") != (tb.kind == "decimal") and not (ta.is_float or tb.is_float):
+            return [a, b], decimal(max(ta.scale, tb.scale))
+        t = common_numeric(ta, tb)
+        if t.kind == "int32" and op == "*":
+            t = INT64
+        return [a, b], t
+    return bind
+
+
+def _register_arith(op: str):
+    register(op, bind=bind_arith(op))(arith)
+
+
+def arith(e, args, chunk) -> Column:
+    a, b = args
+    t = e.type
+    valid = and_valid(a.valid, b.valid)
+    op = e.op
+    if t.kind == "timestamp":  # timestamp +- microseconds
+        x, y = a.data.to(torch.int64), b.data.to(torch.int64)
+        r = x + y if op == "+" else x - y
+        bad = _add_overflow(x, y, r, op)
+        if bad is not None:
+            fail_if(bad, "timestamp out of range", valid)
+        return Column(r, t, valid)
+    if t.kind == "date" or a.type.kind == "date":
+        x = a.data.to(torch.int64)
+        y = b.data.to(torch.int64)
+        r = x + y if op == "+" else x - y
+        if t.kind == "date":
+            fail_if((r < -(2 ** 31)) | (r >= 2 ** 31), "date out of range", valid)
+        return Column(r.to(t.torch_dtype), t, valid)
+    if op == "/":
+        # IEEE semantics, as DuckDB: x/0 is +-inf, 0/0 is NaN.
+        x = to_type(a, FLOAT64)
+        y = to_type(b, FLOAT64)
+        return Column(x / y, t, valid)
+    if op == "*" and t.kind == "decimal":
+        # decimal*decimal has scale s1+s2; decimal*int keeps the decimal's scale.
+        x, y = a.data.long(), b.data.long()
+        r = x * y
+        bad = _mul_overflow(x, y, r)
+        if bad is not None:
+            fail_if(bad, "decimal product overflows 64 bits; CAST an operand to DOUBLE", valid)
+        return Column(r, t, valid)
+    x, y = numeric_pair(a, b, t)
+    if op in ("+", "-"):
+        r = x + y if op == "+" else x - y
+        bad = _add_overflow(x, y, r, op) if t.is_integer or t.kind == "decimal" else None
+        if bad is not None:
+            what = "addition" if op == "+" else "subtraction"
+            fail_if(bad, f"overflow in {what} of {t} values (out of range)", valid)
+    elif op == "*":
+        r = x * y
+        bad = _mul_overflow(x, y, r) if t.is_integer else None
+        if bad is not None:
+            fail_if(bad, f"overflow in multiplication of {t} values (out of range)", valid)
+    else:  # %
+        if t.is_float:
+            r = torch.fmod(x, y)
+        else:
+            zero = y == 0
+            fail_if(zero, "division by zero in %", valid)  # as DuckDB (a float % 0 is NaN)
+            r = torch.fmod(x, torch.where(zero, torch.ones_like(y), y))
+    return Column(r, t, valid)
+
+
+for _op in ("+", "-", "*", "/", "%"):
+    _register_arith(_op)
+
+
+def _max_abs(x: torch.Tensor) -> int:
+    lo, hi = torch.aminmax(x)
+    return max(-int(lo), int(hi))
+
+
+def _add_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor, op: str) -> torch.Tensor | None:
+    """Rows where ``r = x + y`` (or ``x - y``) wrapped around (None: provably none did).
+
+    On the CPU one min/max per operand usually proves it; otherwise, per row, a sum wrapped
+    iff its sign differs from both operands' (a difference: iff the operands' signs differ and
+    the result's differs from the first's)."""
+    if x.device.type == "cpu" and x.numel() and y.numel() and \
+            _max_abs(x) + _max_abs(y) < 2 ** (torch.iinfo(r.dtype).bits - 1):
+        return None
+    if op == "+":
+        return ((x ^ r) & (y ^ r)) < 0
+    return ((x ^ y) & (x ^ r)) < 0
+
+
+def _mul_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor) -> torch.Tensor | None:
+    """Rows where the integer product ``r = x * y`` wrapped around (None: provably none did).
+
+    int64: on the CPU one min/max per operand usually proves that no product reaches 2**62;
+    otherwise (and always on a GPU, where reading a bound would stall the stream) per row:
+    the double product ``p`` has the true sign and a magnitude within 2**-52 of the truth, and
+    between 2**62 and 1.5 * 2**63 a product wrapped iff ``r``'s sign differs from ``p``'s."""
+    if r.dtype == torch.int64:
+        if x.device.type == "cpu" and x.numel() and y.numel() and \
+                _max_abs(x) * _max_abs(y) < 2 ** 62:
+            return None
+        p = x.double() * y.double()
+        mag = p.abs()
+        return (mag > 1.5 * 2.0 ** 63) | ((mag >= 2.0 ** 62) & ((r < 0) != (p < 0)))
+    info = torch.iinfo(r.dtype)
+    wide = x.long() * y.long()
+    return (wide < info.min) | (wide > info.max)
+
+
+def _numeric_arg(what: str):
+    def result(args, params) -> LType:
+        if not args[0].type.is_numeric:
+            raise PlanError(f"cannot {what} {args[0].type}")
+        return args[0].type
+    return result
+
+
+@register("neg", result=_numeric_arg("negate"))
+def neg(e, args, chunk) -> Column:
+    a, = args
+    if a.type.is_integer or a.type.kind == "decimal":
+        fail_if(a.data == torch.iinfo(a.data.dtype).min, f"overflow in negation of {a.type} (out of range)", a.valid)
+    return Column(-a.data, a.type, a.valid)
+
+
+@register("abs", result=_numeric_arg("take ABS of"))
+def abs_(e, args, chunk) -> Column:
+    a, = args
+    if a.type.is_integer or a.type.kind == "decimal":
+        fail_if(a.data == torch.iinfo(a.data.dtype).min, f"overflow in ABS of {a.type} (out of range)", a.valid)
+    return Column(a.data.abs(), a.type, a.valid)
+
+
+def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
+    """SQL rounding: halves go away from zero (torch.round rounds them to even)."""
+    f = 10.0 ** digits
+    return torch.sign(x) * torch.floor(x.abs() * f + 0.5) / f
+
+
+@register("round", result=_numeric_arg("ROUND"))
+def round_(e, args, chunk) -> Column:
+    a, = args
+    digits = e.params[0] if e.params else 0
+    if a.type.is_float:
+        return Column(_round_half_away(a.data, digits), a.type, a.valid)
+    scale = a.type.scale if a.type.kind == "decimal" else 0
+    if (a.type.kind == "decimal" or a.type.is_integer) and digits < scale:
+        # Half away from zero on the scaled integers: |x| + f/2, floored to a multiple of f.
+        if scale - digits > 18:
+            return Column(torch.zeros_like(a.data), a.type, a.valid)
+        f = 10 ** (scale - digits)
+        x = a.data.long()
+        q = torch.div(x.abs() + f // 2, f, rounding_mode="floor")
+        fail_if(q > I64_MAX // f, f"ROUND result out of range for {a.type}", a.valid)
+        r = (q * f * torch.sign(x)).to(a.data.dtype)
+        if a.type.is_integer:
+            info = torch.iinfo(a.data.dtype)
+            fail_if((q * f > info.max), f"ROUND result out of range for {a.type}", a.valid)
+        return Column(r, a.type, a.valid)
+    return a

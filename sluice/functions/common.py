@@ -1,0 +1,81 @@
+"""Helpers the function families share: validity of combined columns, numeric conversion
+between SQL types (decimal scales aligned, overflow refused), per-dictionary-entry results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from sluice.chunk import Column, host_tensor
+from sluice.exec.checks import fail_if
+from sluice.types import LType
+
+I64_MAX = 2 ** 63 - 1
+
+
+def and_valid(*vs):
+    """The validity of a row-wise result: valid where every input is (None: all valid)."""
+    out = None
+    for v in vs:
+        if v is None:
+            continue
+        out = v if out is None else (out & v)
+    return out
+
+
+def scale_up(x: torch.Tensor, f: int, valid: torch.Tensor | None, what: str) -> torch.Tensor:
+    """``x * f`` in int64, refusing values whose product leaves int64."""
+    if f == 1:
+        return x.long()
+    x = x.long()
+    bound = I64_MAX // f
+    fail_if((x > bound) | (x < -bound), f"{what} is out of range for 64-bit decimals", valid)
+    return x * f
+
+
+def to_type(c: Column, t: LType) -> torch.Tensor:
+    """The values of numeric column ``c`` as tensor of type ``t`` (decimal scales aligned)."""
+    src = c.type
+    x = c.data
+    if t.kind == "decimal":
+        if src.kind == "decimal":
+            if src.scale == t.scale:
+                return x
+            if src.scale < t.scale:
+                return scale_up(x, 10 ** (t.scale - src.scale), c.valid, f"a decimal scaled to {t}")
+            return torch.div(x, 10 ** (src.scale - t.scale), rounding_mode="trunc")
+        if src.is_float:
+            y = torch.round(x.double() * (10 ** t.scale))
+            fail_if(~(y.abs() < 2.0 ** 63), f"a floating-point value is out of range for {t}", c.valid)
+            return y.long()
+        return scale_up(x, 10 ** t.scale, c.valid, f"an integer converted to {t}")
+    if t.is_float:
+        if src.kind == "decimal":
+            return x.double() / (10 ** src.scale) if t.kind == "float64" else (x.double() / (10 ** src.scale)).float()
+        return x.to(t.torch_dtype)
+    if src.kind == "decimal":
+        return torch.div(x, 10 ** src.scale, rounding_mode="trunc").to(t.torch_dtype)
+    return x.to(t.torch_dtype)
+
+
+def numeric_pair(a: Column, b: Column, t: LType):
+    return to_type(a, t), to_type(b, t)
+
+
+def dictionary_rank(d: pa.Array) -> torch.Tensor:
+    """The sort rank of each dictionary entry (codes compare by it as the strings do)."""
+    order = pc.sort_indices(d).to_numpy()
+    rank = np.empty(len(d), dtype=np.int64)
+    rank[order] = np.arange(len(d))
+    return host_tensor(rank)
+
+
+def gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
+    """A boolean per row from a boolean per dictionary entry (NULL is false)."""
+    arr = per_entry.fill_null(False).to_numpy(zero_copy_only=False)
+    t = host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
+    if codes.dim() == 0:
+        return t[codes.long()]
+    return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)

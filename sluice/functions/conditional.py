@@ -1,0 +1,64 @@
+"""CASE and COALESCE: the row-wise value of the first branch that holds. Branches of
+different numeric types meet at their common type; a NULL branch takes the result's type (a
+CASE without ELSE over strings is a string)."""
+
+from __future__ import annotations
+
+import torch
+
+from sluice.chunk import Column, unify_dictionaries
+from sluice.functions import register
+from sluice.functions.common import to_type
+from sluice.types import LType
+
+
+def _is_null_literal(e) -> bool:
+    from sluice.plan.expr import Lit
+    return isinstance(e, Lit) and e.value is None
+
+
+def _bind_branches(value_positions):
+    def bind(args, params):
+        from sluice.plan.expr import Lit
+        from sluice.plan.expr import common_type
+        vals = value_positions(len(args))
+        t = common_type([args[i] for i in sorted(vals)])
+        return [Lit(None, t) if i in vals and _is_null_literal(a) else a for i, a in enumerate(args)], t
+    return bind
+
+
+# case: cond1, val1, cond2, val2, ..., else
+@register("case", bind=_bind_branches(lambda n: set(range(1, n - 1, 2)) | {n - 1}))
+def case(e, cols, chunk) -> Column:
+    conds = [cols[i] for i in range(0, len(cols) - 1, 2)]
+    vals = [cols[i] for i in range(1, len(cols) - 1, 2)] + [cols[-1]]
+    return select_first(e.type, [(c.data if c.valid is None else c.data & c.valid) for c in conds],
+                        vals, chunk.num_rows)
+
+
+@register("coalesce", bind=_bind_branches(lambda n: set(range(n))))
+def coalesce(e, vals, chunk) -> Column:
+    conds = [torch.ones((), dtype=torch.bool, device=v.data.device) if v.valid is None else v.valid
+             for v in vals[:-1]]
+    return select_first(e.type, conds, vals, chunk.num_rows)
+
+
+def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int) -> Column:
+    """Row-wise: the value of the first branch whose condition holds, else the last value."""
+    dictionary = None
+    if t.kind == "string":
+        dictionary, datas = unify_dictionaries(list(vals))
+    else:
+        datas = [to_type(v, t) if v.type != t else v.data for v in vals]
+    out = datas[-1]
+    valid = vals[-1].valid if vals[-1].valid is not None else torch.ones((), dtype=torch.bool, device=out.device)
+    any_null = any(v.valid is not None for v in vals)
+    for cond, data, v in zip(reversed(conds), reversed(datas[:-1]), reversed(vals[:-1])):
+        out = torch.where(cond, data, out)
+        if any_null:
+            vv = v.valid if v.valid is not None else torch.ones((), dtype=torch.bool, device=out.device)
+            valid = torch.where(cond, vv, valid)
+    if out.dim() == 0 and n != 1:
+        out = out.expand(n)
+        valid = valid.expand(n) if any_null else valid
+    return Column(out, t, valid if any_null else None, dictionary)

@@ -1,0 +1,157 @@
+"""Dates (int32 days since 1970-01-01) and timestamps (int64 microseconds): EXTRACT /
+DATE_PART, DATE_TRUNC, DATE_DIFF, STRFTIME and month arithmetic (what ``+ INTERVAL n MONTH``
+lowers to), by DuckDB's definitions. Calendar arithmetic is integer tensor ops
+(:mod:`sluice.exec.kernels.dates`); only STRFTIME formats, once per distinct value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from sluice.chunk import Column, host_tensor
+from sluice.errors import PlanError, UnsupportedError
+from sluice.exec.kernels import dates
+from sluice.functions import register
+from sluice.functions.common import and_valid
+from sluice.types import FLOAT64, INT64, STRING
+
+DAY_US = 86_400_000_000
+#: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
+UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
+           "microsecond": 1}
+
+
+def _temporal(what: str, result):
+    """A bind that wants dates or timestamps; ``result(args, params)`` gives the type."""
+    def bind(args, params):
+        if any(a.type.kind not in ("date", "timestamp") for a in args):
+            raise PlanError(f"{what} needs dates or timestamps, got {', '.join(str(a.type) for a in args)}")
+        return list(args), result(args, params)
+    return bind
+
+
+def days_and_time(c: Column) -> tuple[torch.Tensor, torch.Tensor]:
+    """(days since 1970-01-01, microseconds since midnight) of a date or timestamp column."""
+    if c.type.kind == "date":
+        return c.data.to(torch.int64), torch.zeros_like(c.data, dtype=torch.int64)
+    days = torch.div(c.data, DAY_US, rounding_mode="floor")
+    return days, c.data - days * DAY_US
+
+
+@register("extract", bind=_temporal("EXTRACT", lambda args, params: FLOAT64 if params[0] == "epoch" else INT64))
+def extract(e, args, chunk) -> Column:
+    """EXTRACT / DATE_PART of a date or timestamp, by DuckDB's definitions (SECOND is whole
+    seconds, MILLISECOND and MICROSECOND count from the minute, EPOCH is seconds as a double)."""
+    a, = args
+    fld = e.params[0]
+    if fld == "epoch":
+        us = a.data.to(torch.int64) * (DAY_US if a.type.kind == "date" else 1)
+        return Column(us.to(torch.float64) / 1e6, e.type, a.valid)
+    days, tod = days_and_time(a)
+    y, m, d = dates.civil_from_days(days)
+    out = {"year": y, "month": m, "day": d}.get(fld)
+    if out is None:
+        if fld == "quarter":
+            out = (m - 1) // 3 + 1
+        elif fld == "dow":
+            out = (days + 4) % 7
+        elif fld == "isodow":
+            out = (days + 3) % 7 + 1
+        elif fld == "doy":
+            out = days - dates.days_from_civil(y, torch.ones_like(m), torch.ones_like(m)).to(torch.int64) + 1
+        elif fld == "hour":
+            out = tod // UNIT_US["hour"]
+        elif fld == "minute":
+            out = tod // UNIT_US["minute"] % 60
+        elif fld == "second":
+            out = tod // UNIT_US["second"] % 60
+        elif fld == "millisecond":
+            out = tod // 1_000 % 60_000
+        elif fld == "microsecond":
+            out = tod % 60_000_000
+        else:
+            raise UnsupportedError(f"EXTRACT({fld.upper()} ...)")
+    return Column(out.to(torch.int64), e.type, a.valid)
+
+
+@register("date_trunc", bind=_temporal("DATE_TRUNC", lambda args, params: args[0].type))
+def date_trunc(e, args, chunk) -> Column:
+    """DATE_TRUNC(unit, x): the first day of its year, quarter, month or ISO week, the day; for
+    a timestamp also the hour, minute, second or millisecond it falls in."""
+    a, = args
+    unit = e.params[0]
+    if unit in UNIT_US:  # a timestamp (the translator casts dates)
+        step = UNIT_US[unit]
+        return Column(torch.div(a.data, step, rounding_mode="floor") * step, e.type, a.valid)
+    days, _ = days_and_time(a)
+    if unit == "day":
+        out = days
+    elif unit == "week":  # Monday (1970-01-01 was a Thursday)
+        out = days - (days + 3) % 7
+    else:
+        y, m, _ = dates.civil_from_days(days)
+        if unit == "year":
+            m = torch.ones_like(m)
+        elif unit == "quarter":
+            m = (m - 1) // 3 * 3 + 1
+        out = dates.days_from_civil(y, m, torch.ones_like(m)).to(torch.int64)
+    if a.type.kind == "timestamp":
+        return Column(out * DAY_US, e.type, a.valid)
+    return Column(out.to(torch.int32), e.type, a.valid)
+
+
+@register("date_diff", bind=_temporal("DATE_DIFF", lambda args, params: INT64))
+def date_diff(e, args, chunk) -> Column:
+    """DATE_DIFF(unit, start, end): unit boundaries crossed from start to end, as DuckDB counts
+    (on timestamps, day and longer units count the boundaries of their dates)."""
+    start, end = args
+    unit = e.params[0]
+    valid = and_valid(start.valid, end.valid)
+    if unit in UNIT_US:
+        us = [c.data.to(torch.int64) * (DAY_US if c.type.kind == "date" else 1) for c in (start, end)]
+        step = UNIT_US[unit]
+        out = torch.div(us[1], step, rounding_mode="floor") - torch.div(us[0], step, rounding_mode="floor")
+        return Column(out, e.type, valid)
+    d1, _ = days_and_time(start)
+    d2, _ = days_and_time(end)
+    if unit == "day":
+        out = d2 - d1
+    elif unit == "week":
+        out = torch.div(d2 - d1, 7, rounding_mode="trunc")
+    else:
+        y1, m1, _ = dates.civil_from_days(d1)
+        y2, m2, _ = dates.civil_from_days(d2)
+        if unit == "year":
+            out = y2 - y1
+        elif unit == "quarter":
+            out = (y2 * 4 + (m2 - 1) // 3) - (y1 * 4 + (m1 - 1) // 3)
+        else:
+            out = (y2 * 12 + m2) - (y1 * 12 + m1)
+    return Column(out.to(torch.int64), e.type, valid)
+
+
+@register("strftime", bind=_temporal("STRFTIME", lambda args, params: STRING))
+def strftime(e, args, chunk) -> Column:
+    """STRFTIME(date or timestamp, format): formatted once per distinct value (Arrow), codes by value."""
+    a, = args
+    if "%f" in e.params[0]:
+        raise UnsupportedError("STRFTIME with %f")
+    values = a.data.reshape(-1).cpu().numpy()
+    uniq, inverse = np.unique(values, return_inverse=True)
+    us = uniq.astype("int64") * (DAY_US if a.type.kind == "date" else 1)
+    # %S is whole seconds, as DuckDB prints it (Arrow would add the fraction of a finer unit)
+    stamps = pa.array(np.floor_divide(us, 1_000_000), pa.timestamp("s"))
+    text = pc.strftime(stamps, format=e.params[0])
+    codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
+    return Column(codes, e.type, a.valid, text.cast(pa.string()))
+
+
+@register("add_months", bind=_temporal("date + INTERVAL MONTH", lambda args, params: args[0].type))
+def add_months(e, args, chunk) -> Column:
+    a, = args
+    if a.type.kind == "timestamp":
+        days, tod = days_and_time(a)
+        return Column(dates.add_months(days, e.params[0]).to(torch.int64) * DAY_US + tod, e.type, a.valid)
+    return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)

@@ -1,0 +1,255 @@
+"""String functions. A string column is int32 codes into a dictionary of distinct strings, so
+a function of the string alone runs once per dictionary entry with Arrow's vectorised kernels
+and the result is gathered by code (booleans, integers) or keeps the codes over a new
+dictionary (strings). Only CONCAT of two columns materialises strings per row.
+
+The semantics follow DuckDB's: positions count characters, 1-based; SPLIT_PART out of range is
+''; LPAD/RPAD cut strings longer than the width; REGEXP_REPLACE replaces the first match unless
+the 'g' option is given; TRIM removes spaces unless told which characters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from sluice.chunk import Column, host_tensor, string_buffers
+from sluice.errors import PlanError, UnsupportedError
+from sluice.functions import register
+from sluice.functions.common import and_valid, gather_bool
+from sluice.types import BOOL, INT64, STRING
+
+LIKE_SEL = 0.1
+
+
+def _string_arg(what: str | None, result):
+    def bind(args, params):
+        if args[0].type.kind != "string":
+            raise PlanError(f"{(what or params[0]).upper()} needs a string, got {args[0].type}")
+        return list(args), result
+    return bind
+
+
+def _map_dictionary(a: Column, fn) -> Column:
+    new = fn(a.dictionary)
+    if new.type != pa.string():
+        new = new.cast(pa.string())
+    return Column(a.data, a.type, a.valid, new)
+
+
+def _per_entry_numbers(a: Column, per_entry: pa.Array, t) -> Column:
+    """A boolean or integer per row from one per dictionary entry."""
+    values = per_entry.to_numpy(zero_copy_only=False)
+    per = host_tensor(values.astype(np.bool_ if t == BOOL else np.int64))
+    return Column(per.to(a.data.device)[a.data.long()], t, a.valid)
+
+
+# ------------------------------------------------------------------ LIKE
+
+
+@register("like", "ilike", bind=_string_arg("LIKE", BOOL), selectivity=lambda e, est: LIKE_SEL)
+@register("not_like", "not_ilike", bind=_string_arg("LIKE", BOOL), selectivity=lambda e, est: 0.9)
+def like(e, args, chunk) -> Column:
+    a, = args
+    per_entry = pc.match_like(a.dictionary, e.params[0], ignore_case=e.op.endswith("ilike"))
+    m = gather_bool(per_entry, a.data)
+    return Column(~m if e.op.startswith("not_") else m, BOOL, a.valid)
+
+
+# ------------------------------------------------------------------ slicing and case
+
+
+def substring_slice(start: int, length: int | None) -> tuple[int, int | None]:
+    """DuckDB's SUBSTRING(s, start, length) as a Python-style slice ``[begin:stop]``.
+
+    1-based ``start``; a negative start counts from the end; 0 starts one before the first
+    character; a negative length takes the characters before ``start``."""
+    if start >= 0:  # absolute positions, clamped at 0
+        s0 = start - 1
+        if length is None:
+            return max(s0, 0), None
+        if length >= 0:
+            return max(s0, 0), max(s0 + length, 0)
+        return max(s0 + length, 0), max(s0, 0)
+    if length is None:  # counted from the end: Python's negative indices clamp the same way
+        return start, None
+    if length >= 0:
+        return start, (start + length if start + length < 0 else None)
+    return start + length, start
+
+
+@register("substring", bind=_string_arg("SUBSTRING", STRING))
+def substring(e, args, chunk) -> Column:
+    begin, stop = substring_slice(*e.params)
+    if stop is None:
+        return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin))
+    return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin, stop))
+
+
+@register("upper", bind=_string_arg("UPPER", STRING))
+@register("lower", bind=_string_arg("LOWER", STRING))
+def upper_lower(e, args, chunk) -> Column:
+    return _map_dictionary(args[0], {"upper": pc.utf8_upper, "lower": pc.utf8_lower}[e.op])
+
+
+@register("trim", bind=_string_arg("TRIM", STRING))
+@register("ltrim", bind=_string_arg("LTRIM", STRING))
+@register("rtrim", bind=_string_arg("RTRIM", STRING))
+def trim(e, args, chunk) -> Column:
+    """TRIM / LTRIM / RTRIM of the given characters (spaces by default, as in DuckDB)."""
+    fn = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[e.op]
+    chars = e.params[0]
+    return _map_dictionary(args[0], lambda d: fn(d, characters=chars))
+
+
+@register("length", bind=_string_arg("LENGTH", INT64))
+def length(e, args, chunk) -> Column:
+    a, = args
+    return _per_entry_numbers(a, pc.utf8_length(a.dictionary), INT64)
+
+
+# ------------------------------------------------------------------ concatenation
+
+
+def _bind_concat(args, params):
+    """||, CONCAT: other types are cast to text, as in DuckDB; a NULL literal is a NULL string."""
+    from sluice.plan.expr import Lit, make_func
+    out = []
+    for a in args:
+        if isinstance(a, Lit) and a.value is None:
+            out.append(Lit(None, STRING))
+        elif a.type.kind != "string":
+            out.append(make_func("cast", [a], (STRING,)))
+        else:
+            out.append(a)
+    return out, STRING
+
+
+@register("concat", bind=_bind_concat)
+def concat(e, cols, chunk) -> Column:
+    for c in cols:
+        if c.type.kind != "string":
+            raise UnsupportedError(f"concatenation of {c.type} values; CAST them to VARCHAR first")
+    n = chunk.num_rows
+    valid = and_valid(*[c.valid for c in cols])
+    if all(c.is_const for c in cols):
+        s = "".join(c.dictionary[0].as_py() for c in cols)
+        return Column(torch.zeros((), dtype=torch.int32), e.type, valid, pa.array([s]))
+    # Materialise the strings of each row (Arrow, vectorised), then re-encode.
+    parts = [pa.scalar(c.dictionary[0].as_py()) if c.is_const
+             else c.dictionary.take(pa.array(c.data.cpu().numpy())) for c in cols]
+    joined = pc.binary_join_element_wise(*parts, "")
+    enc = pc.dictionary_encode(joined)
+    codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
+    device = cols[0].data.device if not cols[0].is_const else cols[-1].data.device
+    return Column(codes.to(device)[:n], e.type, valid, enc.dictionary)
+
+
+# ------------------------------------------------------------------ functions of constant parameters
+
+
+def _char_position(d: pa.Array, needle: str) -> pa.Array:
+    """1-based character position of the first ``needle`` in each string, 0 when absent."""
+    byte_at = pc.find_substring(d, pattern=needle).to_numpy(zero_copy_only=False).astype(np.int64)
+    bufs = string_buffers(d)
+    if bufs is None:
+        return pa.array(np.zeros(0, np.int64))
+    offsets, data = bufs
+    # Characters before a byte offset = lead bytes (not 10xxxxxx) before it.
+    lead = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)])
+    start = offsets[:-1]
+    found = byte_at >= 0
+    pos = np.where(found, lead[np.where(found, start + byte_at, start)] - lead[start] + 1, 0)
+    return pa.array(pos, pa.int64())
+
+
+def _split_part(d: pa.Array, sep: str, index: int) -> pa.Array:
+    parts = pc.split_pattern(d, pattern=sep)
+    offsets = parts.offsets.to_numpy().astype(np.int64)
+    counts = offsets[1:] - offsets[:-1]
+    k = np.full(len(d), index - 1 if index > 0 else 0, dtype=np.int64)
+    if index < 0:
+        k = counts + index
+    inside = (k >= 0) & (k < counts)
+    flat = parts.flatten()
+    picked = flat.take(pa.array(np.where(inside, offsets[:-1] + k, 0))) if len(flat) else \
+        pa.array([""] * len(d), pa.string())
+    return pc.if_else(pa.array(inside), picked, pa.scalar("", pa.string()))
+
+
+def _named_groups(pattern: str) -> tuple[str, int]:
+    """``pattern`` wrapped as group g0 with its capturing groups named g1, g2, ... in order
+    (Arrow's extract_regex reads named groups only), and how many it has."""
+    out, k, i, in_class = ["(?P<g0>"], 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(" and not pattern.startswith("?", i + 1):
+            k += 1
+            out.append(f"(?P<g{k}>")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    out.append(")")
+    return "".join(out), k
+
+
+def _regexp_extract(d: pa.Array, pattern: str, group: int) -> pa.Array:
+    named, groups = _named_groups(pattern)
+    if not 0 <= group <= groups:
+        raise PlanError(f"REGEXP_EXTRACT group {group}: the pattern has {groups} group(s)")
+    return pc.struct_field(pc.extract_regex(d, pattern=named), [group]).fill_null("")
+
+
+def _pad(pad):
+    def fn(d, width, fill):
+        return pad(pc.utf8_slice_codeunits(d, 0, width), width=width, padding=fill)
+    return fn
+
+
+def _right(d: pa.Array, n: int) -> pa.Array:
+    """The last n characters; a negative n drops the first -n."""
+    return pc.utf8_slice_codeunits(d, 0, 0) if n == 0 else pc.utf8_slice_codeunits(d, -n)
+
+
+#: name -> (result type, per-entry function of the dictionary and the constant parameters).
+PER_ENTRY = {
+    "starts_with": (BOOL, lambda d, p: pc.starts_with(d, pattern=p)),
+    "ends_with": (BOOL, lambda d, p: pc.ends_with(d, pattern=p)),
+    "contains": (BOOL, lambda d, p: pc.match_substring(d, pattern=p)),
+    "regexp_matches": (BOOL, lambda d, p: pc.match_substring_regex(d, pattern=p)),
+    "strpos": (INT64, _char_position),
+    "replace": (STRING, lambda d, p, r: pc.replace_substring(d, pattern=p, replacement=r)),
+    "regexp_replace": (STRING, lambda d, p, r, every: pc.replace_substring_regex(
+        d, pattern=p, replacement=r, max_replacements=None if every else 1)),
+    "regexp_extract": (STRING, _regexp_extract),
+    "split_part": (STRING, _split_part),
+    "lpad": (STRING, _pad(pc.utf8_lpad)),
+    "rpad": (STRING, _pad(pc.utf8_rpad)),
+    "reverse": (STRING, lambda d: pc.utf8_reverse(d)),
+    "left": (STRING, lambda d, n: pc.utf8_slice_codeunits(d, 0, n)),  # negative n drops from the end
+    "right": (STRING, _right),
+}
+
+
+def per_entry_function(e, args, chunk) -> Column:
+    a, = args
+    t, fn = PER_ENTRY[e.op]
+    d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
+    res = fn(d, *e.params)
+    if t == STRING:
+        return Column(a.data, e.type, a.valid, res.cast(pa.string()))
+    return _per_entry_numbers(a, res, t)
+
+
+for _name, (_t, _) in PER_ENTRY.items():
+    register(_name, bind=_string_arg(_name, _t))(per_entry_function)
