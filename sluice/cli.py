@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sluice", description="SQL over Parquet on PyTorch (CPU or GPU).")
     from sluice import __version__
     p.add_argument("--version", action="version", version=f"sluice {__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd")
 
     def add_common(q):
         q.add_argument("sql", nargs="?", help="the query text (or use -f; - reads it from stdin)")
@@ -49,6 +49,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="run, then print the plan with rows, bytes, time per operator and stage, and T_min")
     q.add_argument("--plot", metavar="FILE.png", help="draw the bandwidth timeline of the run")
     q.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace of the run")
+
+    sh = sub.add_parser("shell", help="the interactive SQL shell (also: sluice with no arguments)")
+    sh.add_argument("--data", default=".", help="directory of tables: NAME.parquet or NAME/ folders")
+    sh.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: auto)")
+    sh.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting, e.g. --set chunk_rows=65536 (repeatable)")
+
+    dr = sub.add_parser("doctor", help="what makes these Parquet files slow for a device, and the fix")
+    dr.add_argument("path", help="a Parquet file or a directory of tables")
+    dr.add_argument("--for", dest="target", choices=["cpu", "gpu", "auto"], default="auto",
+                    help="the device to check for (default auto: a GPU when there is one)")
 
     c = sub.add_parser("calibrate", help="measure storage and host->device bandwidth for T_min")
     c.add_argument("--data", default=".", help="directory whose Parquet files are read")
@@ -113,29 +124,10 @@ def _query_text(args) -> str:
 
 def _print_as(table, fmt: str) -> None:
     """Every row on stdout as csv, json lines or a markdown table."""
-    if fmt == "csv":
-        import io
-
-        import pyarrow.csv as pcsv
-        buf = io.BytesIO()
-        pcsv.write_csv(table, buf)
-        sys.stdout.write(buf.getvalue().decode("utf-8"))
-        return
-    rows = [dict(zip(table.column_names, r)) for r in zip(*[c.to_pylist() for c in table.columns])] \
-        if table.num_columns else []
-    if fmt == "json":
-        import json
-        for r in rows:
-            print(json.dumps(r, default=str))
-        return
-    names = table.column_names
-
-    def cell(v):
-        return "NULL" if v is None else str(v).replace("|", "\\|")
-    print("| " + " | ".join(names) + " |")
-    print("|" + "|".join("---" for _ in names) + "|")
-    for r in rows:
-        print("| " + " | ".join(cell(r[n]) for n in names) + " |")
+    from sluice.render import format_rows
+    text = format_rows(table, fmt)
+    if text:
+        print(text)
 
 
 def _settings(args) -> dict:
@@ -147,25 +139,11 @@ def _settings(args) -> dict:
 
 
 def _print_table(table, max_rows: int) -> None:
-    """An aligned text table (numbers right-aligned), like DuckDB's shell output."""
-    shown = table.slice(0, max_rows)
-    header = list(table.column_names)
-    types = [str(t) for t in table.schema.types]
-    rows = [["NULL" if v is None else str(v) for v in row]
-            for row in zip(*[c.to_pylist() for c in shown.columns])] if shown.num_columns else []
-    right = [t.startswith(("int", "uint", "float", "double", "decimal")) for t in types]
-    widths = [max([len(h), len(t)] + [len(r[i]) for r in rows]) for i, (h, t) in enumerate(zip(header, types))]
-
-    def line(cells):
-        return "│ " + " │ ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)) + " │"
-    bar = "─" * (sum(widths) + 3 * len(widths) - 1)
-    out = ["┌" + bar + "┐", line(header), line(types), "├" + bar + "┤"]
-    out += [line(r) for r in rows]
-    out.append("└" + bar + "┘")
-    more = table.num_rows - shown.num_rows
-    out.append(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}"
-               + (f" ({more} not shown; use -o FILE to save all)" if more > 0 else ""))
-    print("\n".join(out))
+    """An aligned text table like DuckDB's shell output, fitted to the terminal when stdout is one."""
+    import shutil
+    from sluice.render import format_table
+    width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else None
+    print(format_table(table, width, max_rows, tail=False, hint="-o FILE saves all"))
 
 
 def _title(sql: str) -> str:
@@ -312,7 +290,28 @@ def _demo(args) -> int:
 
 
 def run(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv or ["shell"])
+    if args.cmd is None:
+        _parser().error("give a command, or no arguments for the shell")
+    if args.cmd == "shell":
+        import sluice
+        from sluice.shell import run_shell
+        if not Path(args.data).is_dir():
+            raise DataError(f"data directory {args.data} does not exist")
+        con = sluice.connect(args.data, **_settings(args))
+        try:
+            return run_shell(con)
+        finally:
+            con.close()
+    if args.cmd == "doctor":
+        from sluice.layout.doctor import diagnose, format_report
+        target = args.target
+        if target == "auto":  # without importing torch: an NVIDIA driver with a GPU
+            target = "gpu" if any(Path("/proc/driver/nvidia/gpus").glob("*")) else "cpu"
+        device = "cuda" if target == "gpu" else "cpu"
+        print(format_report(diagnose(args.path, device)))
+        return 0
     if args.cmd == "inspect":
         import json
         from sluice.layout.inspect import format_report, inspect_file, parquet_files

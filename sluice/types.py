@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import torch
 
 from sluice.errors import PlanError, UnsupportedError
 
@@ -37,17 +36,19 @@ class LType:
         return self.kind in ("float32", "float64")
 
     @property
-    def torch_dtype(self) -> torch.dtype:
-        return TORCH_DTYPES[self.kind]
+    def torch_dtype(self):
+        """The tensor dtype of this type's values (torch is imported here, not with the module,
+        so what reads only footers -- ``sluice doctor``, ``inspect`` -- starts without it)."""
+        import torch
+        return getattr(torch, _TORCH_DTYPES[self.kind])
 
 
 INT_KINDS = ("int8", "int16", "int32", "int64")
 NUMERIC_KINDS = INT_KINDS + ("float32", "float64", "decimal")
-TORCH_DTYPES = {
-    "bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-    "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
-    "decimal": torch.int64, "date": torch.int32, "timestamp": torch.int64,
-    "string": torch.int32,
+_TORCH_DTYPES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "float32": "float32", "float64": "float64", "decimal": "int64", "date": "int32", "timestamp": "int64",
+    "string": "int32",
 }
 
 BOOL = LType("bool")

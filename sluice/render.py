@@ -1,0 +1,146 @@
+"""Results as text: an aligned table fitted to the terminal (DuckDB's shell layout: middle
+columns elided to fit the width, the first and last rows of a long result with the row count),
+and every row as csv, json lines, markdown or ``column = value`` lines."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MODES = ("table", "csv", "json", "markdown", "line")
+_ELLIPSIS = "…"
+
+
+def _cells(table: pa.Table) -> list[list[str]]:
+    if not table.num_columns:
+        return []
+    return [["NULL" if v is None else str(v) for v in row] for row in zip(*[c.to_pylist() for c in table.columns])]
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + _ELLIPSIS
+
+
+def format_table(table: pa.Table, width: int | None = None, max_rows: int = 40, *, tail: bool = True,
+                 max_cell: int = 40, hint: str | None = None) -> str:
+    """An aligned table with a name and type line per column (numbers right-aligned).
+
+    More than ``max_rows`` rows: the first and last ``max_rows // 2`` with an elided row between
+    (``tail=False``: only the first ``max_rows``). Wider than ``width`` characters: the middle
+    columns give way to one ``…`` column; cells longer than ``max_cell`` are cut. ``hint`` ends
+    the row count's note when something is not shown."""
+    n = table.num_rows
+    if n > max_rows and tail:
+        head_n = max_rows - max_rows // 2
+        shown = pa.concat_tables([table.slice(0, head_n), table.slice(n - max_rows // 2)])
+        gap_at = head_n
+    else:
+        shown = table.slice(0, max_rows)
+        gap_at = None
+    header = list(table.column_names)
+    types = [str(t) for t in table.schema.types]
+    rows = _cells(shown)
+    right = [t.startswith(("int", "uint", "float", "double", "decimal")) for t in types]
+    widths = [min(max([len(h), len(t)] + [len(r[i]) for r in rows]), max_cell)
+              for i, (h, t) in enumerate(zip(header, types))]
+    cols = list(range(len(header)))
+    if width is not None and cols:
+        cols = _columns_that_fit(widths, width)
+    gap = [i for i in range(1, len(cols)) if cols[i] != cols[i - 1] + 1]
+
+    def line(cells, fill=" "):
+        out = []
+        for k, i in enumerate(cols):
+            if gap and k == gap[0]:
+                out.append(_ELLIPSIS if fill == " " else fill)
+            c = _fit(cells[i], widths[i])
+            out.append(c.rjust(widths[i]) if right[i] else c.ljust(widths[i]))
+        return "│ " + " │ ".join(out) + " │"
+    total = sum(widths[i] for i in cols) + 3 * len(cols) - 1 + (4 if gap else 0)
+    bar = "─" * max(total, 0)
+    out = ["┌" + bar + "┐", line(header), line(types), "├" + bar + "┤"]
+    for k, r in enumerate(rows):
+        if gap_at is not None and k == gap_at:
+            out.append(line([_ELLIPSIS] * len(header)))
+        out.append(line(r))
+    out.append("└" + bar + "┘")
+    summary = f"{n} row{'s' if n != 1 else ''}"
+    hidden = []
+    if n > shown.num_rows:
+        hidden.append(f"{shown.num_rows} shown")
+    if len(cols) < len(header):
+        hidden.append(f"{len(cols)} of {len(header)} columns")
+    if hidden and hint:
+        hidden.append(hint)
+    out.append(summary + (f" ({', '.join(hidden)})" if hidden else ""))
+    return "\n".join(out)
+
+
+def _columns_that_fit(widths: list[int], width: int) -> list[int]:
+    """Indexes of the columns to show: all if they fit in ``width``, else as many from both
+    ends as fit beside an elision column (at least the first)."""
+    def cost(idx, gap):
+        return sum(widths[i] for i in idx) + 3 * len(idx) + 1 + (4 if gap else 0)
+    every = list(range(len(widths)))
+    if cost(every, False) <= width:
+        return every
+    left, right = [0], []
+    lo, hi = 1, len(widths) - 1
+    turn_right = True
+    while lo <= hi:
+        i = hi if turn_right else lo
+        trial = left + ([i] if not turn_right else []) + ([i] if turn_right else []) + right
+        if cost(sorted(trial), True) > width:
+            break
+        if turn_right:
+            right.insert(0, i)
+            hi -= 1
+        else:
+            left.append(i)
+            lo += 1
+        turn_right = not turn_right
+    return left + right
+
+
+def _csv_field(values: pa.Array) -> pa.Array:
+    """Values as CSV fields, quoted only where needed (as DuckDB writes them); NULL is empty."""
+    if values.type != pa.string():
+        values = values.cast(pa.string())
+    needs = pc.match_substring_regex(values, '[",\r\n]')
+    quoted = pc.binary_join_element_wise('"', pc.replace_substring(values, '"', '""'), '"', "")
+    return pc.if_else(needs, quoted, values).fill_null("")
+
+
+def _csv(table: pa.Table) -> str:
+    """The table as CSV with a header, built column-wise with Arrow kernels."""
+    names = table.column_names
+    head = ",".join(_csv_field(pa.array(names, pa.string())).to_pylist())
+    if not table.num_rows or not names:
+        return head
+    fields = [_csv_field(c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c) for c in table.columns]
+    lines = pc.binary_join_element_wise(*fields, ",") if len(fields) > 1 else fields[0]
+    return head + "\n" + "\n".join(lines.to_pylist())
+
+
+def format_rows(table: pa.Table, mode: str) -> str:
+    """Every row: ``csv`` (with a header), ``json`` (one object a line), ``markdown``, or
+    ``line`` (``column = value``, a blank line between rows)."""
+    if mode == "csv":
+        return _csv(table)
+    names = table.column_names
+    rows = [dict(zip(names, r)) for r in zip(*[c.to_pylist() for c in table.columns])] if table.num_columns else []
+    if mode == "json":
+        return "\n".join(json.dumps(r, default=str) for r in rows)
+    if mode == "line":
+        w = max((len(c) for c in names), default=0)
+        return "\n\n".join("\n".join(f"{c.rjust(w)} = {'NULL' if r[c] is None else r[c]}" for c in names)
+                           for r in rows)
+    if mode == "markdown":
+        def cell(v):
+            return "NULL" if v is None else str(v).replace("|", "\\|")
+        out = ["| " + " | ".join(names) + " |", "|" + "|".join("---" for _ in names) + "|"]
+        out += ["| " + " | ".join(cell(r[n]) for n in names) + " |" for r in rows]
+        return "\n".join(out)
+    raise ValueError(mode)
