@@ -17,26 +17,39 @@ def _scan_stats(op: Operator, ctx: ExecContext):
     return [ctx.readers[id(o)].stats for o in op.walk() if isinstance(o, ScanOp) and id(o) in ctx.readers]
 
 
-def stage_summary(op: Operator, ctx: ExecContext) -> dict:
-    """Busy seconds, bytes and utilisation per stage, and the bounding stage."""
+def stage_utilisation(ctx: ExecContext) -> tuple[dict, str]:
+    """Busy seconds, bytes and utilisation per data-path stage so far, and the stage that
+    bounds the run (the most utilised); called while a query runs too (the progress bar)."""
     rec = ctx.recorder
     wall = max(rec.wall, 1e-9)
-    scans = _scan_stats(op, ctx)
     threads = max(1, ctx.config.io_threads) if ctx.config.on("prefetch") else 1
-    main_other = sum(e.end - e.start for e in rec.events
-                     if e.stage in ("wait", "read", "decode", "h2d") and e.thread == "MainThread")
-    compute = max(0.0, wall - main_other)
+    events = list(rec.events)  # I/O threads append while a query runs
+    busy = {s: 0.0 for s in ("read", "decode", "h2d")}
+    nbytes = {s: 0 for s in busy}
+    main_other = 0.0
+    for e in events:
+        if e.stage in busy:
+            busy[e.stage] += e.end - e.start
+            nbytes[e.stage] += e.nbytes
+        if e.stage in ("wait", "read", "decode", "h2d") and e.thread == "MainThread":
+            main_other += e.end - e.start
     stages = {
-        "read": {"busy": rec.busy("read"), "bytes": rec.total_bytes("read"), "capacity": threads},
-        "decode": {"busy": rec.busy("decode"), "bytes": rec.total_bytes("decode"), "capacity": threads},
-        "h2d": {"busy": rec.busy("h2d"), "bytes": rec.total_bytes("h2d"), "capacity": 1},
-        "compute": {"busy": compute, "bytes": 0, "capacity": 1},
+        "read": {"busy": busy["read"], "bytes": nbytes["read"], "capacity": threads},
+        "decode": {"busy": busy["decode"], "bytes": nbytes["decode"], "capacity": threads},
+        "h2d": {"busy": busy["h2d"], "bytes": nbytes["h2d"], "capacity": 1},
+        "compute": {"busy": max(0.0, wall - main_other), "bytes": 0, "capacity": 1},
     }
-    for s in stages.values():
-        s["util"] = s["busy"] / (wall * s["capacity"])
-    bound = max(stages, key=lambda k: stages[k]["util"])
-    return {"wall": wall, "stages": stages, "bound": bound, "scans": scans,
-            "bytes_read": sum(s.bytes_read for s in scans), "bytes_h2d": rec.total_bytes("h2d")}
+    for st in stages.values():
+        st["util"] = st["busy"] / (wall * st["capacity"])
+    return stages, max(stages, key=lambda k: stages[k]["util"])
+
+
+def stage_summary(op: Operator, ctx: ExecContext) -> dict:
+    """Busy seconds, bytes and utilisation per stage, and the bounding stage."""
+    scans = _scan_stats(op, ctx)
+    stages, bound = stage_utilisation(ctx)
+    return {"wall": max(ctx.recorder.wall, 1e-9), "stages": stages, "bound": bound, "scans": scans,
+            "bytes_read": sum(s.bytes_read for s in scans), "bytes_h2d": ctx.recorder.total_bytes("h2d")}
 
 
 def t_min(summary: dict, data_dir: Path, device: str) -> dict | None:

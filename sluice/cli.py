@@ -171,37 +171,68 @@ class _Status:
 
 
 class _Progress:
-    """Bytes scanned of bytes to scan, the rate and the time left (from the measured rate), in
-    binary units throughout, on stderr when it is a terminal; silent otherwise."""
+    """Bytes scanned of bytes to scan, the rate, the fraction of the storage bound it reaches
+    (the rate over the bandwidth ``sluice calibrate`` measured, when it has), the stage that
+    bounds the run so far, and the time left from the measured rate -- binary units throughout,
+    on stderr when it is a terminal; silent otherwise. Pass it as ``progress=``: the engine calls
+    it with each scanned byte count and hands it the run's context (``attach``)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, storage_bps: float | None = None) -> None:
         self._p = None
+        self._ctx = None
         if sys.stderr.isatty() and total > 0:
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
             from rich.text import Text
 
             from sluice.metrics import fmt_rate
+            bar = self
 
             class Rate(ProgressColumn):
                 def render(self, task):
-                    return Text(fmt_rate(task.speed) if task.speed else "?", style="progress.data.speed")
-            self._p = Progress("scanning", BarColumn(), DownloadColumn(binary_units=True), Rate(),
+                    if not task.speed:
+                        return Text("?", style="progress.data.speed")
+                    text = fmt_rate(task.speed)
+                    if storage_bps:
+                        text += f" ({task.speed / storage_bps:.0%} of T_min)"
+                    return Text(text, style="progress.data.speed")
+
+            class Bound(ProgressColumn):
+                def render(self, task):
+                    return Text(f"bound by {bar.bound()}" if bar.bound() else "", style="progress.description")
+            self._p = Progress("scanning", BarColumn(), DownloadColumn(binary_units=True), Rate(), Bound(),
                                TimeRemainingColumn(), "left", console=Console(stderr=True), transient=True)
             self._task = self._p.add_task("scan", total=total)
+
+    def attach(self, ctx) -> None:
+        self._ctx = ctx
+
+    def bound(self) -> str | None:
+        if self._ctx is None:
+            return None
+        from sluice.analyze import stage_utilisation
+        return stage_utilisation(self._ctx)[1]
 
     def __enter__(self):
         if self._p is not None:
             self._p.__enter__()
         return self
 
-    def advance(self, nbytes: int) -> None:
+    def __call__(self, nbytes: int) -> None:
         if self._p is not None:
             self._p.advance(self._task, nbytes)
+
+    advance = __call__
 
     def __exit__(self, *exc):
         if self._p is not None:
             self._p.__exit__(*exc)
+
+
+def _storage_bps(root) -> float | None:
+    from sluice.calibrate import load_calibration
+    cal = load_calibration(root)
+    return (cal or {}).get("read_cached_bps") or (cal or {}).get("read_cold_bps")
 
 
 def _write_atomic(path: str, write) -> None:
@@ -375,15 +406,15 @@ def run(argv: list[str] | None = None) -> int:
             if suffix not in (".parquet", ".csv"):
                 raise ConfigError(f"output must end in .parquet or .csv, not {Path(args.output).name!r}")
             written = []
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root)) as bar:
                 # Streamed chunk by chunk into a temporary file, renamed when complete.
                 _write_atomic(args.output, lambda tmp: written.append(
-                    rel.write(tmp, suffix.lstrip("."), progress=bar.advance)))
+                    rel.write(tmp, suffix.lstrip("."), progress=bar)))
             elapsed = time.perf_counter() - t0
             print(f"wrote {written[0]} rows to {args.output}", file=sys.stderr)
         else:
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0) as bar:
-                table = rel.to_arrow(progress=bar.advance)
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root)) as bar:
+                table = rel.to_arrow(progress=bar)
             elapsed = time.perf_counter() - t0
             if args.verify:  # before anything is printed: a difference leaves no output
                 print(rel.verify(table), file=sys.stderr)

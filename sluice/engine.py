@@ -180,6 +180,9 @@ class Relation:
         """Run the plan, handing its batches to ``consume``; errors become one-line errors."""
         op = lower_plan(self.plan, self._con.config)
         ctx = self._context(progress)
+        attach = getattr(progress, "attach", None)
+        if attach is not None:  # a progress display that also shows the run's stages
+            attach(ctx)
         try:
             with torch.inference_mode():
                 out = consume(op, ctx)

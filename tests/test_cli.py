@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -277,3 +279,27 @@ def test_verify_agreement_and_a_difference(tpch_dir, monkeypatch):
         rel.verify(bad)
     assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "--verify", "-o", "x.csv", "select 1"),
                           "without -o")
+
+
+def test_progress_bar_shows_rate_t_min_fraction_bound_stage_and_time_left(tpch_dir, tmp_path):
+    """On a terminal, a scan shows bytes, rate, the fraction of the calibrated storage rate
+    (T_min's), the stage bounding the run so far and the time left; the answer is unchanged."""
+    import json
+    import re
+    pexpect = pytest.importorskip("pexpect")
+    cache = tmp_path / "cache"
+    (cache / "sluice").mkdir(parents=True)
+    (cache / "sluice" / "calibration.json").write_text(json.dumps(
+        {str(tpch_dir.resolve()): {"read_cached_bps": 2e9, "read_cold_bps": 5e8}}))
+    sql = "select count(*), max(l_comment) from lineitem"
+    child = pexpect.spawn(str(Path(sys.executable).with_name("sluice")),
+                          ["query", "--data", str(tpch_dir), "--device", "cpu", "--set", "chunk_rows=4096", sql],
+                          env={**os.environ, "TERM": "xterm", "XDG_CACHE_HOME": str(cache)}, encoding="utf-8",
+                          timeout=120, dimensions=(30, 200))
+    child.expect(pexpect.EOF)
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", child.before)
+    bars = [ln for ln in text.splitlines() if "scanning" in ln]
+    assert bars, text
+    assert any(re.search(r"MiB/s \(\d+% of T_min\) bound by (read|decode|compute) .*left", b) for b in bars), bars
+    want = duckdb_connect(tpch_dir).execute(sql).fetchall()[0]
+    assert str(want[0]) in text
