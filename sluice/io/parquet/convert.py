@@ -102,6 +102,29 @@ def to_device(col: Column, device: torch.device) -> Column:
     return Column(data, col.type, valid, col.dictionary)
 
 
+def _validity_bitmap(mask: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
+    """Arrow's validity bitmap (bit set = valid) of a NULL mask, and the NULL count."""
+    if mask is None:
+        return None, 0
+    nulls = int(mask.sum())
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(~mask, bitorder="little")), nulls
+
+
+def numpy_to_arrow(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray | None = None) -> pa.Array:
+    """A fixed-width Arrow array over a NumPy array's buffer (no copy where the layout agrees).
+
+    ``pa.array(ndarray)`` would do, but it probes for pandas on every call, which imports
+    pandas (half a second) when it is installed; building from buffers does not."""
+    validity, nulls = _validity_bitmap(mask)
+    if pa.types.is_boolean(arrow_type):
+        data = pa.py_buffer(np.packbits(np.ascontiguousarray(values, dtype=np.bool_), bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(arrow_type, len(values), [validity, data], null_count=nulls)
+
+
 def column_to_arrow(col: Column) -> pa.Array:
     """Convert a Column back to Arrow (strings decoded on the host)."""
     t = col.type
@@ -109,7 +132,7 @@ def column_to_arrow(col: Column) -> pa.Array:
     n = int(data.numel())
     mask = None if col.valid is None else ~col.valid.cpu().numpy()
     if t.kind == "string":
-        codes = pa.array(data.numpy().astype(np.int32), pa.int32(), mask=mask)
+        codes = numpy_to_arrow(data.numpy().astype(np.int32), pa.int32(), mask)
         if n == 0:
             return pa.array([], pa.string())
         return col.dictionary.take(codes)
@@ -123,12 +146,11 @@ def column_to_arrow(col: Column) -> pa.Array:
         pairs = np.empty((n, 2), dtype=np.int64)
         pairs[:, 0] = lo
         pairs[:, 1] = lo >> 63
-        validity = None if mask is None else pa.array(~mask).buffers()[1]
-        nulls = 0 if mask is None else int(mask.sum())
+        validity, nulls = _validity_bitmap(mask)
         return pa.Array.from_buffers(pa.decimal128(38, t.scale), n,
-                                     [validity, pa.py_buffer(pairs.tobytes())], null_count=nulls)
+                                     [validity, pa.py_buffer(pairs)], null_count=nulls)
     if t.kind == "date":
-        return pa.array(data.numpy().astype(np.int32), pa.int32(), mask=mask).cast(pa.date32())
+        return numpy_to_arrow(data.numpy().astype(np.int32), pa.date32(), mask)
     if t.kind == "timestamp":
-        return pa.array(data.numpy().astype(np.int64), pa.int64(), mask=mask).cast(pa.timestamp("us"))
-    return pa.array(data.numpy(), to_arrow(t), mask=mask)
+        return numpy_to_arrow(data.numpy().astype(np.int64), pa.timestamp("us"), mask)
+    return numpy_to_arrow(data.numpy(), to_arrow(t), mask)
