@@ -4,6 +4,7 @@ whose selectivity changes along the file; and runtime filters on vs off for SSB 
 
     python bench/ascan.py --sf 10 --data /work/data/sf10 [--device cpu|cuda] [--threads N]
         [--selectivities 0.0001,0.01,0.1,1,10,100] [--columns 2,4,8,16] [--runs 1]
+    python bench/ascan.py --joins /work/data/ssb-sf10 --joins-only [--runs 2]
 
 Each cell is the best of ``--runs`` wall times; the table gives every mode's time relative to
 the best static mode at that point (1.00 = the best), and auto's. Answers are checked equal
@@ -59,14 +60,17 @@ def timed(con, sql, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sf", type=float, default=1.0)
-    ap.add_argument("--data", required=True, help="TPC-H data directory (lineitem)")
+    ap.add_argument("--data", default=None, help="TPC-H data directory (lineitem)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--selectivities", default="0.01,0.1,1,10,100", help="percent of rows kept")
     ap.add_argument("--columns", default="2,4,8,16")
     ap.add_argument("--joins", default=None, help="TPC-H/SSB data directory for the runtime-filter part")
+    ap.add_argument("--joins-only", action="store_true", help="only the runtime-filter part")
     args = ap.parse_args()
+    if args.joins_only:
+        return joins(args)
     cons = {m: sluice.connect(args.data, device=args.device, threads=args.threads, scan_mode=m) for m in MODES}
     print(f"A-Scan sweep: lineitem SF {args.sf:g}, device={cons['direct'].config.device}, threads={args.threads}, "
           f"runs={args.runs} (best of)")

@@ -36,6 +36,16 @@ class LType:
         return self.kind in ("float32", "float64")
 
     @property
+    def is_timestamp(self) -> bool:
+        """TIMESTAMP or TIMESTAMP WITH TIME ZONE: both int64 microseconds since the epoch (the
+        latter an instant in UTC, sluice's session time zone)."""
+        return self.kind in ("timestamp", "timestamptz")
+
+    @property
+    def is_temporal(self) -> bool:
+        return self.kind == "date" or self.is_timestamp
+
+    @property
     def torch_dtype(self):
         """The tensor dtype of this type's values (torch is imported here, not with the module,
         so what reads only footers -- ``sluice doctor``, ``inspect`` -- starts without it)."""
@@ -48,6 +58,7 @@ NUMERIC_KINDS = INT_KINDS + ("float32", "float64", "decimal")
 _TORCH_DTYPES = {
     "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
     "float32": "float32", "float64": "float64", "decimal": "int64", "date": "int32", "timestamp": "int64",
+    "timestamptz": "int64",
     "string": "int32",
 }
 
@@ -57,6 +68,7 @@ INT64 = LType("int64")
 FLOAT64 = LType("float64")
 DATE = LType("date")
 TIMESTAMP = LType("timestamp")
+TIMESTAMPTZ = LType("timestamptz")
 STRING = LType("string")
 
 
@@ -90,7 +102,7 @@ def from_arrow(t: pa.DataType) -> LType:
     if pa.types.is_date(t):
         return DATE
     if pa.types.is_timestamp(t):
-        return LType("timestamp")
+        return TIMESTAMPTZ if t.tz is not None else TIMESTAMP
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return STRING
     raise UnsupportedError(f"column type {t} is not supported")
@@ -103,6 +115,8 @@ def to_arrow(t: LType) -> pa.DataType:
         return pa.date32()
     if t.kind == "timestamp":
         return pa.timestamp("us")
+    if t.kind == "timestamptz":
+        return pa.timestamp("us", tz="UTC")
     if t.kind == "string":
         return pa.string()
     return getattr(pa, t.kind)() if t.kind != "bool" else pa.bool_()

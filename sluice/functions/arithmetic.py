@@ -13,17 +13,17 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.exec.checks import fail_if
 from sluice.functions import register
 from sluice.functions.common import I64_MAX, and_valid, numeric_pair, to_type
-from sluice.types import DATE, FLOAT64, INT64, TIMESTAMP, LType, common_numeric, decimal
+from sluice.types import DATE, FLOAT64, INT64, LType, common_numeric, decimal
 
 
 def bind_arith(op: str):
     def bind(args, params):
         a, b = args
         ta, tb = a.type, b.type
-        if ta.kind == "timestamp" or tb.kind == "timestamp":
-            if op in ("+", "-") and ta.kind == "timestamp" and tb.is_integer:
-                return [a, b], TIMESTAMP
-            if ta.kind in ("timestamp", "date") and tb.kind in ("timestamp", "date") and op == "-":
+        if ta.is_timestamp or tb.is_timestamp:
+            if op in ("+", "-") and ta.is_timestamp and tb.is_integer:
+                return [a, b], ta
+            if ta.is_temporal and tb.is_temporal and op == "-":
                 raise UnsupportedError("subtracting timestamps (the result is an INTERVAL); use DATE_DIFF")
             raise PlanError(f"cannot apply {op} to {ta} and {tb}")
         if ta.kind == "date" or tb.kind == "date":
@@ -60,7 +60,7 @@ def arith(e, args, chunk) -> Column:
     t = e.type
     valid = and_valid(a.valid, b.valid)
     op = e.op
-    if t.kind == "timestamp":  # timestamp +- microseconds
+    if t.is_timestamp:  # timestamp +- microseconds
         x, y = a.data.to(torch.int64), b.data.to(torch.int64)
         r = x + y if op == "+" else x - y
         bad = _add_overflow(x, y, r, op)

@@ -38,10 +38,12 @@ def cast(e, args, chunk) -> Column:
         return _from_strings(a, t)
     if t.kind == "string":
         return _to_strings(a, t)
-    if t.kind == "date" and src.kind == "timestamp":
+    if t.kind == "date" and src.is_timestamp:
         return Column(torch.div(a.data, _DAY_US, rounding_mode="floor").to(torch.int32), t, a.valid)
-    if t.kind == "timestamp" and src.kind == "date":
+    if t.is_timestamp and src.kind == "date":
         return Column(a.data.long() * _DAY_US, t, a.valid)
+    if t.is_timestamp and src.is_timestamp:  # the session time zone is UTC: the same microseconds
+        return Column(a.data, t, a.valid)
     raise UnsupportedError(f"CAST from {src} to {t}")
 
 
@@ -83,10 +85,11 @@ def _cast_numeric(a: Column, t: LType) -> torch.Tensor:
 def _from_strings(a: Column, t: LType) -> Column:
     """Each dictionary entry cast with Arrow, then gathered by code."""
     from sluice.io.parquet.convert import arrow_to_column
-    target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us")}.get(t.kind)
+    target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
+              "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
     target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
     codes = a.data.long()
-    convert = _strings_to_dates if t.kind == "date" else (lambda arr: arr.cast(target))
+    convert = {"date": _strings_to_dates, "timestamptz": _strings_to_instants}.get(t.kind, lambda arr: arr.cast(target))
     try:
         per = convert(a.dictionary)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -110,7 +113,7 @@ def _to_strings(a: Column, t: LType) -> Column:
     from sluice.io.parquet.convert import column_to_arrow
     if a.type.is_float:
         return _float_to_string(a, t)
-    if a.type.kind == "timestamp":
+    if a.type.is_timestamp:
         return _timestamp_to_string(a, t)
     if a.is_const:
         s = column_to_arrow(a.expand(1)).cast(pa.string())
@@ -131,6 +134,8 @@ def _timestamp_to_string(a: Column, t) -> Column:
     text = pa.array(uniq.astype("int64"), pa.timestamp("us")).cast(pa.string())
     text = pc.replace_substring_regex(text, pattern=r"\.0+$", replacement="")
     text = pc.replace_substring_regex(text, pattern=r"(\.[0-9]*[1-9])0+$", replacement=r"\1")
+    if a.type.kind == "timestamptz":  # DuckDB prints the offset of its time zone: UTC here
+        text = pc.binary_join_element_wise(text, "+00", "")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, t, a.valid, text)
 
@@ -147,6 +152,15 @@ def _strings_to_dates(arr: pa.Array) -> pa.Array:
         y, m, d = (parts.field(k) for k in ("y", "m", "d"))
         iso = pc.binary_join_element_wise(y, pc.utf8_lpad(m, 2, "0"), pc.utf8_lpad(d, 2, "0"), "-")
         return iso.cast(pa.date32())
+
+
+def _strings_to_instants(arr: pa.Array) -> pa.Array:
+    """Strings as TIMESTAMP WITH TIME ZONE: with an offset (``+02``, ``Z``) they name an instant;
+    without one they are a time in the session time zone, UTC (as DuckDB with TimeZone UTC)."""
+    try:
+        return arr.cast(pa.timestamp("us", tz="UTC"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return arr.cast(pa.timestamp("us")).cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
 def _float_to_string(a: Column, t: LType) -> Column:

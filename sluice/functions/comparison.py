@@ -13,7 +13,7 @@ from sluice.errors import PlanError
 from sluice.functions import register
 from sluice.functions.common import and_valid, dictionary_rank, gather_bool, numeric_pair
 from sluice.plan.estimate import DEFAULT_SEL
-from sluice.types import BOOL, TIMESTAMP, common_numeric
+from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, common_numeric
 
 #: ``column = constant`` when the column's distinct values are unknown.
 EQ_SEL = 0.1
@@ -31,10 +31,12 @@ def bind_compare(args, params):
     if ka == "string" or kb == "string":
         if ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
-    elif ka in ("date", "timestamp") or kb in ("date", "timestamp"):
-        if {ka, kb} == {"date", "timestamp"}:  # a date is its midnight
-            a, b = (make_func("cast", [a], (TIMESTAMP,)) if ka == "date" else a,
-                    make_func("cast", [b], (TIMESTAMP,)) if kb == "date" else b)
+    elif a.type.is_temporal or b.type.is_temporal:
+        if a.type.is_temporal and b.type.is_temporal and ka != kb:
+            # a date is its midnight; TIMESTAMP and TIMESTAMPTZ meet as instants in UTC
+            t = TIMESTAMPTZ if "timestamptz" in (ka, kb) else TIMESTAMP
+            a, b = (make_func("cast", [a], (t,)) if a.type != t else a,
+                    make_func("cast", [b], (t,)) if b.type != t else b)
         elif ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif not (ka == "bool" and kb == "bool"):
@@ -47,7 +49,7 @@ def compare(e, args, chunk) -> Column:
     valid = and_valid(a.valid, b.valid)
     if a.type.kind == "string":
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
-    if a.type.kind in ("date", "timestamp", "bool"):
+    if a.type.is_temporal or a.type.kind == "bool":
         x, y = a.data, b.data
     elif a.type.kind == "decimal" and b.type.kind == "decimal" and a.type.scale != b.type.scale:
         return Column(_compare_scaled(e.op, a, b), BOOL, valid)

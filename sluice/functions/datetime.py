@@ -26,7 +26,7 @@ UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "mi
 def _temporal(what: str, result):
     """A bind that wants dates or timestamps; ``result(args, params)`` gives the type."""
     def bind(args, params):
-        if any(a.type.kind not in ("date", "timestamp") for a in args):
+        if any(not a.type.is_temporal for a in args):
             raise PlanError(f"{what} needs dates or timestamps, got {', '.join(str(a.type) for a in args)}")
         return list(args), result(args, params)
     return bind
@@ -97,7 +97,7 @@ def date_trunc(e, args, chunk) -> Column:
         elif unit == "quarter":
             m = (m - 1) // 3 * 3 + 1
         out = dates.days_from_civil(y, m, torch.ones_like(m)).to(torch.int64)
-    if a.type.kind == "timestamp":
+    if a.type.is_timestamp:
         return Column(out * DAY_US, e.type, a.valid)
     return Column(out.to(torch.int32), e.type, a.valid)
 
@@ -151,7 +151,7 @@ def strftime(e, args, chunk) -> Column:
 @register("add_months", bind=_temporal("date + INTERVAL MONTH", lambda args, params: args[0].type))
 def add_months(e, args, chunk) -> Column:
     a, = args
-    if a.type.kind == "timestamp":
+    if a.type.is_timestamp:
         days, tod = days_and_time(a)
         return Column(dates.add_months(days, e.params[0]).to(torch.int64) * DAY_US + tod, e.type, a.valid)
     return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)

@@ -359,6 +359,8 @@ _NAMES: dict[type, str] = {
     exp.Slice: "slices",
     exp.Describe: "DESCRIBE",
     exp.Command: "this statement",
+    exp.AtTimeZone: "AT TIME ZONE (sluice's session time zone is UTC)",
+    exp.Set: "SET (settings are --set KEY=VALUE or connect(..., key=value); the time zone is UTC)",
 }
 
 

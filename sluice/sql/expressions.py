@@ -127,7 +127,7 @@ class Expressions:
         arithmetic; DuckDB would give a TIMESTAMP at midnight, the same instant), months,
         quarters and years move the calendar (clamping the day, as DuckDB), hours down to
         microseconds make a timestamp."""
-        if a.type.kind not in ("date", "timestamp"):
+        if not a.type.is_temporal:
             raise PlanError(f"interval arithmetic needs a date or timestamp, got {a.type}")
         qty = iv.this
         unit = iv.args.get("unit")

@@ -90,6 +90,9 @@ def sql_type(dt_node: exp.DataType) -> LType:
     for name in ("TIMESTAMPNTZ", "DATETIME"):  # TIMESTAMP (without time zone) as sqlglot spells it
         if hasattr(T, name):
             mapping[getattr(T, name)] = LType("timestamp")
+    for name in ("TIMESTAMPTZ", "TIMESTAMPLTZ"):  # WITH TIME ZONE: an instant, in UTC
+        if hasattr(T, name):
+            mapping[getattr(T, name)] = LType("timestamptz")
     if t in mapping:
         return mapping[t]
     if t == T.DECIMAL:

@@ -18,6 +18,9 @@ import pyarrow as pa
 def duckdb_connect(data_dir: str | Path, threads: int | None = None):
     import duckdb
     con = duckdb.connect()
+    # sluice's session time zone is UTC: TIMESTAMP WITH TIME ZONE values print, extract and
+    # truncate in UTC, so DuckDB is asked to do the same (its default is the machine's zone).
+    con.execute("SET TimeZone = 'UTC'")
     if threads:
         con.execute(f"SET threads TO {int(threads)}")
     root = Path(data_dir)

@@ -73,9 +73,9 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         else:
             data = host_tensor(arr.cast(pa.int64()).to_numpy(zero_copy_only=False)) * 10 ** t.scale
         col = Column(data, t, valid)
-    elif t.kind in ("date", "timestamp"):
+    elif t.is_temporal:
         storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
-            else arr.cast(pa.timestamp("us")).cast(pa.int64())
+            else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
         if pa.types.is_date64(at):
             storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
         data = host_tensor(_filled(storage, 0).to_numpy(zero_copy_only=False))
@@ -151,6 +151,6 @@ def column_to_arrow(col: Column) -> pa.Array:
                                      [validity, pa.py_buffer(pairs)], null_count=nulls)
     if t.kind == "date":
         return numpy_to_arrow(data.numpy().astype(np.int32), pa.date32(), mask)
-    if t.kind == "timestamp":
-        return numpy_to_arrow(data.numpy().astype(np.int64), pa.timestamp("us"), mask)
+    if t.is_timestamp:
+        return numpy_to_arrow(data.numpy().astype(np.int64), to_arrow(t), mask)
     return numpy_to_arrow(data.numpy(), to_arrow(t), mask)

@@ -38,7 +38,7 @@ from sluice.metrics import ModeStats, Recorder, ScanStats
 from sluice.plan.expr import Expr
 
 _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
-          "decimal": 8, "date": 4, "timestamp": 8, "string": 4}
+          "decimal": 8, "date": 4, "timestamp": 8, "timestamptz": 8, "string": 4}
 
 
 #: With scan_mode=auto, at most this many slices are in flight: the policy assigns a mode
