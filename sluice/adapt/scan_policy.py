@@ -112,7 +112,9 @@ class ScanPolicy:
             self._last_sampled = mode
             self._awaiting[slice_idx] = mode
             return mode
-        if not self._sampling and len(self.modes) > 1 and self._pending_resample:
+        if not self._sampling and len(self.modes) > 1 and (self._pending_resample or not self.estimate):
+            # a drift asked for new samples, or the first sampling never got the coordinator
+            # (another scan was sampling): try now
             self._pending_resample = False
             self._start_sampling(slice_idx)
             if self._plan:
@@ -169,3 +171,12 @@ class ScanPolicy:
     @property
     def sampling(self) -> bool:
         return self._sampling
+
+    def close(self) -> None:
+        """The scan ended (or stopped early, under a LIMIT): let another scan sample. A scan
+        that ended while sampling used to keep the coordinator, and no other scan of the query
+        could ever sample (SSB Q2.1 at SF 10: lineorder stayed in direct mode, 2x slower)."""
+        self._sampling = False
+        self._plan.clear()
+        if self.coordinator is not None:
+            self.coordinator.release(self.ident)

@@ -12,8 +12,9 @@ reject). NULL keys never match, so dropping them is right too. Keys are integers
 decimals of one scale on both sides (compared as int64 values).
 
 The Bloom filter: ``m`` bits (a power of two, about 16 per distinct build key, at most 2**24),
-two probes per key from a finalised 64-bit hash -- about 1 % false positives, built and probed
-with tensor ops.
+two probes per key from one multiplicative hash -- under 1 % false positives, built and probed
+with tensor ops. A probe scan applies its filters one after another to the survivors, the most
+selective so far first.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ from dataclasses import dataclass, field
 import torch
 
 from sluice.chunk import Column
-from sluice.exec.kernels.hash import mix64
 from sluice.metrics import fmt_bytes
 
 _MAX_BITS = 1 << 24
-_SALT = 0x5851F42D4C957F2D
+_GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 (2**64 / golden ratio) as a signed int64
 
 
 def _keys64(col: Column) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -35,9 +35,12 @@ def _keys64(col: Column) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 
 def _slots(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
-    h = mix64(v ^ _SALT)
+    """Two Bloom slots per key by multiplicative (Fibonacci) hashing: one multiply and two
+    shifts. It replaced a splitmix64 finaliser, which took 2-3.5x as long to probe 30 M keys
+    with no fewer false positives on integer keys (sequential or sampled: 0.1-0.8 %)."""
+    h = v * _GOLDEN
     mask = bits - 1
-    return h & mask, (h >> 32) & mask
+    return (h >> 40) & mask, (h >> 20) & mask
 
 
 @dataclass

@@ -85,6 +85,17 @@ def test_scans_stagger_their_sampling():
     assert b.assign(0) == "direct"
     run(a, lambda m, i: 10.0 if m == "staging" else 1.0, 12)
     assert not a.sampling and a.current == "staging"
-    b._pending_resample = True  # b gets its turn at its next slice
-    b.assign(1)
+    b.assign(1)  # b never sampled: it takes its turn at its next slice
     assert b.sampling
+
+
+def test_a_scan_that_ends_while_sampling_lets_the_others_sample():
+    # A small scan (one slice) ends mid-sample; the fact table's scan must still get to sample
+    # and find its best mode (it stayed in direct mode for good before).
+    c = Coordinator()
+    small, big = ScanPolicy(coordinator=c, ident=1), ScanPolicy(coordinator=c, ident=2)
+    run(small, lambda m, i: 1.0, 1)
+    assert small.sampling
+    small.close()
+    modes = run(big, lambda m, i: 50.0 if m == "pushdown" else 5.0, 40)
+    assert big.current == "pushdown" and modes[-10:] == ["pushdown"] * 10

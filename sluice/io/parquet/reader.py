@@ -322,15 +322,32 @@ class ScanReader:
         return self.policy.assign(i) if self.policy is not None else self.mode
 
     def _runtime_filtered(self, cols: dict[str, Column], n: int) -> tuple[dict[str, Column], int]:
-        """``cols`` less the rows the active runtime filters rule out."""
-        mask = None
-        for rf in self.runtime:
-            if rf.active and rf.column in cols:
-                m = rf.mask(cols[rf.column], n)
-                mask = m if mask is None else mask & m
-        if mask is None or bool(mask.all()):
+        """``cols`` less the rows the active runtime filters rule out.
+
+        The filters run one after another on the survivors of the previous ones, the one that
+        has removed the largest share so far first: with three filters of SSB Q3.1 that each
+        saw every row, the Bloom probes cost more than the join probes they saved."""
+        active = [rf for rf in self.runtime if rf.active and rf.column in cols]
+        if not active:
             return cols, n
-        return {c: col.filter(mask) for c, col in cols.items()}, int(mask.sum())
+        active.sort(key=lambda rf: -(rf.rows_removed / rf.rows_in if rf.rows_in else 0.5))
+        keep = None  # positions of the rows still in
+        for rf in active:
+            key = cols[rf.column]
+            if keep is not None:
+                key = key.take(keep)
+            m = rf.mask(key, n if keep is None else int(keep.numel()))
+            if keep is None:
+                if bool(m.all()):
+                    continue
+                keep = torch.nonzero(m).reshape(-1)
+            else:
+                keep = keep[m]
+            if keep.numel() == 0:
+                break
+        if keep is None:
+            return cols, n
+        return {c: col.take(keep) for c, col in cols.items()}, int(keep.numel())
 
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
         cols, event, nread, n, filtered = loaded
@@ -373,13 +390,17 @@ class ScanReader:
     def __iter__(self) -> Iterator[Chunk]:
         if not self.started:
             self.start()
-        if self.cfg.pipeline == "blocking":
-            yield from self._blocking()
-            return
-        if not self.cfg.on("prefetch"):
-            for i in range(len(self.tasks)):
-                mode = self._mode_of(i)
-                yield from self._chunks_of(i, self.load(i, mode), i, mode)
+        if self.cfg.pipeline == "blocking" or not self.cfg.on("prefetch"):
+            try:
+                if self.cfg.pipeline == "blocking":
+                    yield from self._blocking()
+                else:
+                    for i in range(len(self.tasks)):
+                        mode = self._mode_of(i)
+                        yield from self._chunks_of(i, self.load(i, mode), i, mode)
+            finally:
+                if self.policy is not None:
+                    self.policy.close()
             return
         try:
             while self.pending or self.next_task < len(self.tasks):
@@ -400,6 +421,8 @@ class ScanReader:
                 fut.cancel()
             if self.reservation is not None:
                 self.reservation.free()
+            if self.policy is not None:
+                self.policy.close()
 
     def _blocking(self) -> Iterator[Chunk]:
         """Read the whole table (in this thread), then compute: the papers' baseline."""
