@@ -6,17 +6,58 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 MODES = ("table", "csv", "json", "markdown", "line")
+DAY_US = 86_400_000_000
 _ELLIPSIS = "…"
+
+
+def interval_text(us: np.ndarray) -> pa.Array:
+    """Day-time intervals as DuckDB prints a timestamp difference: ``2 days 01:00:00``,
+    ``-1 day -00:00:01.5``, ``00:30:00``, ``60 days`` (vectorised over distinct values)."""
+    us = us.astype(np.int64)
+    days = (us - np.fmod(us, DAY_US)) // DAY_US  # toward zero, as the sign goes on both parts
+    rest = us - days * DAY_US
+    a = np.abs(rest)
+    hh, mm, ss, frac = a // 3_600_000_000, a // 60_000_000 % 60, a // 1_000_000 % 60, a % 1_000_000
+    day_txt = np.char.add(days.astype(str), np.where(np.abs(days) == 1, " day", " days"))
+    clock = np.char.add(np.char.add(np.char.add(np.char.zfill(hh.astype(str), 2), ":"),
+                                    np.char.add(np.char.zfill(mm.astype(str), 2), ":")), np.char.zfill(ss.astype(str), 2))
+    fraction = np.char.rstrip(np.char.zfill(frac.astype(str), 6), "0")
+    clock = np.where(frac > 0, np.char.add(np.char.add(clock, "."), fraction), clock)
+    clock = np.where(rest < 0, np.char.add("-", clock), clock)
+    has_days, has_time = days != 0, (rest != 0) | (days == 0)
+    out = np.where(has_days & has_time, np.char.add(np.char.add(day_txt, " "), clock),
+                   np.where(has_days, day_txt, clock))
+    return pa.array(out.tolist(), pa.string())
+
+
+def _interval_micros(values) -> np.ndarray:
+    """Microseconds of month_day_nano intervals without months (sluice's timestamp differences),
+    read from the Arrow buffer."""
+    mdn = np.frombuffer(values.buffers()[1], dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
+    mdn = mdn[values.offset: values.offset + len(values)]
+    return mdn["days"].astype(np.int64) * DAY_US + mdn["nanos"] // 1000
+
+
+def _as_text(values) -> pa.Array | None:
+    """Columns Arrow cannot print as DuckDB does (intervals), as text; None for the others."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_interval(values.type):
+        text = interval_text(_interval_micros(values))
+        return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
+    return None
 
 
 def _cells(table: pa.Table) -> list[list[str]]:
     if not table.num_columns:
         return []
-    return [["NULL" if v is None else str(v) for v in row] for row in zip(*[c.to_pylist() for c in table.columns])]
+    cols = [(c if _as_text(c) is None else _as_text(c)).to_pylist() for c in table.columns]
+    return [["NULL" if v is None else str(v) for v in row] for row in zip(*cols)]
 
 
 def _fit(text: str, width: int) -> str:
@@ -107,7 +148,8 @@ def _columns_that_fit(widths: list[int], width: int) -> list[int]:
 def _csv_field(values: pa.Array) -> pa.Array:
     """Values as CSV fields, quoted only where needed (as DuckDB writes them); NULL is empty."""
     if values.type != pa.string():
-        values = values.cast(pa.string())
+        text = _as_text(values)
+        values = text if text is not None else values.cast(pa.string())
     needs = pc.match_substring_regex(values, '[",\r\n]')
     quoted = pc.binary_join_element_wise('"', pc.replace_substring(values, '"', '""'), '"', "")
     return pc.if_else(needs, quoted, values).fill_null("")

@@ -58,7 +58,7 @@ NUMERIC_KINDS = INT_KINDS + ("float32", "float64", "decimal")
 _TORCH_DTYPES = {
     "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
     "float32": "float32", "float64": "float64", "decimal": "int64", "date": "int32", "timestamp": "int64",
-    "timestamptz": "int64",
+    "timestamptz": "int64", "interval": "int64",
     "string": "int32",
 }
 
@@ -69,6 +69,9 @@ FLOAT64 = LType("float64")
 DATE = LType("date")
 TIMESTAMP = LType("timestamp")
 TIMESTAMPTZ = LType("timestamptz")
+#: A day-time INTERVAL as a timestamp difference gives it: int64 microseconds, shown as DuckDB
+#: shows ``ts - ts`` (whole days, then the time of day; no months).
+INTERVAL = LType("interval")
 STRING = LType("string")
 
 
@@ -117,6 +120,8 @@ def to_arrow(t: LType) -> pa.DataType:
         return pa.timestamp("us")
     if t.kind == "timestamptz":
         return pa.timestamp("us", tz="UTC")
+    if t.kind == "interval":
+        return pa.month_day_nano_interval()
     if t.kind == "string":
         return pa.string()
     return getattr(pa, t.kind)() if t.kind != "bool" else pa.bool_()

@@ -62,7 +62,7 @@ def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
 
 
 def _key_type(a: LType, b: LType) -> LType:
-    if a.kind in ("string", "date", "timestamp", "timestamptz", "bool") or a == b:
+    if a.kind in ("string", "date", "timestamp", "timestamptz", "interval", "bool") or a == b:
         return a
     return common_numeric(a, b)
 

@@ -13,18 +13,35 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.exec.checks import fail_if
 from sluice.functions import register
 from sluice.functions.common import I64_MAX, and_valid, numeric_pair, to_type
-from sluice.types import DATE, FLOAT64, INT64, LType, common_numeric, decimal
+from sluice.types import DATE, FLOAT64, INT64, INTERVAL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric, decimal
 
 
 def bind_arith(op: str):
     def bind(args, params):
         a, b = args
         ta, tb = a.type, b.type
+        if ta.kind == "interval" or tb.kind == "interval":
+            from sluice.plan.expr import make_func
+            if op == "+" and ta.kind == "interval" and tb.is_temporal:
+                a, b, ta, tb = b, a, tb, ta
+            if op in ("+", "-") and ta.is_temporal and tb.kind == "interval":
+                if ta.kind == "date":  # DuckDB: a date +- an interval is a timestamp
+                    a, ta = make_func("cast", [a], (TIMESTAMP,)), TIMESTAMP
+                return [a, b], ta
+            if ta.kind == tb.kind == "interval" and op in ("+", "-"):
+                raise UnsupportedError("adding or subtracting INTERVAL values (DuckDB keeps their days and "
+                                       "times apart; sluice's intervals are timestamp differences)")
+            raise PlanError(f"cannot apply {op} to {ta} and {tb}")
         if ta.is_timestamp or tb.is_timestamp:
             if op in ("+", "-") and ta.is_timestamp and tb.is_integer:
                 return [a, b], ta
             if ta.is_temporal and tb.is_temporal and op == "-":
-                raise UnsupportedError("subtracting timestamps (the result is an INTERVAL); use DATE_DIFF")
+                # an INTERVAL; a date is its midnight, TIMESTAMPTZ meets TIMESTAMP in UTC
+                from sluice.plan.expr import make_func
+                t = TIMESTAMPTZ if "timestamptz" in (ta.kind, tb.kind) else TIMESTAMP
+                a = a if ta == t else make_func("cast", [a], (t,))
+                b = b if tb == t else make_func("cast", [b], (t,))
+                return [a, b], INTERVAL
             raise PlanError(f"cannot apply {op} to {ta} and {tb}")
         if ta.kind == "date" or tb.kind == "date":
             if op in ("+", "-") and ta.kind == "date" and tb.is_integer:
@@ -60,12 +77,12 @@ def arith(e, args, chunk) -> Column:
     t = e.type
     valid = and_valid(a.valid, b.valid)
     op = e.op
-    if t.is_timestamp:  # timestamp +- microseconds
+    if t.is_timestamp or t.kind == "interval":  # timestamp +- microseconds, timestamp - timestamp
         x, y = a.data.to(torch.int64), b.data.to(torch.int64)
         r = x + y if op == "+" else x - y
         bad = _add_overflow(x, y, r, op)
         if bad is not None:
-            fail_if(bad, "timestamp out of range", valid)
+            fail_if(bad, "timestamp out of range" if t.is_timestamp else "interval out of range", valid)
         return Column(r, t, valid)
     if t.kind == "date" or a.type.kind == "date":
         x = a.data.to(torch.int64)

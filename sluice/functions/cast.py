@@ -15,6 +15,7 @@ from sluice.errors import ExecutionError, UnsupportedError
 from sluice.exec.checks import fail_if
 from sluice.functions import register
 from sluice.functions.common import to_type
+from sluice.render import interval_text
 from sluice.types import LType
 
 _DAY_US = 86_400_000_000
@@ -45,6 +46,13 @@ def cast(e, args, chunk) -> Column:
     if t.is_timestamp and src.is_timestamp:  # the session time zone is UTC: the same microseconds
         return Column(a.data, t, a.valid)
     raise UnsupportedError(f"CAST from {src} to {t}")
+
+
+def _interval_to_string(a: Column, t) -> Column:
+    values = a.data.reshape(-1).cpu().numpy()
+    uniq, inverse = np.unique(values, return_inverse=True)
+    codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
+    return Column(codes, t, a.valid, interval_text(uniq))
 
 
 @register("cast_null", result=lambda args, params: args[0].type)
@@ -115,6 +123,8 @@ def _to_strings(a: Column, t: LType) -> Column:
         return _float_to_string(a, t)
     if a.type.is_timestamp:
         return _timestamp_to_string(a, t)
+    if a.type.kind == "interval":
+        return _interval_to_string(a, t)
     if a.is_const:
         s = column_to_arrow(a.expand(1)).cast(pa.string())
         return Column(torch.zeros((), dtype=torch.int32, device=a.data.device), t, a.valid, s)

@@ -39,6 +39,9 @@ def bind_compare(args, params):
                     make_func("cast", [b], (t,)) if b.type != t else b)
         elif ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
+    elif ka == "interval" or kb == "interval":
+        if ka != kb:
+            raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif not (ka == "bool" and kb == "bool"):
         common_numeric(a.type, b.type)
     return [a, b], BOOL
@@ -49,7 +52,7 @@ def compare(e, args, chunk) -> Column:
     valid = and_valid(a.valid, b.valid)
     if a.type.kind == "string":
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
-    if a.type.is_temporal or a.type.kind == "bool":
+    if a.type.is_temporal or a.type.kind in ("bool", "interval"):
         x, y = a.data, b.data
     elif a.type.kind == "decimal" and b.type.kind == "decimal" and a.type.scale != b.type.scale:
         return Column(_compare_scaled(e.op, a, b), BOOL, valid)

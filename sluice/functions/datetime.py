@@ -40,12 +40,57 @@ def days_and_time(c: Column) -> tuple[torch.Tensor, torch.Tensor]:
     return days, c.data - days * DAY_US
 
 
-@register("extract", bind=_temporal("EXTRACT", lambda args, params: FLOAT64 if params[0] == "epoch" else INT64))
+#: The fields EXTRACT reads from an INTERVAL (DuckDB's; a timestamp difference has no months).
+INTERVAL_FIELDS = ("epoch", "year", "quarter", "month", "day", "hour", "minute", "second", "millisecond",
+                   "microsecond")
+
+
+def _bind_extract(args, params):
+    if args[0].type.kind == "interval":
+        if params[0] not in INTERVAL_FIELDS:
+            raise PlanError(f"EXTRACT({params[0].upper()} ...) of an INTERVAL")
+        return list(args), FLOAT64 if params[0] == "epoch" else INT64
+    return _temporal("EXTRACT", lambda a, p: FLOAT64 if p[0] == "epoch" else INT64)(args, params)
+
+
+def interval_parts(us: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(whole days, microseconds of the rest) of an interval, both with its sign, as DuckDB
+    splits a timestamp difference (-49 hours is -2 days -01:00:00)."""
+    days = torch.div(us, DAY_US, rounding_mode="trunc")
+    return days, us - days * DAY_US
+
+
+def _extract_interval(e, a: Column) -> Column:
+    fld = e.params[0]
+    us = a.data.to(torch.int64)
+    if fld == "epoch":
+        return Column(us.to(torch.float64) / 1e6, e.type, a.valid)
+    days, rest = interval_parts(us)
+    if fld == "day":
+        out = days
+    elif fld in ("year", "quarter", "month"):
+        out = torch.zeros_like(us)
+    elif fld == "hour":
+        out = torch.div(rest, UNIT_US["hour"], rounding_mode="trunc")
+    elif fld == "minute":
+        out = torch.div(torch.fmod(rest, UNIT_US["hour"]), UNIT_US["minute"], rounding_mode="trunc")
+    elif fld == "second":
+        out = torch.div(torch.fmod(rest, UNIT_US["minute"]), UNIT_US["second"], rounding_mode="trunc")
+    elif fld == "millisecond":
+        out = torch.div(torch.fmod(rest, UNIT_US["minute"]), 1_000, rounding_mode="trunc")
+    else:  # microsecond
+        out = torch.fmod(rest, UNIT_US["minute"])
+    return Column(out, e.type, a.valid)
+
+
+@register("extract", bind=_bind_extract)
 def extract(e, args, chunk) -> Column:
     """EXTRACT / DATE_PART of a date or timestamp, by DuckDB's definitions (SECOND is whole
     seconds, MILLISECOND and MICROSECOND count from the minute, EPOCH is seconds as a double)."""
     a, = args
     fld = e.params[0]
+    if a.type.kind == "interval":
+        return _extract_interval(e, a)
     if fld == "epoch":
         us = a.data.to(torch.int64) * (DAY_US if a.type.kind == "date" else 1)
         return Column(us.to(torch.float64) / 1e6, e.type, a.valid)

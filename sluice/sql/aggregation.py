@@ -177,6 +177,8 @@ class Aggregation:
             if func == "count" and (arg is None or isinstance(arg, exp.Star)):
                 return WindowCall("count_star", (), (), frame)
             e = tr(arg)
+            if func in ("sum", "avg") and e.type.kind == "interval":
+                raise UnsupportedError(f"{func.upper()} of INTERVAL values over a window")
             if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
                 raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
             if func in ("min", "max") and e.type.kind == "string":
@@ -394,6 +396,8 @@ class Aggregation:
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)
+        if func in _NUMERIC_AGGS and e.type.kind == "interval":
+            raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":

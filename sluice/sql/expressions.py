@@ -14,7 +14,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Expr, Lit
-from sluice.types import BOOL, INT32, INT64, STRING, TIMESTAMP
+from sluice.types import BOOL, INT32, INT64, INTERVAL, STRING, TIMESTAMP
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _split_and
 from sluice.sql.literals import _const_str, _const_int, _is_untyped_null, _int_lit, like_pattern, literal, sql_type, decimal_precision, _coerce_compare, _NEVER_EQUAL, _lit_in_repr
@@ -110,17 +110,34 @@ class Expressions:
         return E.make_func("neg", [a])
 
     def _binary(self, op, n, ctx):
-        a = self.expr(n.this, ctx)
-        b_node = n.expression
-        if isinstance(b_node, exp.Interval) and op in ("+", "-"):
-            return self._interval(a, b_node, -1 if op == "-" else 1)
-        if isinstance(n.this, exp.Interval) and op == "+":
-            return self._interval(self.expr(b_node, ctx), n.this, 1)
-        b = self.expr(b_node, ctx)
+        a_node, b_node = n.this, n.expression
+        if op in E.COMPARE and isinstance(a_node, exp.Interval):  # INTERVAL '1 day' < t2 - t1
+            b = self.expr(b_node, ctx)
+            if b.type.kind == "interval":
+                return E.make_compare(op, self._interval_value(a_node), b)
+            a = self.expr(a_node, ctx)
+        else:
+            if isinstance(a_node, exp.Interval) and op == "+":
+                return self._interval(self.expr(b_node, ctx), a_node, 1)
+            a = self.expr(a_node, ctx)
+            if isinstance(b_node, exp.Interval) and op in ("+", "-"):
+                return self._interval(a, b_node, -1 if op == "-" else 1)
+            if op in E.COMPARE and isinstance(b_node, exp.Interval) and a.type.kind == "interval":
+                return E.make_compare(op, a, self._interval_value(b_node))
+            b = self.expr(b_node, ctx)
         if op in E.COMPARE:
             a, b = _coerce_compare(a, b)
             return E.make_compare(op, a, b)
         return E.make_arith(op, a, b)
+
+    def _interval_value(self, iv: exp.Interval) -> Expr:
+        """An INTERVAL constant compared with a timestamp difference: its length in
+        microseconds (a day is 24 hours, as DuckDB compares intervals); months have no fixed
+        length, so they are refused here."""
+        k, unit_s = _interval_amount(iv)
+        if unit_s not in _MICROS:
+            raise UnsupportedError(f"comparing an interval with INTERVAL {k} {unit_s.upper()}")
+        return Lit(k * _MICROS[unit_s], INTERVAL)
 
     def _interval(self, a: Expr, iv: exp.Interval, sign: int) -> Expr:
         """date / timestamp +- INTERVAL: days and weeks keep a date a date (sluice's DATE
@@ -129,23 +146,8 @@ class Expressions:
         microseconds make a timestamp."""
         if not a.type.is_temporal:
             raise PlanError(f"interval arithmetic needs a date or timestamp, got {a.type}")
-        qty = iv.this
-        unit = iv.args.get("unit")
-        unit_s = (unit.name if unit is not None else "").lower()
-        text = qty.name if isinstance(qty, exp.Literal) else None
-        if text is None:
-            raise UnsupportedError("INTERVAL with a non-constant amount")
-        parts = text.split()
-        if len(parts) == 2 and not unit_s:
-            text, unit_s = parts[0], parts[1].lower()
-        try:
-            k = int(text)
-        except ValueError:
-            raise PlanError(f"bad interval amount {text!r}") from None
-        unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
-        unit_s = unit_s.rstrip("s")
-        micros = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
-                  "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+        k, unit_s = _interval_amount(iv)
+        micros = _MICROS
         if a.type.kind == "date" and unit_s in ("day", "week"):
             return E.make_arith("+", a, Lit(sign * k * (7 if unit_s == "week" else 1), INT32))
         if unit_s in micros:
@@ -517,3 +519,26 @@ class Expressions:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+_MICROS = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
+           "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+
+
+def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
+    """(amount, singular unit) of ``INTERVAL 3 HOUR`` / ``INTERVAL '3 hours'``."""
+    qty = iv.this
+    unit = iv.args.get("unit")
+    unit_s = (unit.name if unit is not None else "").lower()
+    text = qty.name if isinstance(qty, exp.Literal) else None
+    if text is None:
+        raise UnsupportedError("INTERVAL with a non-constant amount")
+    parts = text.split()
+    if len(parts) == 2 and not unit_s:
+        text, unit_s = parts[0], parts[1].lower()
+    try:
+        k = int(text)
+    except ValueError:
+        raise PlanError(f"bad interval amount {text!r}") from None
+    unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
+    return k, unit_s.rstrip("s")
