@@ -155,3 +155,39 @@ def test_translator_leaves_join_order_to_the_order_joins_rule(tpch_dir):
     assert not nodes(after, InnerJoins)
     joins = nodes(after, Join)
     assert len(joins) == 5 and all(j.kind == "inner" and j.left_keys for j in joins)
+
+
+_NULL_REJECTED = """select n_name, count(*) from customer left join orders on c_custkey = o_custkey, nation
+where o_orderpriority = n_comment or o_shippriority = n_nationkey group by n_name"""
+
+
+def test_outer_join_made_inner_by_a_null_rejecting_condition(tpch_dir):
+    # Before: LEFT JOIN inside the run of inner joins whose condition (an OR whose every branch
+    # compares an orders column) rejects the NULL-extended rows. After simplify_outer_joins:
+    # one InnerJoins of three relations, which order_joins may reorder.
+    from sluice.plan.logical import InnerJoins, Join
+    from sluice.plan.rules.simplify_outer_joins import rejects_nulls, simplify_outer_joins
+    from sluice.sql.parse import parse_sql
+    from sluice.sql.translate import Translator
+    con = sluice.connect(tpch_dir, device="cpu")
+
+    def nodes(p, kind):
+        return ([p] if isinstance(p, kind) else []) + [n for c in p.children for n in nodes(c, kind)]
+    before = Translator(con.table, con.files).translate(parse_sql(_NULL_REJECTED)).plan
+    assert [j.kind for j in nodes(before, Join)] == ["left"]
+    after = simplify_outer_joins(before)
+    assert not nodes(after, Join)
+    runs = nodes(after, InnerJoins)
+    assert len(runs) == 1 and len(runs[0].inputs) == 3
+    # conditions that keep NULL-extended rows leave the left join alone
+    for keeps in ("o_orderpriority is null or o_shippriority = n_nationkey",
+                  "coalesce(o_shippriority, 0) = n_nationkey"):
+        sql = _NULL_REJECTED.split("where")[0] + f"where {keeps} group by n_name"
+        plan = simplify_outer_joins(Translator(con.table, con.files).translate(parse_sql(sql)).plan)
+        assert [j.kind for j in nodes(plan, Join)] == ["left"], keeps
+    from sluice.plan.expr import Col, make_compare, make_func
+    from sluice.types import INT64
+    a, b = Col("a", INT64), Col("b", INT64)
+    assert rejects_nulls(make_compare("=", make_func("+", [a, b]), Col("c", INT64)), {"b"})
+    assert not rejects_nulls(make_func("is_null", [a]), {"a"})
+    assert not rejects_nulls(make_func("or", [make_compare("=", a, b), make_func("is_null", [b])]), {"b"})
