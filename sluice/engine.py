@@ -259,6 +259,15 @@ class Relation:
         """Same as :meth:`to_pandas` (DuckDB's name)."""
         return self.to_pandas()
 
+    def pl(self):
+        """A Polars DataFrame (DuckDB's name), built from the Arrow result without copying
+        where Polars can share it; Polars is optional (``pip install polars``)."""
+        try:
+            import polars
+        except ImportError:
+            raise ConfigError("rel.pl() needs Polars: pip install polars") from None
+        return polars.from_arrow(self.to_arrow())
+
     query: str = ""  # the SQL text this relation was planned from
 
     def verify(self, result: pa.Table | None = None) -> str:

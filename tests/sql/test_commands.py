@@ -63,6 +63,15 @@ def test_fetchall_and_df(tpch_dir, connect):
     assert df["o_orderkey"].dtype == pd.Int64Dtype()
 
 
+def test_pl_gives_a_polars_frame_equal_to_duckdb(tpch_dir, connect):
+    polars = pytest.importorskip("polars")
+    sql = "select o_orderkey, o_orderdate, o_totalprice, o_orderstatus from orders order by o_orderkey limit 5"
+    frame = connect(tpch_dir).sql(sql).pl()
+    assert isinstance(frame, polars.DataFrame) and frame.columns == ["o_orderkey", "o_orderdate", "o_totalprice",
+                                                                     "o_orderstatus"]
+    assert frame.rows() == duckdb_connect(tpch_dir).sql(sql).fetchall()
+
+
 @pytest.mark.parametrize("sql", ["show databases", "summarize select 1", "describe nosuchtable"])
 def test_command_errors(sql, tpch_dir, connect):
     with pytest.raises(SluiceError):

@@ -1,6 +1,7 @@
 """LEFT JOINs that a condition above makes inner (sluice.plan.rules.simplify_outer_joins)
 give DuckDB's answers, and so do those a condition must leave alone (IS NULL, COALESCE, an
-OR with a branch that keeps NULL-extended rows); default and small chunks."""
+OR with a branch that keeps NULL-extended rows), and inner joins moved below a LEFT JOIN's
+preserved side (conditions naming the outer side kept above); default and small chunks."""
 
 import pytest
 
@@ -18,6 +19,15 @@ QUERIES = {
                       "where coalesce(o_totalprice, 0) < 1000",
     "chain_of_left_joins": "select count(*), count(l_orderkey) from customer left join orders on c_custkey = o_custkey "
                            "left join lineitem on l_orderkey = o_orderkey where o_orderdate < date '1993-01-01'",
+    "dimensions_after_a_left_join": "select count(*), sum(coalesce(o_totalprice, 0)) from customer left join orders "
+                                    "on c_custkey = o_custkey, nation where c_nationkey = n_nationkey and n_name = 'FRANCE'",
+    "condition_naming_the_outer_side_stays_above": "select count(*) from customer left join orders on c_custkey = "
+                                                   "o_custkey, nation where c_nationkey = n_nationkey and "
+                                                   "coalesce(o_totalprice, 0) < n_nationkey * 10000",
+    "q40_shape": "select n_name, sum(case when o_orderdate < date '1995-01-01' then l_extendedprice - "
+                 "coalesce(o_totalprice, 0) else 0 end) s from lineitem left join orders on l_orderkey = o_orderkey "
+                 "and o_orderstatus = 'F', supplier, nation where l_suppkey = s_suppkey and s_nationkey = n_nationkey "
+                 "and n_regionkey = 2 group by n_name",
     "q93_shape": "select o_custkey, sum(case when l_quantity is not null then l_quantity * o_totalprice "
                  "else o_totalprice end) s from orders left join lineitem on l_orderkey = o_orderkey, part "
                  "where l_partkey = p_partkey and p_type = 'ECONOMY ANODIZED STEEL' group by o_custkey "

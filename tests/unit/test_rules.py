@@ -191,3 +191,25 @@ def test_outer_join_made_inner_by_a_null_rejecting_condition(tpch_dir):
     assert rejects_nulls(make_compare("=", make_func("+", [a, b]), Col("c", INT64)), {"b"})
     assert not rejects_nulls(make_func("is_null", [a]), {"a"})
     assert not rejects_nulls(make_func("or", [make_compare("=", a, b), make_func("is_null", [b])]), {"b"})
+
+
+def test_inner_joins_go_below_a_left_join_on_its_preserved_side(tpch_dir):
+    # Before: InnerJoins([customer LEFT JOIN orders, nation]). After: the left join on top of
+    # InnerJoins([customer, nation]) -- nation filters customer before orders is probed.
+    from sluice.plan.logical import InnerJoins, Join
+    from sluice.plan.rules.simplify_outer_joins import inner_joins_below_left_joins
+    from sluice.sql.parse import parse_sql
+    from sluice.sql.translate import Translator
+    con = sluice.connect(tpch_dir, device="cpu")
+    sql = ("select count(*) from customer left join orders on c_custkey = o_custkey, nation "
+           "where c_nationkey = n_nationkey and n_name = 'FRANCE'")
+    before = Translator(con.table, con.files).translate(parse_sql(sql)).plan
+
+    def first(p, kind):
+        return p if isinstance(p, kind) else next((x for c in p.children if (x := first(c, kind))), None)
+    run = first(before, InnerJoins)
+    assert isinstance(run.inputs[0], Join) and run.inputs[0].kind == "left"
+    after = inner_joins_below_left_joins(before)
+    top = first(after, Join)
+    assert top.kind == "left" and isinstance(top.left, InnerJoins)
+    assert {n.split(".")[0] for p in top.left.inputs for n in p.schema} == {"customer", "nation"}

@@ -93,3 +93,31 @@ def _walk(plan: PlanNode, above: tuple[Expr, ...]) -> PlanNode:
     if isinstance(plan, Project) and all(isinstance(e, Col) and e.name == n for n, e in plan.exprs):
         return plan.reconstruct([_walk(plan.child, above)])  # the same columns, by the same names
     return plan.reconstruct([_walk(c, ()) for c in plan.children]) if plan.children else plan
+
+
+def inner_joins_below_left_joins(plan: PlanNode) -> PlanNode:
+    """``(A LEFT JOIN R) JOIN X ...`` with no condition on R's columns becomes
+    ``(A JOIN X ...) LEFT JOIN R``: each row of A keeps the same matches in R whatever A is
+    joined with, so the inner joins may be ordered with A's inputs and shrink A before the
+    outer join probes. TPC-DS Q40 and Q80 write the fact table's LEFT JOIN with its returns
+    first and the dimensions that filter the facts after it. Conditions that name R's columns
+    become a filter above the outer join (any that rejected NULL-extended rows has already made
+    it inner)."""
+    children = [inner_joins_below_left_joins(c) for c in plan.children]
+    if children:
+        plan = plan.reconstruct(children)
+    if not isinstance(plan, InnerJoins):
+        return plan
+    for k, p in enumerate(plan.inputs):
+        if not (isinstance(p, Join) and p.kind == "left" and not p.single_row and not p.null_aware):
+            continue
+        right = set(p.right.schema)
+        keep = tuple(c for c in plan.conditions if not (c.columns() & right))
+        above = [c for c in plan.conditions if c.columns() & right]
+        inner = InnerJoins(plan.inputs[:k] + (p.left,) + plan.inputs[k + 1:], keep)
+        out: PlanNode = Join(inner_joins_below_left_joins(inner), p.right, "left", p.left_keys, p.right_keys,
+                             p.residual)
+        for c in above:
+            out = Filter(out, c)
+        return out
+    return plan
