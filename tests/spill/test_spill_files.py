@@ -82,8 +82,11 @@ def test_removed_after_ctrl_c(tpch_dir, tmp_path):
            "--set", "force_spill=true", "--set", f"spill_dir={tmp_path}", "--set", "chunk_rows=20000",
            # about 360 M joined pairs: it spills at once and runs for many seconds after
            "select sum(a.l_linenumber + b.l_linenumber) from lineitem a, lineitem b where a.l_suppkey = b.l_suppkey"]
+    # SIGINT as a terminal delivers it: a test run started in the background of a script
+    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not spill_folders(tmp_path) and p.poll() is None:
         time.sleep(0.05)
