@@ -56,7 +56,8 @@ def _as_text(values) -> pa.Array | None:
 def _cells(table: pa.Table) -> list[list[str]]:
     if not table.num_columns:
         return []
-    cols = [(c if _as_text(c) is None else _as_text(c)).to_pylist() for c in table.columns]
+    texts = [_as_text(c) for c in table.columns]
+    cols = [(c if t is None else t).to_pylist() for c, t in zip(table.columns, texts)]
     return [["NULL" if v is None else str(v) for v in row] for row in zip(*cols)]
 
 
