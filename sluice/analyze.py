@@ -140,6 +140,10 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
                  f"peak buffered {fmt_bytes(s.peak_buffered)}")
         if s.modes and (len(s.modes) > 1 or "direct" not in s.modes or s.switches):
             desc += f"\n{'  ' * (depth + 1)}  {_modes_line(s)}"
+        if s.decoder != "arrow":
+            left = "; ".join(f"{c} ({why})" for c, why in s.fallbacks.items())
+            desc += f"\n{'  ' * (depth + 1)}  decoder {s.decoder}" + (
+                f", left to pyarrow: {left}" if left else ", every column on the device decoder")
         for rf in op.runtime_filters:
             desc += f"\n{'  ' * (depth + 1)}  {rf.describe()}"
     lines.append("  " * depth + desc)

@@ -121,6 +121,17 @@ class Config:
     groups by their statistics) and a Bloom filter (to drop rows before the join), where that
     cannot change the answer (inner, semi and build-preserving joins)."""
 
+    decoder: str = "auto"
+    """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross
+    to the device), ``device`` (sluice's torch decoder on the scan's device: on a GPU the pages
+    cross as stored and decode there; a column it cannot decode goes to pyarrow, counted in
+    ``--analyze``), or ``auto`` (arrow for now: the device decoder has not yet been measured on
+    a GPU, and on a CPU pyarrow is the faster)."""
+
+    strict_device: bool = False
+    """With ``decoder=device``: a column the device decoder cannot decode is an error instead of
+    a fallback to pyarrow."""
+
     recursion_limit: int = 100_000
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
     whose stop condition never holds would otherwise run for ever)."""
@@ -131,6 +142,8 @@ class Config:
             raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, not {dev!r}")
         if self.scan_mode not in ("auto", "direct", "pushdown", "staging"):
             raise ConfigError(f"scan_mode must be auto, direct, pushdown or staging, not {self.scan_mode!r}")
+        if self.decoder not in ("auto", "arrow", "device"):
+            raise ConfigError(f"decoder must be auto, arrow or device, not {self.decoder!r}")
         if self.recursion_limit < 1:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.chunk_rows < 1:

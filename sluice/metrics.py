@@ -107,6 +107,8 @@ class ScanStats:
     peak_buffered: int = 0   # most decoded bytes held ahead of the consumer
     modes: dict = field(default_factory=dict)   # data-movement mode -> ModeStats
     switches: list = field(default_factory=list)  # the mode policy's decisions (adapt.scan_policy.Switch)
+    decoder: str = "arrow"   # which decoder decoded the pages (io.parquet.decoders)
+    fallbacks: dict = field(default_factory=dict)  # column -> why the device decoder left it to pyarrow
 
 
 @dataclass

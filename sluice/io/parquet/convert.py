@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor
-from sluice.errors import DataError
+from sluice.errors import DataError, UnsupportedError
 from sluice.types import LType, from_arrow, to_arrow
 
 
@@ -74,6 +74,11 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
             data = host_tensor(arr.cast(pa.int64()).to_numpy(zero_copy_only=False)) * 10 ** t.scale
         col = Column(data, t, valid)
     elif t.is_temporal:
+        if pa.types.is_timestamp(at) and at.unit == "ns":
+            try:
+                arr = arr.cast(pa.timestamp("us", tz=at.tz))
+            except pa.ArrowInvalid:
+                raise UnsupportedError("timestamps with nanoseconds (sluice keeps microseconds)") from None
         storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
             else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
         if pa.types.is_date64(at):

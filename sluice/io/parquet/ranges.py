@@ -63,3 +63,47 @@ def read_ranges(path: str, ranges: list[tuple[int, int]]) -> int:
     finally:
         os.close(fd)
     return total
+
+
+def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns: list[str]
+                 ) -> tuple[dict[str, list[tuple[memoryview, str]]], int]:
+    """Read the column chunks of ``columns`` in ``row_groups`` and keep their bytes, for a
+    decoder of our own (the torch decoder): per column, (bytes as stored, codec) per row group
+    in order, and the bytes read. Close ranges are read with one request, as above."""
+    names = md.schema.names
+    want = []
+    for rg in row_groups:
+        r = md.row_group(rg)
+        for c in columns:
+            cc = r.column(names.index(c))
+            start = cc.data_page_offset
+            if cc.has_dictionary_page and cc.dictionary_page_offset and cc.dictionary_page_offset < start:
+                start = cc.dictionary_page_offset
+            want.append((c, start, cc.total_compressed_size, cc.compression))
+    spans = sorted({(s, ln) for _, s, ln, _ in want})
+    merged: list[list[int]] = []
+    for off, ln in spans:
+        if merged and off <= merged[-1][0] + merged[-1][1] + COALESCE_GAP:
+            merged[-1][1] = max(merged[-1][0] + merged[-1][1], off + ln) - merged[-1][0]
+        else:
+            merged.append([off, ln])
+    blocks = []
+    total = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off, ln in merged:
+            b = bytearray(ln)
+            got = os.preadv(fd, [b], off)
+            if got != ln:
+                raise OSError(f"short read at {off}: {got} of {ln} bytes")
+            blocks.append((off, memoryview(b)))
+            total += got
+    finally:
+        os.close(fd)
+    out: dict[str, list[tuple[memoryview, str]]] = {c: [] for c in columns}
+    starts = [o for o, _ in blocks]
+    import bisect
+    for c, s, ln, codec in want:
+        off, mv = blocks[bisect.bisect_right(starts, s) - 1]
+        out[c].append((mv[s - off:s - off + ln], codec))
+    return out, total

@@ -19,7 +19,6 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -27,9 +26,9 @@ import torch
 from sluice.chunk import Chunk, Column
 from sluice.config import Config
 from sluice.errors import DataError
-from sluice.io.parquet.convert import arrow_to_column
+from sluice.io.parquet.decoders import make_decoder, partition_column
 from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
-from sluice.io.parquet.ranges import column_chunk_ranges, read_ranges
+from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
@@ -97,30 +96,6 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
     return total
 
 
-_DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
-#: A column chunk whose dictionary page takes more than this share of its bytes is read as
-#: plain strings: its values barely repeat (comments, names, addresses), and pyarrow would
-#: hash every value that overflowed the dictionary page to hand it over as a dictionary.
-DICTIONARY_SHARE_MAX = 0.10
-
-
-def _read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
-    """Whether to ask pyarrow for this string column as dictionaries: every chunk must be
-    dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary) with a
-    dictionary page that is small next to its data pages (values repeat)."""
-    j = md.schema.names.index(column)
-    for i in row_groups:
-        cc = md.row_group(i).column(j)
-        encs = set(cc.encodings)
-        if not encs & _DICT_ENCODINGS or encs & {"DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY"}:
-            return False
-        if cc.has_dictionary_page and cc.dictionary_page_offset is not None and cc.total_compressed_size:
-            dict_bytes = cc.data_page_offset - cc.dictionary_page_offset
-            if dict_bytes > DICTIONARY_SHARE_MAX * cc.total_compressed_size:
-                return False
-    return True
-
-
 class ScanReader:
     """One scan's read pipeline; iterate it for chunks."""
 
@@ -168,6 +143,7 @@ class ScanReader:
         self.buffered = 0
         self.started = False
         self._since_trim = 0
+        self.decoder = make_decoder(self)
 
     # ------------------------------------------------------------------ stages
 
@@ -184,37 +160,25 @@ class ScanReader:
             raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
 
     def _decode(self, task: list[RowGroup], md, names: list[str]) -> tuple[dict[str, Column], int]:
-        """Read + decode the ``names`` columns of ``task`` on this thread (partition columns are
-        made from the file's folder values); returns the host columns and compressed bytes."""
-        path = task[0].path
-        rg_idx = [rg.index for rg in task]
+        """Read + decode the ``names`` columns of ``task`` on this thread with the scan's decoder
+        (partition columns are made from the file's folder values); returns the columns and the
+        compressed bytes read."""
         parts = self.table.partitions
         stored = [c for c in names if c not in parts]
-        strings = [c for c in stored if self.table.types[c].kind == "string" and _read_as_dictionary(md, c, rg_idx)]
-        t0 = time.perf_counter()
-        try:
-            ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
-            nread = read_ranges(path, ranges)
-            t1 = time.perf_counter()
-            self._record("read", t0, t1, nread)
-            f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
-            t = f.read_row_groups(rg_idx, columns=stored, use_threads=True)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
-        cols = {c: arrow_to_column(t.column(c), self.table.types[c]) for c in stored}
+        cols, nread = self.decoder.decode(task, md, stored)
         n = sum(rg.num_rows for rg in task)
         for c in names:
-            if c in parts:  # a hive partition column: the file's folder value on every row
-                typ = self.table.arrow_schema.field(c).type
-                one = pa.array([parts[c][path]], typ)
-                cols[c] = arrow_to_column(one.take(pa.array(np.zeros(n, dtype=np.int32))), self.table.types[c])
-        self._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+            if c in parts:
+                cols[c] = partition_column(self.table, c, task[0].path, n)
         return {c: cols[c] for c in names}, nread
 
     def _ship(self, cols: dict[str, Column]):
-        if self.device.type == "cuda" and cols:
-            return to_device(cols, self.device, pinned=self.cfg.on("pinned_memory"),
-                             copy_stream=self.cfg.on("copy_stream"), record=self._record)
+        """Host columns to the device (the device decoder's are there already)."""
+        host = {c: col for c, col in cols.items() if col.data.device.type == "cpu"}
+        if self.device.type == "cuda" and host:
+            moved, event = to_device(host, self.device, pinned=self.cfg.on("pinned_memory"),
+                                     copy_stream=self.cfg.on("copy_stream"), record=self._record)
+            return {c: moved.get(c, col) for c, col in cols.items()}, event
         return cols, None
 
     def load(self, i: int, mode: str = "direct") -> tuple[dict[str, Column] | None, object, int, int, bool]:

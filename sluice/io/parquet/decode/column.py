@@ -1,0 +1,404 @@
+"""Column chunks as stored -> one sluice Column, decoded with torch on the tensors' device.
+
+The page layout (headers, decompression, where each page's levels and values lie) is worked
+out on the host from the bytes as read; the page bodies then cross to the device in one
+buffer and every step of the decode runs there over all pages of all chunks at once.
+Columns this decoder does not handle raise :class:`NotDecodable`, and the reader decodes them
+with pyarrow instead (counted, or an error under ``strict_device``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import torch
+
+from sluice.chunk import Column
+from sluice.errors import DataError
+from sluice.io.parquet.decode import strings
+from sluice.io.parquet.decode.bits import gather, padded
+from sluice.io.parquet.decode.delta import decode_delta
+from sluice.io.parquet.decode.hybrid import decode_hybrid
+from sluice.io.parquet.thrift import read_page_headers
+from sluice.types import LType
+
+#: Parquet codec names -> pyarrow codecs (LZ4 is the Hadoop-framed variant, see _decompress).
+CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli",
+          "LZ4_RAW": "lz4_raw", "LZ4": "lz4"}
+WIDTH = {"INT32": 4, "INT64": 8, "FLOAT": 4, "DOUBLE": 8}
+DICT = ("RLE_DICTIONARY", "PLAIN_DICTIONARY")
+VALUE_ENCODINGS = {"PLAIN", "RLE", "BYTE_STREAM_SPLIT", "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY",
+                   "DELTA_BYTE_ARRAY", *DICT}
+
+
+class NotDecodable(Exception):
+    """This column (type, nesting, codec or encoding) is left to pyarrow; the reason says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    name: str
+    physical: str
+    type_length: int
+    max_def: int
+    max_rep: int
+    arrow_type: pa.DataType
+    ltype: LType
+
+
+def column_spec(md, name: str, arrow_type: pa.DataType, ltype: LType) -> ColumnSpec:
+    """What the decoder needs of a column, or NotDecodable for what it leaves to pyarrow."""
+    j = md.schema.names.index(name)
+    c = md.schema.column(j)
+    spec = ColumnSpec(name, c.physical_type, c.length or 0, c.max_definition_level, c.max_repetition_level,
+                      arrow_type, ltype)
+    if spec.max_rep > 0 or spec.max_def > 1:
+        raise NotDecodable("nested column")
+    t = arrow_type
+    if spec.physical == "INT96":
+        raise NotDecodable("INT96 timestamps")
+    if pa.types.is_timestamp(t) and t.unit not in ("ms", "us"):
+        raise NotDecodable(f"timestamp unit {t.unit}")
+    if pa.types.is_float16(t):
+        raise NotDecodable("float16")
+    if spec.physical == "FIXED_LEN_BYTE_ARRAY" and not pa.types.is_decimal(t):
+        raise NotDecodable("fixed-length byte arrays other than decimals")
+    if spec.physical == "BYTE_ARRAY" and ltype.kind != "string":
+        raise NotDecodable(f"{t} stored as byte arrays")
+    return spec
+
+
+def _decompress(raw, codec: str, size: int) -> bytes:
+    name = CODECS.get(codec, "?")
+    if name is None:
+        return bytes(raw)
+    if name == "?":
+        raise NotDecodable(f"codec {codec}")
+    if name == "lz4":
+        return _lz4_hadoop(raw, size)
+    return pa.Codec(name).decompress(raw, decompressed_size=size, asbytes=True)
+
+
+def _lz4_hadoop(raw, size: int) -> bytes:
+    """Parquet's deprecated LZ4: blocks of (big-endian decompressed size, compressed size,
+    raw LZ4), as Arrow writes it; a page that is not framed so is raw LZ4."""
+    codec = pa.Codec("lz4_raw")
+    mv = memoryview(raw)
+    out, pos = [], 0
+    try:
+        while pos < len(mv):
+            dsize = int.from_bytes(mv[pos:pos + 4], "big")
+            csize = int.from_bytes(mv[pos + 4:pos + 8], "big")
+            if pos + 8 + csize > len(mv):
+                raise ValueError
+            out.append(codec.decompress(mv[pos + 8:pos + 8 + csize], decompressed_size=dsize, asbytes=True))
+            pos += 8 + csize
+        data = b"".join(out)
+        if len(data) == size:
+            return data
+    except (ValueError, OSError, pa.ArrowException):
+        pass
+    return codec.decompress(raw, decompressed_size=size, asbytes=True)
+
+
+@dataclass
+class _Layout:
+    """Where the decompressed pages of a task lie in one host buffer."""
+
+    parts: list = field(default_factory=list)
+    size: int = 0
+    dicts: list = field(default_factory=list)   # (chunk, start, end, count, encoding)
+    pages: list = field(default_factory=list)   # dicts per data page
+
+    def add(self, body: bytes) -> int:
+        at = self.size
+        self.parts.append(body)
+        self.size += len(body)
+        return at
+
+
+def _layout(chunks: list[tuple[object, str]], spec: ColumnSpec) -> _Layout:
+    lay = _Layout()
+    for ci, (data, codec) in enumerate(chunks):
+        for h in read_page_headers(data):
+            raw = memoryview(data)[h.body:h.body + h.compressed]
+            if h.type == "DICTIONARY_PAGE":
+                at = lay.add(_decompress(raw, codec, h.uncompressed))
+                lay.dicts.append((ci, at, lay.size, h.num_values, h.encoding))
+            elif h.type == "DATA_PAGE":
+                body = _decompress(raw, codec, h.uncompressed)
+                at = lay.add(body)
+                dl = int.from_bytes(body[:4], "little") if spec.max_def else -4
+                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size,
+                                      defs=(at + 4, at + 4 + dl) if spec.max_def else None, v=at + 4 + dl))
+            elif h.type == "DATA_PAGE_V2":
+                lv = h.rep_bytes + h.def_bytes
+                rest = raw[lv:]
+                vals = _decompress(rest, codec, h.uncompressed - lv) if h.compressed_values else bytes(rest)
+                at = lay.add(bytes(raw[:lv]) + vals)
+                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size,
+                                      defs=(at + h.rep_bytes, at + lv) if spec.max_def else None, v=at + lv))
+            if h.type in ("DATA_PAGE", "DATA_PAGE_V2") and h.encoding not in VALUE_ENCODINGS:
+                raise NotDecodable(f"encoding {h.encoding}")
+    return lay
+
+
+def decode_column(chunks: list[tuple[object, str]], spec: ColumnSpec, device: torch.device) -> Column:
+    """Decode the column chunks ``chunks`` ((bytes as stored, codec) per row group, in order)."""
+    lay = _layout(chunks, spec)
+    host = b"".join(lay.parts)
+    buf = padded(torch.frombuffer(bytearray(host), dtype=torch.uint8) if host else torch.zeros(0, dtype=torch.uint8))
+    buf = buf.to(device, non_blocking=device.type == "cuda")
+    pages = lay.pages
+    P = len(pages)
+    ns = [p["n"] for p in pages]
+    N = sum(ns)
+    dev = buf.device
+    n_t = torch.tensor(ns, dtype=torch.long, device=dev)
+    page = torch.repeat_interleave(torch.arange(P, device=dev), n_t)
+    slot_first = torch.cumsum(n_t, 0) - n_t
+    valid = None
+    if spec.max_def:
+        lv, _ = decode_hybrid(buf, [p["defs"][0] for p in pages], [p["defs"][1] for p in pages],
+                              torch.ones(P, dtype=torch.long), n_t, max(ns))
+        if lv.numel() != N:
+            raise DataError(f"corrupt definition levels in column {spec.name}")
+        valid = lv == spec.max_def
+        nn = torch.zeros(P, dtype=torch.long, device=dev).index_add_(0, page, valid.long())
+        c = torch.cumsum(valid.long(), 0)
+        rank = torch.clamp(c - 1 - (torch.cumsum(nn, 0) - nn)[page], min=0)
+    else:
+        nn = n_t
+        rank = torch.arange(N, device=dev) - slot_first[page]
+    ctx = _Ctx(buf, host, pages, page, rank, nn, spec, lay)
+    col = _strings(ctx) if spec.ltype.kind == "string" else _fixed(ctx)
+    if valid is not None and bool(valid.all()):
+        valid = None
+    return Column(col[0], spec.ltype, valid, col[1])
+
+
+@dataclass
+class _Ctx:
+    buf: torch.Tensor
+    host: bytes
+    pages: list
+    page: torch.Tensor   # page of each slot
+    rank: torch.Tensor   # rank of each slot among its page's non-NULL values
+    nn: torch.Tensor     # non-NULL values per page
+    spec: ColumnSpec
+    lay: _Layout
+
+    def groups(self, encs) -> list[int]:
+        return [i for i, p in enumerate(self.pages) if p["enc"] in encs]
+
+    def slot_index(self, group: list[int], offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every slot: whether its page is in ``group``, and the index of its value in the
+        group's concatenated values (whose per-page offsets are ``offsets``)."""
+        dev = self.buf.device
+        P = len(self.pages)
+        member = torch.zeros(P, dtype=torch.bool, device=dev)
+        gi = torch.tensor(group, dtype=torch.long, device=dev)
+        member[gi] = True
+        off = torch.zeros(P, dtype=torch.long, device=dev)
+        off[gi] = offsets.to(dev)
+        return member[self.page], off[self.page] + self.rank
+
+    def group_nn(self, group: list[int]) -> torch.Tensor:
+        return self.nn[torch.tensor(group, dtype=torch.long, device=self.buf.device)]
+
+
+def _excl(x: torch.Tensor) -> torch.Tensor:
+    return torch.cumsum(x, 0) - x
+
+
+def _rows(buf: torch.Tensor, src: torch.Tensor, w: int) -> torch.Tensor:
+    return gather(buf, src[:, None] + torch.arange(w, device=buf.device))
+
+
+def _dict_values(ctx: _Ctx, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """All dictionaries' values as (entries, w) bytes, and each chunk's first entry."""
+    dev = ctx.buf.device
+    rows = []
+    for _ci, start, _end, count, _enc in ctx.lay.dicts:
+        if ctx.spec.physical == "BOOLEAN":
+            bits = torch.arange(count, device=dev) + start * 8
+            rows.append(((gather(ctx.buf, bits >> 3) >> (bits & 7)) & 1)[:, None])
+        else:
+            rows.append(_rows(ctx.buf, start + torch.arange(count, device=dev) * w, w))
+    vals = torch.cat(rows) if rows else torch.zeros((0, w), dtype=torch.uint8, device=dev)
+    return vals, _dict_values_base(ctx)
+
+
+def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
+    """Dictionary indices of the pages in ``group`` (one per slot; garbage where not in it)."""
+    pages = [ctx.pages[i] for i in group]
+    widths = torch.tensor([ctx.host[p["v"]] if p["end"] > p["v"] else 0 for p in pages], dtype=torch.long)
+    vals, offs = decode_hybrid(ctx.buf, [p["v"] + 1 for p in pages], [max(p["end"], p["v"] + 1) for p in pages],
+                               widths, ctx.group_nn(group), max(p["n"] for p in pages))
+    member, idx = ctx.slot_index(group, offs)
+    base = _dict_values_base(ctx)
+    chunk = torch.tensor([p["chunk"] for p in ctx.pages], dtype=torch.long, device=ctx.buf.device)[ctx.page]
+    got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else torch.zeros_like(idx)
+    return torch.where(member, got + base[chunk], 0)
+
+
+def _dict_values_base(ctx: _Ctx) -> torch.Tensor:
+    nchunks = 1 + max([p["chunk"] for p in ctx.pages] + [d[0] for d in ctx.lay.dicts] + [0])
+    base = torch.zeros(nchunks, dtype=torch.long)
+    at = 0
+    for ci, _s, _e, count, _enc in ctx.lay.dicts:
+        base[ci] = at
+        at += count
+    return base.to(ctx.buf.device)
+
+
+def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
+    spec = ctx.spec
+    dev = ctx.buf.device
+    N = int(ctx.page.numel())
+    w = 1 if spec.physical == "BOOLEAN" else WIDTH.get(spec.physical, spec.type_length)
+    out = torch.zeros((N, w), dtype=torch.uint8, device=dev)
+    pages = ctx.pages
+    vstart = torch.tensor([p["v"] for p in pages], dtype=torch.long, device=dev)
+    enc_of = {p["enc"] for p in pages}
+    plain = ctx.groups({"PLAIN"})
+    if plain:
+        member, _ = ctx.slot_index(plain, torch.zeros(len(plain), dtype=torch.long))
+        if spec.physical == "BOOLEAN":
+            bits = vstart[ctx.page] * 8 + ctx.rank
+            got = ((gather(ctx.buf, bits >> 3) >> (bits & 7)) & 1)[:, None]
+        else:
+            got = _rows(ctx.buf, vstart[ctx.page] + ctx.rank * w, w)
+        out = torch.where(member[:, None], got, out)
+    rle = ctx.groups({"RLE"})
+    if rle:  # booleans, RLE-encoded (length-prefixed hybrid of width 1)
+        ps = [pages[i] for i in rle]
+        vals, offs = decode_hybrid(ctx.buf, [p["v"] + 4 for p in ps], [p["end"] for p in ps],
+                                   torch.ones(len(ps), dtype=torch.long), ctx.group_nn(rle), max(p["n"] for p in ps))
+        member, idx = ctx.slot_index(rle, offs)
+        got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))].to(torch.uint8)[:, None]
+        out = torch.where(member[:, None], got, out)
+    dicts = ctx.groups(DICT)
+    if dicts:
+        dvals, _ = _dict_values(ctx, w)
+        codes = _indices(ctx, dicts)
+        member, _ = ctx.slot_index(dicts, torch.zeros(len(dicts), dtype=torch.long))
+        if dvals.shape[0] == 0:
+            got = torch.zeros_like(out)
+        else:
+            got = dvals[torch.clamp(codes, 0, dvals.shape[0] - 1)]
+        out = torch.where(member[:, None], got, out)
+    bss = ctx.groups({"BYTE_STREAM_SPLIT"})
+    if bss:
+        member, _ = ctx.slot_index(bss, torch.zeros(len(bss), dtype=torch.long))
+        n_of = ctx.nn[ctx.page]
+        got = gather(ctx.buf, (vstart[ctx.page] + ctx.rank)[:, None] + torch.arange(w, device=dev) * n_of[:, None])
+        out = torch.where(member[:, None], got, out)
+    delta = ctx.groups({"DELTA_BINARY_PACKED"})
+    if delta:
+        ps = [pages[i] for i in delta]
+        vals, _, _ = decode_delta(ctx.buf, ctx.host, [p["v"] for p in ps], [p["end"] for p in ps])
+        offs = _excl(ctx.group_nn(delta))
+        member, idx = ctx.slot_index(delta, offs)
+        got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else \
+            torch.zeros(N, dtype=torch.long, device=dev)
+        le = got.view(torch.uint8).reshape(N, 8)[:, :w] if N else torch.zeros((0, w), dtype=torch.uint8, device=dev)
+        out = torch.where(member[:, None], le, out)
+    unknown = enc_of - {"PLAIN", "RLE", "BYTE_STREAM_SPLIT", "DELTA_BINARY_PACKED", *DICT}
+    if unknown:
+        raise NotDecodable(f"encoding {sorted(unknown)[0]} for {spec.physical}")
+    return _convert(out, spec), None
+
+
+def _convert(raw: torch.Tensor, spec: ColumnSpec) -> torch.Tensor:
+    """(N, width) little-endian bytes as stored -> the sluice type's tensor."""
+    t, lt = spec.arrow_type, spec.ltype
+    raw = raw.contiguous()
+    if spec.physical == "BOOLEAN":
+        return raw[:, 0].bool()
+    if spec.physical == "FIXED_LEN_BYTE_ARRAY":  # decimal: big-endian two's complement
+        return _be_decimal(raw, spec)
+    if spec.physical == "FLOAT":
+        v = raw.view(torch.float32).reshape(-1)
+        return v if lt.kind == "float32" else v.double()
+    if spec.physical == "DOUBLE":
+        return raw.view(torch.float64).reshape(-1)
+    if spec.physical == "INT32":
+        v = raw.view(torch.int32).reshape(-1)
+        if pa.types.is_unsigned_integer(t):
+            return (v.long() & 0xFFFFFFFF).to(lt.torch_dtype)
+        return v.to(lt.torch_dtype)
+    v = raw.view(torch.int64).reshape(-1)
+    if pa.types.is_timestamp(t) and t.unit == "ms":
+        return v * 1000
+    return v.to(lt.torch_dtype)
+
+
+def _be_decimal(raw: torch.Tensor, spec: ColumnSpec) -> torch.Tensor:
+    n, L = raw.shape
+    k = min(L, 8)
+    low = raw[:, L - k:].long()
+    v = torch.zeros(n, dtype=torch.long, device=raw.device)
+    for i in range(k):
+        v |= low[:, k - 1 - i] << (8 * i)
+    if L < 8:
+        neg = (raw[:, 0] & 0x80) != 0
+        v = torch.where(neg, v - (1 << (8 * L)), v)
+    elif L > 8:
+        fill = torch.where(v < 0, 0xFF, 0).to(torch.uint8)
+        if not bool((raw[:, :L - 8] == fill[:, None]).all()):
+            raise DataError("a decimal value does not fit in 18 digits")
+    return v
+
+
+def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
+    """String columns: codes into one dictionary made of the chunks' dictionary pages followed
+    by the values of pages not dictionary-encoded (a dictionary need not be unique)."""
+    dev = ctx.buf.device
+    pages = ctx.pages
+    N = int(ctx.page.numel())
+    srcs, lens = [], []
+    # Dictionary pages: plain byte arrays.
+    if ctx.lay.dicts:
+        s, ln = strings.plain(ctx.buf, [d[1] for d in ctx.lay.dicts], [d[2] for d in ctx.lay.dicts],
+                              max(d[3] for d in ctx.lay.dicts))
+        srcs.append(strings.byte_sources(s, ln))
+        lens.append(ln)
+    ndict = int(sum(int(x.numel()) for x in lens))
+    codes = torch.zeros(N, dtype=torch.long, device=dev)
+    dicts = ctx.groups(DICT)
+    if dicts:
+        member, _ = ctx.slot_index(dicts, torch.zeros(len(dicts), dtype=torch.long))
+        codes = torch.where(member, _indices(ctx, dicts), codes)
+    at = ndict
+    for encs in (("PLAIN",), ("DELTA_LENGTH_BYTE_ARRAY",), ("DELTA_BYTE_ARRAY",)):
+        group = ctx.groups(encs)
+        if not group:
+            continue
+        ps = [pages[i] for i in group]
+        st, en = [p["v"] for p in ps], [p["end"] for p in ps]
+        if encs[0] == "PLAIN":
+            s, ln = strings.plain(ctx.buf, st, en, max(p["n"] for p in ps))
+            src = strings.byte_sources(s, ln)
+        elif encs[0] == "DELTA_LENGTH_BYTE_ARRAY":
+            s, ln = strings.delta_length(ctx.buf, ctx.host, st, en)
+            src = strings.byte_sources(s, ln)
+        else:
+            src, ln, _ = strings.delta_bytes(ctx.buf, ctx.host, st, en)
+        if int(ln.numel()) != int(ctx.group_nn(group).sum()):
+            raise DataError(f"corrupt string page in column {ctx.spec.name}")
+        member, idx = ctx.slot_index(group, _excl(ctx.group_nn(group)))
+        codes = torch.where(member, idx + at, codes)
+        at += int(ln.numel())
+        srcs.append(src)
+        lens.append(ln)
+    if not lens:
+        return codes.int(), pa.array([], pa.string())
+    src = torch.cat(srcs)
+    ln = torch.cat(lens)
+    unknown = {p["enc"] for p in pages} - {"PLAIN", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", *DICT}
+    if unknown:
+        raise NotDecodable(f"encoding {sorted(unknown)[0]} for strings")
+    dictionary = strings.materialise(ctx.buf, src, ln)
+    return codes.int(), dictionary

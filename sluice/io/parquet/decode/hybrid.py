@@ -1,0 +1,63 @@
+"""The RLE / bit-packed hybrid encoding (definition levels, dictionary indices, booleans).
+
+A stream is a sequence of runs, each headed by a ULEB128 varint: low bit 0 -- an RLE run of
+``header >> 1`` copies of one value stored in ceil(width / 8) bytes; low bit 1 -- ``header >> 1``
+groups of 8 values bit-packed LSB first. All runs of all streams are found at once
+(:func:`bits.follow`), then every value is computed from its run in one pass.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sluice.io.parquet.decode.bits import follow, le_bytes, spans, unpack, varint
+
+
+def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths: torch.Tensor,
+                  counts: torch.Tensor, most: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decode streams ``buf[starts[i]:ends[i]]`` of bit width ``widths[i]`` into their first
+    ``counts[i]`` values each (``most``: a bound on any stream's value count, which bounds its
+    runs; default its bytes). Returns the values (int64) of all streams concatenated, and the
+    offset of each stream's values in them."""
+    dev = buf.device
+    counts = counts.to(dev).long()
+    offsets = torch.cumsum(counts, 0) - counts
+    pos, sid, first = spans(starts, ends, dev)
+    if pos.numel() == 0:
+        return torch.zeros(0, dtype=torch.long, device=dev), offsets
+    widths = widths.to(dev).long()
+    w = widths[sid]
+    head, hl = varint(buf, pos, 5)
+    packed = (head & 1) == 1
+    n = head >> 1
+    body = torch.where(packed, n * w, (w + 7) >> 3)
+    nxt = _local_next(pos + hl + body, sid, first, starts, ends)
+    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
+    longest = max(e - s for s, e in zip(starts, ends))
+    heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
+    r_sid, r_packed, r_n, r_w, r_hl, r_pos = sid[heads], packed[heads], n[heads], w[heads], hl[heads], pos[heads]
+    r_count = torch.where(r_packed, r_n * 8, r_n)
+    # Position of each run's first value within its stream.
+    csum = torch.cumsum(r_count, 0)
+    r_first = csum - r_count
+    s_first_run = torch.zeros(len(starts), dtype=torch.long, device=dev).scatter_reduce(
+        0, r_sid, r_first, "amin", include_self=False)
+    r_in_stream = r_first - s_first_run[r_sid]
+    r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << r_w) - 1)
+    run = torch.repeat_interleave(torch.arange(heads.numel(), device=dev), r_count)
+    j = torch.arange(run.numel(), device=dev) - r_first[run]
+    packed_v = r_packed[run]
+    bitpos = torch.where(packed_v, (r_pos[run] + r_hl[run]) * 8 + j * r_w[run], 0)
+    vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run]), r_value[run])
+    keep = (r_in_stream[run] + j) < counts[r_sid[run]]
+    return vals[keep], offsets
+
+
+def _local_next(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, starts: list[int],
+                ends: list[int]) -> torch.Tensor:
+    """Absolute next-record positions mapped to indices of :func:`spans`' position tensor (its
+    length, the end sentinel, where the record runs to or past its stream's end)."""
+    dev = nxt_abs.device
+    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
+    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
+    return torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), nxt_abs.numel())

@@ -1,0 +1,100 @@
+"""Byte-array values (PLAIN, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY) as (source, length).
+
+Each value is described by where its bytes lie: for plain and delta-length strings, a start
+in the page buffer; for DELTA_BYTE_ARRAY (prefix shared with the previous value + suffix),
+every byte's source, resolved by pointer doubling through the chain of shared prefixes.
+:func:`materialise` gathers the bytes into an Arrow string array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from sluice.io.parquet.decode.bits import follow, gather, le_bytes, spans
+from sluice.io.parquet.decode.delta import decode_delta
+
+
+def _segment_excl_cumsum(x: torch.Tensor, seg: torch.Tensor, seg_first: torch.Tensor) -> torch.Tensor:
+    """Exclusive prefix sum of ``x`` restarting at each segment (``seg``: segment of each
+    element, ``seg_first``: index of each segment's first element)."""
+    c = torch.cumsum(x, 0) - x
+    return c - c[torch.clamp(seg_first, max=max(int(x.numel()) - 1, 0))][seg] if x.numel() else c
+
+
+def plain(buf: torch.Tensor, starts: list[int], ends: list[int], most: int | None = None
+          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Length-prefixed values in each stream: (start of each value's bytes, its length);
+    ``most`` bounds any stream's value count (default: its bytes / 4)."""
+    dev = buf.device
+    pos, sid, first = spans(starts, ends, dev)
+    if pos.numel() == 0:
+        z = torch.zeros(0, dtype=torch.long, device=dev)
+        return z, z
+    length = le_bytes(buf, pos, 4)
+    nxt_abs = pos + 4 + length
+    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
+    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
+    nxt = torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), pos.numel())
+    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
+    longest = max(e - s for s, e in zip(starts, ends)) // 4 + 1
+    heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
+    return pos[heads] + 4, length[heads]
+
+
+def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int]
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """DELTA_LENGTH_BYTE_ARRAY: the lengths (a delta stream), then the bytes back to back."""
+    dev = buf.device
+    lengths, hdrs, data_at = decode_delta(buf, host, starts, ends)
+    counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
+    seg = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts)
+    seg_first = torch.cumsum(counts, 0) - counts
+    return data_at[seg] + _segment_excl_cumsum(lengths, seg, seg_first), lengths
+
+
+def delta_bytes(buf: torch.Tensor, host, starts: list[int], ends: list[int]
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """DELTA_BYTE_ARRAY: prefix lengths (a delta stream), then the suffixes (delta-length).
+    Returns (source of every byte of every value, lengths, value offsets into the sources)."""
+    dev = buf.device
+    prefix, hdrs, after = decode_delta(buf, host, starts, ends)
+    suf_start, suf_len = delta_length(buf, host, after.tolist(), ends)
+    counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
+    length = prefix + suf_len
+    total = int(length.sum())
+    off = torch.cumsum(length, 0) - length
+    v = torch.repeat_interleave(torch.arange(int(length.numel()), device=dev), length)
+    i = torch.arange(total, device=dev) - off[v]
+    # A byte inside the shared prefix is the same byte of the previous value (an index into
+    # the output, marked >= 0); one in the suffix is a buffer position (encoded as -1 - pos).
+    inside = i < prefix[v]
+    prev = torch.clamp(v - 1, min=0)
+    src = torch.where(inside, off[prev] + i, -1 - (suf_start[v] + i - prefix[v]))
+    steps = max(1, int(counts.max()).bit_length()) if counts.numel() else 1
+    for _ in range(steps):
+        hop = src >= 0
+        src = torch.where(hop, src[torch.clamp(src, min=0)], src)
+    if bool((src >= 0).any()):
+        raise ValueError("corrupt DELTA_BYTE_ARRAY page")
+    return -1 - src, length, off
+
+
+def materialise(buf: torch.Tensor, byte_src: torch.Tensor, lengths: torch.Tensor) -> pa.Array:
+    """An Arrow string array of values whose bytes are ``buf[byte_src]``, ``lengths`` long."""
+    data = gather(buf, byte_src).cpu().numpy() if byte_src.numel() else np.zeros(0, np.uint8)
+    lens = lengths.cpu().numpy()
+    if int(lens.sum()) >= 2**31:
+        raise ValueError("string values over 2 GiB in one read task")
+    offsets = np.zeros(len(lens) + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def byte_sources(starts: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Every byte position of values that start at ``starts`` and are ``lengths`` long."""
+    dev = starts.device
+    off = torch.cumsum(lengths, 0) - lengths
+    v = torch.repeat_interleave(torch.arange(int(lengths.numel()), device=dev), lengths)
+    return starts[v] + (torch.arange(int(v.numel()), device=dev) - off[v])

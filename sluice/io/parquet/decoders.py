@@ -1,0 +1,161 @@
+"""The decode stage of a scan, as interchangeable strategies (DESIGN §6: read planning -> byte
+fetch -> decode -> transfer).
+
+- :class:`ArrowDecoder`: the storage stage reads the selected column chunks (measured), then
+  pyarrow decodes them on the host; the columns cross to the device afterwards.
+- :class:`TorchDecoder` (``decoder=device``): the fetch keeps the column chunks' bytes, the page
+  layout is read on the host and the pages are decoded with torch on the scan's device
+  (:mod:`sluice.io.parquet.decode`), so on a GPU the decoded columns never cross PCIe. A column
+  it cannot decode goes to pyarrow, counted per scan (``--analyze``), or is refused with
+  ``strict_device=true``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from sluice.chunk import Column
+from sluice.errors import DataError, UnsupportedError
+from sluice.io.parquet.convert import arrow_to_column
+from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column
+from sluice.io.parquet.metadata import RowGroup
+from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
+from sluice.io.pinned import columns_nbytes
+
+_DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+#: A column chunk whose dictionary page takes more than this share of its bytes is read as
+#: plain strings: its values barely repeat (comments, names, addresses), and pyarrow would
+#: hash every value that overflowed the dictionary page to hand it over as a dictionary.
+DICTIONARY_SHARE_MAX = 0.10
+
+
+def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
+    """Whether to ask pyarrow for this string column as dictionaries: every chunk must be
+    dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary) with a
+    dictionary page that is small next to its data pages (values repeat)."""
+    j = md.schema.names.index(column)
+    for i in row_groups:
+        cc = md.row_group(i).column(j)
+        encs = set(cc.encodings)
+        if not encs & _DICT_ENCODINGS or encs & {"DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY"}:
+            return False
+        if cc.has_dictionary_page and cc.dictionary_page_offset is not None and cc.total_compressed_size:
+            dict_bytes = cc.data_page_offset - cc.dictionary_page_offset
+            if dict_bytes > DICTIONARY_SHARE_MAX * cc.total_compressed_size:
+                return False
+    return True
+
+
+def decoder_name(setting: str, device: torch.device) -> str:
+    """``auto`` is pyarrow until the device decoder has been measured on a GPU (it decodes on
+    the host's cores faster than torch does there); ``device`` and ``arrow`` are taken as set."""
+    return "arrow" if setting == "auto" else setting
+
+
+class ArrowDecoder:
+    name = "arrow"
+
+    def __init__(self, scan) -> None:
+        self.scan = scan
+
+    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str]
+               ) -> tuple[dict[str, Column], int]:
+        """Read (measured on its own) then decode ``stored`` columns of ``task`` on the host."""
+        s = self.scan
+        path = task[0].path
+        rg_idx = [rg.index for rg in task]
+        strings = [c for c in stored if s.table.types[c].kind == "string" and read_as_dictionary(md, c, rg_idx)]
+        t0 = time.perf_counter()
+        try:
+            ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
+            nread = read_ranges(path, ranges)
+            t1 = time.perf_counter()
+            s._record("read", t0, t1, nread)
+            f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
+            t = f.read_row_groups(rg_idx, columns=stored, use_threads=True)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
+        cols = {c: arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
+        s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+        return cols, nread
+
+
+class TorchDecoder:
+    name = "device"
+
+    def __init__(self, scan) -> None:
+        self.scan = scan
+        self.arrow = ArrowDecoder(scan)
+        self.cannot: dict[str, str] = {}  # column -> why it is left to pyarrow
+
+    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str]
+               ) -> tuple[dict[str, Column], int]:
+        s = self.scan
+        path = task[0].path
+        rg_idx = [rg.index for rg in task]
+        ours = []
+        for c in stored:
+            why = self.cannot.get(c)
+            if why is None:
+                try:
+                    self._spec(md, c)
+                    ours.append(c)
+                    continue
+                except NotDecodable as e:
+                    why = self._fallback(c, str(e))
+        rest = [c for c in stored if c not in ours]
+        cols: dict[str, Column] = {}
+        nread = 0
+        if ours:
+            t0 = time.perf_counter()
+            try:
+                chunks, nread = fetch_chunks(path, md, rg_idx, ours)
+            except OSError as e:
+                raise DataError(f"cannot read {path}: {e}") from None
+            t1 = time.perf_counter()
+            s._record("read", t0, t1, nread)
+            for c in ours:
+                try:
+                    cols[c] = decode_column(chunks[c], self._spec(md, c), s.device)
+                except NotDecodable as e:  # an encoding met in the pages, not the footer
+                    self._fallback(c, str(e))
+                    rest.append(c)
+                except (ValueError, IndexError, RuntimeError) as e:
+                    raise DataError(f"cannot decode column {c} of {path}: {e}") from None
+            s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+        if rest:
+            more, n2 = self.arrow.decode(task, md, rest)
+            cols.update(more)
+            nread += n2
+        return cols, nread
+
+    def _spec(self, md, c: str):
+        t = self.scan.table
+        return column_spec(md, c, t.arrow_schema.field(c).type, t.types[c])
+
+    def _fallback(self, column: str, why: str) -> str:
+        s = self.scan
+        if s.cfg.strict_device:
+            raise UnsupportedError(f"decoder=device cannot decode {s.table.name}.{column} ({why}); "
+                                   f"strict_device=true forbids falling back to pyarrow")
+        self.cannot[column] = why
+        s.stats.fallbacks[column] = why
+        return why
+
+
+def make_decoder(scan):
+    name = decoder_name(scan.cfg.decoder, scan.device)
+    scan.stats.decoder = name
+    return TorchDecoder(scan) if name == "device" else ArrowDecoder(scan)
+
+
+def partition_column(table, column: str, path: str, n: int) -> Column:
+    """A hive partition column: the file's folder value on every row."""
+    typ = table.arrow_schema.field(column).type
+    one = pa.array([table.partitions[column][path]], typ)
+    return arrow_to_column(one.take(pa.array(np.zeros(n, dtype=np.int32))), table.types[column])

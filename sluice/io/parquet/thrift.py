@@ -1,0 +1,161 @@
+"""Parquet page headers: the Thrift compact protocol, read field by field.
+
+pyarrow exposes row groups and column chunks but not pages, and a decoder of our own (the
+torch decoder of :mod:`sluice.io.parquet.decode`) needs each page's type, sizes, value count
+and encodings. Page headers are never compressed, so they are read on the host from the
+column chunk's bytes as stored; only the fields used are decoded and the rest skipped by type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAGE_TYPES = {0: "DATA_PAGE", 1: "INDEX_PAGE", 2: "DICTIONARY_PAGE", 3: "DATA_PAGE_V2"}
+ENCODINGS = {0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
+             6: "DELTA_LENGTH_BYTE_ARRAY", 7: "DELTA_BYTE_ARRAY", 8: "RLE_DICTIONARY", 9: "BYTE_STREAM_SPLIT"}
+
+
+class CompactReader:
+    """A cursor over Thrift compact-protocol bytes."""
+
+    def __init__(self, buf, pos: int = 0) -> None:
+        self.buf = buf
+        self.pos = pos
+
+    def byte(self) -> int:
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def skip(self, ctype: int) -> None:
+        if ctype in (1, 2):          # bool true/false: value is in the type
+            return
+        if ctype == 3:               # byte
+            self.pos += 1
+        elif ctype in (4, 5, 6):     # i16, i32, i64
+            self.varint()
+        elif ctype == 7:             # double
+            self.pos += 8
+        elif ctype == 8:             # binary
+            n = self.varint()
+            self.pos += n
+        elif ctype in (9, 10):       # list, set
+            h = self.byte()
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = self.varint()
+            for _ in range(size):
+                self.skip(et)
+        elif ctype == 11:            # map
+            size = self.varint()
+            if size:
+                kv = self.byte()
+                for _ in range(size):
+                    self.skip(kv >> 4)
+                    self.skip(kv & 0x0F)
+        elif ctype == 12:            # struct
+            self.struct(lambda fid, t: False)
+        else:
+            raise ValueError(f"bad thrift type {ctype}")
+
+    def struct(self, on_field) -> None:
+        """Read a struct; ``on_field(id, type)`` returns True when it consumed the value."""
+        last = 0
+        while True:
+            h = self.byte()
+            if h == 0:
+                return
+            delta, ctype = h >> 4, h & 0x0F
+            fid = last + delta if delta else self.zigzag()
+            last = fid
+            if not on_field(fid, ctype):
+                self.skip(ctype)
+
+
+@dataclass(slots=True)
+class PageHeader:
+    """One page: where its body lies in the column chunk's bytes, and how it is encoded."""
+
+    type: str
+    compressed: int          # body bytes as stored
+    uncompressed: int        # body bytes once decompressed (v2: levels + values)
+    num_values: int          # values including NULLs (dictionary page: dictionary entries)
+    encoding: str
+    body: int                # offset of the body in the buffer the header was read from
+    num_nulls: int = -1      # v2 only
+    def_bytes: int = 0       # v2: definition levels' bytes (stored uncompressed, before the values)
+    rep_bytes: int = 0       # v2: repetition levels' bytes
+    compressed_values: bool = True  # v2: whether the values section is compressed
+
+
+def read_page_header(buf, pos: int) -> PageHeader:
+    """Parse the page header at ``pos`` of ``buf`` (bytes, bytearray or memoryview)."""
+    r = CompactReader(buf, pos)
+    f: dict = {"type": 0, "unc": 0, "comp": 0, "nv": 0, "enc": None, "nulls": -1, "dl": 0, "rl": 0, "isc": True}
+
+    def v1(fid, ctype):  # DataPageHeader / DictionaryPageHeader
+        if fid == 1 and ctype == 5:
+            f["nv"] = r.zigzag()
+        elif fid == 2 and ctype == 5:
+            f["enc"] = r.zigzag()
+        else:
+            return False
+        return True
+
+    def v2(fid, ctype):  # DataPageHeaderV2
+        key = {1: "nv", 2: "nulls", 4: "enc", 5: "dl", 6: "rl"}.get(fid)
+        if key is not None and ctype == 5:
+            f[key] = r.zigzag()
+        elif fid == 7 and ctype in (1, 2):
+            f["isc"] = ctype == 1
+        else:
+            return False
+        return True
+
+    def top(fid, ctype):
+        if fid == 1 and ctype == 5:
+            f["type"] = r.zigzag()
+        elif fid == 2 and ctype == 5:
+            f["unc"] = r.zigzag()
+        elif fid == 3 and ctype == 5:
+            f["comp"] = r.zigzag()
+        elif fid in (5, 7) and ctype == 12:
+            r.struct(v1)
+        elif fid == 8 and ctype == 12:
+            r.struct(v2)
+        else:
+            return False
+        return True
+
+    r.struct(top)
+    if f["comp"] < 0 or f["unc"] < 0 or f["nv"] < 0:
+        raise ValueError("corrupt page header")
+    return PageHeader(PAGE_TYPES.get(f["type"], str(f["type"])), f["comp"], f["unc"], f["nv"],
+                      ENCODINGS.get(f["enc"], str(f["enc"])), r.pos, f["nulls"], f["dl"], f["rl"], f["isc"])
+
+
+def read_page_headers(buf, start: int = 0, end: int | None = None) -> list[PageHeader]:
+    """The headers of the pages of one column chunk held in ``buf[start:end]``."""
+    end = len(buf) if end is None else end
+    pages: list[PageHeader] = []
+    pos = start
+    while pos < end:
+        h = read_page_header(buf, pos)
+        pages.append(h)
+        pos = h.body + h.compressed
+    if pos != end:
+        raise ValueError("page headers overrun their column chunk")
+    return pages

@@ -1,0 +1,90 @@
+"""``decoder=device`` end to end: queries equal DuckDB whatever decodes the pages, every scan
+mode, a column the decoder leaves to pyarrow is counted (or refused with strict_device)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.errors import ConfigError, UnsupportedError
+from sluice.testing.oracle import compare, duckdb_connect
+from sluice.testing.queries import order_by_columns, ssb_queries, tpch_queries
+
+
+@pytest.mark.parametrize("name", ["q01", "q03", "q06", "q09", "q13", "q18", "q22"])
+def test_tpch_device_decoder_matches_duckdb(name, tpch_dir, tpch_duck, connect):
+    sql = tpch_queries()[name]
+    ours = connect(tpch_dir, decoder="device").sql(sql).to_arrow()
+    theirs = tpch_duck.sql(sql).to_arrow_table()
+    compare(ours, theirs, order_by_columns(sql, theirs.column_names))
+
+
+@pytest.mark.parametrize("mode", ["direct", "pushdown", "staging", "auto"])
+@pytest.mark.parametrize("name", ["q1.1", "q2.1", "q3.1", "q4.1"])
+def test_ssb_device_decoder_every_scan_mode(name, mode, ssb_dir, connect):
+    sql = ssb_queries()[name]
+    ours = connect(ssb_dir, decoder="device", scan_mode=mode, chunk_rows=100_000).sql(sql).to_arrow()
+    theirs = duckdb_connect(ssb_dir).sql(sql).to_arrow_table()
+    compare(ours, theirs, order_by_columns(sql, theirs.column_names))
+
+
+def test_every_column_on_the_device_decoder(tpch_dir, connect):
+    rel = connect(tpch_dir, decoder="device").sql("select count(*), max(l_comment), sum(l_tax) from lineitem")
+    rel.to_arrow()
+    _, ctx = rel.last_run
+    (reader,) = ctx.readers.values()
+    assert reader.stats.decoder == "device" and reader.stats.fallbacks == {}
+
+
+@pytest.fixture
+def odd_dir(tmp_path):
+    t = pa.table({"k": pa.array([1, 2, 3, None], pa.int32()),
+                  "ts": pa.array([10**9, None, 3 * 10**9, 7000], pa.timestamp("ns")),
+                  "s": pa.array(["a", None, "c", "d"])})
+    pq.write_table(t, tmp_path / "odd.parquet")
+    return tmp_path
+
+
+def test_fallback_is_counted_and_answers_stay(odd_dir, connect):
+    sql = "select k, ts, s from odd order by k nulls last"
+    rel = connect(odd_dir, decoder="device").sql(sql)
+    ours = rel.to_arrow()
+    compare(ours, duckdb_connect(odd_dir).sql(sql).to_arrow_table(), [0])
+    _, ctx = rel.last_run
+    (reader,) = ctx.readers.values()
+    assert reader.stats.fallbacks == {"ts": "timestamp unit ns"}
+
+
+def test_strict_device_refuses_a_fallback(odd_dir, connect):
+    with pytest.raises(UnsupportedError, match=r"odd\.ts \(timestamp unit ns\)"):
+        connect(odd_dir, decoder="device", strict_device=True).sql("select ts from odd").to_arrow()
+    # Columns it can decode are fine under strict_device.
+    assert connect(odd_dir, decoder="device", strict_device=True).sql("select sum(k) from odd").to_arrow()[0][0].as_py() == 6
+
+
+def test_decoder_setting_is_checked(tpch_dir, connect):
+    with pytest.raises(ConfigError, match="decoder must be auto, arrow or device"):
+        connect(tpch_dir, decoder="gpu")
+
+
+def test_cli_analyze_shows_fallback_and_strict_error_is_one_line(odd_dir):
+    base = [sys.executable, "-m", "sluice.cli", "query", "--data", str(odd_dir)]
+    r = subprocess.run(base + ["select ts, k from odd", "--set", "decoder=device", "--analyze"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "decoder device, left to pyarrow: ts (timestamp unit ns)" in r.stdout + r.stderr
+    r = subprocess.run(base + ["select ts from odd", "--set", "decoder=device", "--set", "strict_device=true"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("unsupported: decoder=device cannot decode")
+
+
+def test_sub_microsecond_timestamps_are_refused(tmp_path, connect):
+    pq.write_table(pa.table({"ts": pa.array([1, 2], pa.timestamp("ns"))}), tmp_path / "ns.parquet")
+    for decoder in ("arrow", "device"):
+        with pytest.raises(UnsupportedError, match="nanoseconds"):
+            connect(tmp_path, decoder=decoder).sql("select ts from ns").to_arrow()

@@ -1,0 +1,180 @@
+"""The torch Parquet decoder equals pyarrow: every column of every TPC-H and SSB table at
+SF 0.1 as generated and under each ``sluice rewrite`` preset, and a matrix of encodings,
+codecs and page versions with NULLs, many pages per chunk and short last pages."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from sluice.io.parquet.convert import arrow_to_column
+from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column
+from sluice.io.parquet.ranges import fetch_chunks
+from sluice.layout.rewrite import options_from, rewrite
+from sluice.types import from_arrow
+
+
+def assert_same(ours, ref, name):
+    """Equal values where valid, equal validity, same dtype; strings by their text."""
+    va = ours.valid if ours.valid is not None else torch.ones(len(ours.data), dtype=torch.bool)
+    vb = ref.valid if ref.valid is not None else torch.ones(len(ref.data), dtype=torch.bool)
+    assert torch.equal(va.cpu(), vb), f"{name}: validity differs"
+    if ref.type.kind == "string":
+        a = ours.dictionary.take(pa.array(ours.data.cpu().numpy()[va.numpy()]))
+        b = ref.dictionary.take(pa.array(ref.data.numpy()[vb.numpy()]))
+        assert a.equals(b), f"{name}: strings differ"
+        return
+    assert ours.data.dtype == ref.data.dtype, f"{name}: {ours.data.dtype} vs {ref.data.dtype}"
+    a, b = ours.data.cpu()[va], ref.data[vb]
+    if ref.data.dtype.is_floating_point:
+        assert torch.equal(a.isnan(), b.isnan()), name
+        a, b = a[~a.isnan()], b[~b.isnan()]
+    assert torch.equal(a, b), f"{name}: values differ"
+
+
+def check_file(path, row_groups=None) -> int:
+    """Decode every column of ``path`` (all row groups as one task) and compare; returns the
+    number of columns decoded by torch."""
+    md = pq.read_metadata(path)
+    schema = md.schema.to_arrow_schema()
+    groups = list(range(md.num_row_groups)) if row_groups is None else row_groups
+    chunks, _ = fetch_chunks(str(path), md, groups, schema.names)
+    table = pq.ParquetFile(path).read_row_groups(groups)
+    done = 0
+    for name in schema.names:
+        lt = from_arrow(schema.field(name).type)
+        spec = column_spec(md, name, schema.field(name).type, lt)
+        ours = decode_column(chunks[name], spec, torch.device("cpu"))
+        assert_same(ours, arrow_to_column(table.column(name), lt), f"{path.name}:{name}")
+        done += 1
+    return done
+
+
+# --------------------------------------------------------------------------- matrix
+
+ROWS = 3000
+
+
+def _matrix_table(seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = ROWS
+    nulls = rng.random(n) < 0.15
+
+    def arr(values, typ, with_nulls=True):
+        return pa.array(values, typ, mask=nulls if with_nulls else None)
+
+    words = np.array(["", "a", "bb", "MAIL", "SHIP", "TRUCK", "über", "naïve café", "x" * 40])
+    low = words[rng.integers(0, len(words), n)]
+    high = np.array([f"{w}-{i * 7919 % 100003}-{'z' * (i % 13)}" for i, w in enumerate(low)])
+    dec = rng.integers(-10**12, 10**12, n)
+    return pa.table({
+        "i32": arr(rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32), pa.int32()),
+        "i64": arr(np.cumsum(rng.integers(-1000, 10**6, n)), pa.int64(), with_nulls=False),
+        "i64x": arr(rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64), pa.int64()),
+        "i8": arr(rng.integers(-128, 128, n).astype(np.int8), pa.int8()),
+        "i16": arr(rng.integers(-2**15, 2**15, n).astype(np.int16), pa.int16()),
+        "u8": arr(rng.integers(0, 256, n).astype(np.uint8), pa.uint8()),
+        "u32": arr(rng.integers(0, 2**32, n, dtype=np.int64).astype(np.uint32), pa.uint32()),
+        "f32": arr(rng.standard_normal(n).astype(np.float32), pa.float32()),
+        "f64": arr(rng.standard_normal(n) * 1e6, pa.float64()),
+        "b": arr(rng.random(n) < 0.3, pa.bool_()),
+        "d": arr(rng.integers(-20000, 30000, n).astype(np.int32), pa.date32()),
+        "ts": arr(rng.integers(-2**50, 2**50, n), pa.timestamp("us")),
+        "tsms": arr(rng.integers(-2**40, 2**40, n), pa.timestamp("ms", tz="UTC")),
+        "dec": pa.array([None if m else decimal.Decimal(int(v)).scaleb(-2) for v, m in zip(dec, nulls)],
+                        pa.decimal128(15, 2)),
+        "decw": pa.array([None if m else decimal.Decimal(int(v)).scaleb(-4) for v, m in zip(dec, nulls)],
+                         pa.decimal128(30, 4)),
+        "s": arr(low, pa.string()),
+        "sh": arr(high, pa.string(), with_nulls=False),
+        "sn": pa.array([None] * n, pa.string()),
+    })
+
+
+def _encodings(scheme: str, table: pa.Table) -> dict:
+    if scheme == "dictionary":
+        return dict(use_dictionary=True)
+    if scheme == "plain":
+        return dict(use_dictionary=False)
+    enc = {}
+    for f in table.schema:
+        t = f.type
+        if scheme == "delta":
+            if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
+                enc[f.name] = "DELTA_BINARY_PACKED"
+            elif pa.types.is_string(t):
+                enc[f.name] = "DELTA_BYTE_ARRAY" if f.name != "sh" else "DELTA_LENGTH_BYTE_ARRAY"
+            elif pa.types.is_boolean(t):
+                enc[f.name] = "RLE"
+        elif scheme == "byte_stream_split":
+            if pa.types.is_floating(t) or pa.types.is_decimal(t) or t in (pa.int32(), pa.int64()):
+                enc[f.name] = "BYTE_STREAM_SPLIT"
+            elif pa.types.is_string(t):
+                enc[f.name] = "DELTA_LENGTH_BYTE_ARRAY"
+    return dict(use_dictionary=False, column_encoding=enc)
+
+
+@pytest.mark.parametrize("codec", ["none", "snappy", "zstd", "lz4", "gzip", "brotli"])
+@pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_encodings_codecs_pages(tmp_path, codec, scheme, version):
+    table = _matrix_table()
+    path = tmp_path / "m.parquet"
+    # Many pages per chunk (small pages), three row groups, a short last page in each.
+    pq.write_table(table, path, compression=codec, data_page_version=version, data_page_size=2048,
+                   row_group_size=1100, write_statistics=False,
+                   store_decimal_as_integer=scheme != "byte_stream_split", **_encodings(scheme, table))
+    md = pq.read_metadata(path)
+    assert md.num_row_groups == 3
+    assert check_file(path) == table.num_columns
+    assert check_file(path, [1]) == table.num_columns  # one row group alone
+
+
+def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path):
+    """A dictionary that outgrows its page limit: the chunk mixes dictionary and plain pages."""
+    table = _matrix_table(1)
+    path = tmp_path / "o.parquet"
+    pq.write_table(table, path, dictionary_pagesize_limit=512, data_page_size=1024)
+    encs = {e for i in range(pq.read_metadata(path).num_row_groups)
+            for e in pq.read_metadata(path).row_group(i).column(table.schema.names.index("sh")).encodings}
+    assert "PLAIN" in encs and "RLE_DICTIONARY" in encs
+    assert check_file(path) == table.num_columns
+
+
+def test_not_decodable_columns_are_named(tmp_path):
+    t = pa.table({"l": pa.array([[1, 2], None, [3]]), "ns": pa.array([1, 2, 3], pa.timestamp("ns")),
+                  "bin": pa.array([b"a", b"b", None])})
+    path = tmp_path / "n.parquet"
+    pq.write_table(t, path)
+    md = pq.read_metadata(path)
+    with pytest.raises(NotDecodable, match="timestamp unit ns"):
+        column_spec(md, "ns", t.schema.field("ns").type, from_arrow(t.schema.field("ns").type))
+
+
+# --------------------------------------------------------------------------- TPC-H / SSB
+
+@pytest.fixture(scope="module")
+def layouts(data_root, tmp_path_factory):
+    """The TPC-H and SSB tables as generated and rewritten with each preset."""
+    out = {"generated": data_root}
+    for preset in ("cpu", "gpu"):
+        dst = tmp_path_factory.mktemp(f"layout-{preset}")
+        for bench in ("tpch", "ssb"):
+            rewrite(data_root / bench, dst / bench, options_from(preset))
+        out[preset] = dst
+    return out
+
+
+@pytest.mark.parametrize("layout", ["generated", "cpu", "gpu"])
+@pytest.mark.parametrize("bench", ["tpch", "ssb"])
+def test_benchmark_tables(layouts, layout, bench):
+    root = layouts[layout] / bench
+    files = sorted(root.glob("*.parquet"))
+    assert files
+    for f in files:
+        check_file(f)
