@@ -37,9 +37,15 @@ def assert_same(ours, ref, name):
     assert torch.equal(a, b), f"{name}: values differ"
 
 
-def check_file(path, row_groups=None) -> int:
-    """Decode every column of ``path`` (all row groups as one task) and compare; returns the
-    number of columns decoded by torch."""
+def _torch_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def check_file(path, row_groups=None, device="cpu") -> int:
+    """Decode every column of ``path`` (all row groups as one task) on ``device`` (the suite's:
+    ``--device cuda`` runs the decoder on a GPU) and compare; returns the columns decoded."""
     md = pq.read_metadata(path)
     schema = md.schema.to_arrow_schema()
     groups = list(range(md.num_row_groups)) if row_groups is None else row_groups
@@ -49,7 +55,7 @@ def check_file(path, row_groups=None) -> int:
     for name in schema.names:
         lt = from_arrow(schema.field(name).type)
         spec = column_spec(md, name, schema.field(name).type, lt)
-        ours = decode_column(chunks[name], spec, torch.device("cpu"))
+        ours = decode_column(chunks[name], spec, _torch_device(device))
         assert_same(ours, arrow_to_column(table.column(name), lt), f"{path.name}:{name}")
         done += 1
     return done
@@ -122,7 +128,7 @@ def _encodings(scheme: str, table: pa.Table) -> dict:
 @pytest.mark.parametrize("codec", ["none", "snappy", "zstd", "lz4", "gzip", "brotli"])
 @pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
-def test_encodings_codecs_pages(tmp_path, codec, scheme, version):
+def test_encodings_codecs_pages(tmp_path, codec, scheme, version, device):
     table = _matrix_table()
     path = tmp_path / "m.parquet"
     # Many pages per chunk (small pages), three row groups, a short last page in each.
@@ -131,11 +137,11 @@ def test_encodings_codecs_pages(tmp_path, codec, scheme, version):
                    store_decimal_as_integer=scheme != "byte_stream_split", **_encodings(scheme, table))
     md = pq.read_metadata(path)
     assert md.num_row_groups == 3
-    assert check_file(path) == table.num_columns
-    assert check_file(path, [1]) == table.num_columns  # one row group alone
+    assert check_file(path, device=device) == table.num_columns
+    assert check_file(path, [1], device=device) == table.num_columns  # one row group alone
 
 
-def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path):
+def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path, device):
     """A dictionary that outgrows its page limit: the chunk mixes dictionary and plain pages."""
     table = _matrix_table(1)
     path = tmp_path / "o.parquet"
@@ -143,7 +149,7 @@ def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path):
     encs = {e for i in range(pq.read_metadata(path).num_row_groups)
             for e in pq.read_metadata(path).row_group(i).column(table.schema.names.index("sh")).encodings}
     assert "PLAIN" in encs and "RLE_DICTIONARY" in encs
-    assert check_file(path) == table.num_columns
+    assert check_file(path, device=device) == table.num_columns
 
 
 def test_not_decodable_columns_are_named(tmp_path):
@@ -172,9 +178,9 @@ def layouts(data_root, tmp_path_factory):
 
 @pytest.mark.parametrize("layout", ["generated", "cpu", "gpu"])
 @pytest.mark.parametrize("bench", ["tpch", "ssb"])
-def test_benchmark_tables(layouts, layout, bench):
+def test_benchmark_tables(layouts, layout, bench, device):
     root = layouts[layout] / bench
     files = sorted(root.glob("*.parquet"))
     assert files
     for f in files:
-        check_file(f)
+        check_file(f, device=device)

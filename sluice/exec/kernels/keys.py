@@ -262,6 +262,17 @@ class JoinTable:
                 total += t.numel() * t.element_size()
         return total
 
+    def ranges(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per probe row, where its key's build rows start in ``sorted_rows`` and how many
+        there are (a non-unique index only)."""
+        if self.direct:
+            k = torch.where(ok, key, torch.zeros_like(key))
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+        else:
+            lo = torch.searchsorted(self.sorted_keys, key)
+            hi = torch.searchsorted(self.sorted_keys, key, right=True)
+        return lo, torch.where(ok, hi - lo, torch.zeros_like(lo))
+
     def match(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """All (probe row, build row) pairs with equal keys, probe-major order."""
         dev = key.device

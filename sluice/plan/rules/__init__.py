@@ -8,10 +8,11 @@ from sluice.plan.rules.order_joins import order_joins
 from sluice.plan.rules.prune_columns import prune_columns
 from sluice.plan.rules.push_filters import push_filters
 from sluice.plan.rules.push_semi_joins import push_semi_joins
+from sluice.plan.rules.semi_join_reduction import semi_join_reduction
 from sluice.plan.rules.simplify_outer_joins import inner_joins_below_left_joins, simplify_outer_joins
 
-RULES = (simplify_outer_joins, inner_joins_below_left_joins, order_joins, push_semi_joins, push_filters,
-         prune_columns)
+RULES = (simplify_outer_joins, inner_joins_below_left_joins, order_joins, push_semi_joins, semi_join_reduction,
+         push_filters, prune_columns)
 
 
 def optimize(plan: PlanNode) -> PlanNode:

@@ -81,13 +81,33 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
     ``0..len(nxt)`` and ``len(nxt)`` is the end (a sentinel). Pointer doubling: after step k,
     the first 2**(k+1) members of each chain are marked; ``longest`` bounds a chain's length
     (the caller's count of records in a stream: each step is a gather and a scatter over every
-    position, so the bound matters)."""
+    position, so the bound matters).
+
+    Most byte positions cannot start a record (the four bytes of text read as a length run far
+    past the stream's end), so the doubling runs only over the positions that can -- those
+    whose successor lies inside the stream, their successors and the heads -- compacted,
+    where they are under a quarter of the positions (strings; not bit-packed runs)."""
     n = int(nxt.numel())
-    jump = torch.cat([torch.clamp(nxt, max=n), nxt.new_tensor([n])])
-    on = torch.zeros(n + 1, dtype=torch.int8, device=nxt.device)
-    on[heads] = 1
+    dev = nxt.device
+    inside = nxt < n
+    cand = inside.clone()
+    cand.index_fill_(0, torch.clamp(nxt, max=n - 1), True)  # successors (an extra candidate is harmless)
+    cand[heads] = True
+    pos = torch.nonzero(cand).reshape(-1)
+    m = int(pos.numel())
+    if 4 * m > n:  # not worth compacting
+        pos, m = None, n
+        jump = torch.cat([torch.clamp(nxt, max=n), nxt.new_tensor([n])])
+        on = torch.zeros(n + 1, dtype=torch.int8, device=dev)
+        on[heads] = 1
+    else:
+        remap = torch.full((n + 1,), m, dtype=torch.long, device=dev)
+        remap[pos] = torch.arange(m, device=dev)
+        jump = torch.cat([gather(remap, torch.clamp(gather(nxt, pos), max=n)), pos.new_tensor([m])])
+        on = torch.zeros(m + 1, dtype=torch.int8, device=dev)
+        on[gather(remap, heads)] = 1
     steps = max(1, int(longest).bit_length())
-    cpu = nxt.device.type == "cpu"
+    cpu = dev.type == "cpu"
     for k in range(steps):
         if cpu:  # mark the few members found so far (a scatter over every position costs more)
             at = torch.nonzero(on).reshape(-1)
@@ -96,4 +116,8 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
             on = on.scatter_reduce(0, jump, on, "amax")
         if k + 1 < steps:
             jump = gather(jump, jump)
-    return on[:n].bool()
+    if pos is None:
+        return on[:n].bool()
+    out = torch.zeros(n, dtype=torch.bool, device=dev)
+    out[pos[on[:m].bool()]] = True
+    return out
