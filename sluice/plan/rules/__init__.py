@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sluice.errors import SluiceError, internal_error
 from sluice.plan.logical import PlanNode
+from sluice.plan.rules.filter_shared_ctes import filter_shared_ctes
 from sluice.plan.rules.order_joins import order_joins
 from sluice.plan.rules.prune_columns import prune_columns
 from sluice.plan.rules.push_filters import push_filters
@@ -12,7 +13,7 @@ from sluice.plan.rules.semi_join_reduction import semi_join_reduction
 from sluice.plan.rules.simplify_outer_joins import inner_joins_below_left_joins, simplify_outer_joins
 
 RULES = (simplify_outer_joins, inner_joins_below_left_joins, order_joins, push_semi_joins, semi_join_reduction,
-         push_filters, prune_columns)
+         push_filters, filter_shared_ctes, prune_columns)
 
 
 def optimize(plan: PlanNode) -> PlanNode:

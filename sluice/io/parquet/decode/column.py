@@ -1,10 +1,13 @@
 """Column chunks as stored -> one sluice Column, decoded with torch on the tensors' device.
 
-The page layout (headers, decompression, where each page's levels and values lie) is worked
-out on the host from the bytes as read; the page bodies then cross to the device in one
-buffer and every step of the decode runs there over all pages of all chunks at once.
-Columns this decoder does not handle raise :class:`NotDecodable`, and the reader decodes them
-with pyarrow instead (counted, or an error under ``strict_device``).
+Four steps: the layout (page headers read on the host from the bytes as read: where every page
+will lie once decompressed, from the headers' sizes alone), decompression into that layout
+(today pyarrow's codecs on the host, :func:`decompress_on_host`; nvCOMP on the device plugs in
+here, writing every page to its place in one batch), the levels' lengths of v1 pages (the one
+field read after decompression), and the decode proper: the page bodies cross to the device in
+one buffer and every step runs there over all pages of all chunks at once. Columns this decoder
+does not handle raise :class:`NotDecodable`, and the reader decodes them with pyarrow instead
+(counted, or an error under ``strict_device``).
 """
 
 from __future__ import annotations
@@ -70,11 +73,9 @@ def column_spec(md, name: str, arrow_type: pa.DataType, ltype: LType) -> ColumnS
 
 
 def _decompress(raw, codec: str, size: int) -> bytes:
-    name = CODECS.get(codec, "?")
+    name = CODECS[codec]
     if name is None:
         return bytes(raw)
-    if name == "?":
-        raise NotDecodable(f"codec {codec}")
     if name == "lz4":
         return _lz4_hadoop(raw, size)
     return pa.Codec(name).decompress(raw, decompressed_size=size, asbytes=True)
@@ -104,50 +105,76 @@ def _lz4_hadoop(raw, size: int) -> bytes:
 
 @dataclass
 class _Layout:
-    """Where the decompressed pages of a task lie in one host buffer."""
+    """Where each page of a task will lie, decompressed, in one buffer -- known from the page
+    headers alone (their uncompressed sizes), before anything is decompressed, so a device
+    decompressor (nvCOMP) can write every page straight to its place in one batch."""
 
-    parts: list = field(default_factory=list)
+    parts: list = field(default_factory=list)   # (bytes as stored, codec or None: copied as is, size once decompressed)
     size: int = 0
     dicts: list = field(default_factory=list)   # (chunk, start, end, count, encoding)
     pages: list = field(default_factory=list)   # dicts per data page
 
-    def add(self, body: bytes) -> int:
+    def add(self, raw, codec: str | None, size: int) -> int:
         at = self.size
-        self.parts.append(body)
-        self.size += len(body)
+        self.parts.append((raw, codec, size))
+        self.size += size
         return at
 
 
 def _layout(chunks: list[tuple[object, str]], spec: ColumnSpec) -> _Layout:
     lay = _Layout()
     for ci, (data, codec) in enumerate(chunks):
+        if CODECS.get(codec, "?") == "?":
+            raise NotDecodable(f"codec {codec}")
         for h in read_page_headers(data):
             raw = memoryview(data)[h.body:h.body + h.compressed]
             if h.type == "DICTIONARY_PAGE":
-                at = lay.add(_decompress(raw, codec, h.uncompressed))
+                at = lay.add(raw, codec, h.uncompressed)
                 lay.dicts.append((ci, at, lay.size, h.num_values, h.encoding))
             elif h.type == "DATA_PAGE":
-                body = _decompress(raw, codec, h.uncompressed)
-                at = lay.add(body)
-                dl = int.from_bytes(body[:4], "little") if spec.max_def else -4
-                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size,
-                                      defs=(at + 4, at + 4 + dl) if spec.max_def else None, v=at + 4 + dl))
-            elif h.type == "DATA_PAGE_V2":
+                # Definition levels: a 4-byte length, then the levels (read once decompressed).
+                at = lay.add(raw, codec, h.uncompressed)
+                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size, at=at, v1=True,
+                                      defs=None, v=at))
+            elif h.type == "DATA_PAGE_V2":  # levels stored uncompressed ahead of the values
                 lv = h.rep_bytes + h.def_bytes
-                rest = raw[lv:]
-                vals = _decompress(rest, codec, h.uncompressed - lv) if h.compressed_values else bytes(rest)
-                at = lay.add(bytes(raw[:lv]) + vals)
-                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size,
+                at = lay.add(raw[:lv], None, lv)
+                lay.add(raw[lv:], codec if h.compressed_values else None, h.uncompressed - lv)
+                lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size, at=at, v1=False,
                                       defs=(at + h.rep_bytes, at + lv) if spec.max_def else None, v=at + lv))
             if h.type in ("DATA_PAGE", "DATA_PAGE_V2") and h.encoding not in VALUE_ENCODINGS:
                 raise NotDecodable(f"encoding {h.encoding}")
     return lay
 
 
+def decompress_on_host(lay: _Layout) -> bytes:
+    """Every page decompressed with pyarrow's codecs, back to back as the layout places them."""
+    out = []
+    for raw, codec, size in lay.parts:
+        body = _decompress(raw, codec, size) if codec is not None else bytes(raw)
+        if len(body) != size:
+            raise ValueError(f"a page decompressed to {len(body)} bytes, its header says {size}")
+        out.append(body)
+    return b"".join(out)
+
+
+def _place_levels(lay: _Layout, host: bytes, spec: ColumnSpec) -> None:
+    """v1 pages: where the definition levels end and the values start, from the 4-byte length
+    that leads the decompressed page (the one field of a page read after decompression)."""
+    if not spec.max_def:
+        return
+    for p in lay.pages:
+        if p["v1"]:
+            dl = int.from_bytes(host[p["at"]:p["at"] + 4], "little")
+            p["defs"] = (p["at"] + 4, p["at"] + 4 + dl)
+            p["v"] = p["at"] + 4 + dl
+
+
 def decode_column(chunks: list[tuple[object, str]], spec: ColumnSpec, device: torch.device) -> Column:
     """Decode the column chunks ``chunks`` ((bytes as stored, codec) per row group, in order)."""
     lay = _layout(chunks, spec)
-    host = b"".join(lay.parts)
+    host = decompress_on_host(lay)
+    _place_levels(lay, host, spec)
     buf = padded(torch.frombuffer(bytearray(host), dtype=torch.uint8) if host else torch.zeros(0, dtype=torch.uint8))
     buf = buf.to(device, non_blocking=device.type == "cuda")
     pages = lay.pages
