@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from sluice.io.parquet.ranges import chunk_span
 from sluice.io.parquet.thrift import read_page_header
 
 
@@ -32,12 +33,10 @@ def read_pages(data: bytes) -> list[PageInfo]:
 
 
 def column_chunk_pages(path: str, cc) -> list[PageInfo]:
-    start = cc.data_page_offset
-    if cc.has_dictionary_page and cc.dictionary_page_offset and cc.dictionary_page_offset < start:
-        start = cc.dictionary_page_offset
+    start, length = chunk_span(cc)
     fd = os.open(path, os.O_RDONLY)
     try:
-        data = os.pread(fd, cc.total_compressed_size, start)
+        data = os.pread(fd, length, start)
     finally:
         os.close(fd)
     return read_pages(data)

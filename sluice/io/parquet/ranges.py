@@ -7,6 +7,7 @@ and keeps decoding off the disk.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 
@@ -16,28 +17,29 @@ import pyarrow.parquet as pq
 COALESCE_GAP = 64 << 10
 
 
-def column_chunk_ranges(md: pq.FileMetaData, row_groups: list[int], columns: list[str]) -> list[tuple[int, int]]:
-    """(offset, length) of each selected column chunk, merged when close together."""
-    names = md.schema.names
-    idx = [names.index(c) for c in columns]
-    spans = []
-    for rg in row_groups:
-        r = md.row_group(rg)
-        for j in idx:
-            cc = r.column(j)
-            start = cc.data_page_offset
-            if cc.has_dictionary_page and cc.dictionary_page_offset and cc.dictionary_page_offset < start:
-                start = cc.dictionary_page_offset
-            spans.append((start, cc.total_compressed_size))
-    spans.sort()
+def chunk_span(cc) -> tuple[int, int]:
+    """(offset, length) of one column chunk, its dictionary page included."""
+    start = cc.data_page_offset
+    if cc.has_dictionary_page and cc.dictionary_page_offset and cc.dictionary_page_offset < start:
+        start = cc.dictionary_page_offset
+    return start, cc.total_compressed_size
+
+
+def merge_spans(spans) -> list[tuple[int, int]]:
+    """Sorted (offset, length) spans merged where they lie within COALESCE_GAP of each other."""
     merged: list[list[int]] = []
-    for off, ln in spans:
+    for off, ln in sorted(spans):
         if merged and off <= merged[-1][0] + merged[-1][1] + COALESCE_GAP:
-            end = max(merged[-1][0] + merged[-1][1], off + ln)
-            merged[-1][1] = end - merged[-1][0]
+            merged[-1][1] = max(merged[-1][0] + merged[-1][1], off + ln) - merged[-1][0]
         else:
             merged.append([off, ln])
     return [(o, ln) for o, ln in merged]
+
+
+def column_chunk_ranges(md: pq.FileMetaData, row_groups: list[int], columns: list[str]) -> list[tuple[int, int]]:
+    """(offset, length) of each selected column chunk, merged when close together."""
+    idx = [md.schema.names.index(c) for c in columns]
+    return merge_spans(chunk_span(md.row_group(rg).column(j)) for rg in row_groups for j in idx)
 
 
 _scratch = threading.local()
@@ -76,17 +78,8 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
         r = md.row_group(rg)
         for c in columns:
             cc = r.column(names.index(c))
-            start = cc.data_page_offset
-            if cc.has_dictionary_page and cc.dictionary_page_offset and cc.dictionary_page_offset < start:
-                start = cc.dictionary_page_offset
-            want.append((c, start, cc.total_compressed_size, cc.compression))
-    spans = sorted({(s, ln) for _, s, ln, _ in want})
-    merged: list[list[int]] = []
-    for off, ln in spans:
-        if merged and off <= merged[-1][0] + merged[-1][1] + COALESCE_GAP:
-            merged[-1][1] = max(merged[-1][0] + merged[-1][1], off + ln) - merged[-1][0]
-        else:
-            merged.append([off, ln])
+            want.append((c, *chunk_span(cc), cc.compression))
+    merged = merge_spans({(s, ln) for _, s, ln, _ in want})
     blocks = []
     total = 0
     fd = os.open(path, os.O_RDONLY)
@@ -102,7 +95,6 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
         os.close(fd)
     out: dict[str, list[tuple[memoryview, str]]] = {c: [] for c in columns}
     starts = [o for o, _ in blocks]
-    import bisect
     for c, s, ln, codec in want:
         off, mv = blocks[bisect.bisect_right(starts, s) - 1]
         out[c].append((mv[s - off:s - off + ln], codec))
