@@ -10,17 +10,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.types import DAY_US, split_interval
+
 MODES = ("table", "csv", "json", "markdown", "line")
-DAY_US = 86_400_000_000
 _ELLIPSIS = "…"
 
 
 def interval_text(us: np.ndarray) -> pa.Array:
     """Day-time intervals as DuckDB prints a timestamp difference: ``2 days 01:00:00``,
     ``-1 day -00:00:01.5``, ``00:30:00``, ``60 days`` (vectorised over distinct values)."""
-    us = us.astype(np.int64)
-    days = (us - np.fmod(us, DAY_US)) // DAY_US  # toward zero, as the sign goes on both parts
-    rest = us - days * DAY_US
+    days, rest = split_interval(us.astype(np.int64))
     a = np.abs(rest)
     hh, mm, ss, frac = a // 3_600_000_000, a // 60_000_000 % 60, a // 1_000_000 % 60, a % 1_000_000
     day_txt = np.char.add(days.astype(str), np.where(np.abs(days) == 1, " day", " days"))

@@ -75,6 +75,19 @@ INTERVAL = LType("interval")
 STRING = LType("string")
 
 
+#: Microseconds in a day.
+DAY_US = 86_400_000_000
+
+
+def split_interval(us):
+    """(whole days, the rest in microseconds) of day-time intervals, both carrying the
+    interval's sign, as DuckDB splits a timestamp difference (-49 hours is -2 days -01:00:00).
+    For NumPy arrays and torch tensors of int64 microseconds alike."""
+    rest = us % DAY_US
+    rest = rest - DAY_US * ((us < 0) & (rest != 0))
+    return (us - rest) // DAY_US, rest
+
+
 def decimal(scale: int) -> LType:
     return LType("decimal", scale)
 

@@ -15,9 +15,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.exec.kernels import dates
 from sluice.functions import register
 from sluice.functions.common import and_valid
-from sluice.types import FLOAT64, INT64, STRING
+from sluice.types import DAY_US, FLOAT64, INT64, STRING, split_interval
 
-DAY_US = 86_400_000_000
 #: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
 UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
            "microsecond": 1}
@@ -54,10 +53,8 @@ def _bind_extract(args, params):
 
 
 def interval_parts(us: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(whole days, microseconds of the rest) of an interval, both with its sign, as DuckDB
-    splits a timestamp difference (-49 hours is -2 days -01:00:00)."""
-    days = torch.div(us, DAY_US, rounding_mode="trunc")
-    return days, us - days * DAY_US
+    """(whole days, microseconds of the rest) of an interval, both with its sign."""
+    return split_interval(us)
 
 
 def _extract_interval(e, a: Column) -> Column:

@@ -17,7 +17,7 @@ import torch
 
 from sluice.chunk import Column, host_tensor
 from sluice.errors import DataError, UnsupportedError
-from sluice.types import LType, from_arrow, to_arrow
+from sluice.types import LType, from_arrow, split_interval, to_arrow
 
 
 
@@ -159,11 +159,10 @@ def column_to_arrow(col: Column) -> pa.Array:
     if t.is_timestamp:
         return numpy_to_arrow(data.numpy().astype(np.int64), to_arrow(t), mask)
     if t.kind == "interval":  # (months, days, nanoseconds), split as DuckDB splits ts - ts
-        us = data.numpy().astype(np.int64)
-        days = (us - np.fmod(us, 86_400_000_000)) // 86_400_000_000
+        days, rest = split_interval(data.numpy().astype(np.int64))
         mdn = np.zeros(n, dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
         mdn["days"] = days
-        mdn["nanos"] = (us - days * 86_400_000_000) * 1000
+        mdn["nanos"] = rest * 1000
         validity, nulls = _validity_bitmap(mask)
         return pa.Array.from_buffers(pa.month_day_nano_interval(), n, [validity, pa.py_buffer(mdn)],
                                      null_count=nulls)
