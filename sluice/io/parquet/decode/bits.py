@@ -33,11 +33,12 @@ def le_bytes(buf: torch.Tensor, pos: torch.Tensor, n: int) -> torch.Tensor:
     return out
 
 
-def unpack(buf: torch.Tensor, bitpos: torch.Tensor, width: torch.Tensor) -> torch.Tensor:
-    """LSB-first bit-packed values of ``width`` bits (0..64, per element) at bit ``bitpos``."""
-    lo_w = torch.clamp(width, max=32)
-    lo = _unpack32(buf, bitpos, lo_w)
-    if bool((width > 32).any()):
+def unpack(buf: torch.Tensor, bitpos: torch.Tensor, width: torch.Tensor, wide: bool = True) -> torch.Tensor:
+    """LSB-first bit-packed values of ``width`` bits (0..64, per element) at bit ``bitpos``;
+    ``wide=False`` when no width exceeds 32 (levels, dictionary indices: half the work, and no
+    look at the widths, which would wait for the device)."""
+    lo = _unpack32(buf, bitpos, torch.clamp(width, max=32))
+    if wide:
         hi = _unpack32(buf, bitpos + 32, torch.clamp(width - 32, min=0))
         lo = torch.where(width > 32, lo | (hi << 32), lo)
     return lo

@@ -48,7 +48,7 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     j = torch.arange(run.numel(), device=dev) - r_first[run]
     packed_v = r_packed[run]
     bitpos = torch.where(packed_v, (r_pos[run] + r_hl[run]) * 8 + j * r_w[run], 0)
-    vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run]), r_value[run])
+    vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run], wide=False), r_value[run])
     keep = (r_in_stream[run] + j) < counts[r_sid[run]]
     return vals[keep], offsets
 
