@@ -1,6 +1,7 @@
 """A CTE every reference filters computes only the rows some reference keeps
-(sluice.plan.rules.filter_shared_ctes): answers equal DuckDB's; the plan filters inside the
-CTE only when every reference is filtered."""
+(sluice.plan.rules.filter_shared_ctes), and an OR above an aggregation whose every branch tests
+a group key filters below it: answers equal DuckDB's; the plan filters inside the CTE only
+when every reference is filtered, below the aggregation only what the OR implies."""
 
 import pytest
 
@@ -21,6 +22,13 @@ QUERIES = {
                             "and (y.nk > 20 or y.nk is null)",
     "in_subquery_and_from": AGG + "select count(*) from m a where a.mo = 1 and a.ck in "
                             "(select ck from m where mo = 2 and n > 1)",
+    "or_mixing_key_and_aggregate": AGG + "select count(*), sum(a.tot) from m a, m b where a.ck = b.ck and "
+                                   "((a.mo = 4 and a.tot > 200000) or a.mo = 6) and b.mo = 5",
+    "or_branch_without_key": "select count(*), sum(t) from (select o_custkey k, extract(month from o_orderdate) mo, "
+                             "sum(o_totalprice) t from orders group by 1, 2) where mo = 4 or t > 400000",
+    "or_over_grouping_no_cte": "select count(*), sum(t) from (select o_custkey k, extract(month from o_orderdate) mo, "
+                               "sum(o_totalprice) t from orders group by 1, 2) where (mo = 4 and t > 300000) "
+                               "or (mo = 9 and k < 1000)",
     "nested_ctes": "with a as (select l_orderkey k, l_linenumber ln, l_quantity q from lineitem), "
                    "b as (select k, sum(q) s from a where ln < 3 group by k) "
                    "select count(*), sum(x.s) from b x, b y, a where x.k = y.k and x.s > 60 and y.s < 80 "
@@ -52,3 +60,11 @@ def test_an_unfiltered_reference_keeps_the_cte_whole(tpch_dir, connect):
     scans = [ln for ln in text.splitlines() if "Scan orders" in ln]
     assert scans and not any("filter=" in ln for ln in scans)
     assert "Filter (EXTRACT(MONTH FROM o_orderdate) = 3)" in text  # above its own reference only
+
+
+def test_an_or_over_group_keys_and_aggregates_implies_a_key_filter_below(tpch_dir, connect):
+    text = plan_text(connect(tpch_dir), QUERIES["or_over_grouping_no_cte"])
+    scan = next(ln for ln in text.splitlines() if "Scan orders" in ln)
+    assert "filter=" in scan and "= 4)" in scan and "= 9)" in scan
+    text = plan_text(connect(tpch_dir), QUERIES["or_branch_without_key"])
+    assert "filter=" not in next(ln for ln in text.splitlines() if "Scan orders" in ln)

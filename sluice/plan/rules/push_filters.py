@@ -11,6 +11,7 @@ from functools import singledispatch
 
 from sluice.plan import expr as E
 from sluice.plan.expr import Expr
+from sluice.plan.joins import implied_filters
 from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
 
 
@@ -64,6 +65,11 @@ def _(plan: Aggregate, conds):
             below.append(E.substitute(c, keys))
         else:
             keep.append(c)
+            # An OR of branches that each test a group key implies the OR of those tests, which
+            # can go below (TPC-DS Q39b: ``moy = 5 OR (cov > 1.5 AND moy = 4)``); c stays.
+            for imp in implied_filters(c, [set(keys), set(plan.schema) - set(keys)]):
+                if imp.columns() <= set(keys):
+                    below.append(E.substitute(imp, keys))
     return _wrap(Aggregate(_push(plan.child, below), plan.keys, plan.aggs), keep)
 
 
