@@ -88,3 +88,67 @@ def test_sub_microsecond_timestamps_are_refused(tmp_path, connect):
     for decoder in ("arrow", "device"):
         with pytest.raises(UnsupportedError, match="nanoseconds"):
             connect(tmp_path, decoder=decoder).sql("select ts from ns").to_arrow()
+
+
+def test_corrupt_pages_are_one_line_data_errors(tmp_path):
+    """Garbage where the page headers or levels are: one line on stderr, exit 1, no output."""
+    import numpy as np
+    t = pa.table({"k": pa.array(np.arange(50_000, dtype=np.int64) % 977), "s": pa.array([f"v{i % 313}" for i in range(50_000)])})
+    path = tmp_path / "bad.parquet"
+    pq.write_table(t, path, compression="none")
+    md = pq.read_metadata(path)
+    cc = md.row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    start = cc.dictionary_page_offset or cc.data_page_offset
+    data[start + 2:start + 40] = bytes(range(200, 238))  # inside the first page header and body
+    path.write_bytes(bytes(data))
+    r = subprocess.run([sys.executable, "-m", "sluice.cli", "query", "--data", str(tmp_path),
+                        "select sum(k), count(s) from bad", "--set", "decoder=device"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("codec", ["snappy", "none"])
+def test_corrupted_files_never_answer_differently(tmp_path, connect, codec):
+    """Bytes overwritten at random in the first pages: where both decoders answer they agree
+    (no checksums: a changed value is read by both alike), and where pyarrow rejects the file
+    the device decoder rejects it too or gives the uncorrupted file's answer (a header field
+    neither needs, read past differently)."""
+    import random
+
+    import numpy as np
+    from sluice.errors import SluiceError
+    t = pa.table({"k": pa.array(np.arange(20_000, dtype=np.int64) % 977),
+                  "s": pa.array([f"v{i % 313}" for i in range(20_000)]),
+                  "n": pa.array([None if i % 7 == 0 else i * 1.5 for i in range(20_000)])})
+    src = tmp_path / "src.parquet"
+    pq.write_table(t, src, compression=codec, data_page_size=8192)
+    md = pq.read_metadata(src)
+    orig = src.read_bytes()
+    data_dir = tmp_path / "d"
+    data_dir.mkdir()
+    rng = random.Random(7)
+    sql = "select sum(k), count(s), min(s), sum(n), count(n) from bad"
+    (data_dir / "bad.parquet").write_bytes(orig)
+    clean = connect(data_dir, decoder="arrow", metadata_cache=False).sql(sql).to_arrow().to_pylist()
+
+    def answer(decoder):
+        try:
+            return connect(data_dir, decoder=decoder, metadata_cache=False).sql(sql).to_arrow().to_pylist()
+        except SluiceError as e:
+            assert "internal error" not in str(e), str(e)
+            return None
+
+    for _ in range(25):
+        data = bytearray(orig)
+        cc = md.row_group(0).column(rng.randrange(3))
+        start = cc.dictionary_page_offset or cc.data_page_offset
+        at = start + rng.randrange(0, min(cc.total_compressed_size, 300))
+        for k in range(rng.randrange(1, 8)):
+            data[at + k] = rng.randrange(256)
+        (data_dir / "bad.parquet").write_bytes(bytes(data))
+        theirs, ours = answer("arrow"), answer("device")
+        if theirs is None:
+            assert ours is None or ours == clean, f"pyarrow rejects the file, the device decoder answered {ours}"
+        elif ours is not None:
+            assert ours == theirs

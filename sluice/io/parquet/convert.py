@@ -56,6 +56,10 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         dictionary = arr.dictionary
         if dictionary.type != pa.string():
             dictionary = dictionary.cast(pa.string())
+        try:  # pyarrow checks UTF-8 of plain strings as it reads them, not of dictionary pages
+            dictionary.validate(full=True)
+        except pa.ArrowInvalid as e:
+            raise DataError(f"a string column holds invalid UTF-8 ({str(e).splitlines()[0]})") from None
         col = Column(data, t, valid, dictionary)
     elif t.kind == "decimal":
         if pa.types.is_decimal(at) and at.bit_width == 128:

@@ -125,8 +125,10 @@ class TorchDecoder:
                 except NotDecodable as e:  # an encoding met in the pages, not the footer
                     self._fallback(c, str(e))
                     rest.append(c)
-                except (ValueError, IndexError, RuntimeError) as e:
-                    raise DataError(f"cannot decode column {c} of {path}: {e}") from None
+                except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
+                    # Garbage in a page (its header, a length, a run, compressed bytes).
+                    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
             s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
             more, n2 = self.arrow.decode(task, md, rest)

@@ -68,18 +68,18 @@ def read_ranges(path: str, ranges: list[tuple[int, int]]) -> int:
 
 
 def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns: list[str]
-                 ) -> tuple[dict[str, list[tuple[memoryview, str]]], int]:
+                 ) -> tuple[dict[str, list[tuple[memoryview, str, int]]], int]:
     """Read the column chunks of ``columns`` in ``row_groups`` and keep their bytes, for a
-    decoder of our own (the torch decoder): per column, (bytes as stored, codec) per row group
-    in order, and the bytes read. Close ranges are read with one request, as above."""
+    decoder of our own (the torch decoder): per column, (bytes as stored, codec, value count
+    the footer gives) per row group in order, and the bytes read. Close ranges are read with one request, as above."""
     names = md.schema.names
     want = []
     for rg in row_groups:
         r = md.row_group(rg)
         for c in columns:
             cc = r.column(names.index(c))
-            want.append((c, *chunk_span(cc), cc.compression))
-    merged = merge_spans({(s, ln) for _, s, ln, _ in want})
+            want.append((c, *chunk_span(cc), cc.compression, cc.num_values))
+    merged = merge_spans({(s, ln) for _, s, ln, _, _ in want})
     blocks = []
     total = 0
     fd = os.open(path, os.O_RDONLY)
@@ -93,9 +93,9 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
             total += got
     finally:
         os.close(fd)
-    out: dict[str, list[tuple[memoryview, str]]] = {c: [] for c in columns}
+    out: dict[str, list[tuple[memoryview, str, int]]] = {c: [] for c in columns}
     starts = [o for o, _ in blocks]
-    for c, s, ln, codec in want:
+    for c, s, ln, codec, nv in want:
         off, mv = blocks[bisect.bisect_right(starts, s) - 1]
-        out[c].append((mv[s - off:s - off + ln], codec))
+        out[c].append((mv[s - off:s - off + ln], codec, nv))
     return out, total

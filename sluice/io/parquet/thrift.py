@@ -140,8 +140,19 @@ def read_page_header(buf, pos: int) -> PageHeader:
             return False
         return True
 
-    r.struct(top)
-    if f["comp"] < 0 or f["unc"] < 0 or f["nv"] < 0:
+    seen: set = set()
+
+    def tracked(fid, ctype):
+        used = top(fid, ctype)
+        if used:
+            seen.add(fid)
+        return used
+
+    r.struct(tracked)
+    # As strict as Arrow's reader: the required fields, a known page type with its header.
+    sub = {0: 5, 2: 7, 3: 8}.get(f["type"])
+    if not {1, 2, 3} <= seen or f["type"] not in PAGE_TYPES or (sub is not None and sub not in seen) \
+            or f["comp"] < 0 or f["unc"] < 0 or f["nv"] < 0 or (sub is not None and f["enc"] not in ENCODINGS):
         raise ValueError("corrupt page header")
     return PageHeader(PAGE_TYPES.get(f["type"], str(f["type"])), f["comp"], f["unc"], f["nv"],
                       ENCODINGS.get(f["enc"], str(f["enc"])), r.pos, f["nulls"], f["dl"], f["rl"], f["isc"])

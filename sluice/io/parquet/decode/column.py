@@ -121,12 +121,16 @@ class _Layout:
         return at
 
 
-def _layout(chunks: list[tuple[object, str]], spec: ColumnSpec) -> _Layout:
+def _layout(chunks: list[tuple], spec: ColumnSpec) -> _Layout:
     lay = _Layout()
-    for ci, (data, codec) in enumerate(chunks):
+    for ci, (data, codec, *expect) in enumerate(chunks):
         if CODECS.get(codec, "?") == "?":
             raise NotDecodable(f"codec {codec}")
-        for h in read_page_headers(data):
+        headers = read_page_headers(data)
+        values = sum(h.num_values for h in headers if h.type in ("DATA_PAGE", "DATA_PAGE_V2"))
+        if expect and values != expect[0]:
+            raise ValueError(f"the pages hold {values} values, the footer says {expect[0]}")
+        for h in headers:
             raw = memoryview(data)[h.body:h.body + h.compressed]
             if h.type == "DICTIONARY_PAGE":
                 at = lay.add(raw, codec, h.uncompressed)
@@ -170,8 +174,9 @@ def _place_levels(lay: _Layout, host: bytes, spec: ColumnSpec) -> None:
             p["v"] = p["at"] + 4 + dl
 
 
-def decode_column(chunks: list[tuple[object, str]], spec: ColumnSpec, device: torch.device) -> Column:
-    """Decode the column chunks ``chunks`` ((bytes as stored, codec) per row group, in order)."""
+def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device) -> Column:
+    """Decode the column chunks ``chunks`` ((bytes as stored, codec[, value count the footer
+    gives, checked against the pages']) per row group, in order)."""
     lay = _layout(chunks, spec)
     host = decompress_on_host(lay)
     _place_levels(lay, host, spec)
@@ -191,6 +196,7 @@ def decode_column(chunks: list[tuple[object, str]], spec: ColumnSpec, device: to
                               torch.ones(P, dtype=torch.long), n_t, max(ns))
         if lv.numel() != N:
             raise DataError(f"corrupt definition levels in column {spec.name}")
+        _check(lv <= spec.max_def, f"definition levels above {spec.max_def}")
         valid = lv == spec.max_def
         nn = torch.zeros(P, dtype=torch.long, device=dev).index_add_(0, page, valid.long())
         c = torch.cumsum(valid.long(), 0)
@@ -235,6 +241,12 @@ class _Ctx:
         return self.nn[torch.tensor(group, dtype=torch.long, device=self.buf.device)]
 
 
+def _check(ok: torch.Tensor, what: str) -> None:
+    """Corrupt pages are errors, never values read from the wrong place (one host sync)."""
+    if not bool(ok.all()):
+        raise ValueError(f"corrupt page: {what}")
+
+
 def _excl(x: torch.Tensor) -> torch.Tensor:
     return torch.cumsum(x, 0) - x
 
@@ -267,6 +279,13 @@ def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
     base = _dict_values_base(ctx)
     chunk = torch.tensor([p["chunk"] for p in ctx.pages], dtype=torch.long, device=ctx.buf.device)[ctx.page]
     got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else torch.zeros_like(idx)
+    sizes = torch.zeros(int(base.numel()), dtype=torch.long)
+    for ci, _s, _e, count, _enc in ctx.lay.dicts:
+        sizes[ci] = count
+    dev = ctx.buf.device
+    page_of = torch.repeat_interleave(torch.tensor([p["chunk"] for p in pages], dtype=torch.long, device=dev),
+                                      ctx.group_nn(group))
+    _check(vals < sizes.to(dev)[page_of], "a dictionary index past its dictionary")
     return torch.where(member, got + base[chunk], 0)
 
 
@@ -289,6 +308,12 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
     pages = ctx.pages
     vstart = torch.tensor([p["v"] for p in pages], dtype=torch.long, device=dev)
     enc_of = {p["enc"] for p in pages}
+    ends = torch.tensor([p["end"] for p in pages], dtype=torch.long, device=dev)
+    for group, bits_each in ((ctx.groups({"PLAIN"}), 1 if spec.physical == "BOOLEAN" else 8 * w),
+                             (ctx.groups({"BYTE_STREAM_SPLIT"}), 8 * w)):
+        if group:
+            gi = torch.tensor(group, dtype=torch.long, device=dev)
+            _check(vstart[gi] * 8 + ctx.nn[gi] * bits_each <= ends[gi] * 8, "values run past their page")
     plain = ctx.groups({"PLAIN"})
     if plain:
         member, _ = ctx.slot_index(plain, torch.zeros(len(plain), dtype=torch.long))
@@ -301,7 +326,10 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
     rle = ctx.groups({"RLE"})
     if rle:  # booleans, RLE-encoded (length-prefixed hybrid of width 1)
         ps = [pages[i] for i in rle]
-        vals, offs = decode_hybrid(ctx.buf, [p["v"] + 4 for p in ps], [p["end"] for p in ps],
+        ends_rle = [p["v"] + 4 + int.from_bytes(ctx.host[p["v"]:p["v"] + 4], "little") for p in ps]
+        if any(e > p["end"] for e, p in zip(ends_rle, ps)):
+            raise ValueError("corrupt page: an RLE boolean stream runs past its page")
+        vals, offs = decode_hybrid(ctx.buf, [p["v"] + 4 for p in ps], ends_rle,
                                    torch.ones(len(ps), dtype=torch.long), ctx.group_nn(rle), max(p["n"] for p in ps))
         member, idx = ctx.slot_index(rle, offs)
         got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))].to(torch.uint8)[:, None]
@@ -319,13 +347,18 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
     bss = ctx.groups({"BYTE_STREAM_SPLIT"})
     if bss:
         member, _ = ctx.slot_index(bss, torch.zeros(len(bss), dtype=torch.long))
-        n_of = ctx.nn[ctx.page]
+        # The streams' length is the value bytes / width (as pyarrow reads it; the same as the
+        # non-NULL count unless the levels are corrupt).
+        n_of = ((ends - vstart) // w)[ctx.page]
         got = gather(ctx.buf, (vstart[ctx.page] + ctx.rank)[:, None] + torch.arange(w, device=dev) * n_of[:, None])
         out = torch.where(member[:, None], got, out)
     delta = ctx.groups({"DELTA_BINARY_PACKED"})
     if delta:
         ps = [pages[i] for i in delta]
-        vals, _, _ = decode_delta(ctx.buf, ctx.host, [p["v"] for p in ps], [p["end"] for p in ps])
+        vals, hdrs, _ = decode_delta(ctx.buf, ctx.host, [p["v"] for p in ps], [p["end"] for p in ps],
+                                     [p["n"] for p in ps])
+        _check(torch.tensor([h.total for h in hdrs], device=dev) == ctx.group_nn(delta),
+               "DELTA_BINARY_PACKED pages hold another number of values than their levels say")
         offs = _excl(ctx.group_nn(delta))
         member, idx = ctx.slot_index(delta, offs)
         got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else \
@@ -393,6 +426,8 @@ def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
         srcs.append(strings.byte_sources(s, ln))
         lens.append(ln)
     ndict = int(sum(int(x.numel()) for x in lens))
+    if ndict != sum(d[3] for d in ctx.lay.dicts):
+        raise DataError(f"corrupt dictionary page in column {ctx.spec.name}")
     codes = torch.zeros(N, dtype=torch.long, device=dev)
     dicts = ctx.groups(DICT)
     if dicts:
@@ -409,10 +444,10 @@ def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
             s, ln = strings.plain(ctx.buf, st, en, max(p["n"] for p in ps))
             src = strings.byte_sources(s, ln)
         elif encs[0] == "DELTA_LENGTH_BYTE_ARRAY":
-            s, ln = strings.delta_length(ctx.buf, ctx.host, st, en)
+            s, ln = strings.delta_length(ctx.buf, ctx.host, st, en, [p["n"] for p in ps])
             src = strings.byte_sources(s, ln)
         else:
-            src, ln, _ = strings.delta_bytes(ctx.buf, ctx.host, st, en)
+            src, ln, _ = strings.delta_bytes(ctx.buf, ctx.host, st, en, [p["n"] for p in ps])
         if int(ln.numel()) != int(ctx.group_nn(group).sum()):
             raise DataError(f"corrupt string page in column {ctx.spec.name}")
         member, idx = ctx.slot_index(group, _excl(ctx.group_nn(group)))

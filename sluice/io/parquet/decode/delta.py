@@ -42,13 +42,16 @@ def read_header(host, pos: int) -> DeltaHeader:
     return DeltaHeader(block, minis, total, first, r.pos)
 
 
-def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int]
+def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], most: list[int]
                  ) -> tuple[torch.Tensor, list[DeltaHeader], torch.Tensor]:
-    """Decode delta streams starting at ``starts`` (within ``ends``). Returns all values
-    concatenated (int64), the headers (value counts: ``h.total``), and where each stream
-    ends (int64 tensor: the encoded strings of DELTA_LENGTH_BYTE_ARRAY start there)."""
+    """Decode delta streams starting at ``starts`` (within ``ends``), each of at most
+    ``most[i]`` values (its page's). Returns all values concatenated (int64), the headers
+    (value counts: ``h.total``), and where each stream ends (int64 tensor: the encoded strings
+    of DELTA_LENGTH_BYTE_ARRAY start there)."""
     dev = buf.device
     hdrs = [read_header(host, s) for s in starts]
+    if any(h.total > m or h.blocks_at > e for h, m, e in zip(hdrs, most, ends)):
+        raise ValueError("a DELTA_BINARY_PACKED header claims more values than its page holds")
     mmax = max((h.minis for h in hdrs), default=1)
     # The blocks' region, bounded by the most a stream's blocks can take.
     b_starts = [h.blocks_at for h in hdrs]
@@ -71,6 +74,7 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int]
         m = m_t[sid]
         wcol = torch.arange(mmax, device=dev)
         widths = gather(buf, (pos + hl)[:, None] + wcol).long() * (wcol < m[:, None])
+        widths = torch.clamp(widths, max=65)  # a corrupt width (checked below, on the blocks used)
         nxt_abs = pos + hl + m + widths.sum(1) * vpm_t[sid] // 8
         st = torch.tensor(b_starts, dtype=torch.long, device=dev)[sid]
         en = torch.tensor(b_ends, dtype=torch.long, device=dev)[sid]
@@ -83,8 +87,12 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int]
                 0, h_sid, torch.arange(heads.numel(), device=dev), "amin", include_self=False))[h_sid]
         keep = h_rank < nb_t[h_sid]
         heads, h_sid = heads[keep], h_sid[keep]
+        if int(heads.numel()) != sum(h.nblocks for h in hdrs):
+            raise ValueError("DELTA_BINARY_PACKED blocks run past their page")
         h_min = zigzag(mind[heads])
         h_w = widths[heads]
+        if bool((h_w > 64).any()):
+            raise ValueError("a DELTA_BINARY_PACKED miniblock is wider than 64 bits")
         h_data = pos[heads] + hl[heads] + m_t[h_sid]
         h_cum = torch.cumsum(h_w, 1) - h_w  # widths of the miniblocks before each
         s_head0 = torch.cumsum(nb_t, 0) - nb_t
@@ -115,4 +123,6 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int]
         lw = h_w[lastc]
         used = (lw * (torch.arange(mmax, device=dev) < needed[:, None])).sum(1)
         ends_t = torch.where(has, h_data[lastc] + used * vpm_t // 8, ends_t)
+        if bool((ends_t > torch.tensor(ends, dtype=torch.long, device=dev)).any()):
+            raise ValueError("DELTA_BINARY_PACKED values run past their page")
     return out, hdrs, ends_t

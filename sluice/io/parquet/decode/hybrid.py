@@ -36,21 +36,28 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     longest = max(e - s for s, e in zip(starts, ends))
     heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
     r_sid, r_packed, r_n, r_w, r_hl, r_pos = sid[heads], packed[heads], n[heads], w[heads], hl[heads], pos[heads]
-    r_count = torch.where(r_packed, r_n * 8, r_n)
-    # Position of each run's first value within its stream.
-    csum = torch.cumsum(r_count, 0)
-    r_first = csum - r_count
-    s_first_run = torch.zeros(len(starts), dtype=torch.long, device=dev).scatter_reduce(
-        0, r_sid, r_first, "amin", include_self=False)
-    r_in_stream = r_first - s_first_run[r_sid]
+    # Each run's values, cut to what its stream still needs (a run claiming more -- the last
+    # bit-packed group's padding, or garbage in a corrupt page -- never allocates past it).
+    r_claim = torch.clamp(torch.where(r_packed, r_n * 8, r_n), max=int(counts.max()) if counts.numel() else 0)
+    csum = torch.cumsum(r_claim, 0)
+    s_first = torch.zeros(len(starts), dtype=torch.long, device=dev).scatter_reduce(
+        0, r_sid, csum - r_claim, "amin", include_self=False)
+    r_in_stream = csum - r_claim - s_first[r_sid]
+    r_count = torch.clamp(torch.minimum(r_claim, counts[r_sid] - r_in_stream), min=0)
+    r_first = torch.cumsum(r_count, 0) - r_count
+    need = torch.where(r_packed, r_n * r_w, (r_w + 7) >> 3)  # the bytes each run says it holds
+    ends_t = torch.tensor(ends, dtype=torch.long, device=dev)
+    if bool(((r_pos + r_hl + need) > ends_t[r_sid]).any()) or bool((r_w > 32).any()):
+        raise ValueError("a run of RLE/bit-packed values runs past its stream")
+    if int(r_count.sum()) != int(counts.sum()):
+        raise ValueError("RLE/bit-packed streams hold fewer values than their pages say")
     r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << r_w) - 1)
     run = torch.repeat_interleave(torch.arange(heads.numel(), device=dev), r_count)
     j = torch.arange(run.numel(), device=dev) - r_first[run]
     packed_v = r_packed[run]
     bitpos = torch.where(packed_v, (r_pos[run] + r_hl[run]) * 8 + j * r_w[run], 0)
     vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run], wide=False), r_value[run])
-    keep = (r_in_stream[run] + j) < counts[r_sid[run]]
-    return vals[keep], offsets
+    return vals, offsets
 
 
 def _local_next(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, starts: list[int],

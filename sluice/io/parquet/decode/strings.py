@@ -40,29 +40,42 @@ def plain(buf: torch.Tensor, starts: list[int], ends: list[int], most: int | Non
     nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
     longest = max(e - s for s, e in zip(starts, ends)) // 4 + 1
     heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
+    if bool((nxt_abs[heads] > en[heads]).any()):
+        raise ValueError("a byte array runs past its page")
     return pos[heads] + 4, length[heads]
 
 
-def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int]
+def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int], most: list[int]
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """DELTA_LENGTH_BYTE_ARRAY: the lengths (a delta stream), then the bytes back to back."""
     dev = buf.device
-    lengths, hdrs, data_at = decode_delta(buf, host, starts, ends)
+    lengths, hdrs, data_at = decode_delta(buf, host, starts, ends, most)
     counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
     seg = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts)
     seg_first = torch.cumsum(counts, 0) - counts
+    total = torch.zeros(len(hdrs), dtype=torch.long, device=dev).index_add_(0, seg, lengths)
+    if bool((lengths < 0).any()) or bool((data_at + total > torch.tensor(ends, device=dev)).any()):
+        raise ValueError("DELTA_LENGTH_BYTE_ARRAY lengths run past their page")
     return data_at[seg] + _segment_excl_cumsum(lengths, seg, seg_first), lengths
 
 
-def delta_bytes(buf: torch.Tensor, host, starts: list[int], ends: list[int]
+def delta_bytes(buf: torch.Tensor, host, starts: list[int], ends: list[int], most: list[int]
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """DELTA_BYTE_ARRAY: prefix lengths (a delta stream), then the suffixes (delta-length).
     Returns (source of every byte of every value, lengths, value offsets into the sources)."""
     dev = buf.device
-    prefix, hdrs, after = decode_delta(buf, host, starts, ends)
-    suf_start, suf_len = delta_length(buf, host, after.tolist(), ends)
+    prefix, hdrs, after = decode_delta(buf, host, starts, ends, most)
+    suf_start, suf_len = delta_length(buf, host, after.tolist(), ends, most)
     counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
+    if prefix.numel() != suf_len.numel():
+        raise ValueError("DELTA_BYTE_ARRAY prefixes and suffixes differ in number")
     length = prefix + suf_len
+    # A prefix is shared with the previous value of its page: never longer than it, none first.
+    first = torch.zeros(int(prefix.numel()), dtype=torch.bool, device=dev)
+    first[(torch.cumsum(counts, 0) - counts)[counts > 0]] = True
+    prev_len = torch.cat([length.new_zeros(1), length[:-1]])
+    if bool(((prefix < 0) | (prefix > torch.where(first, 0, prev_len))).any()):
+        raise ValueError("a DELTA_BYTE_ARRAY prefix is longer than the value before it")
     total = int(length.sum())
     off = torch.cumsum(length, 0) - length
     v = torch.repeat_interleave(torch.arange(int(length.numel()), device=dev), length)
@@ -89,7 +102,9 @@ def materialise(buf: torch.Tensor, byte_src: torch.Tensor, lengths: torch.Tensor
         raise ValueError("string values over 2 GiB in one read task")
     offsets = np.zeros(len(lens) + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    arr = pa.Array.from_buffers(pa.string(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    arr.validate(full=True)  # UTF-8, as pyarrow checks when it reads strings
+    return arr
 
 
 def byte_sources(starts: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
