@@ -303,10 +303,9 @@ class HashJoinOp(Operator):
         if live.numel():
             rest = cnt[live] - self.EXISTS_ROUNDS
             total = int(rest.sum())
-            p = torch.repeat_interleave(live, rest, output_size=total)
-            starts = torch.cumsum(rest, 0) - rest
             idx = torch.repeat_interleave(torch.arange(live.numel(), device=dev), rest, output_size=total)
-            pos = lo[p] + self.EXISTS_ROUNDS + (torch.arange(total, device=dev) - starts[idx])
+            p = live[idx]
+            pos = lo[p] + self.EXISTS_ROUNDS + (torch.arange(total, device=dev) - (torch.cumsum(rest, 0) - rest)[idx])
             keep = evaluate_predicate(self.residual, self._pair(chunk, build, p, table.sorted_rows[pos]))
             matched[p[keep]] = True
         return matched

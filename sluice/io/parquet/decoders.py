@@ -17,7 +17,6 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from sluice.chunk import Column
 from sluice.errors import DataError, UnsupportedError
@@ -51,7 +50,7 @@ def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) 
     return True
 
 
-def decoder_name(setting: str, device: torch.device) -> str:
+def decoder_name(setting: str) -> str:
     """``auto`` is pyarrow until the device decoder has been measured on a GPU (it decodes on
     the host's cores faster than torch does there); ``device`` and ``arrow`` are taken as set."""
     return "arrow" if setting == "auto" else setting
@@ -92,6 +91,7 @@ class TorchDecoder:
         self.scan = scan
         self.arrow = ArrowDecoder(scan)
         self.cannot: dict[str, str] = {}  # column -> why it is left to pyarrow
+        self.specs: dict[tuple, object] = {}  # (file path, column) -> ColumnSpec, for this scan
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str]
                ) -> tuple[dict[str, Column], int]:
@@ -103,7 +103,7 @@ class TorchDecoder:
             why = self.cannot.get(c)
             if why is None:
                 try:
-                    self._spec(md, c)
+                    self._spec(md, c, path)
                     ours.append(c)
                     continue
                 except NotDecodable as e:
@@ -121,7 +121,7 @@ class TorchDecoder:
             s._record("read", t0, t1, nread)
             for c in ours:
                 try:
-                    cols[c] = decode_column(chunks[c], self._spec(md, c), s.device)
+                    cols[c] = decode_column(chunks[c], self._spec(md, c, path), s.device)
                 except NotDecodable as e:  # an encoding met in the pages, not the footer
                     self._fallback(c, str(e))
                     rest.append(c)
@@ -136,9 +136,13 @@ class TorchDecoder:
             nread += n2
         return cols, nread
 
-    def _spec(self, md, c: str):
-        t = self.scan.table
-        return column_spec(md, c, t.arrow_schema.field(c).type, t.types[c])
+    def _spec(self, md, c: str, path: str):
+        key = (path, c)
+        spec = self.specs.get(key)
+        if spec is None:
+            t = self.scan.table
+            spec = self.specs[key] = column_spec(md, c, t.arrow_schema.field(c).type, t.types[c])
+        return spec
 
     def _fallback(self, column: str, why: str) -> str:
         s = self.scan
@@ -151,7 +155,7 @@ class TorchDecoder:
 
 
 def make_decoder(scan):
-    name = decoder_name(scan.cfg.decoder, scan.device)
+    name = decoder_name(scan.cfg.decoder)
     scan.stats.decoder = name
     return TorchDecoder(scan) if name == "device" else ArrowDecoder(scan)
 

@@ -122,3 +122,16 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
     out = torch.zeros(n, dtype=torch.bool, device=dev)
     out[pos[on[:m].bool()]] = True
     return out
+
+
+def chain_heads(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, starts: list[int],
+                ends: list[int], longest: int) -> torch.Tensor:
+    """The records that follow one another from each stream's start, as indices into the
+    positions of :func:`spans` -- given, at every position, where a record starting there would
+    end (``nxt_abs``, absolute); ``longest`` bounds a stream's record count."""
+    dev = nxt_abs.device
+    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
+    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
+    nxt = torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), nxt_abs.numel())
+    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
+    return torch.nonzero(follow(nxt, first[nonempty], longest)).reshape(-1)

@@ -266,7 +266,7 @@ def _dict_values(ctx: _Ctx, w: int) -> tuple[torch.Tensor, torch.Tensor]:
         else:
             rows.append(_rows(ctx.buf, start + torch.arange(count, device=dev) * w, w))
     vals = torch.cat(rows) if rows else torch.zeros((0, w), dtype=torch.uint8, device=dev)
-    return vals, _dict_values_base(ctx)
+    return vals, _dict_extent(ctx)[0]
 
 
 def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
@@ -276,27 +276,26 @@ def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
     vals, offs = decode_hybrid(ctx.buf, [p["v"] + 1 for p in pages], [max(p["end"], p["v"] + 1) for p in pages],
                                widths, ctx.group_nn(group), max(p["n"] for p in pages))
     member, idx = ctx.slot_index(group, offs)
-    base = _dict_values_base(ctx)
-    chunk = torch.tensor([p["chunk"] for p in ctx.pages], dtype=torch.long, device=ctx.buf.device)[ctx.page]
-    got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else torch.zeros_like(idx)
-    sizes = torch.zeros(int(base.numel()), dtype=torch.long)
-    for ci, _s, _e, count, _enc in ctx.lay.dicts:
-        sizes[ci] = count
     dev = ctx.buf.device
-    page_of = torch.repeat_interleave(torch.tensor([p["chunk"] for p in pages], dtype=torch.long, device=dev),
-                                      ctx.group_nn(group))
-    _check(vals < sizes.to(dev)[page_of], "a dictionary index past its dictionary")
+    base, size = _dict_extent(ctx)
+    chunk = torch.tensor([p["chunk"] for p in ctx.pages], dtype=torch.long, device=dev)[ctx.page]
+    got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else torch.zeros_like(idx)
+    chunk_of_value = torch.repeat_interleave(torch.tensor([p["chunk"] for p in pages], dtype=torch.long, device=dev),
+                                             ctx.group_nn(group))
+    _check(vals < size[chunk_of_value], "a dictionary index past its dictionary")
     return torch.where(member, got + base[chunk], 0)
 
 
-def _dict_values_base(ctx: _Ctx) -> torch.Tensor:
+def _dict_extent(ctx: _Ctx) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per chunk, the first entry of its dictionary among all chunks' and its entry count."""
     nchunks = 1 + max([p["chunk"] for p in ctx.pages] + [d[0] for d in ctx.lay.dicts] + [0])
     base = torch.zeros(nchunks, dtype=torch.long)
+    size = torch.zeros(nchunks, dtype=torch.long)
     at = 0
     for ci, _s, _e, count, _enc in ctx.lay.dicts:
-        base[ci] = at
+        base[ci], size[ci] = at, count
         at += count
-    return base.to(ctx.buf.device)
+    return base.to(ctx.buf.device), size.to(ctx.buf.device)
 
 
 def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sluice.io.parquet.decode.bits import follow, gather, spans, unpack, varint, zigzag
+from sluice.io.parquet.decode.bits import chain_heads, gather, spans, unpack, varint, zigzag
 from sluice.io.parquet.thrift import CompactReader
 
 
@@ -76,11 +76,7 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
         widths = gather(buf, (pos + hl)[:, None] + wcol).long() * (wcol < m[:, None])
         widths = torch.clamp(widths, max=65)  # a corrupt width (checked below, on the blocks used)
         nxt_abs = pos + hl + m + widths.sum(1) * vpm_t[sid] // 8
-        st = torch.tensor(b_starts, dtype=torch.long, device=dev)[sid]
-        en = torch.tensor(b_ends, dtype=torch.long, device=dev)[sid]
-        nxt = torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), pos.numel())
-        nonempty = torch.tensor([e > s for s, e in zip(b_starts, b_ends)], device=dev)
-        heads = torch.nonzero(follow(nxt, first[nonempty], max(h.nblocks for h in hdrs))).reshape(-1)
+        heads = chain_heads(nxt_abs, sid, first, b_starts, b_ends, max(h.nblocks for h in hdrs))
         h_sid = sid[heads]
         h_rank = torch.arange(heads.numel(), device=dev) - (
             torch.zeros(len(hdrs), dtype=torch.long, device=dev).scatter_reduce(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from sluice.io.parquet.decode.bits import follow, le_bytes, spans, unpack, varint
+from sluice.io.parquet.decode.bits import chain_heads, le_bytes, spans, unpack, varint
 
 
 def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths: torch.Tensor,
@@ -31,10 +31,8 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     packed = (head & 1) == 1
     n = head >> 1
     body = torch.where(packed, n * w, (w + 7) >> 3)
-    nxt = _local_next(pos + hl + body, sid, first, starts, ends)
-    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
     longest = max(e - s for s, e in zip(starts, ends))
-    heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
+    heads = chain_heads(pos + hl + body, sid, first, starts, ends, min(longest, most or longest))
     r_sid, r_packed, r_n, r_w, r_hl, r_pos = sid[heads], packed[heads], n[heads], w[heads], hl[heads], pos[heads]
     # Each run's values, cut to what its stream still needs (a run claiming more -- the last
     # bit-packed group's padding, or garbage in a corrupt page -- never allocates past it).
@@ -59,12 +57,3 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run], wide=False), r_value[run])
     return vals, offsets
 
-
-def _local_next(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, starts: list[int],
-                ends: list[int]) -> torch.Tensor:
-    """Absolute next-record positions mapped to indices of :func:`spans`' position tensor (its
-    length, the end sentinel, where the record runs to or past its stream's end)."""
-    dev = nxt_abs.device
-    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
-    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
-    return torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), nxt_abs.numel())

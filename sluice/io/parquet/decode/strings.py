@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.io.parquet.decode.bits import follow, gather, le_bytes, spans
+from sluice.io.parquet.decode.bits import chain_heads, gather, le_bytes, spans
 from sluice.io.parquet.decode.delta import decode_delta
 
 
@@ -34,13 +34,9 @@ def plain(buf: torch.Tensor, starts: list[int], ends: list[int], most: int | Non
         return z, z
     length = le_bytes(buf, pos, 4)
     nxt_abs = pos + 4 + length
-    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
-    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
-    nxt = torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), pos.numel())
-    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
     longest = max(e - s for s, e in zip(starts, ends)) // 4 + 1
-    heads = torch.nonzero(follow(nxt, first[nonempty], min(longest, most or longest))).reshape(-1)
-    if bool((nxt_abs[heads] > en[heads]).any()):
+    heads = chain_heads(nxt_abs, sid, first, starts, ends, min(longest, most or longest))
+    if bool((nxt_abs[heads] > torch.tensor(ends, dtype=torch.long, device=dev)[sid[heads]]).any()):
         raise ValueError("a byte array runs past its page")
     return pos[heads] + 4, length[heads]
 
