@@ -105,7 +105,8 @@ class ScanOp(Operator):
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
                 predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
-                runtime=self.runtime_filters)
+                runtime=self.runtime_filters,
+                decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory)
         return r
 
     def start(self, ctx: ExecContext) -> None:

@@ -141,6 +141,9 @@ class MemoryPool:
         self._released = 0
         self._trimmed_at = 0.0
         self._reservations: weakref.WeakSet = weakref.WeakSet()
+        # Held by whoever must go past the budget to make progress at all (a decode that needs
+        # more than is left for its smallest step): one at a time, the others wait.
+        self.overdraft = threading.Lock()
 
     def under_pressure(self) -> bool:
         """Whether the pool has come near its budget (then freed memory goes back to the OS)."""

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from sluice.io.parquet.convert import arrow_to_column
-from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column
+from sluice.io.parquet.decode.column import (NotDecodable, _batches, _page_cost, _read_headers, column_spec,
+                                             decode_column)
 from sluice.io.parquet.ranges import fetch_chunks
 from sluice.layout.rewrite import options_from, rewrite
 from sluice.types import from_arrow
@@ -43,9 +44,10 @@ def _torch_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def check_file(path, row_groups=None, device="cpu") -> int:
+def check_file(path, row_groups=None, device="cpu", budget=None) -> int:
     """Decode every column of ``path`` (all row groups as one task) on ``device`` (the suite's:
-    ``--device cuda`` runs the decoder on a GPU) and compare; returns the columns decoded."""
+    ``--device cuda`` runs the decoder on a GPU), in page batches of ``budget`` transient bytes,
+    and compare; returns the columns decoded."""
     md = pq.read_metadata(path)
     schema = md.schema.to_arrow_schema()
     groups = list(range(md.num_row_groups)) if row_groups is None else row_groups
@@ -55,7 +57,7 @@ def check_file(path, row_groups=None, device="cpu") -> int:
     for name in schema.names:
         lt = from_arrow(schema.field(name).type)
         spec = column_spec(md, name, schema.field(name).type, lt)
-        ours = decode_column(chunks[name], spec, _torch_device(device))
+        ours = decode_column(chunks[name], spec, _torch_device(device), budget)
         assert_same(ours, arrow_to_column(table.column(name), lt), f"{path.name}:{name}")
         done += 1
     return done
@@ -150,6 +152,49 @@ def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path, device):
             for e in pq.read_metadata(path).row_group(i).column(table.schema.names.index("sh")).encodings}
     assert "PLAIN" in encs and "RLE_DICTIONARY" in encs
     assert check_file(path, device=device) == table.num_columns
+
+
+@pytest.mark.parametrize("budget", [1, 60_000, 400_000])
+@pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
+def test_page_batches_equal_one_batch(tmp_path, scheme, budget, device):
+    """Decoding in page batches under a transient budget (one page at a time, a few, most of a
+    chunk) gives what pyarrow gives, with dictionaries that span batches and mixed pages."""
+    table = _matrix_table(2)
+    path = tmp_path / "b.parquet"
+    pq.write_table(table, path, compression="snappy", data_page_size=2048, row_group_size=1100,
+                   dictionary_pagesize_limit=4096, store_decimal_as_integer=scheme != "byte_stream_split",
+                   **_encodings(scheme, table))
+    assert check_file(path, device=device, budget=budget) == table.num_columns
+
+
+def test_batches_hold_the_budget_and_keep_the_order(tmp_path):
+    table = _matrix_table(3)
+    path = tmp_path / "c.parquet"
+    pq.write_table(table, path, data_page_size=1024, write_batch_size=100, row_group_size=1100,
+                   dictionary_pagesize_limit=2048)
+    md = pq.read_metadata(path)
+    chunks, _ = fetch_chunks(str(path), md, list(range(md.num_row_groups)), ["sh"])
+    spec = column_spec(md, "sh", pa.string(), from_arrow(pa.string()))
+    stored = _read_headers(chunks["sh"], spec)
+    data = [(st.chunk, h.body) for st in stored for h, _ in st.pages if h.type != "DICTIONARY_PAGE"]
+    assert len(data) > 6
+    for budget in (1, 50_000, 200_000):
+        batches = _batches(stored, budget)
+        assert 1 < len(batches) <= len(data)
+        got = []
+        for b in batches:
+            cost = sum(_page_cost(h) for st in b for h, _ in st.pages)
+            pages = [(st.chunk, h.body) for st in b for h, _ in st.pages if h.type != "DICTIONARY_PAGE"]
+            assert cost <= budget or len(pages) == 1
+            got += pages
+            for st in b:  # a chunk's dictionary page comes with its dictionary-coded pages
+                orig = next(o for o in stored if o.chunk == st.chunk)
+                coded = any(h.encoding in ("RLE_DICTIONARY", "PLAIN_DICTIONARY") for h, _ in st.pages
+                            if h.type != "DICTIONARY_PAGE")
+                assert [h.body for h, _ in st.pages if h.type == "DICTIONARY_PAGE"] == \
+                    [h.body for h, _ in orig.pages if h.type == "DICTIONARY_PAGE" and coded]
+        assert got == data
+    assert len(_batches(stored, None)) == 1 and len(_batches(stored, 10**12)) == 1
 
 
 def test_not_decodable_columns_are_named(tmp_path):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from sluice.chunk import Column
 from sluice.errors import DataError, UnsupportedError
 from sluice.io.parquet.convert import arrow_to_column
-from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column
+from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column, decode_estimate
 from sluice.io.parquet.metadata import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
 from sluice.io.pinned import columns_nbytes
@@ -31,6 +31,9 @@ _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 #: plain strings: its values barely repeat (comments, names, addresses), and pyarrow would
 #: hash every value that overflowed the dictionary page to hand it over as a dictionary.
 DICTIONARY_SHARE_MAX = 0.10
+#: The torch decoder's temporary tensors for one column of a read task take at most this share
+#: of the decode budget (more pages are decoded in batches; a page alone goes ahead anyway).
+DECODE_SHARE = 8
 
 
 def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
@@ -121,7 +124,7 @@ class TorchDecoder:
             s._record("read", t0, t1, nread)
             for c in ours:
                 try:
-                    cols[c] = decode_column(chunks[c], self._spec(md, c, path), s.device)
+                    cols[c] = self._decode_column(chunks[c], self._spec(md, c, path))
                 except NotDecodable as e:  # an encoding met in the pages, not the footer
                     self._fallback(c, str(e))
                     rest.append(c)
@@ -135,6 +138,26 @@ class TorchDecoder:
             cols.update(more)
             nread += n2
         return cols, nread
+
+    def _decode_column(self, chunks, spec) -> Column:
+        """Decode one column, its temporary tensors reserved against the decode budget (the
+        device's on a GPU): as many pages at a time as the reservation holds."""
+        pool = self.scan.decode_pool
+        if pool is None:
+            return decode_column(chunks, spec, self.scan.device)
+        need, page = decode_estimate(chunks, spec)
+        with pool.reservation(f"Scan {self.scan.table.name} decode") as res:
+            want = min(need, max(pool.limit // DECODE_SHARE, page))
+            if not res.try_grow(want):
+                res.try_grow(min(want, pool.available))
+            budget = None if res.size >= need else res.size
+            if res.size >= page:
+                return decode_column(chunks, spec, self.scan.device, budget)
+            # Not even a page fits: decode a page at a time, counted past the budget, and one
+            # decoder at a time in the whole pool (the others wait: throttled, not killed).
+            with pool.overdraft:
+                res.force(page - res.size)
+                return decode_column(chunks, spec, self.scan.device, budget)
 
     def _spec(self, md, c: str, path: str):
         key = (path, c)

@@ -27,9 +27,9 @@ def padded(data: torch.Tensor) -> torch.Tensor:
 
 def le_bytes(buf: torch.Tensor, pos: torch.Tensor, n: int) -> torch.Tensor:
     """The little-endian integer of the ``n`` bytes (n <= 8) at each of ``pos``, as int64."""
-    out = torch.zeros_like(pos)
-    for k in range(n):
-        out |= gather(buf, pos + k).long() << (8 * k)
+    out = gather(buf, pos).long()
+    for k in range(1, n):  # in place: one byte-sized and one int64 temporary per byte read
+        out.bitwise_or_(gather(buf, pos + k).long().bitwise_left_shift_(8 * k))
     return out
 
 
@@ -73,7 +73,7 @@ def spans(starts: list[int], ends: list[int], device) -> tuple[torch.Tensor, tor
     first = torch.cumsum(lengths, 0) - lengths
     sid = torch.repeat_interleave(torch.arange(len(starts), device=device), lengths)
     st = torch.tensor(starts, dtype=torch.long, device=device)
-    pos = st[sid] + (torch.arange(int(sid.numel()), device=device) - first[sid])
+    pos = torch.arange(int(sid.numel()), device=device).add_(gather(st - first, sid))
     return pos, sid, first
 
 
@@ -102,11 +102,9 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
         on = torch.zeros(n + 1, dtype=torch.int8, device=dev)
         on[heads] = 1
     else:
-        remap = torch.full((n + 1,), m, dtype=torch.long, device=dev)
-        remap[pos] = torch.arange(m, device=dev)
-        jump = torch.cat([gather(remap, torch.clamp(gather(nxt, pos), max=n)), pos.new_tensor([m])])
+        jump = torch.cat([_rank_in(pos, gather(nxt, pos)), pos.new_tensor([m])])
         on = torch.zeros(m + 1, dtype=torch.int8, device=dev)
-        on[gather(remap, heads)] = 1
+        on[_rank_in(pos, heads)] = 1
     steps = max(1, int(longest).bit_length())
     cpu = dev.type == "cpu"
     for k in range(steps):
@@ -124,14 +122,26 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
     return out
 
 
+def _rank_in(pos: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The index in the sorted ``pos`` of each of ``x``, or ``len(pos)`` where it is not there
+    (a binary search: no table over every position)."""
+    m = int(pos.numel())
+    i = torch.searchsorted(pos, x)
+    found = gather(pos, torch.clamp(i, max=m - 1)) == x
+    return i.masked_fill_(~found, m)
+
+
 def chain_heads(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, starts: list[int],
                 ends: list[int], longest: int) -> torch.Tensor:
     """The records that follow one another from each stream's start, as indices into the
     positions of :func:`spans` -- given, at every position, where a record starting there would
-    end (``nxt_abs``, absolute); ``longest`` bounds a stream's record count."""
+    end (``nxt_abs``, absolute; overwritten); ``longest`` bounds a stream's record count."""
     dev = nxt_abs.device
-    st = torch.tensor(starts, dtype=torch.long, device=dev)[sid]
-    en = torch.tensor(ends, dtype=torch.long, device=dev)[sid]
-    nxt = torch.where(nxt_abs < en, first[sid] + (nxt_abs - st), nxt_abs.numel())
+    st = torch.tensor(starts, dtype=torch.long, device=dev)
+    en = torch.tensor(ends, dtype=torch.long, device=dev)
+    # Relative to the positions of spans, in place (``nxt_abs`` is used up: for strings these
+    # run over every byte).
+    nxt = nxt_abs.add_(gather(first - st, sid))
+    nxt.masked_fill_(nxt >= gather(first + (en - st), sid), nxt_abs.numel())
     nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
     return torch.nonzero(follow(nxt, first[nonempty], longest)).reshape(-1)

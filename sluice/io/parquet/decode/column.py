@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column
+from sluice.chunk import Column, concat_columns
 from sluice.errors import DataError
 from sluice.io.parquet.decode import strings
 from sluice.io.parquet.decode.bits import gather, padded
@@ -121,8 +121,17 @@ class _Layout:
         return at
 
 
-def _layout(chunks: list[tuple], spec: ColumnSpec) -> _Layout:
-    lay = _Layout()
+@dataclass
+class _Stored:
+    """One column chunk's pages as stored: its codec and (page header, body bytes) per page."""
+    chunk: int
+    codec: str
+    pages: list  # (PageHeader, memoryview of the body as stored)
+
+
+def _read_headers(chunks: list[tuple], spec: ColumnSpec) -> list[_Stored]:
+    """Every chunk's page headers (read on the host), checked against the footer."""
+    out = []
     for ci, (data, codec, *expect) in enumerate(chunks):
         if CODECS.get(codec, "?") == "?":
             raise NotDecodable(f"codec {codec}")
@@ -131,7 +140,83 @@ def _layout(chunks: list[tuple], spec: ColumnSpec) -> _Layout:
         if expect and values != expect[0]:
             raise ValueError(f"the pages hold {values} values, the footer says {expect[0]}")
         for h in headers:
-            raw = memoryview(data)[h.body:h.body + h.compressed]
+            if h.type in ("DATA_PAGE", "DATA_PAGE_V2") and h.encoding not in VALUE_ENCODINGS:
+                raise NotDecodable(f"encoding {h.encoding}")
+        out.append(_Stored(ci, codec, [(h, memoryview(data)[h.body:h.body + h.compressed]) for h in headers]))
+    return out
+
+
+#: What decoding holds besides its result, measured with torch on CPU (peak resident growth
+#: over a task of a million lineitem rows at SF 1, per column, ``/proc/self/status`` VmHWM):
+#: 145-195 bytes per value for fixed-width and dictionary-coded columns, plus up to about 30
+#: bytes per decompressed page byte where byte positions are followed (plain strings:
+#: l_comment, 935 MB for 32 MB of pages). The estimate below is above every measured column.
+TRANSIENT_PER_VALUE = 200
+TRANSIENT_PER_BYTE = 40
+
+
+def transient_bytes(values: int, page_bytes: int) -> int:
+    """Bytes of temporary tensors decoding ``values`` values from ``page_bytes`` page bytes takes."""
+    return TRANSIENT_PER_VALUE * values + TRANSIENT_PER_BYTE * page_bytes
+
+
+def _page_cost(h) -> int:
+    return transient_bytes(h.num_values, h.uncompressed)
+
+
+def decode_estimate(chunks: list[tuple], spec: ColumnSpec) -> tuple[int, int]:
+    """The transient bytes of decoding ``chunks`` in one batch, and of its costliest page."""
+    costs = [_page_cost(h) for st in _read_headers(chunks, spec) for h, _ in st.pages]
+    return sum(costs), max(costs, default=0)
+
+
+def _batches(stored: list[_Stored], budget: int | None) -> list[list[_Stored]]:
+    """Cut the data pages into batches whose decoding holds at most ``budget`` transient bytes
+    (at least one page each), in order; a batch carries a chunk's dictionary page where it has
+    dictionary-coded pages of that chunk (not the plain pages a dictionary overflowed into).
+    One batch when there is no budget."""
+    if budget is None:
+        return [stored]
+    batches: list[list[_Stored]] = []
+    cur: list[_Stored] = []
+    cost = 0
+    for st in stored:
+        dicts = [(h, b) for h, b in st.pages if h.type == "DICTIONARY_PAGE"]
+        dict_cost = sum(_page_cost(h) for h, _ in dicts)
+        part, has_dict = None, False
+        for h, b in st.pages:
+            if h.type == "DICTIONARY_PAGE":
+                continue
+            need = h.encoding in DICT and not has_dict
+            c = _page_cost(h) + (dict_cost if need else 0)
+            if cost + c > budget and (cur or part is not None):
+                if part is not None:
+                    cur.append(part)
+                batches.append(cur)
+                cur, cost, part, has_dict = [], 0, None, False
+                need = h.encoding in DICT
+                c = _page_cost(h) + (dict_cost if need else 0)
+            if part is None:
+                part = _Stored(st.chunk, st.codec, [])
+            if need:
+                part.pages[:0] = dicts
+                has_dict = True
+            part.pages.append((h, b))
+            cost += c
+        if part is None:  # a chunk without data pages
+            part = _Stored(st.chunk, st.codec, list(dicts))
+            cost += dict_cost
+        cur.append(part)
+    if cur or not batches:
+        batches.append(cur)
+    return batches
+
+
+def _layout(stored: list[_Stored], spec: ColumnSpec) -> _Layout:
+    lay = _Layout()
+    for st in stored:
+        ci, codec = st.chunk, st.codec
+        for h, raw in st.pages:
             if h.type == "DICTIONARY_PAGE":
                 at = lay.add(raw, codec, h.uncompressed)
                 lay.dicts.append((ci, at, lay.size, h.num_values, h.encoding))
@@ -146,8 +231,6 @@ def _layout(chunks: list[tuple], spec: ColumnSpec) -> _Layout:
                 lay.add(raw[lv:], codec if h.compressed_values else None, h.uncompressed - lv)
                 lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size, at=at, v1=False,
                                       defs=(at + h.rep_bytes, at + lv) if spec.max_def else None, v=at + lv))
-            if h.type in ("DATA_PAGE", "DATA_PAGE_V2") and h.encoding not in VALUE_ENCODINGS:
-                raise NotDecodable(f"encoding {h.encoding}")
     return lay
 
 
@@ -174,10 +257,16 @@ def _place_levels(lay: _Layout, host: bytes, spec: ColumnSpec) -> None:
             p["v"] = p["at"] + 4 + dl
 
 
-def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device) -> Column:
+def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device, budget: int | None = None
+                  ) -> Column:
     """Decode the column chunks ``chunks`` ((bytes as stored, codec[, value count the footer
-    gives, checked against the pages']) per row group, in order)."""
-    lay = _layout(chunks, spec)
+    gives, checked against the pages']) per row group, in order), in batches of pages whose
+    temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`)."""
+    parts = [_decode(_layout(b, spec), spec, device) for b in _batches(_read_headers(chunks, spec), budget)]
+    return parts[0] if len(parts) == 1 else concat_columns(parts, unify=False)
+
+
+def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device) -> Column:
     host = decompress_on_host(lay)
     _place_levels(lay, host, spec)
     buf = padded(torch.frombuffer(bytearray(host), dtype=torch.uint8) if host else torch.zeros(0, dtype=torch.uint8))
@@ -204,10 +293,10 @@ def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device) -
     else:
         nn = n_t
         rank = torch.arange(N, device=dev) - slot_first[page]
-    ctx = _Ctx(buf, host, pages, page, rank, nn, spec, lay)
-    col = _strings(ctx) if spec.ltype.kind == "string" else _fixed(ctx)
     if valid is not None and bool(valid.all()):
         valid = None
+    ctx = _Ctx(buf, host, pages, page, rank, nn, spec, lay, valid is None)
+    col = _strings(ctx) if spec.ltype.kind == "string" else _fixed(ctx)
     return Column(col[0], spec.ltype, valid, col[1])
 
 
@@ -221,21 +310,47 @@ class _Ctx:
     nn: torch.Tensor     # non-NULL values per page
     spec: ColumnSpec
     lay: _Layout
+    dense: bool          # no NULLs: slot i holds the i-th value
 
     def groups(self, encs) -> list[int]:
         return [i for i, p in enumerate(self.pages) if p["enc"] in encs]
 
-    def slot_index(self, group: list[int], offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """For every slot: whether its page is in ``group``, and the index of its value in the
-        group's concatenated values (whose per-page offsets are ``offsets``)."""
+    def member(self, group: list[int]) -> torch.Tensor | None:
+        """Whether each slot's page is in ``group``; None when every page is (the common case:
+        one encoding for the whole column, so no per-slot mask or select is needed)."""
+        if len(group) == len(self.pages):
+            return None
         dev = self.buf.device
-        P = len(self.pages)
-        member = torch.zeros(P, dtype=torch.bool, device=dev)
-        gi = torch.tensor(group, dtype=torch.long, device=dev)
-        member[gi] = True
-        off = torch.zeros(P, dtype=torch.long, device=dev)
-        off[gi] = offsets.to(dev)
-        return member[self.page], off[self.page] + self.rank
+        m = torch.zeros(len(self.pages), dtype=torch.bool, device=dev)
+        m[torch.tensor(group, dtype=torch.long, device=dev)] = True
+        return m[self.page]
+
+    def slot_index(self, group: list[int], offsets: torch.Tensor) -> torch.Tensor:
+        """For every slot, the index of its value in the group's concatenated values (whose
+        per-page offsets are ``offsets``); garbage for slots of pages not in the group."""
+        dev = self.buf.device
+        off = torch.zeros(len(self.pages), dtype=torch.long, device=dev)
+        off[torch.tensor(group, dtype=torch.long, device=dev)] = offsets.to(dev)
+        return self.rank + off[self.page]
+
+    def pick(self, group: list[int], values: torch.Tensor) -> torch.Tensor:
+        """Each slot's value from the group's concatenated ``values`` (page after page, the
+        non-NULL values of each); garbage for slots of pages not in the group."""
+        if self.dense and len(group) == len(self.pages) and values.shape[0] == self.page.numel():
+            return values  # slot i holds value i
+        idx = self.slot_index(group, _excl(self.group_nn(group)))
+        if values.shape[0] == 0:
+            return values.new_zeros((int(idx.numel()), *values.shape[1:]))
+        return values[torch.clamp(idx, max=values.shape[0] - 1)]
+
+    @staticmethod
+    def put(member: torch.Tensor | None, got: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        """``got`` where ``member`` (all of it when None), ``out`` (zeros when None) elsewhere."""
+        if member is None:
+            return got
+        if out is None:
+            out = torch.zeros_like(got)
+        return torch.where(member if got.dim() == 1 else member[:, None], got, out)
 
     def group_nn(self, group: list[int]) -> torch.Tensor:
         return self.nn[torch.tensor(group, dtype=torch.long, device=self.buf.device)]
@@ -270,20 +385,21 @@ def _dict_values(ctx: _Ctx, w: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
-    """Dictionary indices of the pages in ``group`` (one per slot; garbage where not in it)."""
+    """Dictionary indices of the pages in ``group``, one per non-NULL value (page after page),
+    each moved by its chunk's first entry among all chunks' dictionaries."""
     pages = [ctx.pages[i] for i in group]
     widths = torch.tensor([ctx.host[p["v"]] if p["end"] > p["v"] else 0 for p in pages], dtype=torch.long)
-    vals, offs = decode_hybrid(ctx.buf, [p["v"] + 1 for p in pages], [max(p["end"], p["v"] + 1) for p in pages],
-                               widths, ctx.group_nn(group), max(p["n"] for p in pages))
-    member, idx = ctx.slot_index(group, offs)
+    vals, _ = decode_hybrid(ctx.buf, [p["v"] + 1 for p in pages], [max(p["end"], p["v"] + 1) for p in pages],
+                            widths, ctx.group_nn(group), max(p["n"] for p in pages))
     dev = ctx.buf.device
     base, size = _dict_extent(ctx)
-    chunk = torch.tensor([p["chunk"] for p in ctx.pages], dtype=torch.long, device=dev)[ctx.page]
-    got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else torch.zeros_like(idx)
-    chunk_of_value = torch.repeat_interleave(torch.tensor([p["chunk"] for p in pages], dtype=torch.long, device=dev),
-                                             ctx.group_nn(group))
+    chunks = [p["chunk"] for p in pages]
+    if len(set(chunks)) == 1:
+        _check(vals < size[chunks[0]], "a dictionary index past its dictionary")
+        return vals.add_(base[chunks[0]])
+    chunk_of_value = torch.repeat_interleave(torch.tensor(chunks, dtype=torch.long, device=dev), ctx.group_nn(group))
     _check(vals < size[chunk_of_value], "a dictionary index past its dictionary")
-    return torch.where(member, got + base[chunk], 0)
+    return vals.add_(base[chunk_of_value])
 
 
 def _dict_extent(ctx: _Ctx) -> tuple[torch.Tensor, torch.Tensor]:
@@ -299,11 +415,13 @@ def _dict_extent(ctx: _Ctx) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
+    """Fixed-width values as (N, width) bytes, each encoding group of pages decoded to its
+    values (page after page) and placed in the slots of its pages."""
     spec = ctx.spec
     dev = ctx.buf.device
     N = int(ctx.page.numel())
     w = 1 if spec.physical == "BOOLEAN" else WIDTH.get(spec.physical, spec.type_length)
-    out = torch.zeros((N, w), dtype=torch.uint8, device=dev)
+    out = None
     pages = ctx.pages
     vstart = torch.tensor([p["v"] for p in pages], dtype=torch.long, device=dev)
     enc_of = {p["enc"] for p in pages}
@@ -315,42 +433,38 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
             _check(vstart[gi] * 8 + ctx.nn[gi] * bits_each <= ends[gi] * 8, "values run past their page")
     plain = ctx.groups({"PLAIN"})
     if plain:
-        member, _ = ctx.slot_index(plain, torch.zeros(len(plain), dtype=torch.long))
+        member = ctx.member(plain)
         if spec.physical == "BOOLEAN":
             bits = vstart[ctx.page] * 8 + ctx.rank
             got = ((gather(ctx.buf, bits >> 3) >> (bits & 7)) & 1)[:, None]
-        else:
-            got = _rows(ctx.buf, vstart[ctx.page] + ctx.rank * w, w)
-        out = torch.where(member[:, None], got, out)
+        else:  # each page's values lie back to back: one copy of the pages' value bytes
+            nn = [p["n"] for p in pages] if ctx.dense else ctx.nn.tolist()
+            vals = torch.cat([ctx.buf[pages[i]["v"]:pages[i]["v"] + nn[i] * w] for i in plain]).reshape(-1, w)
+            got = ctx.pick(plain, vals)
+        out = ctx.put(member, got, out)
     rle = ctx.groups({"RLE"})
     if rle:  # booleans, RLE-encoded (length-prefixed hybrid of width 1)
         ps = [pages[i] for i in rle]
         ends_rle = [p["v"] + 4 + int.from_bytes(ctx.host[p["v"]:p["v"] + 4], "little") for p in ps]
         if any(e > p["end"] for e, p in zip(ends_rle, ps)):
             raise ValueError("corrupt page: an RLE boolean stream runs past its page")
-        vals, offs = decode_hybrid(ctx.buf, [p["v"] + 4 for p in ps], ends_rle,
-                                   torch.ones(len(ps), dtype=torch.long), ctx.group_nn(rle), max(p["n"] for p in ps))
-        member, idx = ctx.slot_index(rle, offs)
-        got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))].to(torch.uint8)[:, None]
-        out = torch.where(member[:, None], got, out)
+        vals, _ = decode_hybrid(ctx.buf, [p["v"] + 4 for p in ps], ends_rle,
+                                torch.ones(len(ps), dtype=torch.long), ctx.group_nn(rle), max(p["n"] for p in ps))
+        out = ctx.put(ctx.member(rle), ctx.pick(rle, vals.to(torch.uint8)[:, None]), out)
     dicts = ctx.groups(DICT)
     if dicts:
         dvals, _ = _dict_values(ctx, w)
         codes = _indices(ctx, dicts)
-        member, _ = ctx.slot_index(dicts, torch.zeros(len(dicts), dtype=torch.long))
-        if dvals.shape[0] == 0:
-            got = torch.zeros_like(out)
-        else:
-            got = dvals[torch.clamp(codes, 0, dvals.shape[0] - 1)]
-        out = torch.where(member[:, None], got, out)
+        got = dvals[torch.clamp(codes, 0, dvals.shape[0] - 1)] if dvals.shape[0] else \
+            torch.zeros((int(codes.numel()), w), dtype=torch.uint8, device=dev)
+        out = ctx.put(ctx.member(dicts), ctx.pick(dicts, got), out)
     bss = ctx.groups({"BYTE_STREAM_SPLIT"})
     if bss:
-        member, _ = ctx.slot_index(bss, torch.zeros(len(bss), dtype=torch.long))
         # The streams' length is the value bytes / width (as pyarrow reads it; the same as the
         # non-NULL count unless the levels are corrupt).
         n_of = ((ends - vstart) // w)[ctx.page]
         got = gather(ctx.buf, (vstart[ctx.page] + ctx.rank)[:, None] + torch.arange(w, device=dev) * n_of[:, None])
-        out = torch.where(member[:, None], got, out)
+        out = ctx.put(ctx.member(bss), got, out)
     delta = ctx.groups({"DELTA_BINARY_PACKED"})
     if delta:
         ps = [pages[i] for i in delta]
@@ -358,15 +472,13 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
                                      [p["n"] for p in ps])
         _check(torch.tensor([h.total for h in hdrs], device=dev) == ctx.group_nn(delta),
                "DELTA_BINARY_PACKED pages hold another number of values than their levels say")
-        offs = _excl(ctx.group_nn(delta))
-        member, idx = ctx.slot_index(delta, offs)
-        got = vals[torch.clamp(idx, max=max(int(vals.numel()) - 1, 0))] if vals.numel() else \
-            torch.zeros(N, dtype=torch.long, device=dev)
-        le = got.view(torch.uint8).reshape(N, 8)[:, :w] if N else torch.zeros((0, w), dtype=torch.uint8, device=dev)
-        out = torch.where(member[:, None], le, out)
+        le = vals.view(torch.uint8).reshape(-1, 8)[:, :w]
+        out = ctx.put(ctx.member(delta), ctx.pick(delta, le), out)
     unknown = enc_of - {"PLAIN", "RLE", "BYTE_STREAM_SPLIT", "DELTA_BINARY_PACKED", *DICT}
     if unknown:
         raise NotDecodable(f"encoding {sorted(unknown)[0]} for {spec.physical}")
+    if out is None:
+        out = torch.zeros((N, w), dtype=torch.uint8, device=dev)
     return _convert(out, spec), None
 
 
@@ -413,26 +525,28 @@ def _be_decimal(raw: torch.Tensor, spec: ColumnSpec) -> torch.Tensor:
 
 def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
     """String columns: codes into one dictionary made of the chunks' dictionary pages followed
-    by the values of pages not dictionary-encoded (a dictionary need not be unique)."""
+    by the values of pages not dictionary-encoded (a dictionary need not be unique). Each
+    part's bytes are gathered as soon as they are found (their per-byte sources are the
+    largest tensors here)."""
     dev = ctx.buf.device
     pages = ctx.pages
     N = int(ctx.page.numel())
-    srcs, lens = [], []
+    unknown = {p["enc"] for p in pages} - {"PLAIN", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", *DICT}
+    if unknown:
+        raise NotDecodable(f"encoding {sorted(unknown)[0]} for strings")
+    parts = []
     # Dictionary pages: plain byte arrays.
     if ctx.lay.dicts:
         s, ln = strings.plain(ctx.buf, [d[1] for d in ctx.lay.dicts], [d[2] for d in ctx.lay.dicts],
                               max(d[3] for d in ctx.lay.dicts))
-        srcs.append(strings.byte_sources(s, ln))
-        lens.append(ln)
-    ndict = int(sum(int(x.numel()) for x in lens))
-    if ndict != sum(d[3] for d in ctx.lay.dicts):
-        raise DataError(f"corrupt dictionary page in column {ctx.spec.name}")
-    codes = torch.zeros(N, dtype=torch.long, device=dev)
+        if int(ln.numel()) != sum(d[3] for d in ctx.lay.dicts):
+            raise DataError(f"corrupt dictionary page in column {ctx.spec.name}")
+        parts.append(strings.materialise(ctx.buf, strings.byte_sources(s, ln), ln))
+    codes = None
     dicts = ctx.groups(DICT)
     if dicts:
-        member, _ = ctx.slot_index(dicts, torch.zeros(len(dicts), dtype=torch.long))
-        codes = torch.where(member, _indices(ctx, dicts), codes)
-    at = ndict
+        codes = ctx.put(ctx.member(dicts), ctx.pick(dicts, _indices(ctx, dicts)), codes)
+    at = sum(len(x) for x in parts)
     for encs in (("PLAIN",), ("DELTA_LENGTH_BYTE_ARRAY",), ("DELTA_BYTE_ARRAY",)):
         group = ctx.groups(encs)
         if not group:
@@ -447,19 +561,15 @@ def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
             src = strings.byte_sources(s, ln)
         else:
             src, ln, _ = strings.delta_bytes(ctx.buf, ctx.host, st, en, [p["n"] for p in ps])
-        if int(ln.numel()) != int(ctx.group_nn(group).sum()):
+        count = int(ln.numel())
+        if count != int(ctx.group_nn(group).sum()):
             raise DataError(f"corrupt string page in column {ctx.spec.name}")
-        member, idx = ctx.slot_index(group, _excl(ctx.group_nn(group)))
-        codes = torch.where(member, idx + at, codes)
-        at += int(ln.numel())
-        srcs.append(src)
-        lens.append(ln)
-    if not lens:
+        parts.append(strings.materialise(ctx.buf, src, ln))
+        del src
+        codes = ctx.put(ctx.member(group), ctx.pick(group, torch.arange(at, at + count, device=dev)), codes)
+        at += count
+    if codes is None:
+        codes = torch.zeros(N, dtype=torch.long, device=dev)
+    if not parts:
         return codes.int(), pa.array([], pa.string())
-    src = torch.cat(srcs)
-    ln = torch.cat(lens)
-    unknown = {p["enc"] for p in pages} - {"PLAIN", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", *DICT}
-    if unknown:
-        raise NotDecodable(f"encoding {sorted(unknown)[0]} for strings")
-    dictionary = strings.materialise(ctx.buf, src, ln)
-    return codes.int(), dictionary
+    return codes.int(), parts[0] if len(parts) == 1 else pa.concat_arrays(parts)

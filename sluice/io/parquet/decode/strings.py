@@ -32,13 +32,18 @@ def plain(buf: torch.Tensor, starts: list[int], ends: list[int], most: int | Non
     if pos.numel() == 0:
         z = torch.zeros(0, dtype=torch.long, device=dev)
         return z, z
-    length = le_bytes(buf, pos, 4)
-    nxt_abs = pos + 4 + length
+    nxt_abs = le_bytes(buf, pos, 4).add_(4).add_(pos)  # where a value starting here would end
+    del pos  # (every tensor here is as long as the pages' bytes: hold as few as possible)
     longest = max(e - s for s, e in zip(starts, ends)) // 4 + 1
     heads = chain_heads(nxt_abs, sid, first, starts, ends, min(longest, most or longest))
-    if bool((nxt_abs[heads] > torch.tensor(ends, dtype=torch.long, device=dev)[sid[heads]]).any()):
+    h_sid = sid[heads]
+    del sid, nxt_abs
+    st = torch.tensor(starts, dtype=torch.long, device=dev)
+    at = heads + gather(st - first, h_sid)
+    length = le_bytes(buf, at, 4)
+    if bool((at + 4 + length > torch.tensor(ends, dtype=torch.long, device=dev)[h_sid]).any()):
         raise ValueError("a byte array runs past its page")
-    return pos[heads] + 4, length[heads]
+    return at + 4, length
 
 
 def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int], most: list[int]
@@ -106,6 +111,6 @@ def materialise(buf: torch.Tensor, byte_src: torch.Tensor, lengths: torch.Tensor
 def byte_sources(starts: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Every byte position of values that start at ``starts`` and are ``lengths`` long."""
     dev = starts.device
-    off = torch.cumsum(lengths, 0) - lengths
     v = torch.repeat_interleave(torch.arange(int(lengths.numel()), device=dev), lengths)
-    return starts[v] + (torch.arange(int(v.numel()), device=dev) - off[v])
+    shift = starts - (torch.cumsum(lengths, 0) - lengths)  # a value's bytes: start + (i - its offset)
+    return torch.arange(int(v.numel()), device=dev).add_(gather(shift, v))
