@@ -1,9 +1,11 @@
 """Adaptive scan (A-Scan) sweep: the three static data-movement modes and ``auto``, side by
-side in one run, over predicate selectivity x projected columns on lineitem, plus a scan
-whose selectivity changes along the file; and runtime filters on vs off for SSB / TPC-H joins.
+side in one run, over predicate selectivity x projected columns on lineitem (TPC-H) or lineorder
+(SSB), plus a scan whose selectivity changes along the file; and runtime filters on vs off for
+SSB / TPC-H joins.
 
     python bench/ascan.py --sf 10 --data /work/data/sf10 [--device cpu|cuda] [--threads N]
-        [--selectivities 0.0001,0.01,0.1,1,10,100] [--columns 2,4,8,16] [--runs 1]
+        [--selectivities 0.0001,0.01,0.1,1,10,100] [--columns 2,4,8,16] [--runs 1] [--decoder arrow]
+    python bench/ascan.py --sf 10 --data /work/data/ssb-sf10 --table lineorder ...
     python bench/ascan.py --joins /work/data/ssb-sf10 --joins-only [--runs 2]
 
 Each cell is the best of ``--runs`` wall times; the table gives every mode's time relative to
@@ -30,20 +32,30 @@ COLUMNS = ["l_extendedprice", "l_quantity", "l_discount", "l_tax", "l_shipdate",
            "l_shipmode", "l_comment"]
 
 
-def query(sel_pct: float, ncols: int) -> str:
-    """l_partkey is uniform and unsorted: ``l_partkey % 1000000 < k`` keeps about k/10^6 of the rows
-    (no row group can be pruned). ``ncols`` columns are projected in all, l_partkey included."""
-    k = max(1, round(sel_pct / 100 * 1_000_000))
-    cols = COLUMNS[: ncols - 1]
-    aggs = ", ".join(f"count({c})" if c.startswith(("l_return", "l_line", "l_ship", "l_comm", "l_receipt"))
-                     and c not in ("l_linenumber",) else f"sum({c})" for c in cols)
-    return f"select count(*), {aggs} from lineitem where l_partkey % 1000000 < {k}"
+LO_COLUMNS = ["lo_extendedprice", "lo_quantity", "lo_discount", "lo_revenue", "lo_orderdate", "lo_suppkey",
+              "lo_orderkey", "lo_linenumber", "lo_commitdate", "lo_custkey", "lo_orderpriority", "lo_shippriority",
+              "lo_ordtotalprice", "lo_supplycost", "lo_tax", "lo_shipmode"]
+COUNTED = ("l_return", "l_linestatus", "l_ship", "l_comm", "l_receipt", "lo_orderpriority", "lo_shipmode",
+           "lo_commitdate", "lo_orderdate")
 
 
-def phase_query(sf: float) -> str:
-    """Selective over the first half of the file (sorted by l_orderkey), then everything:
+def query(sel_pct: float, ncols: int, table: str = "lineitem") -> str:
+    """The part key is uniform and unsorted: ``l_partkey % 1000000 < k`` keeps about k/10^6 of
+    lineitem's rows (``lo_partkey % 100000``: of lineorder's), and no row group can be pruned.
+    ``ncols`` columns are projected in all, the part key included."""
+    key, mod, cols = ("l_partkey", 1_000_000, COLUMNS) if table == "lineitem" else ("lo_partkey", 100_000, LO_COLUMNS)
+    k = max(1, round(sel_pct / 100 * mod))
+    aggs = ", ".join(f"count({c})" if c.startswith(COUNTED) else f"sum({c})" for c in cols[: ncols - 1])
+    return f"select count(*), {aggs} from {table} where {key} % {mod} < {k}"
+
+
+def phase_query(sf: float, table: str = "lineitem") -> str:
+    """Selective over the first half of the file (sorted by the order key), then everything:
     the best mode changes half-way."""
     half = int(3_000_000 * sf)
+    if table == "lineorder":
+        return ("select count(*), sum(lo_extendedprice), count(lo_orderpriority), count(lo_shipmode) from lineorder "
+                f"where (lo_orderkey < {half} and lo_partkey % 1000 = 0) or lo_orderkey >= {half}")
     return ("select count(*), sum(l_extendedprice), count(l_comment), count(l_shipinstruct) from lineitem "
             f"where (l_orderkey < {half} and l_partkey % 1000 = 0) or l_orderkey >= {half}")
 
@@ -60,7 +72,9 @@ def timed(con, sql, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sf", type=float, default=1.0)
-    ap.add_argument("--data", default=None, help="TPC-H data directory (lineitem)")
+    ap.add_argument("--data", default=None, help="TPC-H (lineitem) or SSB (lineorder) data directory")
+    ap.add_argument("--table", default="lineitem", choices=["lineitem", "lineorder"])
+    ap.add_argument("--decoder", default="auto", choices=["auto", "arrow", "device"])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=1)
@@ -71,15 +85,16 @@ def main():
     args = ap.parse_args()
     if args.joins_only:
         return joins(args)
-    cons = {m: sluice.connect(args.data, device=args.device, threads=args.threads, scan_mode=m) for m in MODES}
-    print(f"A-Scan sweep: lineitem SF {args.sf:g}, device={cons['direct'].config.device}, threads={args.threads}, "
-          f"runs={args.runs} (best of)")
+    cons = {m: sluice.connect(args.data, device=args.device, threads=args.threads, scan_mode=m,
+                              decoder=args.decoder) for m in MODES}
+    print(f"A-Scan sweep: {args.table} SF {args.sf:g}, device={cons['direct'].config.device}, threads={args.threads}, "
+          f"decoder={args.decoder}, runs={args.runs} (best of)")
     print(f"{'kept %':>8} {'cols':>4} " + " ".join(f"{m:>9}" for m in MODES) + "   best static  auto/best")
-    timed(cons["direct"], query(100, max(int(x) for x in args.columns.split(","))), 1)  # warm the page cache
+    timed(cons["direct"], query(100, max(int(x) for x in args.columns.split(",")), args.table), 1)  # warm the cache
     worst = 1.0
     for sel in [float(x) for x in args.selectivities.split(",")]:
         for ncols in [int(x) for x in args.columns.split(",")]:
-            sql = query(sel, ncols)
+            sql = query(sel, ncols, args.table)
             times, answer = {}, None
             for m in MODES:
                 times[m], out = timed(cons[m], sql, args.runs)
@@ -93,7 +108,7 @@ def main():
             print(f"{sel:8g} {ncols:4d} " + " ".join(f"{times[m]:8.2f}s" for m in MODES) +
                   f"   {best:>11}  {ratio:8.2f}", flush=True)
     print(f"worst auto / best static: {worst:.2f}")
-    sql = phase_query(args.sf)
+    sql = phase_query(args.sf, args.table)
     times = {m: timed(cons[m], sql, args.runs)[0] for m in MODES}
     best = min(("direct", "pushdown", "staging"), key=times.get)
     print("phase change (selective first half, then all rows): " +

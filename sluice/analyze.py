@@ -144,6 +144,9 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
             left = "; ".join(f"{c} ({why})" for c, why in s.fallbacks.items())
             desc += f"\n{'  ' * (depth + 1)}  decoder {s.decoder}" + (
                 f", left to pyarrow: {left}" if left else ", every column on the device decoder")
+            if s.pages_selected:
+                desc += (f"; staging skipped {s.pages_skipped:,} of {s.pages_selected:,} data pages "
+                         f"({fmt_bytes(s.page_bytes_skipped)} compressed) holding no kept row")
         for rf in op.runtime_filters:
             desc += f"\n{'  ' * (depth + 1)}  {rf.describe()}"
     lines.append("  " * depth + desc)

@@ -109,6 +109,9 @@ class ScanStats:
     switches: list = field(default_factory=list)  # the mode policy's decisions (adapt.scan_policy.Switch)
     decoder: str = "arrow"   # which decoder decoded the pages (io.parquet.decoders)
     fallbacks: dict = field(default_factory=dict)  # column -> why the device decoder left it to pyarrow
+    pages_selected: int = 0      # data pages staging gave the device decoder a row selection for
+    pages_skipped: int = 0       # ... of which none of the rows was kept: not decompressed, not decoded
+    page_bytes_skipped: int = 0  # their compressed bytes
 
 
 @dataclass

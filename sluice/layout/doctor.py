@@ -11,8 +11,7 @@ per table (a file, or a folder of files):
 - too few pages per column chunk for a GPU decoder (each page is one unit of parallel work:
   about 100 a chunk, seed 004 insight 1);
 - compression that does not pay: a codec saving under 10 % costs decode time for nothing;
-- missing min/max statistics (no row-group pruning, no runtime-filter skipping) and missing
-  page index (the staging scan cannot skip pages);
+- missing min/max statistics (no row-group pruning, no runtime-filter skipping);
 - columns of types sluice cannot query (lists, structs, maps, binary): the other columns of
   the file stay queryable.
 
@@ -169,13 +168,12 @@ def _columns(table: str, infos: list[dict]) -> list[Finding]:
     for i in infos:
         for c in i["columns"]:
             agg = cols.setdefault(c["column"], {"comp": 0, "unc": 0, "codecs": set(), "enc": set(),
-                                                "stats": True, "index": True, "type": c["physical_type"]})
+                                                "stats": True, "type": c["physical_type"]})
             agg["comp"] += c["compressed_bytes"]
             agg["unc"] += c["uncompressed_bytes"]
             agg["codecs"].update(c["codec"])
             agg["enc"].update(c["encodings"])
             agg["stats"] &= c["statistics"]
-            agg["index"] &= c["page_index"]
     useless = [n for n, a in cols.items() if a["codecs"] - {"UNCOMPRESSED"} and a["unc"] >= BIG_COLUMN
                and 1 - a["comp"] / a["unc"] < MIN_CODEC_GAIN]
     if useless:
@@ -189,11 +187,6 @@ def _columns(table: str, infos: list[dict]) -> list[Finding]:
     if no_stats:
         out.append(Finding(table, f"no min/max statistics for {_names(no_stats)}",
                            "without them WHERE clauses and join runtime filters cannot skip row groups"))
-    no_index = [n for n, a in cols.items() if not a["index"]]
-    if no_index and len(no_index) == len(cols) and sum(i["row_groups"] for i in infos) and \
-            sum(a["unc"] for a in cols.values()) >= BIG_COLUMN:
-        out.append(Finding(table, "no page index",
-                           "the staging scan mode cannot skip the pages of other columns that no row survives"))
     return out
 
 

@@ -32,6 +32,28 @@ def test_ssb_device_decoder_every_scan_mode(name, mode, ssb_dir, connect):
     compare(ours, theirs, order_by_columns(sql, theirs.column_names))
 
 
+@pytest.mark.parametrize("budget", [None, 48 << 20])
+@pytest.mark.parametrize("decoder", ["device", "arrow"])
+def test_staging_skips_pages_without_a_kept_row(decoder, budget, tpch_dir, tpch_duck, connect):
+    """Staging hands the other columns' decoder the surviving rows: the device decoder leaves
+    the pages without one alone (a narrow range of the sorted l_orderkey inside a row group,
+    and a second, scattered predicate), and every answer is DuckDB's."""
+    sql = ("select count(*), sum(l_quantity), max(l_comment), min(l_shipmode), count(l_receiptdate) "
+           "from lineitem where l_orderkey between 100000 and 103000 or l_orderkey % 5000 = 7")
+    settings = dict(decoder=decoder, scan_mode="staging", chunk_rows=2_000_000)
+    if budget:
+        settings["host_memory_limit"] = budget
+    rel = connect(tpch_dir, **settings).sql(sql)
+    ours = rel.to_arrow()
+    compare(ours, tpch_duck.sql(sql).to_arrow_table(), [])
+    _, ctx = rel.last_run
+    (reader,) = ctx.readers.values()
+    if decoder == "device":
+        assert 0 < reader.stats.pages_skipped < reader.stats.pages_selected
+    else:
+        assert reader.stats.pages_selected == 0
+
+
 def test_every_column_on_the_device_decoder(tpch_dir, connect):
     rel = connect(tpch_dir, decoder="device").sql("select count(*), max(l_comment), sum(l_tax) from lineitem")
     rel.to_arrow()

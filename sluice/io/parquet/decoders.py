@@ -12,16 +12,18 @@ fetch -> decode -> transfer).
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
 
 from sluice.chunk import Column
 from sluice.errors import DataError, UnsupportedError
 from sluice.io.parquet.convert import arrow_to_column
-from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column, decode_estimate
+from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column, decode_estimate, decode_rows
 from sluice.io.parquet.metadata import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
 from sluice.io.pinned import columns_nbytes
@@ -65,9 +67,11 @@ class ArrowDecoder:
     def __init__(self, scan) -> None:
         self.scan = scan
 
-    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str]
+    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
-        """Read (measured on its own) then decode ``stored`` columns of ``task`` on the host."""
+        """Read (measured on its own) then decode ``stored`` columns of ``task`` on the host;
+        with ``keep`` (a host mask over the task's rows) only those rows are returned (pyarrow
+        decodes every page: it cannot be given a row selection)."""
         s = self.scan
         path = task[0].path
         rg_idx = [rg.index for rg in task]
@@ -83,6 +87,9 @@ class ArrowDecoder:
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
         cols = {c: arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
+        if keep is not None:
+            mask = torch.from_numpy(keep)
+            cols = {c: col.filter(mask) for c, col in cols.items()}
         s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         return cols, nread
 
@@ -95,9 +102,13 @@ class TorchDecoder:
         self.arrow = ArrowDecoder(scan)
         self.cannot: dict[str, str] = {}  # column -> why it is left to pyarrow
         self.specs: dict[tuple, object] = {}  # (file path, column) -> ColumnSpec, for this scan
+        self._lock = threading.Lock()
 
-    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str]
+    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
+        """Decode ``stored`` columns of ``task``; with ``keep`` (a host mask over the task's
+        rows, from staging) only the pages holding a kept row are decoded, and only those rows
+        returned."""
         s = self.scan
         path = task[0].path
         rg_idx = [rg.index for rg in task]
@@ -124,7 +135,7 @@ class TorchDecoder:
             s._record("read", t0, t1, nread)
             for c in ours:
                 try:
-                    cols[c] = self._decode_column(chunks[c], self._spec(md, c, path))
+                    cols[c] = self._decode_column(chunks[c], self._spec(md, c, path), keep)
                 except NotDecodable as e:  # an encoding met in the pages, not the footer
                     self._fallback(c, str(e))
                     rest.append(c)
@@ -134,17 +145,17 @@ class TorchDecoder:
                     raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
             s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
-            more, n2 = self.arrow.decode(task, md, rest)
+            more, n2 = self.arrow.decode(task, md, rest, keep)
             cols.update(more)
             nread += n2
         return cols, nread
 
-    def _decode_column(self, chunks, spec) -> Column:
+    def _decode_column(self, chunks, spec, keep: np.ndarray | None) -> Column:
         """Decode one column, its temporary tensors reserved against the decode budget (the
         device's on a GPU): as many pages at a time as the reservation holds."""
         pool = self.scan.decode_pool
         if pool is None:
-            return decode_column(chunks, spec, self.scan.device)
+            return self._run(chunks, spec, keep, None)
         need, page = decode_estimate(chunks, spec)
         with pool.reservation(f"Scan {self.scan.table.name} decode") as res:
             want = min(need, max(pool.limit // DECODE_SHARE, page))
@@ -152,12 +163,23 @@ class TorchDecoder:
                 res.try_grow(min(want, pool.available))
             budget = None if res.size >= need else res.size
             if res.size >= page:
-                return decode_column(chunks, spec, self.scan.device, budget)
+                return self._run(chunks, spec, keep, budget)
             # Not even a page fits: decode a page at a time, counted past the budget, and one
             # decoder at a time in the whole pool (the others wait: throttled, not killed).
             with pool.overdraft:
                 res.force(page - res.size)
-                return decode_column(chunks, spec, self.scan.device, budget)
+                return self._run(chunks, spec, keep, budget)
+
+    def _run(self, chunks, spec, keep: np.ndarray | None, budget: int | None) -> Column:
+        if keep is None:
+            return decode_column(chunks, spec, self.scan.device, budget)
+        col, skipped = decode_rows(chunks, spec, self.scan.device, keep, budget)
+        st = self.scan.stats
+        with self._lock:
+            st.pages_skipped += skipped.pages
+            st.pages_selected += skipped.of
+            st.page_bytes_skipped += skipped.nbytes
+        return col
 
     def _spec(self, md, c: str, path: str):
         key = (path, c)

@@ -161,14 +161,15 @@ class ScanReader:
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
 
-    def _decode(self, task: list[RowGroup], md, names: list[str]) -> tuple[dict[str, Column], int]:
+    def _decode(self, task: list[RowGroup], md, names: list[str], keep=None) -> tuple[dict[str, Column], int]:
         """Read + decode the ``names`` columns of ``task`` on this thread with the scan's decoder
         (partition columns are made from the file's folder values); returns the columns and the
-        compressed bytes read."""
+        compressed bytes read. With ``keep`` (a host bool array over the task's rows) only
+        those rows: the device decoder then skips the pages without one."""
         parts = self.table.partitions
         stored = [c for c in names if c not in parts]
-        cols, nread = self.decoder.decode(task, md, stored)
-        n = sum(rg.num_rows for rg in task)
+        cols, nread = self.decoder.decode(task, md, stored, keep)
+        n = sum(rg.num_rows for rg in task) if keep is None else int(keep.sum())
         for c in names:
             if c in parts:
                 cols[c] = partition_column(self.table, c, task[0].path, n)
@@ -224,9 +225,9 @@ class ScanReader:
             if kept == 0:
                 return None, None, nread, 0, True
             rest = [c for c in self.columns if c not in first]
-            rcols, more = self._decode(task, md, rest) if rest else ({}, 0)
+            keep = host_mask.numpy() if kept < n else None
+            rcols, more = self._decode(task, md, rest, keep) if rest else ({}, 0)
             if kept < n:
-                rcols = {c: col.filter(host_mask) for c, col in rcols.items()}
                 dcols = {c: col.filter(mask) for c, col in dcols.items()}
             rcols, event = self._ship(rcols)
             out = {**dcols, **rcols}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import torch
 
@@ -262,7 +263,61 @@ def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device, b
     """Decode the column chunks ``chunks`` ((bytes as stored, codec[, value count the footer
     gives, checked against the pages']) per row group, in order), in batches of pages whose
     temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`)."""
-    parts = [_decode(_layout(b, spec), spec, device) for b in _batches(_read_headers(chunks, spec), budget)]
+    return _decode_pages(_read_headers(chunks, spec), spec, device, budget)
+
+
+@dataclass
+class Skipped:
+    """Data pages a row selection let the decoder leave alone (neither decompressed nor decoded)."""
+    pages: int = 0
+    of: int = 0
+    nbytes: int = 0   # their compressed bytes
+
+
+def decode_rows(chunks: list[tuple], spec: ColumnSpec, device: torch.device, keep: np.ndarray,
+                budget: int | None = None) -> tuple[Column, Skipped]:
+    """The rows ``keep`` (a host mask over the chunks' rows, in order) of the column: only the
+    data pages holding a kept row are decoded -- where a page's rows lie is known from the page
+    headers (flat columns: a page's value count is its row count), so this needs no page index.
+    Returns the kept rows' column and what was skipped."""
+    stored, covered, skipped = _select_pages(_read_headers(chunks, spec), keep)
+    col = _decode_pages(stored, spec, device, budget)
+    sub = torch.from_numpy(keep[covered])
+    return col.filter(sub.to(col.data.device)) if not bool(sub.all()) else col, skipped
+
+
+def _select_pages(stored: list[_Stored], keep: np.ndarray) -> tuple[list[_Stored], np.ndarray, Skipped]:
+    """The pages holding a kept row (a chunk's dictionary page only if a dictionary-coded page
+    stays), the rows those pages cover, and what was left out."""
+    covered = np.zeros(len(keep), dtype=bool)
+    skipped = Skipped()
+    row = 0
+    out = []
+    for st in stored:
+        data = []
+        for h, b in st.pages:
+            if h.type == "DICTIONARY_PAGE":
+                continue
+            r0, row = row, row + h.num_values
+            skipped.of += 1
+            if keep[r0:row].any():
+                data.append((h, b))
+                covered[r0:row] = True
+            else:
+                skipped.pages += 1
+                skipped.nbytes += h.compressed
+        if any(h.encoding in DICT for h, _ in data):
+            data[:0] = [(h, b) for h, b in st.pages if h.type == "DICTIONARY_PAGE"]
+        out.append(_Stored(st.chunk, st.codec, data))
+    if row != len(keep):
+        raise ValueError(f"the pages hold {row} rows, the selection {len(keep)}")
+    return out, covered, skipped
+
+
+def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device, budget: int | None) -> Column:
+    batches = [b for b in _batches(stored, budget)
+               if any(h.type != "DICTIONARY_PAGE" for st in b for h, _ in st.pages)] or [stored]
+    parts = [_decode(_layout(b, spec), spec, device) for b in batches]
     return parts[0] if len(parts) == 1 else concat_columns(parts, unify=False)
 
 
