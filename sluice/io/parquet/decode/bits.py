@@ -21,10 +21,6 @@ def gather(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return t.index_select(0, idx.reshape(-1)).reshape(idx.shape)
 
 
-def padded(data: torch.Tensor) -> torch.Tensor:
-    return torch.cat([data, data.new_zeros(PAD)])
-
-
 def le_bytes(buf: torch.Tensor, pos: torch.Tensor, n: int) -> torch.Tensor:
     """The little-endian integer of the ``n`` bytes (n <= 8) at each of ``pos``, as int64."""
     out = gather(buf, pos).long()

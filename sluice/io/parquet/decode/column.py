@@ -21,7 +21,7 @@ import torch
 from sluice.chunk import Column, concat_columns
 from sluice.errors import DataError
 from sluice.io.parquet.decode import strings
-from sluice.io.parquet.decode.bits import gather, padded
+from sluice.io.parquet.decode.bits import PAD, gather
 from sluice.io.parquet.decode.delta import decode_delta
 from sluice.io.parquet.decode.hybrid import decode_hybrid
 from sluice.io.parquet.thrift import read_page_headers
@@ -76,7 +76,7 @@ def column_spec(md, name: str, arrow_type: pa.DataType, ltype: LType) -> ColumnS
 def _decompress(raw, codec: str, size: int) -> bytes:
     name = CODECS[codec]
     if name is None:
-        return bytes(raw)
+        return raw
     if name == "lz4":
         return _lz4_hadoop(raw, size)
     return pa.Codec(name).decompress(raw, decompressed_size=size, asbytes=True)
@@ -235,18 +235,19 @@ def _layout(stored: list[_Stored], spec: ColumnSpec) -> _Layout:
     return lay
 
 
-def decompress_on_host(lay: _Layout) -> bytes:
-    """Every page decompressed with pyarrow's codecs, back to back as the layout places them."""
-    out = []
+def decompress_on_host(lay: _Layout, out: memoryview) -> None:
+    """Every page decompressed with pyarrow's codecs into ``out``, back to back as the layout
+    places them (one copy of each page, straight into the buffer that crosses to the device)."""
+    at = 0
     for raw, codec, size in lay.parts:
-        body = _decompress(raw, codec, size) if codec is not None else bytes(raw)
+        body = _decompress(raw, codec, size) if codec is not None else raw
         if len(body) != size:
             raise ValueError(f"a page decompressed to {len(body)} bytes, its header says {size}")
-        out.append(body)
-    return b"".join(out)
+        out[at:at + size] = body
+        at += size
 
 
-def _place_levels(lay: _Layout, host: bytes, spec: ColumnSpec) -> None:
+def _place_levels(lay: _Layout, host: memoryview, spec: ColumnSpec) -> None:
     """v1 pages: where the definition levels end and the values start, from the 4-byte length
     that leads the decompressed page (the one field of a page read after decompression)."""
     if not spec.max_def:
@@ -254,6 +255,8 @@ def _place_levels(lay: _Layout, host: bytes, spec: ColumnSpec) -> None:
     for p in lay.pages:
         if p["v1"]:
             dl = int.from_bytes(host[p["at"]:p["at"] + 4], "little")
+            if p["at"] + 4 + dl > p["end"]:
+                raise ValueError("corrupt page: its definition levels run past it")
             p["defs"] = (p["at"] + 4, p["at"] + 4 + dl)
             p["v"] = p["at"] + 4 + dl
 
@@ -322,10 +325,15 @@ def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device,
 
 
 def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device) -> Column:
-    host = decompress_on_host(lay)
+    # On a GPU the pages are decompressed into page-locked memory: the copy is asynchronous.
+    cuda = device.type == "cuda"
+    buf = torch.empty(lay.size + PAD, dtype=torch.uint8, pin_memory=cuda)
+    buf[lay.size:] = 0
+    host = memoryview(buf.numpy())[:lay.size]  # the host's view, for the few fields read there
+    decompress_on_host(lay, host)
     _place_levels(lay, host, spec)
-    buf = padded(torch.frombuffer(bytearray(host), dtype=torch.uint8) if host else torch.zeros(0, dtype=torch.uint8))
-    buf = buf.to(device, non_blocking=device.type == "cuda")
+    if cuda:
+        buf = buf.to(device, non_blocking=True)
     pages = lay.pages
     P = len(pages)
     ns = [p["n"] for p in pages]
@@ -358,7 +366,7 @@ def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device) -> Column:
 @dataclass
 class _Ctx:
     buf: torch.Tensor
-    host: bytes
+    host: memoryview     # the page buffer as the host sees it
     pages: list
     page: torch.Tensor   # page of each slot
     rank: torch.Tensor   # rank of each slot among its page's non-NULL values

@@ -49,7 +49,11 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
         raise ValueError("a run of RLE/bit-packed values runs past its stream")
     if int(r_count.sum()) != int(counts.sum()):
         raise ValueError("RLE/bit-packed streams hold fewer values than their pages say")
-    r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << r_w) - 1)
+    # An RLE run's value lies in ceil(width / 8) bytes; bits above the width mean a corrupt run
+    # (pyarrow reads the whole bytes and refuses the level or index they make).
+    r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << (((r_w + 7) >> 3) * 8)) - 1)
+    if bool(((r_value >> r_w) != 0).logical_and_(~r_packed).any()):
+        raise ValueError("an RLE run's value does not fit its bit width")
     run = torch.repeat_interleave(torch.arange(heads.numel(), device=dev), r_count)
     j = torch.arange(run.numel(), device=dev) - r_first[run]
     packed_v = r_packed[run]
