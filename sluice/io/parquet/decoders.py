@@ -23,7 +23,7 @@ import torch
 from sluice.chunk import Column
 from sluice.errors import DataError, UnsupportedError
 from sluice.io.parquet.convert import arrow_to_column
-from sluice.io.parquet.decode.column import NotDecodable, column_spec, decode_column, decode_estimate, decode_rows
+from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
 from sluice.io.parquet.metadata import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
 from sluice.io.pinned import columns_nbytes
@@ -151,35 +151,34 @@ class TorchDecoder:
         return cols, nread
 
     def _decode_column(self, chunks, spec, keep: np.ndarray | None) -> Column:
-        """Decode one column, its temporary tensors reserved against the decode budget (the
-        device's on a GPU): as many pages at a time as the reservation holds."""
+        """Decode one column (only the pages holding a row of ``keep``, where given), its
+        temporary tensors reserved against the decode budget (the device's on a GPU): as many
+        pages at a time as the reservation holds. Page headers are read once, here."""
+        pages = ColumnPages(chunks, spec)
+        if keep is not None:
+            pages.select(keep)
+            st = self.scan.stats
+            with self._lock:
+                st.pages_skipped += pages.skipped.pages
+                st.pages_selected += pages.skipped.of
+                st.page_bytes_skipped += pages.skipped.nbytes
+        device = self.scan.device
         pool = self.scan.decode_pool
         if pool is None:
-            return self._run(chunks, spec, keep, None)
-        need, page = decode_estimate(chunks, spec)
+            return pages.decode(device)
+        need, page = pages.estimate()
         with pool.reservation(f"Scan {self.scan.table.name} decode") as res:
             want = min(need, max(pool.limit // DECODE_SHARE, page))
             if not res.try_grow(want):
                 res.try_grow(min(want, pool.available))
             budget = None if res.size >= need else res.size
             if res.size >= page:
-                return self._run(chunks, spec, keep, budget)
+                return pages.decode(device, budget)
             # Not even a page fits: decode a page at a time, counted past the budget, and one
             # decoder at a time in the whole pool (the others wait: throttled, not killed).
             with pool.overdraft:
                 res.force(page - res.size)
-                return self._run(chunks, spec, keep, budget)
-
-    def _run(self, chunks, spec, keep: np.ndarray | None, budget: int | None) -> Column:
-        if keep is None:
-            return decode_column(chunks, spec, self.scan.device, budget)
-        col, skipped = decode_rows(chunks, spec, self.scan.device, keep, budget)
-        st = self.scan.stats
-        with self._lock:
-            st.pages_skipped += skipped.pages
-            st.pages_selected += skipped.of
-            st.page_bytes_skipped += skipped.nbytes
-        return col
+                return pages.decode(device, budget)
 
     def _spec(self, md, c: str, path: str):
         key = (path, c)

@@ -165,10 +165,6 @@ def _page_cost(h) -> int:
     return transient_bytes(h.num_values, h.uncompressed)
 
 
-def decode_estimate(chunks: list[tuple], spec: ColumnSpec) -> tuple[int, int]:
-    """The transient bytes of decoding ``chunks`` in one batch, and of its costliest page."""
-    costs = [_page_cost(h) for st in _read_headers(chunks, spec) for h, _ in st.pages]
-    return sum(costs), max(costs, default=0)
 
 
 def _batches(stored: list[_Stored], budget: int | None) -> list[list[_Stored]]:
@@ -261,14 +257,6 @@ def _place_levels(lay: _Layout, host: memoryview, spec: ColumnSpec) -> None:
             p["v"] = p["at"] + 4 + dl
 
 
-def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device, budget: int | None = None
-                  ) -> Column:
-    """Decode the column chunks ``chunks`` ((bytes as stored, codec[, value count the footer
-    gives, checked against the pages']) per row group, in order), in batches of pages whose
-    temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`)."""
-    return _decode_pages(_read_headers(chunks, spec), spec, device, budget)
-
-
 @dataclass
 class Skipped:
     """Data pages a row selection let the decoder leave alone (neither decompressed nor decoded)."""
@@ -277,16 +265,54 @@ class Skipped:
     nbytes: int = 0   # their compressed bytes
 
 
+class ColumnPages:
+    """One column's chunks with their page headers read once: what decoding them will hold
+    (:meth:`estimate`, for the reservation), an optional row selection that drops the data pages
+    holding no kept row (:meth:`select`), then the decode itself."""
+
+    def __init__(self, chunks: list[tuple], spec: ColumnSpec):
+        self.spec = spec
+        self.stored = _read_headers(chunks, spec)
+        self.keep: np.ndarray | None = None
+        self.covered: np.ndarray | None = None
+        self.skipped = Skipped()
+
+    def select(self, keep: np.ndarray) -> ColumnPages:
+        """Keep only the rows ``keep`` (a host mask over the chunks' rows, in order): the data
+        pages holding none are left out -- where a page's rows lie is known from its header (flat
+        columns: a page's value count is its row count), so this needs no page index."""
+        self.stored, self.covered, self.skipped = _select_pages(self.stored, keep)
+        self.keep = keep
+        return self
+
+    def estimate(self) -> tuple[int, int]:
+        """The transient bytes of decoding the pages in one batch, and of the costliest page."""
+        costs = [_page_cost(h) for st in self.stored for h, _ in st.pages]
+        return sum(costs), max(costs, default=0)
+
+    def decode(self, device: torch.device, budget: int | None = None) -> Column:
+        """The column (its kept rows, after :meth:`select`), decoded in batches of pages whose
+        temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`)."""
+        col = _decode_pages(self.stored, self.spec, device, budget)
+        if self.keep is None:
+            return col
+        sub = torch.from_numpy(self.keep[self.covered])
+        return col.filter(sub.to(col.data.device)) if not bool(sub.all()) else col
+
+
+def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device, budget: int | None = None
+                  ) -> Column:
+    """Decode the column chunks ``chunks`` ((bytes as stored, codec[, value count the footer
+    gives, checked against the pages']) per row group, in order)."""
+    return ColumnPages(chunks, spec).decode(device, budget)
+
+
 def decode_rows(chunks: list[tuple], spec: ColumnSpec, device: torch.device, keep: np.ndarray,
                 budget: int | None = None) -> tuple[Column, Skipped]:
-    """The rows ``keep`` (a host mask over the chunks' rows, in order) of the column: only the
-    data pages holding a kept row are decoded -- where a page's rows lie is known from the page
-    headers (flat columns: a page's value count is its row count), so this needs no page index.
-    Returns the kept rows' column and what was skipped."""
-    stored, covered, skipped = _select_pages(_read_headers(chunks, spec), keep)
-    col = _decode_pages(stored, spec, device, budget)
-    sub = torch.from_numpy(keep[covered])
-    return col.filter(sub.to(col.data.device)) if not bool(sub.all()) else col, skipped
+    """The rows ``keep`` of the column, only the data pages holding one decoded, and what was
+    skipped."""
+    pages = ColumnPages(chunks, spec).select(keep)
+    return pages.decode(device, budget), pages.skipped
 
 
 def _select_pages(stored: list[_Stored], keep: np.ndarray) -> tuple[list[_Stored], np.ndarray, Skipped]:
