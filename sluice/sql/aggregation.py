@@ -28,10 +28,11 @@ class Aggregation:
     """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
 
     def _grouping_set_union(self, plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols) -> PlanNode:
-        """ROLLUP / CUBE / GROUPING SETS: one aggregation per grouping set over the input
-        (computed once, shared), the keys outside the set as NULL, UNION ALL. GROUPING(...)
-        is a constant of each branch: bit j (from the last argument) set when argument j is
-        not grouped in that set."""
+        """ROLLUP / CUBE / GROUPING SETS, the keys outside a set as NULL, UNION ALL of the sets.
+        Where every aggregate merges, the input is aggregated once by all keys and each set
+        from those groups (:meth:`_mergeable_states`); otherwise one aggregation per set over
+        the input (computed once, shared). GROUPING(...) is a constant of each branch: bit j
+        (from the last argument) set when argument j is not grouped in that set."""
         calls = []
         for node in grouping_nodes:
             idx = []
@@ -44,20 +45,71 @@ class Aggregation:
             name = self.fresh(node.sql(dialect="duckdb"))
             calls.append((name, idx))
             agg_cols[id(node)] = Col(name, INT64)
-        shared = Shared(plan, self.fresh("grouping sets input"))
-        branches = []
-        for members in set_keys:
-            sub = tuple(k for i, k in enumerate(keys) if i in members)
-            agg = Aggregate(shared, sub, tuple(aggs))
-            exprs = [(n, Col(n, e.type) if i in members else Lit(None, e.type)) for i, (n, e) in enumerate(keys)]
-            exprs += [(n, Col(n, a.type)) for n, a in aggs]
+
+        def grouping_consts(members):
+            out = []
             for name, idx in calls:
                 bits = 0
                 for i in idx:
                     bits = bits * 2 + (0 if i in members else 1)
-                exprs.append((name, Lit(bits, INT64)))
+                out.append((name, Lit(bits, INT64)))
+            return out
+
+        def keys_of(members):
+            return [(n, Col(n, e.type) if i in members else Lit(None, e.type)) for i, (n, e) in enumerate(keys)]
+
+        branches = []
+        states = self._mergeable_states(aggs)
+        if states is not None:
+            # Every aggregate merges (SUM, COUNT, MIN, MAX, AVG as SUM / COUNT): aggregate the
+            # input once by every key, then each set from those groups -- one pass over the input
+            # instead of one per set, and no copy of the input kept.
+            parts, finals = states
+            finest = Shared(Aggregate(plan, tuple(keys), tuple(parts)), self.fresh("grouping sets groups"))
+            merge = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max"}
+            for members in set_keys:
+                src, whole = finest, len(members) == len(keys)
+                if not whole:
+                    sub = tuple((n, Col(n, e.type)) for i, (n, e) in enumerate(keys) if i in members)
+                    src = Aggregate(finest, sub, tuple((n, AggCall(merge[c.func], Col(n, c.type))) for n, c in parts))
+                exprs = keys_of(members) + [(n, f(whole)) for n, f in finals] + grouping_consts(members)
+                branches.append(Project(src, tuple(exprs)))
+            return branches[0] if len(branches) == 1 else Union(tuple(branches))
+        shared = Shared(plan, self.fresh("grouping sets input"))
+        for members in set_keys:
+            sub = tuple(k for i, k in enumerate(keys) if i in members)
+            agg = Aggregate(shared, sub, tuple(aggs))
+            exprs = keys_of(members) + [(n, Col(n, a.type)) for n, a in aggs] + grouping_consts(members)
             branches.append(Project(agg, tuple(exprs)))
         return branches[0] if len(branches) == 1 else Union(tuple(branches))
+
+    def _mergeable_states(self, aggs):
+        """For grouping sets: the aggregates as states a coarser grouping can merge -- (name,
+        call) over the input -- and each aggregate's final expression over them (a function of
+        whether the states come straight from the finest grouping); None where one does not
+        merge (DISTINCT, variances, ...)."""
+        parts: dict[AggCall, str] = {}
+
+        def part(call: AggCall) -> Col:
+            if call not in parts:
+                parts[call] = self.fresh(str(call))
+            return Col(parts[call], call.type)
+
+        finals = []
+        for name, call in aggs:
+            if call.distinct or call.func not in ("sum", "count", "count_star", "min", "max", "avg"):
+                return None
+            if call.func == "avg":
+                s, c = part(AggCall("sum", call.arg)), part(AggCall("count", call.arg))
+                finals.append((name, lambda whole, s=s, c=c: E.make_arith("/", s, c)))
+            elif call.func in ("count", "count_star"):
+                c = part(call)
+                # A count merged over no groups (the grand total of an empty input) is 0.
+                finals.append((name, lambda whole, c=c: c if whole else E.make_func("coalesce", [c, Lit(0, INT64)])))
+            else:
+                v = part(call)
+                finals.append((name, lambda whole, v=v: v))
+        return [(n, c) for c, n in parts.items()], finals
 
     def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr, grouping_nodes=()):
         keys: list[tuple[str, Expr]] = []

@@ -276,6 +276,12 @@ QUERIES = {
     "grouping_sets_order": "select a, s, sum(b) from t group by rollup (a, s) order by grouping(a, s) desc, a nulls first, s nulls first",
     "grouping_sets_distinct_agg": "select s, count(distinct a), avg(b) from t group by cube (s)",
     "grouping_sets_empty_input": "select k, count(*) from empty group by rollup (k)",
+    # Aggregates that merge: the sets are aggregated from the finest groups (AVG as SUM / COUNT)
+    "rollup_merged_aggs": "select a, s, avg(b), avg(d), avg(f), min(s), max(d), count(f), count(*), sum(f) "
+                          "from t group by rollup (a, s)",
+    "grouping_sets_merged_empty": "select k, count(*), count(k), sum(k), avg(k), max(v) from empty "
+                                  "group by grouping sets ((k), (), ())",
+    "grouping_sets_not_finest": "select a, s, count(*), avg(d) from t group by grouping sets ((a), (s))",
     "grouping_no_sets": "select a, grouping(a), count(*) from t group by a",
     "grouping_sets_window": "select a, sum(b), rank() over (partition by grouping(a) order by sum(b) desc) from t "
                             "group by rollup (a)",
