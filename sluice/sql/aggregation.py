@@ -74,13 +74,13 @@ class Aggregation:
                     src = Aggregate(finest, sub, tuple((n, AggCall(merge[c.func], Col(n, c.type))) for n, c in parts))
                 exprs = keys_of(members) + [(n, f(whole)) for n, f in finals] + grouping_consts(members)
                 branches.append(Project(src, tuple(exprs)))
-            return branches[0] if len(branches) == 1 else Union(tuple(branches))
-        shared = Shared(plan, self.fresh("grouping sets input"))
-        for members in set_keys:
-            sub = tuple(k for i, k in enumerate(keys) if i in members)
-            agg = Aggregate(shared, sub, tuple(aggs))
-            exprs = keys_of(members) + [(n, Col(n, a.type)) for n, a in aggs] + grouping_consts(members)
-            branches.append(Project(agg, tuple(exprs)))
+        else:
+            shared = Shared(plan, self.fresh("grouping sets input"))
+            for members in set_keys:
+                sub = tuple(k for i, k in enumerate(keys) if i in members)
+                agg = Aggregate(shared, sub, tuple(aggs))
+                exprs = keys_of(members) + [(n, Col(n, a.type)) for n, a in aggs] + grouping_consts(members)
+                branches.append(Project(agg, tuple(exprs)))
         return branches[0] if len(branches) == 1 else Union(tuple(branches))
 
     def _mergeable_states(self, aggs):

@@ -165,8 +165,6 @@ def _page_cost(h) -> int:
     return transient_bytes(h.num_values, h.uncompressed)
 
 
-
-
 def _batches(stored: list[_Stored], budget: int | None) -> list[list[_Stored]]:
     """Cut the data pages into batches whose decoding holds at most ``budget`` transient bytes
     (at least one page each), in order; a batch carries a chunk's dictionary page where it has
@@ -296,8 +294,8 @@ class ColumnPages:
         col = _decode_pages(self.stored, self.spec, device, budget)
         if self.keep is None:
             return col
-        sub = torch.from_numpy(self.keep[self.covered])
-        return col.filter(sub.to(col.data.device)) if not bool(sub.all()) else col
+        sub = self.keep[self.covered]
+        return col if sub.all() else col.filter(torch.from_numpy(sub).to(col.data.device))
 
 
 def decode_column(chunks: list[tuple], spec: ColumnSpec, device: torch.device, budget: int | None = None
