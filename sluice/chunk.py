@@ -67,6 +67,16 @@ class Column:
         return Column(self.data.reshape(()).expand(n), self.type, v, self.dictionary)
 
 
+def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, Column]:
+    """``cols`` (all of ``mask``'s length) less the rows where ``mask`` is false.
+
+    The positions are found once and gathered from every column: a boolean index per column
+    finds them again for each (SF 10 lineorder, pushdown, 8 columns: 14 ms a slice against 2,
+    a third of the scan's time)."""
+    idx = mask.nonzero().squeeze(1)
+    return {c: col.take(idx) for c, col in cols.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A batch of rows: named columns, all of ``num_rows`` rows on one device."""

@@ -66,3 +66,24 @@ def test_string_caches_release_dictionaries_with_their_columns(tpch_dir):
     for cache in (_ENCODED, _PREFIXES, _STRINGS):
         assert not [v for v in cache._d.values() if v[0]() is not None]
     assert pool.bytes_allocated() < 4 << 20
+
+
+def test_filter_columns_equals_filtering_each_column():
+    """The positions found once and gathered from every column give what a mask per column
+    gives: values, NULLs, dictionary strings and constants."""
+    from sluice.chunk import filter_columns
+    g = torch.Generator().manual_seed(3)
+    n = 1000
+    mask = torch.rand(n, generator=g) < 0.3
+    cols = {
+        "i": arrow_to_column(pa.array([None if k % 7 == 0 else k for k in range(n)], pa.int64()), LType("int64")),
+        "s": arrow_to_column(pa.array([f"v{k % 5}" if k % 11 else None for k in range(n)]).dictionary_encode(),
+                             LType("string")),
+        "f": arrow_to_column(pa.array([k / 3 for k in range(n)]), LType("float64")),
+    }
+    got = filter_columns(cols, mask)
+    for c, col in cols.items():
+        want = column_to_arrow(col.filter(mask))
+        assert column_to_arrow(got[c]).to_pylist() == want.to_pylist()
+        assert column_to_arrow(got[c]).to_pylist() == [v for v, k in zip(column_to_arrow(col).to_pylist(),
+                                                                         mask.tolist()) if k]

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from sluice.chunk import Column
+from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
 from sluice.io.parquet.convert import arrow_to_column
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
@@ -88,8 +88,7 @@ class ArrowDecoder:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
         cols = {c: arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
         if keep is not None:
-            mask = torch.from_numpy(keep)
-            cols = {c: col.filter(mask) for c, col in cols.items()}
+            cols = filter_columns(cols, torch.from_numpy(keep))
         s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         return cols, nread
 

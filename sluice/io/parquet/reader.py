@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from sluice.chunk import Chunk, Column
+from sluice.chunk import Chunk, Column, filter_columns
 from sluice.config import Config
 from sluice.errors import DataError
 from sluice.io.parquet.decoders import make_decoder, partition_column
@@ -228,7 +228,7 @@ class ScanReader:
             keep = host_mask.numpy() if kept < n else None
             rcols, more = self._decode(task, md, rest, keep) if rest else ({}, 0)
             if kept < n:
-                dcols = {c: col.filter(mask) for c, col in dcols.items()}
+                dcols = filter_columns(dcols, mask)
             rcols, event = self._ship(rcols)
             out = {**dcols, **rcols}
             return {c: out[c] for c in self.columns}, event, nread + more, kept, True
@@ -236,10 +236,10 @@ class ScanReader:
         filtered = self.predicate is None
         if mode == "pushdown":
             if self.predicate is not None:
-                mask = evaluate_predicate(self.predicate, Chunk(cols, n))
-                kept = int(mask.sum())
+                idx = evaluate_predicate(self.predicate, Chunk(cols, n)).nonzero().squeeze(1)
+                kept = int(idx.numel())
                 if kept < n:
-                    cols = {c: col.filter(mask) for c, col in cols.items()}
+                    cols = {c: col.take(idx) for c, col in cols.items()}
                 n, filtered = kept, True
             cols, n = self._runtime_filtered(cols, n)
             if n == 0:
