@@ -7,6 +7,11 @@ SSB / TPC-H joins.
         [--selectivities 0.0001,0.01,0.1,1,10,100] [--columns 2,4,8,16] [--runs 1] [--decoder arrow]
     python bench/ascan.py --sf 10 --data /work/data/ssb-sf10 --table lineorder ...
     python bench/ascan.py --joins /work/data/ssb-sf10 --joins-only [--runs 2]
+    python bench/ascan.py --workload /work/data/sf10 [--runs 2]   # every query, each mode
+
+``--workload`` runs every TPC-H (or SSB) query with each static mode and auto side by side
+(runtime filters on), per query and as a geomean relative to ``direct``: what the default
+``scan_mode`` should be.
 
 Each cell is the best of ``--runs`` wall times; the table gives every mode's time relative to
 the best static mode at that point (1.00 = the best), and auto's. Answers are checked equal
@@ -82,9 +87,12 @@ def main():
     ap.add_argument("--columns", default="2,4,8,16")
     ap.add_argument("--joins", default=None, help="TPC-H/SSB data directory for the runtime-filter part")
     ap.add_argument("--joins-only", action="store_true", help="only the runtime-filter part")
+    ap.add_argument("--workload", default=None, help="TPC-H/SSB data directory: every query in each mode")
     args = ap.parse_args()
     if args.joins_only:
         return joins(args)
+    if args.workload:
+        return workload(args)
     cons = {m: sluice.connect(args.data, device=args.device, threads=args.threads, scan_mode=m,
                               decoder=args.decoder) for m in MODES}
     print(f"A-Scan sweep: {args.table} SF {args.sf:g}, device={cons['direct'].config.device}, threads={args.threads}, "
@@ -132,6 +140,32 @@ def joins(args):
         logs.append(math.log(t_on / t_off))
         print(f"  {name:8s} off {t_off:7.2f}s on {t_on:7.2f}s  on/off {t_on / t_off:5.2f}", flush=True)
     print(f"  geomean on/off {math.exp(sum(logs) / len(logs)):.2f}")
+
+
+def workload(args):
+    """Every query of the benchmark in each mode, side by side; times relative to direct."""
+    from sluice.testing.queries import ssb_queries, tpch_queries
+    qs = ssb_queries() if (Path(args.workload) / "lineorder.parquet").exists() else tpch_queries()
+    cons = {m: sluice.connect(args.workload, device=args.device, threads=args.threads, scan_mode=m,
+                              decoder=args.decoder) for m in MODES}
+    print(f"every query in each scan mode ({args.workload}), device={cons['direct'].config.device}, "
+          f"threads={args.threads}, best of {args.runs}; relative to direct")
+    print(f"  {'query':8s} " + " ".join(f"{m:>9}" for m in MODES) + "   " +
+          " ".join(f"{m + '/d':>11}" for m in MODES[1:]))
+    logs = {m: [] for m in MODES[1:]}
+    for name in sorted(qs):
+        times, answer = {}, None
+        for m in MODES:
+            times[m], out = timed(cons[m], qs[name], args.runs)
+            if answer is None:
+                answer = out
+            elif out.num_rows != answer.num_rows:
+                raise SystemExit(f"mode {m} gave {out.num_rows} rows for {name}, direct {answer.num_rows}")
+        for m in logs:
+            logs[m].append(math.log(times[m] / times["direct"]))
+        print(f"  {name:8s} " + " ".join(f"{times[m]:8.2f}s" for m in MODES) + "   " +
+              " ".join(f"{times[m] / times['direct']:11.2f}" for m in MODES[1:]), flush=True)
+    print("  geomean vs direct: " + ", ".join(f"{m} {math.exp(sum(v) / len(v)):.2f}" for m, v in logs.items()))
 
 
 if __name__ == "__main__":

@@ -109,12 +109,15 @@ class Config:
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
 
-    scan_mode: str = "direct"
+    scan_mode: str = "auto"
     """How a scan with a pushed filter moves data (A-Scan): ``direct`` (decode and ship every
     projected column, filter on the compute device), ``pushdown`` (filter on the I/O threads
     where the data is decoded, ship survivors), ``staging`` (decode and ship the filter's
     columns first, filter on the device, then decode only what survives of the others), or
-    ``auto`` (sample each on a few slices, use the fastest, re-sample when the rate drifts)."""
+    ``auto`` (sample each on a few slices, use the fastest, re-sample when the rate drifts).
+    ``auto`` by default: over every SSB query at SF 10 on a 2-core CPU it took 0.74 of
+    ``direct``'s time (runtime filters' Bloom filters act in pushdown and staging slices only),
+    and on a GPU the modes differ by what crosses PCIe, which no fixed choice gets right."""
 
     runtime_filters: bool = True
     """A join's build side, once read, gives the probe side's scan its key range (to skip row

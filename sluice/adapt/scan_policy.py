@@ -10,9 +10,15 @@ changes within one query. So the policy measures instead of modelling:
 - **exploit**: every later slice goes to the best measured mode, whose rate keeps being
   measured;
 - **re-sample** when the rate over the last few slices falls more than ``drift`` below the
-  smoothed estimate (a phase change: a sorted column leaving its selective range, another
-  query taking the disk), with **hysteresis**: after re-sampling the mode changes only if the
-  best beats the current one by ``margin``.
+  smoothed estimate -- which moves slowly (``alpha`` 0.05, some 20 slices) so that the
+  window leads it: at 0.2 it followed a threefold fall as fast as the window did and the fall
+  went unseen -- (a phase change: a sorted column leaving its selective range, another
+  query taking the disk) *and* no longer clearly beats what the other modes were measured at
+  (within ``headroom`` of the best of them): a mode three times faster than the others that
+  dips by a fifth is still the best, and sampling the others again costs slices at a third of
+  its rate (SSB Q2.1 at SF 10, pushdown with runtime filters: re-sampled every 28 slices,
+  auto 1.4x pushdown's time). With **hysteresis**: after re-sampling the mode changes only if
+  the best beats the current one by ``margin``.
 
 A slice's rate is end to end: its input rows over the wall time from the consumption of the
 slice before it to its own consumption by the parent operators (which includes what they did
@@ -37,7 +43,7 @@ class Switch:
 
     slice: int
     mode: str
-    reason: str  # sample | exploit | drift | keep
+    reason: str  # sample | exploit | drift | keep | filter (a runtime filter became ready)
     rates: dict[str, float] = field(default_factory=dict)
 
 
@@ -64,8 +70,8 @@ class Coordinator:
 class ScanPolicy:
     """Assigns a mode to each slice of one scan and learns from their measured rates."""
 
-    def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 4, warm: int = 2, alpha: float = 0.2,
-                 window: int = 8, drift: float = 0.15, margin: float = 0.05,
+    def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 4, warm: int = 2, alpha: float = 0.05,
+                 window: int = 8, drift: float = 0.15, margin: float = 0.05, headroom: float = 0.25,
                  coordinator: Coordinator | None = None, ident: int = 0) -> None:
         self.modes = tuple(modes)
         self.burst = max(2, burst)
@@ -73,6 +79,7 @@ class ScanPolicy:
         self.alpha = alpha
         self.window = window
         self.drift = drift
+        self.headroom = headroom
         self.margin = margin
         self.coordinator = coordinator
         self.ident = ident
@@ -98,7 +105,13 @@ class ScanPolicy:
         self._sampling = True
         self._last_sampled = None
         self._sample_rates = {m: [] for m in self.modes}
-        self._plan = deque(m for m in self.modes for _ in range(self.burst))
+        # After a drift, a mode last measured at under half the current one's fallen rate is
+        # not sampled again: it is far behind still, and its burst would cost the most (SSB
+        # Q2.1: direct at 7.6 Mrows/s sampled again beside pushdown at 25 and staging at 18).
+        skip = {m for m, r in self.estimate.items()
+                if self._drift_rate and m != self.current and r * 2 < self._drift_rate}
+        self._drift_rate = 0.0
+        self._plan = deque(m for m in self.modes if m not in skip for _ in range(self.burst))
         # The scan's first slices also pay for starting up (threads, footers, the pipeline
         # filling from empty): measured on SF 10 lineitem, the first mode sampled showed 13
         # Mrows/s against 19 over its later slices. The first burst of a scan warms up twice.
@@ -126,9 +139,17 @@ class ScanPolicy:
             self._start_sampling(slice_idx)
             if self._plan:
                 return self.assign(slice_idx)
+        if self._sampling:
+            # The round's slices are all out, its last ones not yet measured: the slices in
+            # between go to the best mode measured so far, not to the one the round may replace
+            # (SSB Q2.1: three more slices of direct at a third of pushdown's rate).
+            rates = {m: _rate(r) for m, r in self._sample_rates.items() if r}
+            if rates:
+                return max(rates, key=rates.get)
         return self.current
 
     _pending_resample = False
+    _drift_rate = 0.0
     _first_burst = False
     _last_sampled: str | None = None
     _burst_pos = 0
@@ -160,9 +181,11 @@ class ScanPolicy:
         self._recent.append((rows, seconds))
         self._since_exploit += 1
         if (len(self._recent) == self.window and self._since_exploit >= self.window and prev is not None
-                and _rate(self._recent) < (1 - self.drift) * prev):
+                and (now := _rate(self._recent)) < (1 - self.drift) * prev
+                and now < (1 + self.headroom) * max((r for m, r in self.estimate.items() if m != mode), default=now)):
             self.switches.append(Switch(slice_idx, mode, "drift", dict(self.estimate)))
             self._pending_resample = True
+            self._drift_rate = now
 
     def _decide(self, slice_idx: int) -> None:
         rates = {m: _rate(r) for m, r in self._sample_rates.items() if r}
@@ -184,6 +207,25 @@ class ScanPolicy:
             self.switches.append(Switch(slice_idx, best, "exploit", rates))
         self._recent.clear()
         self._since_exploit = 0
+
+    def invalidate(self, slice_idx: int, reason: str = "filter") -> None:
+        """What was measured no longer holds: a runtime filter became ready, so pushdown slices
+        now drop the rows it rules out while the other modes still ship them. A scan starts
+        reading while its joins' build sides are still being read, so its first sampling ran
+        without the filters (SSB Q2.1 at SF 10: auto kept direct, 1.5x pushdown's time). The
+        round in progress, if any, is dropped and a new one starts with the next slice."""
+        if len(self.modes) < 2:
+            return
+        self.switches.append(Switch(slice_idx, self.current, reason))
+        self._drift_rate = 0.0  # every mode is sampled again
+        if self._sampling:
+            self._sampling = False
+            self._plan.clear()
+            self._awaiting.clear()
+            self._warm.clear()
+            if self.coordinator is not None:
+                self.coordinator.release(self.ident)
+        self._pending_resample = True
 
     @property
     def sampling(self) -> bool:

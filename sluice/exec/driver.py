@@ -39,7 +39,7 @@ def lower_plan(plan: PlanNode, cfg) -> Operator:
         op = lower(plan, cfg)
         if cfg.runtime_filters:
             from sluice.exec.runtime_filter import attach_runtime_filters
-            attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "auto"))
+            attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
         return op
     except SluiceError:
         raise

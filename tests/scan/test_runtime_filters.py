@@ -66,14 +66,21 @@ def test_preserved_sides_are_never_filtered(rf_dir, connect):
         assert not _filters(rel)
 
 
-def test_bloom_drops_rows_in_pushdown_mode(rf_dir, connect):
+@pytest.mark.parametrize("mode", ["pushdown", "staging"])
+@pytest.mark.parametrize("query", ["inner", "filter_then_join"])
+def test_bloom_drops_rows_in_pushdown_and_staging_modes(mode, query, rf_dir, connect):
     # Without reader combining the probe scan starts reading once the build is done, so every
     # slice meets the filter (with it, slices read ahead before the build ended pass unfiltered).
-    found = _filters(connect(rf_dir, scan_mode="pushdown", reader_combining=False).sql(QUERIES["inner"]))
+    # Staging decodes the filter's key with the predicate's columns and the rest only for the
+    # rows both keep.
+    rel = connect(rf_dir, scan_mode=mode, reader_combining=False).sql(QUERIES[query])
+    found = _filters(rel)
     assert len(found) == 1
     scan, rf = found[0]
     assert scan.table.name == "fact" and rf.ready and rf.bits is not None
     assert rf.rows_removed > 0.9 * rf.rows_in  # five keys of 5000
+    stats = rel.last_run[1].readers[id(scan)].stats.modes[mode]
+    assert stats.rows_out < 0.1 * stats.rows_in  # dropped in the scan, not by the join
 
 
 def test_range_skips_row_groups(rf_dir, connect):

@@ -114,3 +114,57 @@ def test_a_slice_that_was_ready_at_once_does_not_win_the_sample():
         seen[m] += 1
     assert p.current == "direct"
     assert p.estimate["staging"] < p.estimate["direct"]
+
+
+def test_a_runtime_filter_that_becomes_ready_restarts_the_sampling():
+    # Until slice 8 the modes run equal (no filter yet, direct chosen); then a join's filter
+    # is published and pushdown, which applies it, runs 3x faster. Without being told, the
+    # policy would keep direct (its rate does not fall); told, it samples again, mid-round
+    # included, and takes pushdown.
+    for ready_at in (8, 20):
+        p = ScanPolicy(burst=3, warm=1, coordinator=Coordinator())
+        modes, inflight = [], []
+        for i in range(50):
+            if i == ready_at:
+                p.invalidate(i)
+            m = p.assign(i)
+            modes.append(m)
+            inflight.append((i, m))
+            while len(inflight) > 2:
+                j, mj = inflight.pop(0)
+                rate = 300.0 if (mj == "pushdown" and j >= ready_at) else 100.0
+                p.observe(j, mj, 1000, 1000 / rate)
+        assert p.current == "pushdown" and modes[-15:] == ["pushdown"] * 15, (ready_at, modes)
+        assert any(s.reason == "filter" for s in p.switches)
+        assert not p.coordinator._owner  # the round it dropped gave the coordinator back
+
+
+def test_a_dip_that_leaves_the_mode_far_ahead_does_not_resample():
+    # pushdown runs at 3x the others; from slice 30 it dips by a third (still twice as fast):
+    # sampling the others again could only cost. A fall to below them does re-sample.
+    def dip(m, i):
+        base = {"direct": 100.0, "pushdown": 300.0, "staging": 90.0}[m]
+        return base * (0.67 if m == "pushdown" and i >= 30 else 1.0)
+    p = ScanPolicy()
+    modes = run(p, dip, 80)
+    assert modes[20:] == ["pushdown"] * 60
+    assert not any(s.reason == "drift" for s in p.switches)
+
+    def collapse(m, i):
+        base = {"direct": 100.0, "pushdown": 300.0, "staging": 90.0}[m]
+        return base * (0.3 if m == "pushdown" and i >= 30 else 1.0)
+    p = ScanPolicy()
+    modes = run(p, collapse, 80)
+    assert any(s.reason == "drift" for s in p.switches) and modes[-15:] == ["direct"] * 15
+
+
+def test_after_a_drift_a_mode_far_behind_is_not_sampled_again():
+    # pushdown (300) falls to 150 at slice 30, below staging (250): a new round samples
+    # pushdown and staging, not direct (50: under half of 150), and takes staging.
+    def rate(m, i):
+        return {"direct": 50.0, "pushdown": 300.0 if i < 30 else 150.0, "staging": 250.0}[m]
+    p = ScanPolicy()
+    modes = run(p, rate, 80)
+    drift = next(s.slice for s in p.switches if s.reason == "drift")
+    assert "direct" not in modes[drift:]
+    assert "pushdown" in modes[drift + 1:] and modes[-15:] == ["staging"] * 15

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from sluice.chunk import Chunk, Column, filter_columns
+from sluice.chunk import Chunk, Column
 from sluice.config import Config
 from sluice.errors import DataError
 from sluice.io.parquet.decoders import make_decoder, partition_column
@@ -214,21 +214,35 @@ class ScanReader:
                 return None, None, 0, 0, True
         md = self._footer(task[0].path)
         n = sum(rg.num_rows for rg in task)
-        if mode == "staging" and self.predicate is not None:
-            first = self.pred_columns
+        filters = [rf.column for rf in self.runtime if rf.active and rf.column in self.columns]
+        if mode == "staging" and (self.predicate is not None or filters):
+            # The predicate's columns and the active runtime filters' keys first: the filters
+            # are part of what decides which rows the other columns are decoded for.
+            first = self.pred_columns + [c for c in dict.fromkeys(filters) if c not in self.pred_columns]
             pcols, nread = self._decode(task, md, first)
             dcols, event = self._ship(pcols)
             wait_for(event)
-            mask = evaluate_predicate(self.predicate, Chunk(dcols, n))
-            host_mask = mask.cpu() if mask.device.type != "cpu" else mask
-            kept = int(host_mask.sum())
+            pos = None  # positions of the rows kept, on the device; None: all of them
+            if self.predicate is not None:
+                pos = evaluate_predicate(self.predicate, Chunk(dcols, n)).nonzero().squeeze(1)
+                if pos.numel() < n:
+                    dcols = {c: col.take(pos) for c, col in dcols.items()}
+                else:
+                    pos = None
+            kept = n if pos is None else int(pos.numel())
+            if kept and filters:
+                dcols, after = self._runtime_filtered(dcols, kept, positions=True)
+                if after is not None:
+                    pos, kept = (after if pos is None else pos[after]), int(after.numel())
             if kept == 0:
                 return None, None, nread, 0, True
             rest = [c for c in self.columns if c not in first]
-            keep = host_mask.numpy() if kept < n else None
+            keep = None
+            if pos is not None:
+                keep = torch.zeros(n, dtype=torch.bool)
+                keep[pos.cpu()] = True
+                keep = keep.numpy()
             rcols, more = self._decode(task, md, rest, keep) if rest else ({}, 0)
-            if kept < n:
-                dcols = filter_columns(dcols, mask)
             rcols, event = self._ship(rcols)
             out = {**dcols, **rcols}
             return {c: out[c] for c in self.columns}, event, nread + more, kept, True
@@ -279,8 +293,14 @@ class ScanReader:
         return mode
 
     _last_mode: str | None = None
+    _filters_ready = 0
 
     def _choose_mode(self, i: int) -> str:
+        if self.policy is not None and self.runtime:
+            ready = sum(rf.ready for rf in self.runtime)
+            if ready > self._filters_ready:  # the modes' rates change: measure them again
+                self._filters_ready = ready
+                self.policy.invalidate(i)
         for rf in self.runtime:
             if rf.ready and all(rf.excludes_range(*rg.stats.get(rf.column, (None, None))) for rg in self.tasks[i]):
                 rf.groups_skipped += len(self.tasks[i])
@@ -288,15 +308,16 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
-    def _runtime_filtered(self, cols: dict[str, Column], n: int) -> tuple[dict[str, Column], int]:
-        """``cols`` less the rows the active runtime filters rule out.
+    def _runtime_filtered(self, cols: dict[str, Column], n: int, positions: bool = False):
+        """``cols`` less the rows the active runtime filters rule out, and their number (with
+        ``positions``: instead of the number, the positions kept, or None where all are).
 
         The filters run one after another on the survivors of the previous ones, the one that
         has removed the largest share so far first: with three filters of SSB Q3.1 that each
         saw every row, the Bloom probes cost more than the join probes they saved."""
         active = [rf for rf in self.runtime if rf.active and rf.column in cols]
         if not active:
-            return cols, n
+            return cols, None if positions else n
         active.sort(key=lambda rf: -(rf.rows_removed / rf.rows_in if rf.rows_in else 0.5))
         keep = None  # positions of the rows still in
         for rf in active:
@@ -313,8 +334,8 @@ class ScanReader:
             if keep.numel() == 0:
                 break
         if keep is None:
-            return cols, n
-        return {c: col.take(keep) for c, col in cols.items()}, int(keep.numel())
+            return cols, None if positions else n
+        return {c: col.take(keep) for c, col in cols.items()}, keep if positions else int(keep.numel())
 
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
         cols, event, nread, n, filtered = loaded
