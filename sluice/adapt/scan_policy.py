@@ -209,8 +209,8 @@ class ScanPolicy:
         self._since_exploit = 0
 
     def invalidate(self, slice_idx: int, reason: str = "filter") -> None:
-        """What was measured no longer holds: a runtime filter became ready, so pushdown slices
-        now drop the rows it rules out while the other modes still ship them. A scan starts
+        """What was measured no longer holds: a runtime filter became ready, so pushdown and
+        staging slices now drop the rows it rules out while direct ones still ship them. A scan starts
         reading while its joins' build sides are still being read, so its first sampling ran
         without the filters (SSB Q2.1 at SF 10: auto kept direct, 1.5x pushdown's time). The
         round in progress, if any, is dropped and a new one starts with the next slice."""

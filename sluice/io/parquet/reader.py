@@ -230,10 +230,10 @@ class ScanReader:
                 else:
                     pos = None
             kept = n if pos is None else int(pos.numel())
-            if kept and filters:
-                dcols, after = self._runtime_filtered(dcols, kept, positions=True)
-                if after is not None:
-                    pos, kept = (after if pos is None else pos[after]), int(after.numel())
+            after = self._runtime_keep(dcols, kept) if kept and filters else None
+            if after is not None:
+                dcols = {c: col.take(after) for c, col in dcols.items()}
+                pos, kept = (after if pos is None else pos[after]), int(after.numel())
             if kept == 0:
                 return None, None, nread, 0, True
             rest = [c for c in self.columns if c not in first]
@@ -308,16 +308,23 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
-    def _runtime_filtered(self, cols: dict[str, Column], n: int, positions: bool = False):
-        """``cols`` less the rows the active runtime filters rule out, and their number (with
-        ``positions``: instead of the number, the positions kept, or None where all are).
+    def _runtime_filtered(self, cols: dict[str, Column], n: int) -> tuple[dict[str, Column], int]:
+        """``cols`` less the rows the active runtime filters rule out, and their number."""
+        keep = self._runtime_keep(cols, n)
+        if keep is None:
+            return cols, n
+        return {c: col.take(keep) for c, col in cols.items()}, int(keep.numel())
+
+    def _runtime_keep(self, cols: dict[str, Column], n: int) -> torch.Tensor | None:
+        """The positions of the rows of ``cols`` the active runtime filters let through (None:
+        all of them).
 
         The filters run one after another on the survivors of the previous ones, the one that
         has removed the largest share so far first: with three filters of SSB Q3.1 that each
         saw every row, the Bloom probes cost more than the join probes they saved."""
         active = [rf for rf in self.runtime if rf.active and rf.column in cols]
         if not active:
-            return cols, None if positions else n
+            return None
         active.sort(key=lambda rf: -(rf.rows_removed / rf.rows_in if rf.rows_in else 0.5))
         keep = None  # positions of the rows still in
         for rf in active:
@@ -333,9 +340,7 @@ class ScanReader:
                 keep = keep[m]
             if keep.numel() == 0:
                 break
-        if keep is None:
-            return cols, None if positions else n
-        return {c: col.take(keep) for c, col in cols.items()}, keep if positions else int(keep.numel())
+        return keep
 
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
         cols, event, nread, n, filtered = loaded
