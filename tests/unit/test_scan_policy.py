@@ -168,3 +168,19 @@ def test_after_a_drift_a_mode_far_behind_is_not_sampled_again():
     drift = next(s.slice for s in p.switches if s.reason == "drift")
     assert "direct" not in modes[drift:]
     assert "pushdown" in modes[drift + 1:] and modes[-15:] == ["staging"] * 15
+
+
+def test_a_sample_that_flattered_the_mode_is_not_a_drift():
+    # pushdown's two measured sample slices ran at 560, its later slices at 420, beside direct
+    # at 415: the first window after the decision corrects the estimate, no re-sampling. A
+    # real fall there (to 100: a phase change right after the round) still re-samples.
+    for later, drifts in ((420.0, False), (100.0, True)):
+        def rate(m, i, later=later):
+            if m == "pushdown":
+                return 560.0 if i < 14 else later
+            return {"direct": 415.0, "staging": 300.0}[m]
+        p = ScanPolicy()
+        modes = run(p, rate, 80)
+        assert any(s.reason == "drift" for s in p.switches) is drifts
+        if not drifts:
+            assert modes[14:] == ["pushdown"] * 66
