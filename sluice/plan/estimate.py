@@ -41,7 +41,7 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
         rr, rb = estimate(plan.right)
         if plan.kind in ("semi", "anti"):
             return max(1.0, lr * 0.5), lb
-        if plan.kind == "mark":
+        if plan.kind == "mark" or plan.single_row:  # single_row: a scalar subquery's one row
             return lr, lb
         if plan.kind == "cross" or not plan.left_keys:
             return lr * rr, lb * rb

@@ -16,6 +16,8 @@ from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repe
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
+    """Every filter as low as it holds; on the way, subquery joins go down to the relation they
+    concern (:func:`_sink_subquery_join`), and their conditions with them."""
     return _push(plan, [])
 
 
@@ -76,6 +78,9 @@ def _(plan: Aggregate, conds):
 @_push.register
 def _(plan: Join, conds):
     from dataclasses import replace
+    sunk = _sink_subquery_join(plan, conds)
+    if sunk is not None:
+        return _push(sunk, conds)
     left_names = set(plan.left.schema)
     right_names = set(plan.right.schema)
     to_left, to_right, keep = [], [], []
@@ -145,3 +150,114 @@ def _(plan: Repeat, conds):
 def _(plan: Shared, conds):
     # Conditions of one reference must not filter the other references' rows.
     return _wrap(Shared(_push(plan.child, []), plan.key), conds)
+
+
+# ---------------------------------------------------------------- subquery joins sink
+
+def _movable(plan: PlanNode) -> bool:
+    """Whether ``plan`` is a join :func:`_sink_subquery_join` moves."""
+    return isinstance(plan, Join) and plan.outputs is None and (
+        (plan.kind == "cross" and plan.single_row)
+        or (bool(plan.left_keys) and not plan.null_aware and not plan.single_row and plan.mark is None
+            and (plan.kind == "left" or (plan.kind == "inner" and _unique_on(plan.right, plan.right_keys)))))
+
+
+def _sink_subquery_join(plan: Join, conds: list[Expr]) -> PlanNode | None:
+    """A subquery's join, moved from above a whole FROM clause down to the one relation it
+    concerns (None: it stays). The translator joins a scalar subquery to everything the query
+    joined before it:
+
+    - uncorrelated: a single-row cross join; a condition comparing its value with one
+      relation's column (TPC-DS Q6: ``d_month_seq = (select ... from date_dim ...)``) then
+      filtered 27 million joined rows of SF 10 instead of date_dim's 73,049 before the join --
+      and the date join, built on the whole table, gave the fact scan no runtime filter worth
+      having. A single-row cross join commutes with every join below it (its one row, or the
+      NULL row of an empty subquery, extends each row alike), so it goes down to the relation
+      holding the condition's other columns, and the condition follows it there.
+    - correlated (a LEFT join on the correlation keys, or the inner join a filter on its value
+      made of it, to an aggregate grouped by those keys; a written LEFT JOIN is moved alike):
+      (A JOIN B) LEFT JOIN R ON A.k = R.k
+      is (A LEFT JOIN R) JOIN B, so it goes down to the relation of its keys -- where that is
+      estimated smaller than what it joins now (below a join that shrinks A, it would cost
+      more). Q6's ``i_current_price > 1.2 * (select avg(...) where j.i_category =
+      i.i_category)`` then keeps 24 thousand of item's 102 thousand rows before the fact join
+      instead of 245 thousand joined rows after it.
+
+    It goes through inner and cross joins (either side) and the left side of left, semi,
+    anti and mark joins, whose rows pass up with every column of that side."""
+    from dataclasses import replace
+    if not _movable(plan):
+        return None
+    left = set(plan.left.schema)
+    if plan.single_row:
+        sub = set(plan.right.schema)
+        want = next((c.columns() - sub for c in conds if c.columns() & sub and c.columns() - sub
+                     and c.columns() - sub <= left), None)
+        if not want:
+            return None
+        return _sink(plan.left, want, lambda x: replace(plan, left=x), smaller=False)
+    want = set().union(*(k.columns() for k in plan.left_keys))
+    if plan.residual is not None:
+        want |= plan.residual.columns() & left
+    if not want or not want <= left:
+        return None
+    return _sink(plan.left, want, lambda x: replace(plan, left=x), smaller=True)
+
+
+def _sink(tree: PlanNode, want: set[str], attach, smaller: bool) -> PlanNode | None:
+    """``tree`` with ``attach(x)`` in place of its deepest sub-plan ``x`` that holds every
+    column of ``want`` (None where that is ``tree`` itself, or, with ``smaller``, where ``x``
+    is not estimated to have fewer rows than ``tree``)."""
+    from dataclasses import replace
+    from sluice.plan.estimate import estimate
+
+    path, node = [], tree
+    while True:
+        if isinstance(node, Filter):
+            nxt = ("child", node.child)
+        elif isinstance(node, Join) and node.outputs is None and want <= set(node.left.schema) \
+                and node.kind in ("inner", "cross", "left", "semi", "anti", "mark"):
+            nxt = ("left", node.left)
+        elif isinstance(node, Join) and node.outputs is None and want <= set(node.right.schema) \
+                and node.kind in ("inner", "cross") and not node.single_row:
+            nxt = ("right", node.right)
+        else:
+            break
+        path.append((node, nxt[0]))
+        node = nxt[1]
+    # Another subquery join already on the target stays on it: this one goes above it (two
+    # scalar subqueries on one column -- TPC-DS Q54's ``d_month_seq between (select ...) and
+    # (select ...)`` -- would otherwise pass each other down for ever).
+    while path:
+        trail = len(path)
+        while trail and isinstance(path[trail - 1][0], Filter):
+            trail -= 1
+        if not (trail and _movable(path[trail - 1][0])):
+            break
+        node = path[trail - 1][0]
+        path = path[:trail - 1]
+    if not any(isinstance(p, Join) for p, _ in path):
+        return None
+    if smaller and not estimate(node)[0] < estimate(tree)[0]:
+        return None
+    out = attach(node)
+    for parent, side in reversed(path):
+        out = replace(parent, **{side: out})
+    return out
+
+
+def _unique_on(plan: PlanNode, keys: tuple[Expr, ...]) -> bool:
+    """Whether ``plan`` has at most one row per value of ``keys`` (plain columns): an
+    aggregate grouped by exactly them, under projections that pass them through."""
+    names = set()
+    for k in keys:
+        if not isinstance(k, E.Col):
+            return False
+        names.add(k.name)
+    while isinstance(plan, Project):
+        m = {n: e for n, e in plan.exprs}
+        if not all(isinstance(m.get(n), E.Col) for n in names):
+            return False
+        names = {m[n].name for n in names}
+        plan = plan.child
+    return isinstance(plan, Aggregate) and bool(plan.keys) and names == {n for n, _ in plan.keys}
