@@ -69,3 +69,38 @@ def test_multi_key_join_wide_ranges():
     pi, bi = table.match(key, ok)
     assert (p[pi.numpy()] == b[bi.numpy()]).all()
     assert len(pi) == sum(1 for row in p for brow in b if (row == brow).all())
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=60),
+       st.lists(st.one_of(st.none(), st.integers(-2000, 2000)), max_size=300))
+@settings(max_examples=60, deadline=None)
+def test_sorted_index_prefilter_matches_nested_loop(build, probe):
+    # Codes over a range too wide for a direct table (multi-column keys, TPC-DS Q72's
+    # (item, date)) take the sorted index; probes that mostly miss go through the hashed-key
+    # bitmap first, and rows not ok (NULL keys) never match. ``ranges`` agrees with ``match``.
+    card = 10**15
+    bkey = torch.tensor(build, dtype=torch.int64) * 10**9
+    key = torch.tensor([0 if x is None else x for x in probe], dtype=torch.int64) * 10**9
+    ok = torch.tensor([x is not None for x in probe], dtype=torch.bool)
+    table = JoinTable(bkey, None, card)
+    assert not table.direct and table.present is not None
+    lo, cnt = table.ranges(key, ok)
+    p, b = table.match(key, ok)
+    got = sorted(zip(p.tolist(), b.tolist()))
+    want = sorted((i, j) for i, x in enumerate(probe) for j, y in enumerate(build) if x is not None and x == y)
+    assert got == want
+    for i, x in enumerate(probe):
+        rows = table.sorted_rows[lo[i]:lo[i] + cnt[i]].tolist() if cnt[i] else []
+        assert sorted(rows) == [j for j, y in enumerate(build) if x is not None and x == y]
+
+
+def test_sorted_index_prefilter_stops_when_most_rows_match():
+    bkey = torch.arange(1000, dtype=torch.int64) * 10**9
+    table = JoinTable(bkey, None, 10**15)
+    every = torch.ones(1000, dtype=torch.bool)
+    miss = table.match(bkey + 1, every)
+    assert miss[0].numel() == 0 and table.present is not None
+    p, b = table.match(bkey.flip(0), every)
+    assert table.present is None  # every probe row passed: the bitmap is dropped
+    assert torch.equal(bkey[b], bkey.flip(0)[p]) and p.numel() == 1000
+    assert table.match(bkey + 1, every)[0].numel() == 0
