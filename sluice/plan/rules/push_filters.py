@@ -42,7 +42,9 @@ def _(plan: Scan, conds):
     if not conds:
         return plan
     from dataclasses import replace
-    return replace(plan, filter=E.and_all(E.conjuncts(plan.filter) + conds))
+    have = E.conjuncts(plan.filter)
+    new = [c for c in conds if not any(c == h for h in have)]
+    return replace(plan, filter=E.and_all(have + new)) if new else plan
 
 
 @_push.register
