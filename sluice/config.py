@@ -115,7 +115,7 @@ class Config:
     where the data is decoded, ship survivors), ``staging`` (decode and ship the filter's
     columns first, filter on the device, then decode only what survives of the others), or
     ``auto`` (sample each on a few slices, use the fastest, re-sample when the rate drifts).
-    ``auto`` by default: over every SSB query at SF 10 on a 2-core CPU it took 0.70 of
+    ``auto`` by default: over every SSB query at SF 10 on a 2-core CPU it took 0.71 of
     ``direct``'s time (runtime filters' Bloom filters act in pushdown and staging slices only),
     and on a GPU the modes differ by what crosses PCIe, which no fixed choice gets right."""
 
