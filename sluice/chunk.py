@@ -174,7 +174,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
     a dictionary much larger than its column (a filtered high-cardinality column) is first cut
     down to the entries in use, so the work is bounded by the rows too.
     """
-    pairs = [_compacted(c) for c in cols]
+    pairs = [(c.dictionary, c.data) if _reused(c.dictionary) else _compacted(c) for c in cols]
     dicts = [d for d, _ in pairs]
     first = dicts[0]
     if all(d is first for d in dicts):
@@ -245,6 +245,18 @@ class DictionaryCache:
 
 
 _ENCODED = DictionaryCache()
+_COMPACTED = DictionaryCache()  # per dictionary: how often a chunk's entries were cut out of it
+#: A dictionary that chunks were cut down from this often is encoded whole, once (cached), and
+#: not cut down again: TPC-DS Q11's seven customer string columns, gathered by a join into every
+#: chunk of store_sales, were cut and hashed again in each (a quarter of the query's time).
+REUSED_AFTER = 2
+
+
+def _reused(d: pa.Array) -> bool:
+    """Whether ``d`` is big next to the chunks using it but shared by many of them."""
+    count = _COMPACTED.get(d, lambda _d: [0])
+    count[0] += 1
+    return count[0] > REUSED_AFTER
 
 
 def _as_string(d: pa.Array) -> pa.Array:

@@ -37,6 +37,24 @@ def test_identity_coded_strings_unify_like_a_dictionary():
     assert column_to_arrow(Column(a.data, s, a.valid, a.dictionary)).to_pylist() == ["x", None, "y", "x", "z"]
 
 
+def test_a_large_dictionary_shared_by_many_small_chunks_is_encoded_once():
+    # Chunks of 8 rows coded into one 5,000-entry dictionary with repeats (a join's gather of
+    # a dimension's strings): the first are cut down to their entries, later ones use the
+    # dictionary whole, encoded once -- every chunk's strings come back the same either way.
+    import numpy as np
+    from sluice.chunk import REUSED_AFTER
+    s = LType("string")
+    words = pa.array([f"w{i % 3000}" for i in range(5000)])
+    rng = np.random.default_rng(1)
+    sizes = []
+    for _ in range(REUSED_AFTER + 3):
+        codes = torch.from_numpy(rng.integers(0, 5000, 8).astype(np.int32))
+        d, (c,) = unify_dictionaries([Column(codes, s, None, words)])
+        assert d.take(pa.array(c.numpy())).to_pylist() == words.take(pa.array(codes.numpy())).to_pylist()
+        sizes.append(len(d))
+    assert max(sizes[:REUSED_AFTER]) <= 8 and sizes[-1] == 3000  # cut down, then whole and deduplicated
+
+
 def test_appended_concat_keeps_every_string_without_hashing():
     s = LType("string")
     a = arrow_to_column(pa.array(["x", "y", "x"]), s)
