@@ -174,7 +174,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
     a dictionary much larger than its column (a filtered high-cardinality column) is first cut
     down to the entries in use, so the work is bounded by the rows too.
     """
-    pairs = [(c.dictionary, c.data) if _reused(c.dictionary) else _compacted(c) for c in cols]
+    pairs = [_unify_input(c) for c in cols]
     dicts = [d for d, _ in pairs]
     first = dicts[0]
     if all(d is first for d in dicts):
@@ -252,11 +252,15 @@ _COMPACTED = DictionaryCache()  # per dictionary: how often a chunk's entries we
 REUSED_AFTER = 2
 
 
-def _reused(d: pa.Array) -> bool:
-    """Whether ``d`` is big next to the chunks using it but shared by many of them."""
-    count = _COMPACTED.get(d, lambda _d: [0])
+def _unify_input(c: Column) -> tuple[pa.Array, torch.Tensor]:
+    """(dictionary, codes) of ``c`` for unifying: cut down to the entries it uses when its
+    dictionary is much larger than it (``_compacted``), unless chunks were already cut down
+    from that dictionary ``REUSED_AFTER`` times -- then whole, so that it is encoded once."""
+    if len(c.dictionary) <= 2 * c.data.numel():
+        return c.dictionary, c.data
+    count = _COMPACTED.get(c.dictionary, lambda _d: [0])
     count[0] += 1
-    return count[0] > REUSED_AFTER
+    return (c.dictionary, c.data) if count[0] > REUSED_AFTER else _compacted(c)
 
 
 def _as_string(d: pa.Array) -> pa.Array:
