@@ -18,7 +18,8 @@ import torch
 
 from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers
 from sluice.errors import ExecutionError
-from sluice.exec.kernels.keys import hi_lo_fits_int64, normalize_hi_lo, split_hi_lo
+from sluice.exec.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
+                                      split_hi_lo)
 from sluice.types import INT64, LType
 
 _F64 = LType("float64")
@@ -156,6 +157,8 @@ class MinMaxAcc(Accumulator):
         self.vtype = _I8 if arg_type.kind == "bool" else arg_type
 
     def _reduce(self, v, ids, g, valid):
+        if v.is_floating_point():  # NaN is the largest float, -0.0 equals 0.0 (DuckDB's order)
+            return float_from_order_key(self._reduce(float_order_key(v), ids, g, valid), v.dtype)
         red = "amin" if self.func == "min" else "amax"
         init = torch.zeros(g, dtype=v.dtype, device=v.device)
         if valid is not None:

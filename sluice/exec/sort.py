@@ -196,16 +196,10 @@ class SortOp(Operator):
         pool = v if valid is None else v[valid]
         if pool.numel() == 0:  # all NULL: the later keys decide
             return chunk
-        if v.is_floating_point():
-            pool = pool[~torch.isnan(pool)]
-            if pool.numel() < keep:
-                return chunk
         kth = torch.topk(pool, min(keep, pool.numel()), largest=not k0.ascending, sorted=True).values[-1]
         mask = (v <= kth) if k0.ascending else (v >= kth)
         if valid is not None:
             mask = (mask & valid) | (~valid if k0.nulls_first else torch.zeros_like(mask))
-        if v.is_floating_point():
-            mask = mask | torch.isnan(v)
         return chunk.filter(mask)
 
 

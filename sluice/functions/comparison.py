@@ -58,7 +58,20 @@ def compare(e, args, chunk) -> Column:
         return Column(_compare_scaled(e.op, a, b), BOOL, valid)
     else:
         x, y = numeric_pair(a, b, common_numeric(a.type, b.type))
+        if x.is_floating_point():
+            return Column(_compare_floats(e.op, x, y), BOOL, valid)
     return Column(_CMP[e.op](x, y), BOOL, valid)
+
+
+def _from_lt_eq(op: str, lt: torch.Tensor, eq: torch.Tensor) -> torch.Tensor:
+    return {"<": lt, "<=": lt | eq, "=": eq, "<>": ~eq, ">": ~(lt | eq), ">=": ~lt}[op]
+
+
+def _compare_floats(op: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Floats in DuckDB's (and PostgreSQL's) total order: NaN equals NaN and is greater than
+    every other value, +inf included (IEEE would make every comparison with NaN false)."""
+    nx, ny = torch.isnan(x), torch.isnan(y)
+    return _from_lt_eq(op, (x < y) | (ny & ~nx), (x == y) | (nx & ny))
 
 
 def _compare_scaled(op: str, a: Column, b: Column) -> torch.Tensor:
@@ -73,9 +86,7 @@ def _compare_scaled(op: str, a: Column, b: Column) -> torch.Tensor:
     q = torch.div(b.data, f, rounding_mode="floor")
     r = b.data - q * f
     frac = r > 0
-    lt = (x < q) | ((x == q) & frac)
-    eq = (x == q) & ~frac
-    return {"<": lt, "<=": lt | eq, "=": eq, "<>": ~eq, ">": ~(lt | eq), ">=": ~lt}[op]
+    return _from_lt_eq(op, (x < q) | ((x == q) & frac), (x == q) & ~frac)
 
 
 def _compare_strings(op: str, a: Column, b: Column) -> torch.Tensor:
@@ -165,6 +176,8 @@ def in_list(e, args, chunk) -> Column:
     else:
         vals = torch.tensor(values, dtype=a.data.dtype, device=a.data.device)
         m = torch.isin(a.data, vals) if a.data.dim() else torch.isin(a.data.reshape(1), vals)[0]
+        if a.data.is_floating_point() and bool(torch.isnan(vals).any()):  # NaN IN (NaN) is true
+            m = m | torch.isnan(a.data)
     valid = a.valid
     if any(v is None for v in e.params[0]):
         valid = m if valid is None else (valid & m)

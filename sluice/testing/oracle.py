@@ -46,6 +46,8 @@ def _key(row):
     for v in row:
         if v is None:
             out.append((0, 0))
+        elif isinstance(v, float) and math.isnan(v):
+            out.append((1.5, 0))  # NaN sorts above every number (a NaN in the key breaks sorted())
         elif isinstance(v, (int, float, decimal.Decimal)):
             out.append((1, float(v)))
         elif isinstance(v, dt.datetime):

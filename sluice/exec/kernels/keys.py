@@ -35,8 +35,29 @@ def hash_slot(v: torch.Tensor, log2: int) -> torch.Tensor:
     return ((v * GOLDEN) >> (64 - log2)) & ((1 << log2) - 1)
 
 
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
+def float_order_key(v: torch.Tensor) -> torch.Tensor:
+    """Floats as int64 keys in DuckDB's total order: -0.0 equals 0.0, every NaN equals every
+    other and sorts above +inf (as in DuckDB and PostgreSQL; IEEE comparisons would make a NaN
+    key its own group and drop it from MIN and from ``x < NaN``). The map is monotonic, so
+    MIN/MAX, sorting, grouping and joining on the keys give SQL's answers;
+    :func:`float_from_order_key` inverts it."""
+    x = v.to(torch.float64) + 0.0  # -0.0 + 0.0 is +0.0
+    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)
+    b = x.view(torch.int64)
+    return b ^ ((b >> 63) & _MAGNITUDE)
+
+
+def float_from_order_key(k: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The float of a :func:`float_order_key` (the map is its own inverse on the bits)."""
+    return (k ^ ((k >> 63) & _MAGNITUDE)).view(torch.float64).to(dtype)
+
+
 def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
-    """Values as a tensor whose order and equality match SQL's (decimals share scale)."""
+    """Values as a tensor whose order and equality match SQL's (decimals share scale; floats
+    as :func:`float_order_key`)."""
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
         from sluice.functions.common import dictionary_rank as _dictionary_rank
@@ -45,8 +66,10 @@ def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
         return col.data.to(torch.int64)
     if t is not None and t != col.type and t.is_numeric:
         from sluice.functions.common import to_type as _to_type
-        return _to_type(col, t)
-    return col.data
+        v = _to_type(col, t)
+    else:
+        v = col.data
+    return float_order_key(v) if v.is_floating_point() else v
 
 
 def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -54,7 +77,7 @@ def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
     if n == 0:
         return v.to(torch.int64), 1
     if v.is_floating_point():
-        uniq, inv = torch.unique(v, return_inverse=True)
+        uniq, inv = torch.unique(float_order_key(v), return_inverse=True)
         return inv, int(uniq.numel())
     lo, hi = torch.aminmax(v)
     lo_i, hi_i = int(lo), int(hi)
@@ -142,11 +165,6 @@ class BuildKeys:
                 codes_all.append((codes.to(torch.int64), max(len(d), 1)))
                 continue
             v = sortable(c, t)
-            if v.is_floating_point():
-                uniq = torch.unique(v)
-                self.specs.append(("values", uniq, uniq.numel()))
-                codes_all.append((torch.searchsorted(uniq, v), max(uniq.numel(), 1)))
-                continue
             if n == 0:
                 self.specs.append(("range", 0, 1))
                 codes_all.append((v.to(torch.int64), 1))

@@ -22,6 +22,7 @@ import torch
 
 from sluice.chunk import Column, unify_dictionaries
 from sluice.errors import ExecutionError
+from sluice.exec.kernels.keys import float_from_order_key, float_order_key
 
 
 def _same_as_previous(col: Column, n: int) -> torch.Tensor:
@@ -215,6 +216,9 @@ def frame_minmax(data: torch.Tensor, valid: torch.Tensor | None, lo: torch.Tenso
     if data.dtype == torch.bool:  # BOOL_AND / BOOL_OR: over 0/1
         out = frame_minmax(data.to(torch.int8), valid, lo, hi, start, end, part, is_max)
         return out.to(torch.bool)
+    if data.is_floating_point():  # in DuckDB's order: NaN above +inf
+        out = frame_minmax(float_order_key(data), valid, lo, hi, start, end, part, is_max)
+        return float_from_order_key(out, data.dtype)
     n = data.numel()
     fill = _identity(data.dtype, is_max)
     v = data if valid is None else torch.where(valid, data, torch.full_like(data, fill))

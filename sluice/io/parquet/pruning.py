@@ -2,9 +2,16 @@
 
 Only conjuncts of the form ``column op constant`` (and IN lists) are used; anything else
 keeps the row group.
+
+Floats: NaN is greater than every number in SQL's order (DuckDB's, PostgreSQL's), but Parquet
+writers leave NaN out of min/max. So ``x > c`` and ``x >= c`` cannot be ruled out by a float
+column's max (a NaN may hide above it), a NaN constant rules out nothing, and statistics that
+hold a NaN are not used.
 """
 
 from __future__ import annotations
+
+import math
 
 from sluice.io.parquet.metadata import RowGroup
 from sluice.plan import expr as E
@@ -42,6 +49,10 @@ def _bounds(c: Expr, columns: dict[str, str]):
         return None
     if tb.kind == "decimal" and ta.kind != "decimal":
         v = v / 10 ** tb.scale
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if ta.is_float and op in (">", ">="):
+        return None
     return columns[a.name], op, v
 
 
@@ -50,6 +61,8 @@ def _may_match(rg: RowGroup, col: str, op: str, v) -> bool:
     if st is None or st[0] is None or st[1] is None:
         return True
     lo, hi = st
+    if (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float) and math.isnan(hi)):
+        return True
     try:
         if op == "=":
             return lo <= v <= hi
