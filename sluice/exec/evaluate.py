@@ -63,7 +63,91 @@ def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
     fn = find(e.op)
     if fn is None:
         raise UnsupportedError(f"function {e.op} is not supported")
-    return fn.kernel(e, [evaluate(a, chunk) for a in e.args], chunk)
+    args = _guarded_args(e, chunk) if e.op in _GUARDED else [evaluate(a, chunk) for a in e.args]
+    return fn.kernel(e, args, chunk)
+
+
+#: Functions whose later arguments decide the result only on some rows.
+_GUARDED = frozenset({"case", "coalesce", "and", "or"})
+
+
+def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
+    """The arguments of CASE, COALESCE, AND, OR. Each is evaluated over the whole chunk (the
+    fast path); one that raises (a cast of a string that is no number, an overflow) is
+    evaluated again over only the rows where it decides the result -- as in DuckDB, where
+    ``CASE WHEN s SIMILAR TO '[0-9]+' THEN CAST(s AS INT) END`` is no error. The error stands
+    when one of those rows causes it."""
+    if e.op in ("and", "or"):  # commutative: an argument that raises waits for the others
+        done: dict[int, Column] = {}
+        failed = []
+        for i, a in enumerate(e.args):
+            try:
+                done[i] = evaluate(a, chunk)
+            except ExecutionError:
+                failed.append(i)
+        for i in failed:
+            done[i] = _on_deciding_rows(e, i, list(done.values()), chunk)
+        return [done[i] for i in range(len(e.args))]
+    out: list[Column] = []
+    for i, a in enumerate(e.args):
+        try:
+            out.append(evaluate(a, chunk))
+        except ExecutionError:
+            out.append(_on_deciding_rows(e, i, out, chunk))
+    return out
+
+
+def _on_deciding_rows(e: Func, i: int, prev: list[Column], chunk: Chunk) -> Column:
+    """Argument ``i`` of ``e`` evaluated over the rows where ``prev`` leave the result open."""
+    dev = _device_of(chunk)
+    need = _deciding_rows(e.op, prev, len(e.args), chunk.num_rows, dev)
+    idx = need.nonzero().squeeze(1)
+    a = e.args[i]
+    if int(idx.numel()) == chunk.num_rows:
+        return evaluate(a, chunk)  # raises again: every row needs it
+    return _scatter(evaluate(a, chunk.take(idx)), idx, chunk.num_rows, a.type, dev)
+
+
+def _deciding_rows(op: str, prev: list[Column], nargs: int, n: int, device) -> torch.Tensor:
+    """Rows where the next argument (after ``prev``) can change the result."""
+    def holds(c):  # TRUE (not NULL)
+        c = c.expand(n)
+        return c.data if c.valid is None else c.data & c.valid
+
+    def null(c):
+        c = c.expand(n)
+        return torch.zeros(n, dtype=torch.bool, device=c.data.device) if c.valid is None else ~c.valid
+
+    need = torch.ones(n, dtype=torch.bool, device=device)
+    i = len(prev)
+    if op == "and":
+        for c in prev:
+            need &= holds(c) | null(c)
+    elif op == "or":
+        for c in prev:
+            need &= ~holds(c)
+    elif op == "coalesce":
+        for c in prev:
+            need &= null(c)
+    else:  # case: cond, value, cond, value, ..., else
+        for j in range(0, min(i, nargs - 1), 2):
+            if j == i - 1:  # this argument is cond j's value
+                need &= holds(prev[j])
+            else:
+                need &= ~holds(prev[j])
+    return need
+
+
+def _scatter(c: Column, idx: torch.Tensor, n: int, t, device) -> Column:
+    """A column of ``n`` rows holding ``c`` at ``idx`` and NULL elsewhere."""
+    if int(idx.numel()) == 0:
+        return literal_column(Lit(None, t), device).expand(n)
+    c = c.expand(int(idx.numel()))
+    data = torch.zeros(n, dtype=c.data.dtype, device=c.data.device)
+    data[idx] = c.data
+    valid = torch.zeros(n, dtype=torch.bool, device=c.data.device)
+    valid[idx] = True if c.valid is None else c.valid
+    return Column(data, c.type, valid, c.dictionary)
 
 
 def evaluate_predicate(e: Expr, chunk: Chunk) -> torch.Tensor:

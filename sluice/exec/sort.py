@@ -48,6 +48,8 @@ def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
         v = sortable(col)
         if v.dtype == torch.bool:
             v = v.to(torch.int8)
+        if col.valid is not None:  # NULLs tie here (whatever their data) so later keys order them
+            v = torch.where(col.valid, v, torch.zeros_like(v))
         order = torch.sort(v[perm], stable=True, descending=not k.ascending).indices
         perm = perm[order]
         if col.valid is not None:

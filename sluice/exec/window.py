@@ -147,7 +147,7 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
     has = count > 0
     if f in ("sum", "avg"):
         data_ = x.data.to(torch.int64) if x.type.kind == "bool" else x.data
-        s = K.frame_sum(data_, valid, lo, hi)
+        s = K.frame_sum(data_, valid, lo, hi, part)
         if f == "sum":
             return Column(s.to(torch.float64 if t.is_float else torch.int64), t, None if bool(has.all()) else has)
         avg = s.to(torch.float64) / count.clamp(min=1).to(torch.float64)

@@ -30,12 +30,17 @@ def nan_dir(tmp_path_factory):
     u = pa.table({"k": pa.array([NAN, 0.0, 2.0, None, -NAN], pa.float64()),
                   "v": pa.array(["nan", "zero", "two", "null", "-nan"])})
     pq.write_table(u, root / "u.parquet")
+    # Window sums: a huge value, infinities and a NaN in some partitions, small values after them.
+    w = pa.table({"p": pa.array([0, 0, 1, 1, 1, 2, 2, 3, 3, 3, 4, 4], pa.int32()),
+                  "i": pa.array(range(12), pa.int64()),
+                  "x": pa.array([1e20, 3.0, 1.0, 2.0, 4.0, INF, 5.0, NAN, 1.0, 2.0, -INF, INF], pa.float64())})
+    pq.write_table(w, root / "w.parquet")
     return root
 
 
 def _duck(root):
     con = duckdb.connect()
-    for name in ("t", "u"):
+    for name in ("t", "u", "w"):
         con.execute(f"create table {name} as select * from read_parquet('{root / name}.parquet')")
     return con
 
@@ -72,6 +77,11 @@ QUERIES = {
     "window_partition": "select i, min(f) over (partition by g), max(r) over (partition by g) from t",
     "window_running": "select i, min(f) over (order by i), max(f) over (order by i desc) from t",
     "rank_by_float": "select i, rank() over (order by f) from t",
+    "window_sum_partition": "select i, sum(x) over (partition by p), avg(x) over (partition by p) from w",
+    "window_sum_running": "select i, sum(x) over (partition by p order by i) from w",
+    "window_sum_sliding": "select i, sum(x) over (partition by p order by i rows between 1 preceding and current row), "
+                          "avg(x) over (partition by p order by i rows between current row and 1 following) from w",
+    "window_sum_nan_first": "select i, sum(f) over (partition by g order by i) from t",
 }
 
 

@@ -171,7 +171,8 @@ def _range_total(p: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.T
     return p[(hi + 1).clamp(0, n)] - p[lo.clamp(0, n)]
 
 
-def frame_sum(data: torch.Tensor, valid: torch.Tensor | None, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+def frame_sum(data: torch.Tensor, valid: torch.Tensor | None, lo: torch.Tensor, hi: torch.Tensor,
+              part: Segments) -> torch.Tensor:
     """Sum of the non-NULL values in each frame (0 for none). Integer sums raise when the
     values could leave int64 (their absolute sum does), as an aggregate SUM does."""
     v = data if valid is None else torch.where(valid, data, torch.zeros_like(data))
@@ -180,11 +181,86 @@ def frame_sum(data: torch.Tensor, valid: torch.Tensor | None, lo: torch.Tensor, 
         if v.numel() and float(v.abs().to(torch.float64).sum()) >= 2.0 ** 63:
             raise ExecutionError("overflow in window SUM of int64 values (out of range)")
     else:
-        v = v.to(torch.float64)
+        return _float_frame_sum(v.to(torch.float64), lo, hi, part)
     p = _prefix(v)
     width = hi - lo + 1
     s = _range_total(p, lo, hi)
     return torch.where(width > 0, s, torch.zeros_like(s))
+
+
+#: Up to this many partitions a running float sum is one cumsum per partition; past it, a
+#: segmented scan whose steps are bounded by the longest partition.
+_CUMSUM_PARTITIONS = 64
+
+
+def _segmented_cumsum(v: torch.Tensor, part: Segments) -> torch.Tensor:
+    """Inclusive prefix sums restarting at each partition."""
+    groups = int(part.ident[-1]) + 1
+    if groups <= _CUMSUM_PARTITIONS:
+        out = torch.empty_like(v)
+        begins = torch.unique_consecutive(part.first).tolist()
+        for b, e in zip(begins, begins[1:] + [v.numel()]):
+            out[b:e] = torch.cumsum(v[b:e], 0)
+        return out
+    longest = int((part.last - part.first).max()) + 1
+    return _segmented_scan(v, part.ident, None, reverse=False, span=longest)
+
+
+def _block_sums(v: torch.Tensor, lo: torch.Tensor, width: torch.Tensor) -> torch.Tensor:
+    """Sum of v[lo : lo + width] per row as power-of-two blocks, one per set bit of the width
+    (binary lifting): a difference of prefix sums would cancel ((1e20 + 3) - 1e20 = 0). Level
+    k holds the sums of blocks of 2**k values, in two buffers used in turn. Costs log2 of the
+    widest frame passes (1.7 s for frames of 1000 rows over 6 M rows on 2 cores, against 0.3 s
+    for the prefix difference)."""
+    n = v.numel()
+    acc = torch.zeros_like(v)
+    pos = lo.clone()
+    level, spare = v.clone(), torch.empty_like(v)
+    widest = int(width.max()) if n else 0
+    k = 0
+    while (1 << k) <= widest:
+        take = ((width >> k) & 1).bool()
+        part = torch.index_select(level, 0, pos.clamp(max=n - 1))
+        acc += part.masked_fill_(~take, 0)
+        pos.add_(take.to(pos.dtype), alpha=1 << k)
+        step = 1 << k
+        if step < n:
+            torch.add(level[: n - step], level[step:], out=spare[: n - step])
+            spare[n - step:] = level[n - step:]
+            level, spare = spare, level
+        k += 1
+    return acc
+
+
+def _float_frame_sum(v: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, part: Segments) -> torch.Tensor:
+    """Float sums per frame without one query-wide prefix sum: there an infinity or NaN in one
+    partition made every later frame NaN (inf - inf), and a large partition's magnitude ate a
+    later small one's digits (1e20 + 1 - 1e20 = 0). The finite values are summed by a prefix
+    within each partition; infinities and NaNs are counted per frame (exact integer prefix
+    sums) and decide the frame as IEEE addition would: a NaN or both infinities give NaN.
+    Frames over whole partitions are one sum each; frames from the partition's start, a prefix
+    within it; any other frame, power-of-two blocks (:func:`_block_sums`)."""
+    n = v.numel()
+    width = hi - lo + 1
+    if n == 0:
+        return v
+    lo_c, hi_c = lo.clamp(0, n - 1), hi.clamp(0, n - 1)
+    finite = torch.isfinite(v)
+    fv = torch.where(finite, v, torch.zeros_like(v))
+    if bool(((lo_c == part.first) & (hi_c == part.last)).all()):  # whole partitions: one sum each
+        groups = int(part.ident[-1]) + 1
+        total = torch.zeros(groups, dtype=fv.dtype, device=fv.device).index_add_(0, part.ident, fv)[part.ident]
+    elif bool((lo_c == part.first).all()):  # running frames: a prefix within each partition
+        total = _segmented_cumsum(fv, part)[hi_c]
+    else:
+        total = _block_sums(fv, lo_c, width.clamp(min=0))
+    if not bool(finite.all()):
+        def count(m):
+            return _range_total(_prefix(m.to(torch.int64)), lo, hi) > 0
+        pos, neg = count(v == float("inf")), count(v == float("-inf"))
+        total = torch.where(pos, float("inf"), torch.where(neg, float("-inf"), total))
+        total = torch.where(count(torch.isnan(v)) | (pos & neg), float("nan"), total)
+    return torch.where(width > 0, total, torch.zeros_like(total))
 
 
 def _identity(dtype: torch.dtype, is_max: bool):
@@ -194,15 +270,17 @@ def _identity(dtype: torch.dtype, is_max: bool):
     return info.min if is_max else info.max
 
 
-def _segmented_scan(v: torch.Tensor, seg: torch.Tensor, is_max: bool, reverse: bool) -> torch.Tensor:
-    """Running max/min within segments (from the segment's start, or from its end)."""
+def _segmented_scan(v: torch.Tensor, seg: torch.Tensor, is_max: bool | None, reverse: bool,
+                    span: int | None = None) -> torch.Tensor:
+    """Running max/min (``is_max`` None: sum) within segments (from the segment's start, or
+    from its end): log2(n) steps of Hillis-Steele, each value combined only within its segment."""
     if reverse:
-        return _segmented_scan(v.flip(0), seg.flip(0), is_max, False).flip(0)
+        return _segmented_scan(v.flip(0), seg.flip(0), is_max, False, span).flip(0)
     out = v.clone()
     n = v.numel()
-    op = torch.maximum if is_max else torch.minimum
+    op = torch.add if is_max is None else torch.maximum if is_max else torch.minimum
     step = 1
-    while step < n:
+    while step < min(n, span or n):  # a segment of length L is done after log2(L) steps
         same = seg[step:] == seg[:-step]
         out[step:] = torch.where(same, op(out[step:], out[:-step]), out[step:])
         step *= 2
