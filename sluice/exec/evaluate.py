@@ -69,6 +69,8 @@ def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
 
 #: Functions whose later arguments decide the result only on some rows.
 _GUARDED = frozenset({"case", "coalesce", "and", "or"})
+#: Errors a value can cause (an unsupported construct raises again over any rows).
+_VALUE_ERRORS = (ExecutionError, UnsupportedError)
 
 
 def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
@@ -83,7 +85,7 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
         for i, a in enumerate(e.args):
             try:
                 done[i] = evaluate(a, chunk)
-            except ExecutionError:
+            except _VALUE_ERRORS:
                 failed.append(i)
         for i in failed:
             done[i] = _on_deciding_rows(e, i, list(done.values()), chunk)
@@ -92,7 +94,7 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
     for i, a in enumerate(e.args):
         try:
             out.append(evaluate(a, chunk))
-        except ExecutionError:
+        except _VALUE_ERRORS:
             out.append(_on_deciding_rows(e, i, out, chunk))
     return out
 

@@ -7,7 +7,7 @@ to check the argument types, insert implicit casts and give the result type; eva
 ordering (:mod:`sluice.plan.estimate`) calls its ``selectivity`` when it is a predicate.
 
 The functions live in one module per family (arithmetic, comparison, logic, strings,
-datetime, conditional, cast), as cudf-polars keeps one module per expression family. This
+datetime, conditional, cast, numeric), as cudf-polars keeps one module per expression family. This
 module holds only the registry, so importing it costs nothing; the families (which import
 torch and pyarrow) load on the first lookup.
 """
@@ -22,7 +22,7 @@ from typing import Any, Callable
 from sluice.errors import PlanError
 
 #: The family modules, loaded together on the first lookup.
-FAMILIES = ("arithmetic", "comparison", "logic", "strings", "datetime", "conditional", "cast")
+FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "datetime", "conditional", "cast")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from sluice.chunk import Column, host_tensor
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.exec.checks import fail_if
 from sluice.functions import register
-from sluice.functions.common import to_type
+from sluice.functions.common import and_valid, to_type
 from sluice.render import interval_text
 from sluice.types import LType
 
@@ -30,13 +30,12 @@ def cast(e, args, chunk) -> Column:
         return a
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
         out = _cast_numeric(a, t)
-        if t.kind == "decimal" and len(e.params) > 1 and e.params[1] is not None and e.params[1] < 19:
-            # DECIMAL(p, s) holds |value| < 10**(p - s): DuckDB refuses the cast beyond that.
-            fail_if(out.abs() >= 10 ** e.params[1], f"a value does not fit DECIMAL({e.params[1]},{t.scale})",
-                    a.valid)
+        _check_precision(e, out, a.valid)
         return Column(out, t, a.valid)
     if src.kind == "string":
-        return _from_strings(a, t)
+        out = _from_strings(a, t)
+        _check_precision(e, out.data, out.valid)
+        return out
     if t.kind == "string":
         return _to_strings(a, t)
     if t.kind == "date" and src.is_timestamp:
@@ -63,10 +62,12 @@ def cast_null(e, args, chunk) -> Column:
     return literal_column(Lit(None, e.type), args[0].data.device)
 
 
-def _cast_numeric(a: Column, t: LType) -> torch.Tensor:
-    """Numeric (or boolean) ``a`` as type ``t``, refusing values outside ``t``'s range."""
+def _cast_numeric(a: Column, t: LType, bad=None) -> torch.Tensor:
+    """Numeric (or boolean) ``a`` as type ``t``, refusing values outside ``t``'s range (or, for
+    TRY_CAST, handing their mask to ``bad``)."""
     src = a.type
     msg = f"a {src} value is out of range for {t}"
+    check = fail_if if bad is None else (lambda mask, message, valid: bad(mask))
     if t.is_integer:
         info = torch.iinfo(t.torch_dtype)
         if src.is_float or src.kind == "decimal":
@@ -74,14 +75,14 @@ def _cast_numeric(a: Column, t: LType) -> torch.Tensor:
             if src.kind == "decimal":
                 f = 10 ** src.scale
                 q = torch.div(a.data.abs() + f // 2, f, rounding_mode="floor") * torch.sign(a.data)
-                fail_if((q < info.min) | (q > info.max), msg, a.valid)
+                check((q < info.min) | (q > info.max), msg, a.valid)
                 return q.to(t.torch_dtype)
             x = torch.round(a.data.double())
             # 2**63 is a double, 2**63 - 1 is not: compare with the power of two, exclusive.
-            fail_if(~((x >= float(info.min)) & (x < float(info.max) + 1.0)), msg, a.valid)
+            check(~((x >= float(info.min)) & (x < float(info.max) + 1.0)), msg, a.valid)
             return x.to(t.torch_dtype)
         if src.kind != "bool" and torch.iinfo(a.data.dtype).bits > info.bits:
-            fail_if((a.data < info.min) | (a.data > info.max), msg, a.valid)
+            check((a.data < info.min) | (a.data > info.max), msg, a.valid)
         return a.data.to(t.torch_dtype)
     if t.kind == "decimal" and src.kind == "decimal" and src.scale > t.scale:
         f = 10 ** (src.scale - t.scale)
@@ -90,8 +91,92 @@ def _cast_numeric(a: Column, t: LType) -> torch.Tensor:
     return to_type(a, t)
 
 
-def _from_strings(a: Column, t: LType) -> Column:
-    """Each dictionary entry cast with Arrow, then gathered by code."""
+def _beyond_precision(e, scaled: torch.Tensor) -> torch.Tensor | None:
+    """Where a DECIMAL(p, s) cast's scaled values reach 10**p (DuckDB refuses those)."""
+    if e.type.kind == "decimal" and len(e.params) > 1 and e.params[1] is not None and e.params[1] < 19:
+        return scaled.abs() >= 10 ** e.params[1]
+    return None
+
+
+def _check_precision(e, scaled: torch.Tensor, valid) -> None:
+    bad = _beyond_precision(e, scaled)
+    if bad is not None:
+        fail_if(bad, f"a value does not fit DECIMAL({e.params[1]},{e.type.scale})", valid)
+
+
+@register("try_cast", result=lambda args, params: params[0])
+def try_cast(e, args, chunk) -> Column:
+    """TRY_CAST: a value the cast refuses is NULL instead of an error."""
+    a, = args
+    t = e.type
+    if a.type == t:
+        return a
+    if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
+        masks: list[torch.Tensor] = []
+        out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
+    elif a.type.kind == "string":
+        out, masks = _from_strings(a, t, lenient=True), []
+    else:
+        return cast(e, args, chunk)  # to strings, between dates and timestamps: these cannot fail
+    beyond = _beyond_precision(e, out.data)
+    valid = out.valid
+    for m in masks + ([beyond] if beyond is not None else []):
+        valid = and_valid(valid, ~m)
+    return Column(out.data, t, valid)
+
+
+#: Strings DuckDB may read as a number although Arrow does not (blanks around it, an exponent
+#: or a fraction for an integer, hexadecimal, digit separators, inf/nan): TRY_CAST refuses
+#: rather than answer NULL where DuckDB has a number.
+_NUMBER_LIKE = (r"(?i)^\s*[+-]?((\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)(e[+-]?\d+)?|0x[0-9a-f]+|0b[01]+"
+                r"|inf(inity)?|nan)\s*$")
+#: ... and the like for dates and timestamps: anything starting with digits and a separator.
+_DATE_LIKE = r"^\s*[+-]?\d+[-/.]"
+
+
+def _failing_entries(convert, d: pa.Array, target: pa.DataType) -> tuple[pa.Array, list[int]]:
+    """``convert`` over ``d``, NULL where an entry fails, and the failing positions: halves
+    of ``d`` are converted until each failure stands alone (two conversions per failure and
+    level)."""
+    pieces: list[tuple[int, pa.Array | None]] = []
+    failed: list[int] = []
+    stack = [(0, len(d))]
+    while stack:
+        lo, hi = stack.pop()
+        try:
+            pieces.append((lo, convert(d.slice(lo, hi - lo))))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            if hi - lo == 1:
+                failed.append(lo)
+                pieces.append((lo, None))
+            else:
+                mid = (lo + hi) // 2
+                stack += [(mid, hi), (lo, mid)]
+    pieces.sort(key=lambda p: p[0])
+    typ = next((p.type for _, p in pieces if p is not None), target)
+    return pa.concat_arrays([p if p is not None else pa.nulls(1, typ) for _, p in pieces]), failed
+
+
+def _beyond_range(strings: pa.Array, t: LType) -> pa.Array:
+    """Per string: a plain whole number (``-123``) outside integer type ``t``'s range (for a
+    decimal of scale s: of more than 38 - s digits, beyond any precision)."""
+    plain = pc.match_substring_regex(strings, r"^[+-]?\d+$")
+    digits = pc.if_else(plain, strings, pa.scalar("0"))
+    length = pc.utf8_length(pc.utf8_ltrim(digits, "+-0"))
+    if t.kind == "decimal":
+        return pc.and_(plain, pc.greater(length, 38 - t.scale))
+    info = torch.iinfo(t.torch_dtype)
+    # as a decimal of 38 digits (exact; longer numbers are certainly beyond the range)
+    short = pc.less_equal(length, 38)
+    value = pc.if_else(short, digits, pa.scalar("0")).cast(pa.decimal128(38, 0))
+    out = pc.or_(pc.invert(short), pc.or_(pc.less(value, pa.scalar(info.min).cast(pa.decimal128(38, 0))),
+                                          pc.greater(value, pa.scalar(info.max).cast(pa.decimal128(38, 0)))))
+    return pc.and_(plain, out)
+
+
+def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
+    """Each dictionary entry cast with Arrow, then gathered by code (``lenient``: TRY_CAST,
+    entries that do not cast are NULL)."""
     from sluice.io.parquet.convert import arrow_to_column
     target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
               "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
@@ -103,10 +188,24 @@ def _from_strings(a: Column, t: LType) -> Column:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         # The dictionary may hold entries no row uses (a filtered column): cast only those in use.
         used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
+        entries = a.dictionary.take(pa.array(used.cpu().numpy()))
         try:
-            part = convert(a.dictionary.take(pa.array(used.cpu().numpy())))
+            part = convert(entries)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as ex:
-            raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
+            if not lenient:
+                raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
+            part, failed = _failing_entries(convert, entries, target)
+            bad = entries.take(pa.array(failed, pa.int64()))
+            if t.is_integer or t.kind == "decimal":  # a whole number beyond the range is NULL, as in DuckDB
+                bad = bad.filter(pc.invert(_beyond_range(bad, t)))
+            like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else None
+            if like is None:
+                raise UnsupportedError(f"TRY_CAST to {t}") from None
+            maybe = pc.match_substring_regex(bad, like)
+            if pc.any(maybe).as_py():
+                v = bad.filter(maybe)[0].as_py()
+                raise UnsupportedError(f"TRY_CAST of {v!r} to {t} (a form DuckDB may read; "
+                                       "sluice does not parse it)") from None
         remap = torch.zeros(len(a.dictionary), dtype=torch.long, device=codes.device)
         remap[used] = torch.arange(len(used), device=codes.device)
         per, codes = part, remap[codes]
@@ -114,7 +213,8 @@ def _from_strings(a: Column, t: LType) -> Column:
     if pc_col.data.numel() == 0:  # no strings at all: every row is NULL
         return Column(torch.zeros(codes.shape, dtype=pc_col.data.dtype, device=codes.device), t,
                       torch.zeros(codes.shape, dtype=torch.bool, device=codes.device))
-    return Column(pc_col.data[codes], t, a.valid)
+    valid = a.valid if pc_col.valid is None else and_valid(a.valid, pc_col.valid[codes])
+    return Column(pc_col.data[codes], t, valid)
 
 
 def _to_strings(a: Column, t: LType) -> Column:

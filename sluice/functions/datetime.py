@@ -15,7 +15,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.exec.kernels import dates
 from sluice.functions import register
 from sluice.functions.common import and_valid
-from sluice.types import DAY_US, FLOAT64, INT64, STRING, split_interval
+from sluice.exec.checks import fail_if
+from sluice.types import DATE, DAY_US, FLOAT64, INT64, STRING, split_interval
 
 #: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
 UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
@@ -101,6 +102,11 @@ def extract(e, args, chunk) -> Column:
             out = (days + 4) % 7
         elif fld == "isodow":
             out = (days + 3) % 7 + 1
+        elif fld == "week":  # ISO 8601: the week of the year that holds this week's Thursday
+            thursday = days - (days + 3) % 7 + 3
+            ty, _, _ = dates.civil_from_days(thursday)
+            jan1 = dates.days_from_civil(ty, torch.ones_like(ty), torch.ones_like(ty)).to(torch.int64)
+            out = torch.div(thursday - jan1, 7, rounding_mode="floor") + 1
         elif fld == "doy":
             out = days - dates.days_from_civil(y, torch.ones_like(m), torch.ones_like(m)).to(torch.int64) + 1
         elif fld == "hour":
@@ -197,3 +203,32 @@ def add_months(e, args, chunk) -> Column:
         days, tod = days_and_time(a)
         return Column(dates.add_months(days, e.params[0]).to(torch.int64) * DAY_US + tod, e.type, a.valid)
     return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)
+
+
+@register("last_day", bind=_temporal("LAST_DAY", lambda args, params: DATE))
+def last_day(e, args, chunk) -> Column:
+    """The last day of the month (a DATE, for timestamps too, as DuckDB)."""
+    a, = args
+    days, _ = days_and_time(a)
+    y, m, _ = dates.civil_from_days(days)
+    ny, nm = torch.where(m == 12, y + 1, y), torch.where(m == 12, torch.ones_like(m), m + 1)
+    first_next = dates.days_from_civil(ny, nm, torch.ones_like(nm)).to(torch.int64)
+    return Column((first_next - 1).to(DATE.torch_dtype), DATE, a.valid)
+
+
+def _bind_make_date(args, params):
+    if any(not a.type.is_integer for a in args):
+        raise PlanError(f"MAKE_DATE needs integers, got {', '.join(str(a.type) for a in args)}")
+    return list(args), DATE
+
+
+@register("make_date", bind=_bind_make_date)
+def make_date(e, args, chunk) -> Column:
+    """MAKE_DATE(year, month, day); a day the month does not have is an error, as in DuckDB."""
+    y, m, d = (a.data.to(torch.int64) for a in args)
+    valid = and_valid(*(a.valid for a in args))
+    days = dates.days_from_civil(y, m.clamp(1, 12), d.clamp(1, 31)).to(torch.int64)
+    yy, mm, dd = dates.civil_from_days(days)
+    bad = (m < 1) | (m > 12) | (d < 1) | (dd != d) | (mm != m) | (yy != y) | (y.abs() > 290_000)
+    fail_if(bad, "MAKE_DATE: date out of range", valid)
+    return Column(days.to(DATE.torch_dtype), DATE, valid)

@@ -238,6 +238,7 @@ PER_ENTRY = {
     "reverse": (STRING, lambda d: pc.utf8_reverse(d)),
     "left": (STRING, lambda d, n: pc.utf8_slice_codeunits(d, 0, n)),  # negative n drops from the end
     "right": (STRING, _right),
+    "repeat": (STRING, lambda d, n: pc.binary_repeat(d, max(n, 0))),
 }
 
 

@@ -27,9 +27,13 @@ _TIME_UNITS = {"days": "day", "months": "month", "years": "year", "weeks": "week
 
 #: Functions of a date or timestamp that are one EXTRACT field.
 _DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour", exp.Minute: "minute",
-               exp.Second: "second", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.TimeToUnix: "epoch"}
+               exp.Second: "second", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.TimeToUnix: "epoch",
+               exp.Quarter: "quarter", exp.Week: "week", exp.DayOfWeekIso: "isodow"}
 #: Functions of one argument that are one plan function of the same name.
-_UNARY_FUNCS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs"}
+_UNARY_FUNCS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs",
+                exp.Floor: "floor", exp.Ceil: "ceil", exp.Trunc: "trunc", exp.Sqrt: "sqrt", exp.Cbrt: "cbrt",
+                exp.Ln: "ln", exp.Exp: "exp", exp.Sign: "sign", exp.IsNan: "isnan", exp.IsInf: "isinf",
+                exp.LastDay: "last_day"}
 
 #: sqlglot expression class -> the method translating it (registered with :func:`handles`).
 HANDLERS: dict[type, Callable] = {}
@@ -223,6 +227,61 @@ class Expressions:
         a1, lo = _coerce_compare(a, lo)
         a2, hi = _coerce_compare(a, hi)
         return E.make_bool("and", [E.make_compare(">=", a1, lo), E.make_compare("<=", a2, hi)])
+
+    @handles(exp.IntDiv)
+    def _x_int_div(self, n, ctx):
+        return E.make_func("int_div", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    @handles(exp.Pow)
+    def _x_pow(self, n, ctx):
+        return E.make_func("power", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    @handles(exp.Log)
+    def _x_log(self, n, ctx):
+        """LOG(x) is base 10 (DuckDB); LOG(b, x), LOG2, LOG10 arrive as (base, x)."""
+        if n.args.get("expression") is None:
+            return E.make_func("log10", [self.expr(n.this, ctx)])
+        base, x = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        if isinstance(base, Lit) and base.value in (2, 10):
+            return E.make_func(f"log{base.value}", [x])
+        return E.make_func("log_base", [base, x])
+
+    @handles(exp.NullSafeEQ, exp.NullSafeNEQ)
+    def _x_distinct_from(self, n, ctx):
+        """``a IS [NOT] DISTINCT FROM b``: equality where NULL equals NULL; never NULL."""
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        a, b = _coerce_compare(a, b)
+        same = E.make_func("case", [
+            E.make_bool("and", [E.make_func("is_null", [a]), E.make_func("is_null", [b])]), Lit(True, BOOL),
+            E.make_bool("or", [E.make_func("is_null", [a]), E.make_func("is_null", [b])]), Lit(False, BOOL),
+            E.make_compare("=", a, b)])
+        return same if isinstance(n, exp.NullSafeEQ) else E.make_func("not", [same])
+
+    @handles(exp.DateFromParts)
+    def _x_make_date(self, n, ctx):
+        return E.make_func("make_date", [self.expr(n.args[k], ctx) for k in ("year", "month", "day")])
+
+    @handles(exp.Repeat)
+    def _x_repeat(self, n, ctx):
+        return self._string_fn(n, ctx, "repeat", _const_int(n.args["times"], "REPEAT"))
+
+    @handles(exp.ConcatWs)
+    def _x_concat_ws(self, n, ctx):
+        """CONCAT_WS(sep, ...): the non-NULL arguments joined by ``sep`` ('' when all are NULL,
+        NULL when ``sep`` is)."""
+        sep, *parts = [self.expr(x, ctx) for x in n.expressions]
+        parts = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in parts]
+        if sep.type.kind != "string":
+            sep = E.make_func("cast", [sep], (STRING,))
+        out: Expr = Lit(None, STRING)
+        for p in parts:
+            if isinstance(p, Lit) and p.value is None:
+                continue
+            out = E.make_func("case", [E.make_func("is_null", [p]), out,
+                                       E.make_func("is_null", [out]), p,
+                                       E.make_func("concat", [E.make_func("concat", [out, sep]), p])])
+        return E.make_func("case", [E.make_func("is_null", [sep]), Lit(None, STRING),
+                                    E.make_func("coalesce", [out, Lit("", STRING)])])
 
     @handles(exp.Is)
     def _x_is(self, n, ctx):
@@ -433,8 +492,9 @@ class Expressions:
         a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
         return E.make_func("case", [E.make_compare("=", a, b), Lit(None, NULL_TYPE), a])
 
-    @handles(exp.Cast)
+    @handles(exp.Cast, exp.TryCast)
     def _x_cast(self, n, ctx):
+        """CAST, and TRY_CAST (NULL where the value does not convert)."""
         a = self.expr(n.this, ctx)
         t = sql_type(n.args["to"])
         if isinstance(a, Lit) and a.value is None:
@@ -442,7 +502,8 @@ class Expressions:
         precision = decimal_precision(n.args["to"])
         if a.type == t and precision is None:
             return a
-        return E.make_func("cast", [a], (t, precision) if precision is not None else (t,))
+        op = "try_cast" if isinstance(n, exp.TryCast) else "cast"
+        return E.make_func(op, [a], (t, precision) if precision is not None else (t,))
 
     @handles(exp.Extract)
     def _x_extract(self, n, ctx):
