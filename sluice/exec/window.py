@@ -15,10 +15,11 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, Column, concat_chunks
+from sluice.chunk import Chunk, Column, concat_chunks, unify_dictionaries
 from sluice.exec.context import chunk_nbytes
 from sluice.exec.evaluate import evaluate
 from sluice.exec.kernels import window as K
+from sluice.functions.common import dictionary_rank
 from sluice.exec.operators import Operator
 from sluice.plan.expr import Expr
 from sluice.plan.logical import SortKey, WindowCall
@@ -154,6 +155,16 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         if x.type.kind == "decimal":
             avg = avg / (10 ** x.type.scale)
         return Column(avg, t, None if bool(has.all()) else has)
+    if f in ("min", "max") and x.type.kind == "string":  # over the strings' sort ranks
+        d, (codes,) = unify_dictionaries([x])
+        if len(d) == 0:
+            return Column(torch.zeros(n, dtype=torch.int32, device=dev), t, torch.zeros(n, dtype=torch.bool,
+                                                                                      device=dev), d)
+        rank = dictionary_rank(d).to(dev)
+        best = K.frame_minmax(rank[codes.long()], valid, lo, hi, start, end, part, f == "max")
+        code_of_rank = torch.argsort(rank)
+        out = code_of_rank[best.clamp(0, len(d) - 1)].to(torch.int32)
+        return Column(out, t, None if bool(has.all()) else has, d)
     if f in ("min", "max"):
         m = K.frame_minmax(x.data, valid, lo, hi, start, end, part, f == "max")
         return Column(m, t, None if bool(has.all()) else has, x.dictionary)

@@ -233,8 +233,6 @@ class Aggregation:
                 raise UnsupportedError(f"{func.upper()} of INTERVAL values over a window")
             if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
                 raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
-            if func in ("min", "max") and e.type.kind == "string":
-                raise UnsupportedError(f"{func.upper()} of strings over a window")
             return WindowCall(func, (column(e),), (), frame)
         func = WINDOW_FUNCS[type(f)]
         if func in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist"):

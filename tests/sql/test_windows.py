@@ -122,6 +122,15 @@ QUERIES = {
     "distinct_window": "select distinct g, count(*) over (partition by g) from w",
     "one_row": "select id, rank() over (order by id), sum(x) over (), lag(x) over (order by id) from one",
     "empty": "select id, row_number() over (order by id), sum(x) over () from none",
+    # MIN / MAX of strings: over the strings' sort ranks
+    "string_minmax_partition": "select id, max(s) over (partition by g), min(s) over (partition by g) from w",
+    "string_minmax_running": "select id, min(s) over (partition by g order by id), "
+                             "max(s) over (order by o, id rows between unbounded preceding and current row) from w",
+    "string_minmax_sliding": "select id, min(s) over (order by id rows between 2 preceding and 3 following), "
+                             "max(upper(s)) over (partition by g order by id rows between 1 following and 4 following) "
+                             "from w",
+    "string_minmax_range": "select id, max(s) over (partition by g order by o range between 1 preceding and current row) "
+                           "from w",
 }
 
 
@@ -140,7 +149,6 @@ REFUSED = {
         "EXCLUDE",
     "select id, count(distinct x) over (partition by g) from w": "DISTINCT",
     "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
-    "select id, max(s) over (partition by g) from w": "MAX of strings",
     "select id, ntile(g) over (order by id) from w": "NTILE",
     "select id, stddev(x) over (partition by g) from w": "STDDEV_SAMP over a window",
 }
