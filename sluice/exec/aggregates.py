@@ -417,8 +417,11 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev) -> dict:
 def _wide_sum(hi, lo, t, valid) -> Column:
     """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
     values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
-    if t.kind != "decimal" or any(abs(v) >= 10 ** 38 for v in values):
-        raise ExecutionError("SUM overflows 128 bits")
+    if t.kind != "decimal":
+        raise ExecutionError(f"SUM of {t} values exceeds 64 bits (DuckDB's HUGEINT); "
+                             "SUM(CAST(x AS DECIMAL(38, 0))) gives the exact total")
+    if any(abs(v) >= 10 ** 38 for v in values):
+        raise ExecutionError("SUM exceeds DECIMAL(38)")
     return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))
 
 
