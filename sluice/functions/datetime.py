@@ -232,3 +232,20 @@ def make_date(e, args, chunk) -> Column:
     bad = (m < 1) | (m > 12) | (d < 1) | (dd != d) | (mm != m) | (yy != y) | (y.abs() > 290_000)
     fail_if(bad, "MAKE_DATE: date out of range", valid)
     return Column(days.to(DATE.torch_dtype), DATE, valid)
+
+
+_DAY_NAMES = pa.array(["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"])
+_MONTH_NAMES = pa.array(["January", "February", "March", "April", "May", "June", "July", "August", "September",
+                         "October", "November", "December"])
+
+
+@register("dayname", "monthname", bind=_temporal("DAYNAME / MONTHNAME", lambda args, params: STRING))
+def day_month_name(e, args, chunk) -> Column:
+    """DAYNAME / MONTHNAME in English, as DuckDB: codes into a seven (twelve) name dictionary."""
+    a, = args
+    days, _ = days_and_time(a)
+    if e.op == "dayname":
+        codes, names = (days + 4) % 7, _DAY_NAMES
+    else:
+        codes, names = dates.civil_from_days(days)[1] - 1, _MONTH_NAMES
+    return Column(codes.to(torch.int32), STRING, a.valid, names)

@@ -111,7 +111,7 @@ def _set_operation(kind: str) -> dict[str, Rule]:
         "on": refuse(f"{kind} ... ON"),
     }
 
-_JOIN_KINDS = {"INNER", "OUTER", "CROSS"}
+_JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
 
 _BINARY = {"this": READ, "expression": READ}
@@ -302,6 +302,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.DateFromParts: {"year": READ, "month": READ, "day": READ,
                         "allow_overflow": only(lambda v: not v, "MAKE_DATE that rolls over")},
     exp.Repeat: {"this": READ, "times": READ},
+    exp.Dayname: {"this": READ, "abbreviated": refuse("abbreviated DAYNAME")},
+    exp.Monthname: {"this": READ, "abbreviated": refuse("abbreviated MONTHNAME")},
+    exp.DayOfMonth: _UNARY,
+    exp.CurrentDate: {"this": refuse("CURRENT_DATE in a time zone")},
+    exp.CurrentTimestamp: {"this": refuse("CURRENT_TIMESTAMP with a precision"), "sysdate": SAME},
     exp.ConcatWs: {"expressions": READ, "safe": SAME, "coalesce": SAME,
                    "flatten": only(lambda v: not v, "CONCAT_WS over lists")},
     exp.Round: {"this": READ, "decimals": READ, "truncate": refuse("ROUND with truncation"),

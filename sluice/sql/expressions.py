@@ -6,6 +6,7 @@ Aggregates, windows and subqueries met inside an expression are looked up in the
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Callable
 
 from sqlglot import exp
@@ -14,7 +15,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Expr, Lit
-from sluice.types import BOOL, INT32, INT64, INTERVAL, STRING, TIMESTAMP
+from sluice.types import BOOL, DATE, INT32, INT64, INTERVAL, STRING, TIMESTAMP, TIMESTAMPTZ
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _split_and
 from sluice.sql.literals import _const_str, _const_int, _is_untyped_null, _int_lit, like_pattern, literal, sql_type, decimal_precision, _coerce_compare, _NEVER_EQUAL, _lit_in_repr
@@ -28,12 +29,15 @@ _TIME_UNITS = {"days": "day", "months": "month", "years": "year", "weeks": "week
 #: Functions of a date or timestamp that are one EXTRACT field.
 _DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour", exp.Minute: "minute",
                exp.Second: "second", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.TimeToUnix: "epoch",
-               exp.Quarter: "quarter", exp.Week: "week", exp.DayOfWeekIso: "isodow"}
+               exp.Quarter: "quarter", exp.Week: "week", exp.DayOfWeekIso: "isodow", exp.DayOfMonth: "day"}
 #: Functions of one argument that are one plan function of the same name.
 _UNARY_FUNCS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs",
                 exp.Floor: "floor", exp.Ceil: "ceil", exp.Trunc: "trunc", exp.Sqrt: "sqrt", exp.Cbrt: "cbrt",
                 exp.Ln: "ln", exp.Exp: "exp", exp.Sign: "sign", exp.IsNan: "isnan", exp.IsInf: "isinf",
-                exp.LastDay: "last_day"}
+                exp.LastDay: "last_day", exp.Dayname: "dayname", exp.Monthname: "monthname"}
+
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 #: sqlglot expression class -> the method translating it (registered with :func:`handles`).
 HANDLERS: dict[type, Callable] = {}
@@ -227,6 +231,16 @@ class Expressions:
         a1, lo = _coerce_compare(a, lo)
         a2, hi = _coerce_compare(a, hi)
         return E.make_bool("and", [E.make_compare(">=", a1, lo), E.make_compare("<=", a2, hi)])
+
+    @handles(exp.CurrentDate, exp.CurrentTimestamp)
+    def _x_now(self, n, ctx):
+        """The query's start in UTC (sluice's session time zone): a DATE, or a TIMESTAMP WITH
+        TIME ZONE as DuckDB's CURRENT_TIMESTAMP / NOW()."""
+        now = self.now
+        if isinstance(n, exp.CurrentDate):
+            return Lit((now.date() - _EPOCH_DATE).days, DATE)
+        micros = (now - _EPOCH_UTC) // _dt.timedelta(microseconds=1)
+        return Lit(micros, TIMESTAMPTZ)
 
     @handles(exp.IntDiv)
     def _x_int_div(self, n, ctx):

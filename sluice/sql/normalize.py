@@ -3,6 +3,7 @@ translator reads (so the translator has one rule per construct, not one per spel
 
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
+- COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), and FILTER in a window aggregate (:func:`_respelled`).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
   when the definition has none, and a frame; it may not repeat PARTITION BY.
@@ -19,9 +20,13 @@ from sluice.errors import PlanError
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
-               for n in tree.walk()):
+               or _respelled(n) is not None for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for n in list(tree.walk()):
+        new = _respelled(n)
+        if new is not None:
+            n.replace(new)
     for n in list(tree.walk()):
         if _is_date_part(n):
             field, arg = n.expressions
@@ -34,6 +39,41 @@ def normalize(tree: exp.Expression) -> exp.Expression:
         if sel.args.get("windows"):
             _inline_windows(sel)
     return tree
+
+
+def _respelled(n: exp.Expression) -> exp.Expression | None:
+    """The form the translator reads of a spelling it does not, or None:
+
+    - ``COUNT_IF(c)`` is ``COUNT(CASE WHEN c THEN 1 END)``;
+    - ``ANY_VALUE(x)`` / ``ARBITRARY(x)`` is ``MIN(x)`` (any non-NULL value of the group is a
+      right answer; MIN is one);
+    - ``NOW()`` / ``GET_CURRENT_TIMESTAMP()`` is ``CURRENT_TIMESTAMP``;
+    - ``agg(x) FILTER (WHERE c) OVER (...)`` is ``agg(CASE WHEN c THEN x END) OVER (...)``
+      (``COUNT(*)``: of ``CASE WHEN c THEN 1 END``) for COUNT, SUM, AVG, MIN and MAX."""
+    if isinstance(n, exp.CountIf):
+        return exp.Count(this=exp.Case(ifs=[exp.If(this=n.this.copy(), true=exp.Literal.number(1))]))
+    if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
+        return exp.Min(this=n.this.this.copy())
+    if isinstance(n, exp.AnyValue):
+        return exp.Min(this=n.this.copy())
+    if isinstance(n, exp.Anonymous) and len(n.expressions) == 1 and str(n.this).lower() == "arbitrary":
+        return exp.Min(this=n.expressions[0].copy())
+    if isinstance(n, exp.Anonymous) and not n.expressions and str(n.this).lower() in ("now", "get_current_timestamp"):
+        return exp.CurrentTimestamp()
+    if isinstance(n, exp.Window) and isinstance(n.this, exp.Filter) \
+            and isinstance(n.this.this, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)):
+        agg, cond = n.this.this, n.this.expression.this
+        arg = agg.this
+        if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
+            arg = exp.Literal.number(1)
+        if isinstance(arg, exp.Distinct):
+            return None
+        new_agg = agg.copy()
+        new_agg.set("this", exp.Case(ifs=[exp.If(this=cond.copy(), true=arg.copy())]))
+        out = n.copy()
+        out.set("this", new_agg)
+        return out
+    return None
 
 
 def _is_date_part(n: exp.Expression) -> bool:

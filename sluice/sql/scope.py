@@ -46,6 +46,11 @@ class Scope:
         self.sources.append(src)
         self.local.update(c.name for c in src.cols.values())
 
+    def remove(self, src: Source) -> None:
+        """Take ``src`` out of sight (a SEMI / ANTI JOIN's right side outside its ON)."""
+        self.sources.remove(src)
+        self.local.difference_update(c.name for c in src.cols.values())
+
     def resolve(self, table: str | None, name: str) -> Col:
         name_l = name.lower()
         if table:

@@ -282,9 +282,12 @@ class FromClause:
         """
         for j in specs:
             kind = ((j.kind or "").upper() if j is not None else "")
-            if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL"):
-                raise UnsupportedError(f"{kind} JOIN")
-        sides = [((j.side or "").lower() if j is not None else "") for j in specs]
+            if kind in ("ASOF", "POSITIONAL") or (kind in ("SEMI", "ANTI") and (j.side or "")):
+                raise UnsupportedError(f"{(j.side or '').upper() + ' ' if j.side else ''}{kind} JOIN")
+        # DuckDB's t SEMI / ANTI JOIN u ON ...: the rows of t with (without) a match; u's
+        # columns are not in the result. They keep their written place, as outer joins do.
+        sides = [((j.side or j.kind or "").lower() if j is not None else "") for j in specs]
+        sides = [s if s in ("left", "right", "full", "semi", "anti") else "" for s in sides]
         conjuncts = list(conjuncts)
         plan = None
         k = 0
@@ -314,13 +317,13 @@ class FromClause:
     def _outer_join(self, plan: PlanNode, p: PlanNode, side: str, conds: list[Expr]) -> PlanNode:
         """One LEFT / RIGHT / FULL join in written order; a condition on the null-extended
         side alone filters that side before the join."""
-        kind = {"left": "left", "right": "right", "full": "full"}[side]
+        kind = {"left": "left", "right": "right", "full": "full", "semi": "semi", "anti": "anti"}[side]
         left_names = set(plan.schema)
         right_names = set(p.schema)
         lk, rk, resid = [], [], []
         for c in conds:
             cols = c.columns()
-            if kind == "left" and cols and cols <= right_names:
+            if kind in ("left", "semi", "anti") and cols and cols <= right_names:
                 p = Filter(p, c)
                 continue
             if kind == "right" and cols and cols <= left_names:
@@ -340,7 +343,14 @@ class FromClause:
         if on is not None:
             if _contains_subquery(on):
                 raise UnsupportedError("subqueries in JOIN ... ON")
-            out.append(self.expr(on, ctx))
+            hidden = self._semi_sources.get(id(j))
+            if hidden is not None:
+                ctx.scope.add(hidden)
+            try:
+                out.append(self.expr(on, ctx))
+            finally:
+                if hidden is not None:
+                    ctx.scope.remove(hidden)
         for lcol, rcol in self._using_pairs.get(id(j), []):
             out.append(E.make_compare("=", lcol, rcol))
         return out

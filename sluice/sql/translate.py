@@ -15,6 +15,8 @@ The translator only translates: join order is the ``order_joins`` plan rule's de
 
 from __future__ import annotations
 
+import datetime as _dt
+
 from typing import Callable
 
 from sqlglot import exp
@@ -28,7 +30,7 @@ from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
 from sluice.types import INT64
-from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx
+from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.literals import _untyped_null
 from sluice.sql.sources import _references
@@ -46,6 +48,9 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
         self.catalog = catalog
         self.files = files
         self._using_pairs: dict[int, list[tuple[Col, Col]]] = {}
+        self._semi_sources: dict[int, Source] = {}  # a SEMI / ANTI JOIN -> its right side
+        #: CURRENT_DATE / CURRENT_TIMESTAMP: one instant per query, as in DuckDB.
+        self.now = _dt.datetime.now(_dt.timezone.utc)
         self.ctes: list[dict[str, exp.Expression]] = []
         self._names: set[str] = set()
         self._cte_refs: dict[int, int] = {}
@@ -268,6 +273,9 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 left = list(scope.sources)
                 scope.add(s)
                 self._using(j, left, s, scope)
+                if (j.kind or "").upper() in ("SEMI", "ANTI"):  # visible only in its ON
+                    scope.remove(s)
+                    self._semi_sources[id(j)] = s
                 items.append(p)
                 specs.append(j)
         if sel.args.get("laterals"):

@@ -154,3 +154,35 @@ def test_cast_of_a_string_beyond_the_decimal_precision_raises(text_dir, connect)
         duckdb_connect(text_dir).sql(sql).fetchall()
     with pytest.raises(ExecutionError, match="does not fit DECIMAL"):
         connect(text_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    "select i from t semi join t u on t.g = u.a",
+    "select i, s from t anti join t u on t.g = u.a and u.f > 1",
+    "select * from t semi join t u on t.a = u.g and t.i < u.i",
+    "select g, count(*) from t anti join t u on t.s = u.s and u.i > t.i group by g",
+    "select a from t semi join t u using (a)",
+    "select g, count_if(a > 2), count_if(s like '%a%'), count_if(f > 100) from t group by g",
+    "select g, any_value(g * 2), arbitrary(g + 1) from t group by g",
+    "select i, sum(a) filter (where g > 1) over (partition by g), count(*) filter (where a > 2) over (order by i), "
+    "max(s) filter (where g = 1) over (), avg(d) filter (where f > 0) over (partition by g order by i) from t",
+    "select dt, dayname(dt), monthname(dt), dayofmonth(dt), dayname(ts), monthname(ts) from t",
+    "select current_date = today(), extract(year from current_date) >= 2026, current_timestamp = now()",
+])
+def test_spellings_equal_duckdb(sql, fn_dir, connect):
+    ours = connect(fn_dir).sql(sql).to_arrow()
+    theirs = duckdb_connect(fn_dir).sql(sql).to_arrow_table()
+    compare(ours, theirs)
+
+
+def test_current_timestamp_is_the_query_start_in_utc(fn_dir, connect):
+    before = dt.datetime.now(dt.timezone.utc)
+    got = connect(fn_dir).sql("select current_timestamp as n, current_date as d").to_arrow().to_pylist()[0]
+    after = dt.datetime.now(dt.timezone.utc)
+    assert before - dt.timedelta(seconds=1) <= got["n"] <= after
+    assert got["d"] in (before.date(), after.date())
+
+
+def test_a_semi_joined_table_is_not_visible_after_its_on(fn_dir, connect):
+    with pytest.raises(PlanError, match="unknown table or alias 'u'"):
+        connect(fn_dir).sql("select t.i, u.i from t semi join t u on t.g = u.a").to_arrow()
