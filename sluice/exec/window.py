@@ -19,10 +19,11 @@ from sluice.chunk import Chunk, Column, concat_chunks, unify_dictionaries
 from sluice.exec.context import chunk_nbytes
 from sluice.exec.evaluate import evaluate
 from sluice.exec.kernels import window as K
-from sluice.functions.common import dictionary_rank
+from sluice.functions.common import dictionary_rank, to_type
+from sluice.types import FLOAT64
 from sluice.exec.operators import Operator
 from sluice.plan.expr import Expr
-from sluice.plan.logical import SortKey, WindowCall
+from sluice.plan.logical import MOMENTS, SortKey, WindowCall
 
 
 @dataclass
@@ -155,6 +156,8 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         if x.type.kind == "decimal":
             avg = avg / (10 ** x.type.scale)
         return Column(avg, t, None if bool(has.all()) else has)
+    if f in MOMENTS:
+        return _moments(f, x, count, lo, hi, part, t)
     if f in ("min", "max") and x.type.kind == "string":  # over the strings' sort ranks
         d, (codes,) = unify_dictionaries([x])
         if len(d) == 0:
@@ -242,3 +245,29 @@ def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int
     dvalid = default.valid if default.valid is not None else torch.ones(n, dtype=torch.bool, device=dev)
     v = torch.where(inside, valid, dvalid)
     return Column(data, t, None if bool(v.all()) else v, dict_)
+
+
+def _moments(f: str, x: Column, count: torch.Tensor, lo, hi, part, t) -> Column:
+    """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP over each frame from the frame sums of
+    the values less their partition's mean (of its finite values): centring first keeps
+    sum(x^2) - sum(x)^2 / n from cancelling (values near 1e9 with a spread of 1 keep their
+    digits). A frame with an infinity or NaN is NaN, as in DuckDB; too few rows give NULL."""
+    v = to_type(x, FLOAT64)
+    n = v.numel()
+    ok = torch.isfinite(v) if x.valid is None else (torch.isfinite(v) & x.valid)
+    groups = int(part.ident[-1]) + 1 if n else 0
+    zeros = torch.zeros(groups, dtype=torch.float64, device=v.device)
+    total = zeros.index_add(0, part.ident, torch.where(ok, v, torch.zeros_like(v)))
+    finite_n = zeros.index_add(0, part.ident, ok.to(torch.float64))
+    mean = (total / finite_n.clamp(min=1))[part.ident]
+    y = v - mean
+    s1 = K.frame_sum(y, x.valid, lo, hi, part)
+    s2 = K.frame_sum(y * y, x.valid, lo, hi, part)
+    nf = count.to(torch.float64)
+    pop = f.endswith("_pop")
+    dev2 = s2 - s1 * s1 / nf.clamp(min=1)
+    var = (dev2 / (nf if pop else (nf - 1)).clamp(min=1)).clamp(min=0.0) if n else dev2
+    var = torch.where(torch.isnan(dev2), dev2, var)  # clamp turns NaN into 0
+    out = torch.sqrt(var) if f.startswith("stddev") else var
+    has = count > (0 if pop else 1)
+    return Column(out, t, None if bool(has.all()) else has)

@@ -208,7 +208,8 @@ RANKING = {"row_number", "rank", "dense_rank", "ntile"}
 DISTRIBUTION = {"percent_rank", "cume_dist"}
 OFFSETS = {"lag", "lead"}
 VALUES = {"first_value", "last_value", "nth_value"}
-WINDOW_AGGREGATES = {"sum", "avg", "count", "count_star", "min", "max"}
+MOMENTS = {"stddev_samp", "stddev_pop", "var_samp", "var_pop"}
+WINDOW_AGGREGATES = {"sum", "avg", "count", "count_star", "min", "max"} | MOMENTS
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ class WindowCall:
     def type(self) -> LType:
         if self.func in RANKING or self.func in ("count", "count_star"):
             return INT64
-        if self.func in DISTRIBUTION or self.func == "avg":
+        if self.func in DISTRIBUTION or self.func == "avg" or self.func in MOMENTS:
             return FLOAT64
         if self.func == "sum":
             return AggCall("sum", self.args[0]).type

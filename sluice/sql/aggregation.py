@@ -14,7 +14,7 @@ from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
-                                 WINDOW_AGGREGATES,
+                                 WINDOW_AGGREGATES, MOMENTS,
                                  Shared, SortKey, Union)
 from sluice.types import INT64, STRING
 from sluice.sql.scope import Ctx
@@ -231,7 +231,8 @@ class Aggregation:
             e = tr(arg)
             if func in ("sum", "avg") and e.type.kind == "interval":
                 raise UnsupportedError(f"{func.upper()} of INTERVAL values over a window")
-            if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool"):
+            if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool") or \
+                    func in MOMENTS and not e.type.is_numeric:
                 raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
             return WindowCall(func, (column(e),), (), frame)
         func = WINDOW_FUNCS[type(f)]

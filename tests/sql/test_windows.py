@@ -122,6 +122,16 @@ QUERIES = {
     "distinct_window": "select distinct g, count(*) over (partition by g) from w",
     "one_row": "select id, rank() over (order by id), sum(x) over (), lag(x) over (order by id) from one",
     "empty": "select id, row_number() over (order by id), sum(x) over () from none",
+    # VAR / STDDEV: centred frame sums
+    "moments_partition": "select id, stddev(x) over (partition by g), var_pop(d) over (partition by g), "
+                         "variance(f) over (), stddev_pop(x) over (partition by o) from w",
+    "moments_running": "select id, var_samp(x) over (partition by g order by id), "
+                       "stddev_pop(f) over (order by o, id rows between unbounded preceding and current row) from w",
+    "moments_sliding": "select id, stddev_samp(x * 1000000000 + 12345) over (order by id rows between 3 preceding "
+                       "and 1 following), var_pop(d) over (partition by g order by id rows between 1 preceding "
+                       "and 1 preceding) from w",
+    "moments_range": "select id, variance(x) over (partition by g order by o range between 1 preceding and "
+                     "current row) from w",
     # MIN / MAX of strings: over the strings' sort ranks
     "string_minmax_partition": "select id, max(s) over (partition by g), min(s) over (partition by g) from w",
     "string_minmax_running": "select id, min(s) over (partition by g order by id), "
@@ -150,7 +160,6 @@ REFUSED = {
     "select id, count(distinct x) over (partition by g) from w": "DISTINCT",
     "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
     "select id, ntile(g) over (order by id) from w": "NTILE",
-    "select id, stddev(x) over (partition by g) from w": "STDDEV_SAMP over a window",
 }
 
 
