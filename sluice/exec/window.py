@@ -128,6 +128,8 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
     if f in ("lag", "lead"):
         k = int(call.params[0])
         j = idx - k if f == "lag" else idx + k
+        if call.ignore_nulls and x.valid is not None and k > 0:
+            j = _nth_valid(x.valid, k if f == "lag" else -k)
         inside = (j >= part.first) & (j <= part.last)
         got = x.take(j.clamp(0, max(n - 1, 0)))
         default = evaluate(call.args[1], data).expand(n) if len(call.args) > 1 else None
@@ -138,6 +140,15 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
     lo, hi = K.frame(kind, start, end, part, peers, n, dev, key)
     if f in ("first_value", "last_value", "nth_value"):
         j = lo if f == "first_value" else hi if f == "last_value" else lo + int(call.params[0]) - 1
+        if call.ignore_nulls and x.valid is not None:  # the frame's first (last) non-NULL row
+            if f == "first_value":
+                nxt = torch.where(x.valid, idx, torch.full_like(idx, n)).flip(0).cummin(0).values.flip(0)
+                j = nxt[lo.clamp(0, max(n - 1, 0))]
+            else:
+                prv = torch.where(x.valid, idx, torch.full_like(idx, -1)).cummax(0).values
+                j = prv[hi.clamp(0, max(n - 1, 0))]
+                inside = (lo <= hi) & (j >= lo)
+                return _choose(inside, x.take(j.clamp(0, max(n - 1, 0))), None, t, n, dev)
         inside = (lo <= hi) & (j <= hi)
         return _choose(inside, x.take(j.clamp(0, max(n - 1, 0))), None, t, n, dev)
     if f == "count_star":
@@ -227,6 +238,21 @@ def _string_agg(x: Column, sep: str, distinct: bool, part: K.Segments, t, n: int
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), vals), sep)
     valid = (counts > 0)[ident]
     return Column(ident.to(torch.int32).to(dev), t, None if bool(valid.all()) else valid.to(dev), joined)
+
+
+def _nth_valid(valid: torch.Tensor, k: int) -> torch.Tensor:
+    """Per row, the index of the k-th valid row before it (k > 0) or the -k-th after it
+    (k < 0), or -1 when there is none (LAG / LEAD ... IGNORE NULLS; the caller keeps the
+    result inside the row's partition)."""
+    n = valid.numel()
+    pos = valid.nonzero().squeeze(1)
+    m = int(pos.numel())
+    upto = torch.cumsum(valid.to(torch.int64), 0)  # valid rows at or before each row
+    target = (upto - valid.to(torch.int64) - k) if k > 0 else (upto - 1 - k)
+    ok = (target >= 0) & (target < m)
+    if m == 0:
+        return torch.full((n,), -1, dtype=torch.int64, device=valid.device)
+    return torch.where(ok, pos[target.clamp(0, m - 1)], torch.full_like(target, -1))
 
 
 def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int, dev) -> Column:

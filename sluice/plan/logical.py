@@ -223,6 +223,7 @@ class WindowCall:
     args: tuple[Expr, ...]
     params: tuple = ()
     frame: tuple = ("range", ("unbounded", 0), ("unbounded", 0))
+    ignore_nulls: bool = False  # FIRST_VALUE / LAST_VALUE / LAG / LEAD: skip NULL values
 
     @property
     def type(self) -> LType:
@@ -243,7 +244,8 @@ class WindowCall:
         kind, (s, a), (e, b) = self.frame
         def b_(w, k):
             return {"unbounded": "unbounded", "current": "current row"}.get(w, f"{k} {w}")
-        return f"{self.func}({args}) {kind} {b_(s, a)}..{b_(e, b)}"
+        nulls = " ignore nulls" if self.ignore_nulls else ""
+        return f"{self.func}({args}){nulls} {kind} {b_(s, a)}..{b_(e, b)}"
 
 
 @dataclass(frozen=True, eq=False)

@@ -6,6 +6,8 @@ aggregation.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 from sqlglot import exp
 
@@ -199,8 +201,9 @@ class Aggregation:
         for w in nodes:
             if id(w) in ctx.subs:
                 continue
-            if not isinstance(w.this, tuple(WINDOW_FUNCS) + tuple(AGG_FUNCS)):
-                raise UnsupportedError(f"{construct_name(w.this)} as a window function")
+            f = w.this.this if isinstance(w.this, exp.IgnoreNulls) else w.this
+            if not isinstance(f, tuple(WINDOW_FUNCS) + tuple(AGG_FUNCS)):
+                raise UnsupportedError(f"{construct_name(f)} as a window function")
             part = tuple(column(tr(p)) for p in w.args.get("partition_by") or [])
             order = w.args.get("order")
             keys = tuple(self._sort_key(o, column(tr(o.this))) for o in (order.expressions if order else []))
@@ -217,7 +220,11 @@ class Aggregation:
         return plan
 
     def _window_call(self, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
-        f = w.this
+        if isinstance(w.this, exp.IgnoreNulls):  # FIRST_VALUE / LAST_VALUE / LAG / LEAD (coverage)
+            return replace(self._window_call_of(w.this.this, w, tr, column, keys), ignore_nulls=True)
+        return self._window_call_of(w.this, w, tr, column, keys)
+
+    def _window_call_of(self, f: exp.Expression, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
         frame = self._frame(w.args.get("spec"), keys)
         if isinstance(f, tuple(AGG_FUNCS)):
             func = AGG_FUNCS[type(f)]

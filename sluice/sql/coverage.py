@@ -305,6 +305,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Dayname: {"this": READ, "abbreviated": refuse("abbreviated DAYNAME")},
     exp.Monthname: {"this": READ, "abbreviated": refuse("abbreviated MONTHNAME")},
     exp.DayOfMonth: _UNARY,
+    # FIRST_VALUE / LAST_VALUE / LAG / LEAD (x IGNORE NULLS) over a window (read with the window)
+    exp.IgnoreNulls: {"this": only(lambda v: isinstance(v, (exp.FirstValue, exp.LastValue, exp.Lag, exp.Lead))
+                                   and isinstance(v.parent, exp.IgnoreNulls) and isinstance(v.parent.parent, exp.Window),
+                                   "IGNORE NULLS")},
     exp.CurrentDate: {"this": refuse("CURRENT_DATE in a time zone")},
     exp.CurrentTimestamp: {"this": refuse("CURRENT_TIMESTAMP with a precision"), "sysdate": SAME},
     exp.ConcatWs: {"expressions": READ, "safe": SAME, "coalesce": SAME,
@@ -357,7 +361,6 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
 # Constructs that are not functions, named as written in SQL (for refused node types).
 _NAMES: dict[type, str] = {
     exp.TableSample: "USING SAMPLE / TABLESAMPLE",
-    exp.IgnoreNulls: "IGNORE NULLS",
     exp.RespectNulls: "RESPECT NULLS",
     exp.Lateral: "LATERAL",
     exp.Pivot: "PIVOT / UNPIVOT",

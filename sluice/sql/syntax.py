@@ -55,7 +55,8 @@ def _window_parts(w: exp.Window) -> list[exp.Expression]:
     """What a window call evaluates below it: its function's arguments, PARTITION BY, ORDER BY."""
     if isinstance(w.this, exp.Filter):
         raise UnsupportedError("FILTER (WHERE ...) in a window function")
-    parts = list(w.this.iter_expressions()) + list(w.args.get("partition_by") or [])
+    f = w.this.this if isinstance(w.this, exp.IgnoreNulls) else w.this
+    parts = list(f.iter_expressions()) + list(w.args.get("partition_by") or [])
     if w.args.get("order") is not None:
         parts.append(w.args["order"])
     return parts

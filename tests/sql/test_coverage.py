@@ -36,7 +36,8 @@ STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, ex
               exp.LimitOptions, exp.Offset, exp.Distinct, exp.Star, exp.Identifier, exp.DataType,
               exp.DataTypeParam, exp.Var, exp.Interval, exp.Window, exp.WindowSpec, exp.Qualify,
               exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple, exp.Grouping,
-              exp.Array, exp.ReadParquet, exp.ReadCSV, exp.Filter, exp.Values}
+              exp.Array, exp.ReadParquet, exp.ReadCSV, exp.Filter, exp.Values,
+              exp.IgnoreNulls}  # read with the window it wraps
 
 
 @pytest.mark.parametrize("cls", sorted(SUPPORTED, key=lambda c: c.__name__), ids=lambda c: c.__name__)

@@ -122,6 +122,15 @@ QUERIES = {
     "distinct_window": "select distinct g, count(*) over (partition by g) from w",
     "one_row": "select id, rank() over (order by id), sum(x) over (), lag(x) over (order by id) from one",
     "empty": "select id, row_number() over (order by id), sum(x) over () from none",
+    # IGNORE NULLS: the frame's first / last non-NULL value, the k-th non-NULL row before / after
+    "ignore_nulls_values": "select id, first_value(x ignore nulls) over (partition by g order by id), "
+                           "last_value(s ignore nulls) over (order by id), first_value(o ignore nulls) over "
+                           "(partition by g order by id rows between 1 following and 3 following), "
+                           "last_value(dt ignore nulls) over (order by id rows between 4 preceding and 2 preceding) "
+                           "from w",
+    "ignore_nulls_offsets": "select id, lag(x ignore nulls) over (partition by g order by id), lead(o, 2 ignore nulls) "
+                            "over (order by id), lag(s, 3, 'none' ignore nulls) over (partition by g order by id) "
+                            "from w",
     # VAR / STDDEV: centred frame sums
     "moments_partition": "select id, stddev(x) over (partition by g), var_pop(d) over (partition by g), "
                          "variance(f) over (), stddev_pop(x) over (partition by o) from w",
@@ -158,7 +167,7 @@ REFUSED = {
     "select id, sum(x) over (order by id rows between 1 preceding and 1 following exclude current row) from w":
         "EXCLUDE",
     "select id, count(distinct x) over (partition by g) from w": "DISTINCT",
-    "select id, first_value(x ignore nulls) over (order by id) from w": "IGNORE NULLS",
+    "select id, nth_value(x, 2 ignore nulls) over (order by id) from w": "IGNORE NULLS",
     "select id, ntile(g) over (order by id) from w": "NTILE",
 }
 
