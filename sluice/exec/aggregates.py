@@ -304,7 +304,7 @@ class MomentsAcc(Accumulator):
         least = 2 if func in ("var_samp", "stddev_samp") else 1
         ok = n >= least
         div = (n - 1 if least == 2 else n).clamp(min=1).to(torch.float64)
-        v = m2 / div
+        v = torch.where(n == 1, torch.zeros_like(m2), m2 / div)  # one value (even inf) varies by 0
         if func.startswith("stddev"):
             v = torch.sqrt(v)
         return Column(v, out_type, None if bool(ok.all()) else ok)

@@ -274,26 +274,71 @@ def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int
 
 
 def _moments(f: str, x: Column, count: torch.Tensor, lo, hi, part, t) -> Column:
-    """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP over each frame from the frame sums of
-    the values less their partition's mean (of its finite values): centring first keeps
-    sum(x^2) - sum(x)^2 / n from cancelling (values near 1e9 with a spread of 1 keep their
-    digits). A frame with an infinity or NaN is NaN, as in DuckDB; too few rows give NULL."""
+    """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP over each frame. Whole partitions: two
+    passes (the partition's mean, then squared deviations). Other frames: (count, mean, M2)
+    of power-of-two blocks merged with Chan et al.'s formula along each frame -- never
+    sum(x^2) - sum(x)^2 / n, which loses a small spread next to a large value (1e20 and 3, 1).
+    An infinity or NaN with other values gives NaN, a lone value 0, as in DuckDB; too few rows
+    give NULL."""
     v = to_type(x, FLOAT64)
     n = v.numel()
-    ok = torch.isfinite(v) if x.valid is None else (torch.isfinite(v) & x.valid)
-    groups = int(part.ident[-1]) + 1 if n else 0
-    zeros = torch.zeros(groups, dtype=torch.float64, device=v.device)
-    total = zeros.index_add(0, part.ident, torch.where(ok, v, torch.zeros_like(v)))
-    finite_n = zeros.index_add(0, part.ident, ok.to(torch.float64))
-    mean = (total / finite_n.clamp(min=1))[part.ident]
-    y = v - mean
-    s1 = K.frame_sum(y, x.valid, lo, hi, part)
-    s2 = K.frame_sum(y * y, x.valid, lo, hi, part)
+    valid = torch.ones(n, dtype=torch.bool, device=v.device) if x.valid is None else x.valid
+    lo_c, hi_c = lo.clamp(0, max(n - 1, 0)), hi.clamp(0, max(n - 1, 0))
+    if n and bool(((lo_c == part.first) & (hi_c == part.last)).all()):
+        groups = int(part.ident[-1]) + 1
+        zeros = torch.zeros(groups, dtype=torch.float64, device=v.device)
+        vv = torch.where(valid, v, torch.zeros_like(v))
+        size = zeros.index_add(0, part.ident, valid.to(torch.float64))
+        mean = (zeros.index_add(0, part.ident, vv) / size.clamp(min=1))[part.ident]
+        dev = torch.where(valid, v - mean, torch.zeros_like(v))
+        m2 = zeros.index_add(0, part.ident, dev * dev)[part.ident]
+    else:
+        _, _, m2 = _block_moments(v, valid, lo_c, (hi - lo + 1).clamp(min=0))
     nf = count.to(torch.float64)
     pop = f.endswith("_pop")
-    dev2 = s2 - s1 * s1 / nf.clamp(min=1)
-    var = (dev2 / (nf if pop else (nf - 1)).clamp(min=1)).clamp(min=0.0) if n else dev2
-    var = torch.where(torch.isnan(dev2), dev2, var)  # clamp turns NaN into 0
+    var = m2 / (nf if pop else (nf - 1)).clamp(min=1)
+    odd = valid & ~torch.isfinite(v)
+    if n and bool(odd.any()):  # with other values, an infinity or NaN makes the frame NaN (DuckDB)
+        var = torch.where(K._range_total(K._prefix(odd.to(torch.int64)), lo, hi) > 0,
+                          torch.full_like(var, float("nan")), var)
+    var = torch.where(count == 1, torch.zeros_like(var), var)  # one value (even inf) varies by 0
     out = torch.sqrt(var) if f.startswith("stddev") else var
     has = count > (0 if pop else 1)
     return Column(out, t, None if bool(has.all()) else has)
+
+
+def _merge_moments(a, b):
+    """Chan et al.: two (count, mean, M2) states as one; an empty side leaves the other."""
+    na, ma, qa = a
+    nb, mb, qb = b
+    nn = na + nb
+    delta = mb - ma
+    mean = ma + delta * (nb / nn.clamp(min=1))
+    m2 = qa + qb + delta * delta * (na * nb / nn.clamp(min=1))
+    a_empty, b_empty = na == 0, nb == 0
+    return (nn, torch.where(a_empty, mb, torch.where(b_empty, ma, mean)),
+            torch.where(a_empty, qb, torch.where(b_empty, qa, m2)))
+
+
+def _block_moments(v: torch.Tensor, valid: torch.Tensor, lo: torch.Tensor, width: torch.Tensor):
+    """(count, mean, M2) of the valid values in v[lo : lo + width] per row, from power-of-two
+    blocks (as :func:`sluice.exec.kernels.window._block_sums`), two levels alive at a time."""
+    n = v.numel()
+    zero = torch.zeros_like(v)
+    level = (valid.to(torch.float64), torch.where(valid, v, zero), zero.clone())
+    acc = (zero.clone(), zero.clone(), zero.clone())
+    pos = lo.clone()
+    widest = int(width.max()) if n else 0
+    k = 0
+    while (1 << k) <= widest:
+        take = ((width >> k) & 1).bool()
+        idx = pos.clamp(max=n - 1)
+        got = tuple(torch.where(take, a.index_select(0, idx), zero) for a in level)
+        acc = _merge_moments(acc, got)
+        pos = pos + take.to(pos.dtype) * (1 << k)
+        step = 1 << k
+        if step < n:
+            shifted = tuple(torch.cat([a[step:], torch.zeros(step, dtype=a.dtype, device=a.device)]) for a in level)
+            level = _merge_moments(level, shifted)
+        k += 1
+    return acc

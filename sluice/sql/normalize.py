@@ -44,14 +44,18 @@ def normalize(tree: exp.Expression) -> exp.Expression:
 def _respelled(n: exp.Expression) -> exp.Expression | None:
     """The form the translator reads of a spelling it does not, or None:
 
-    - ``COUNT_IF(c)`` is ``COUNT(CASE WHEN c THEN 1 END)``;
+    - ``COUNT_IF(c)`` is ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (as DuckDB: NULL
+      over no row whose condition is TRUE or FALSE);
     - ``ANY_VALUE(x)`` / ``ARBITRARY(x)`` is ``MIN(x)`` (any non-NULL value of the group is a
       right answer; MIN is one);
     - ``NOW()`` / ``GET_CURRENT_TIMESTAMP()`` is ``CURRENT_TIMESTAMP``;
     - ``agg(x) FILTER (WHERE c) OVER (...)`` is ``agg(CASE WHEN c THEN x END) OVER (...)``
       (``COUNT(*)``: of ``CASE WHEN c THEN 1 END``) for COUNT, SUM, AVG, MIN and MAX."""
-    if isinstance(n, exp.CountIf):
-        return exp.Count(this=exp.Case(ifs=[exp.If(this=n.this.copy(), true=exp.Literal.number(1))]))
+    if isinstance(n, exp.CountIf):  # DuckDB's is a SUM: NULL when no row's condition is known
+        c = n.this
+        return exp.Sum(this=exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(1)),
+                                          exp.If(this=exp.Not(this=exp.Paren(this=c.copy())),
+                                                 true=exp.Literal.number(0))]))
     if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
         return exp.Min(this=n.this.this.copy())
     if isinstance(n, exp.AnyValue):

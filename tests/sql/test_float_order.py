@@ -82,6 +82,9 @@ QUERIES = {
     "window_sum_sliding": "select i, sum(x) over (partition by p order by i rows between 1 preceding and current row), "
                           "avg(x) over (partition by p order by i rows between current row and 1 following) from w",
     "window_sum_nan_first": "select i, sum(f) over (partition by g order by i) from t",
+    "moments_grouped": "select p, var_pop(x), stddev_pop(x), var_samp(x), stddev(x) from w group by p",
+    "moments_window": "select i, var_pop(x) over (partition by p order by i), stddev_samp(x) over (partition by p), "
+                      "variance(x) over (order by i rows between 1 preceding and current row) from w",
 }
 
 

@@ -163,6 +163,8 @@ def test_cast_of_a_string_beyond_the_decimal_precision_raises(text_dir, connect)
     "select g, count(*) from t anti join t u on t.s = u.s and u.i > t.i group by g",
     "select a from t semi join t u using (a)",
     "select g, count_if(a > 2), count_if(s like '%a%'), count_if(f > 100) from t group by g",
+    "select g, count_if(a > 100), count_if(a in (1, null)), count_if(not (a in (1, null))) from t group by g",
+    "select count_if(a > 2) from t where i < 0",
     "select g, any_value(g * 2), arbitrary(g + 1) from t group by g",
     "select i, sum(a) filter (where g > 1) over (partition by g), count(*) filter (where a > 2) over (order by i), "
     "max(s) filter (where g = 1) over (), avg(d) filter (where f > 0) over (partition by g order by i) from t",
