@@ -15,7 +15,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
-from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
+from sluice.plan.logical import (Aggregate, AggCall, Join, PlanNode, Project, Window, WindowCall,
                                  WINDOW_AGGREGATES, MOMENTS,
                                  Shared, SortKey, Union)
 from sluice.types import INT64, STRING
@@ -216,8 +216,28 @@ class Aggregation:
             plan = Project(plan, tuple((n, Col(n, t)) for n, t in sch.items()) +
                            tuple((c.name, e) for e, c in computed.items()))
         for (part, keys), calls in specs.items():
-            plan = Window(plan, part, keys, tuple(calls))
+            plan = self._partition_aggregates(plan, part, calls) if _whole_partition_aggregates(part, keys, calls) \
+                else Window(plan, part, keys, tuple(calls))
         return plan
+
+    def _partition_aggregates(self, plan: PlanNode, part: tuple[Expr, ...], calls) -> PlanNode:
+        """Aggregates over whole partitions (``sum(x) over (partition by k)``) as DuckDB runs
+        them: the input once (Shared), grouped by the partition keys, joined back to its rows
+        on the keys, NULL matching NULL (each key as ``(k IS NULL, coalesce(k, zero))``). A
+        Window operator would sort every row by the keys first (15-27x DuckDB at SF 1)."""
+        shared = Shared(plan, self.fresh("window partitions"))
+        names = [self.fresh("partition_key") for _ in part]
+        agg = Aggregate(shared, tuple(zip(names, part)),
+                        tuple((n, AggCall(c.func, c.args[0] if c.args else None)) for n, c in calls))
+        lk, rk = [], []
+        for k, name in zip(part, names):
+            zero = _zero_of(k.type)
+            other = Col(name, k.type)
+            lk += [E.make_func("is_null", [k]), E.make_func("coalesce", [k, zero])]
+            rk += [E.make_func("is_null", [other]), E.make_func("coalesce", [other, zero])]
+        join = Join(shared, agg, "inner", tuple(lk), tuple(rk))
+        keep = [(n, Col(n, t)) for n, t in plan.schema.items()] + [(n, Col(n, c.type)) for n, c in calls]
+        return Project(join, tuple(keep))
 
     def _window_call(self, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
         if isinstance(w.this, exp.IgnoreNulls):  # FIRST_VALUE / LAST_VALUE / LAG / LEAD (coverage)
@@ -472,3 +492,29 @@ class Aggregation:
         if bad:
             raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
         return e
+
+
+#: Window aggregates that a grouped aggregate computes alike over a whole partition.
+_PARTITION_AGGREGATES = {"sum", "avg", "count", "count_star", "min", "max"} | MOMENTS
+
+
+def _whole_partition_aggregates(part, keys, calls) -> bool:
+    """Whether every call of a window is an aggregate over its whole partition (no ORDER BY,
+    unbounded frame) of keys that have a zero to stand for NULL in the join back."""
+    return bool(part) and not keys and all(
+        c.func in _PARTITION_AGGREGATES and not c.ignore_nulls
+        and c.frame[1][0] == "unbounded" and c.frame[2][0] == "unbounded" for _, c in calls) \
+        and all(_zero_of(k.type) is not None for k in part)
+
+
+def _zero_of(t):
+    """A constant of type ``t`` (NULL keys join as it, flagged by IS NULL), or None."""
+    if t.kind == "string":
+        return Lit("", t)
+    if t.kind == "bool":
+        return Lit(False, t)
+    if t.kind == "date" or t.is_timestamp:
+        return Lit(0, t)
+    if t.is_numeric:
+        return E.make_func("cast", [Lit(0, INT64)], (t,))
+    return None

@@ -77,6 +77,8 @@ QUERIES = {
     "window_partition": "select i, min(f) over (partition by g), max(r) over (partition by g) from t",
     "window_running": "select i, min(f) over (order by i), max(f) over (order by i desc) from t",
     "rank_by_float": "select i, rank() over (order by f) from t",
+    "partition_by_float": "select i, count(*) over (partition by f), sum(i) over (partition by r, g), "
+                          "max(f) over (partition by r) from t",
     "window_sum_partition": "select i, sum(x) over (partition by p), avg(x) over (partition by p) from w",
     "window_sum_running": "select i, sum(x) over (partition by p order by i) from w",
     "window_sum_sliding": "select i, sum(x) over (partition by p order by i rows between 1 preceding and current row), "

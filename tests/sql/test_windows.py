@@ -131,6 +131,14 @@ QUERIES = {
     "ignore_nulls_offsets": "select id, lag(x ignore nulls) over (partition by g order by id), lead(o, 2 ignore nulls) "
                             "over (order by id), lag(s, 3, 'none' ignore nulls) over (partition by g order by id) "
                             "from w",
+    # whole-partition aggregates run as a grouped aggregate joined back (NULL keys as one partition)
+    "partition_aggregates": "select id, sum(x) over (partition by g), count(*) over (partition by g, s), "
+                            "avg(d) over (partition by s), min(dt) over (partition by g % 2), "
+                            "max(s) over (partition by o), stddev(f) over (partition by g) from w",
+    "partition_aggregates_mixed": "select id, sum(x) over (partition by g), "
+                                  "sum(x) over (partition by g order by id) from w where x > -20",
+    "partition_aggregates_of_aggregates": "select g, sum(x), sum(sum(x)) over (partition by g is null), "
+                                          "count(*) over (partition by min(o)) from w group by g",
     # VAR / STDDEV: centred frame sums
     "moments_partition": "select id, stddev(x) over (partition by g), var_pop(d) over (partition by g), "
                          "variance(f) over (), stddev_pop(x) over (partition by o) from w",

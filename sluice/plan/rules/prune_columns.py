@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import replace
 from functools import singledispatch
 
@@ -9,8 +10,28 @@ from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNod
                                  Union, Window)
 
 
+#: Per shared subplan key: the union of the columns its references need (None while that
+#: union is being collected: each reference then keeps the full schema).
+_SHARED_NEEDS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sluice_shared_needs", default=None)
+_COLLECTING: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sluice_shared_collect", default=None)
+
+
 def prune_columns(plan: PlanNode) -> PlanNode:
-    return _prune(plan, set(plan.schema))
+    """Two passes: the first collects what every reference of each shared subplan needs, the
+    second prunes each shared subplan to the union (a window's partition aggregates share
+    their input with the rows they join back to; a CTE used twice reads only the columns
+    some reference uses)."""
+    needs: dict = {}
+    token = _COLLECTING.set(needs)
+    try:
+        _prune(plan, set(plan.schema))
+    finally:
+        _COLLECTING.reset(token)
+    token = _SHARED_NEEDS.set(needs)
+    try:
+        return _prune(plan, set(plan.schema))
+    finally:
+        _SHARED_NEEDS.reset(token)
 
 
 def _cols(exprs) -> set[str]:
@@ -105,8 +126,13 @@ def _(plan: Union, need):
 
 @_prune.register
 def _(plan: Shared, need):
-    # Every reference sees the same columns: prune only below the shared node's full schema.
-    return Shared(_prune(plan.child, set(plan.child.schema)), plan.key)
+    # Every reference sees the same columns: the union of what the references need.
+    collecting = _COLLECTING.get()
+    if collecting is not None:
+        collecting.setdefault(plan.key, set()).update(need)
+    union = (_SHARED_NEEDS.get() or {}).get(plan.key)
+    keep = set(plan.child.schema) if union is None else (union & set(plan.child.schema))
+    return Shared(_prune(plan.child, keep), plan.key)
 
 
 @_prune.register
