@@ -215,3 +215,15 @@ def test_inner_joins_go_below_a_left_join_on_its_preserved_side(tpch_dir):
     top = first(after, Join)
     assert top.kind == "left" and isinstance(top.left, InnerJoins)
     assert {n.split(".")[0] for p in top.left.inputs for n in p.schema} == {"customer", "nation"}
+
+
+def test_partition_aggregate_windows_share_only_the_columns_they_use(tpch_dir):
+    # Each whole-partition window aggregate runs as Shared input -> Aggregate -> join back; the
+    # second one's Shared holds the first's, so pruning must reach the inner one too (it read
+    # all 16 lineitem columns, and a 256 MiB budget ran out).
+    sql = ("select sum(x) from (select avg(l_extendedprice) over (partition by l_suppkey) "
+           "+ sum(l_quantity) over (partition by l_returnflag) x from lineitem)")
+    text = plan_text(sluice.connect(tpch_dir, device="cpu"), sql)
+    scans = [ln.strip() for ln in text.splitlines() if "Scan lineitem" in ln]
+    assert scans and "HashJoin" in text and "Window" not in text
+    assert all(s.startswith("Scan lineitem [l_suppkey, l_quantity, l_extendedprice, l_returnflag]") for s in scans)

@@ -17,21 +17,31 @@ _COLLECTING: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sluic
 
 
 def prune_columns(plan: PlanNode) -> PlanNode:
-    """Two passes: the first collects what every reference of each shared subplan needs, the
-    second prunes each shared subplan to the union (a window's partition aggregates share
+    """Passes that collect what every reference of each shared subplan needs (until that
+    stops shrinking), then one that prunes each shared subplan to the union (a window's partition aggregates share
     their input with the rows they join back to; a CTE used twice reads only the columns
     some reference uses)."""
-    needs: dict = {}
-    token = _COLLECTING.set(needs)
-    try:
-        _prune(plan, set(plan.schema))
-    finally:
-        _COLLECTING.reset(token)
-    token = _SHARED_NEEDS.set(needs)
+    known: dict | None = None
+    for _ in range(_MAX_PASSES):  # a shared subplan inside another learns its needs a pass later
+        needs: dict = {}
+        tokens = _COLLECTING.set(needs), _SHARED_NEEDS.set(known)
+        try:
+            _prune(plan, set(plan.schema))
+        finally:
+            _COLLECTING.reset(tokens[0])
+            _SHARED_NEEDS.reset(tokens[1])
+        if needs == known:
+            break
+        known = needs
+    token = _SHARED_NEEDS.set(known)
     try:
         return _prune(plan, set(plan.schema))
     finally:
         _SHARED_NEEDS.reset(token)
+
+
+#: Collection passes at most (needs only shrink from pass to pass; nesting is shallow).
+_MAX_PASSES = 6
 
 
 def _cols(exprs) -> set[str]:
