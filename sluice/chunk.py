@@ -32,6 +32,11 @@ class Column:
     """Exact values of a SUM that exceeds 64 bits (``data`` then holds zeros)."""
 
     def __post_init__(self) -> None:
+        if self.data.dtype != self.type.torch_dtype:
+            # A tensor that does not hold its type's values prints as garbage (SUM of a float32
+            # column once gave 0.0 so): an internal error, never a silent wrong answer.
+            from sluice.errors import InternalError
+            raise InternalError(f"a {self.type} column holds {self.data.dtype} values")
         # A constant NULL combined with a column (``s || NULL``) gives 0-d validity: broadcast it.
         if self.valid is not None and self.valid.dim() == 0 and self.data.dim() == 1:
             object.__setattr__(self, "valid", self.valid.expand(self.data.shape))

@@ -63,6 +63,17 @@ def ssb_duck(ssb_dir):
     return duckdb_connect(ssb_dir)
 
 
+#: The settings an edge-case test runs under: as a user runs it, in 3-row chunks (every
+#: operator sees many chunks and merges partial states), and with every buffer spilled.
+EDGE_SETTINGS = {"default": {}, "chunks3": {"chunk_rows": 3},
+                 "spilled": {"chunk_rows": 3, "force_spill": True}}
+
+
+@pytest.fixture(params=list(EDGE_SETTINGS))
+def edge_settings(request) -> dict:
+    return EDGE_SETTINGS[request.param]
+
+
 @pytest.fixture(scope="session")
 def connect(device):
     """Open a connection on the suite's device with extra settings."""

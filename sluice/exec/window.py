@@ -159,7 +159,8 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         return Column(count, t)
     has = count > 0
     if f in ("sum", "avg"):
-        data_ = x.data.to(torch.int64) if x.type.kind == "bool" else x.data
+        data_ = x.data.to(torch.int64) if x.type.kind == "bool" else \
+            x.data.to(torch.float64) if x.type.is_float else x.data  # REAL sums in DOUBLE, as DuckDB
         s = K.frame_sum(data_, valid, lo, hi, part)
         if f == "sum":
             return Column(s.to(torch.float64 if t.is_float else torch.int64), t, None if bool(has.all()) else has)

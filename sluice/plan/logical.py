@@ -137,6 +137,8 @@ class AggCall:
         t = self.arg.type
         if self.func == "sum" and (t.is_integer or t.kind == "bool"):
             return INT64
+        if self.func == "sum" and t.is_float:
+            return FLOAT64  # DuckDB sums REAL into DOUBLE
         return t
 
     def __str__(self) -> str:

@@ -84,10 +84,32 @@ def rows_of(table: pa.Table) -> list[tuple]:
     return list(zip(*cols)) if cols else []
 
 
-def compare(ours: pa.Table, theirs: pa.Table, order_cols: list[int] | None = None) -> None:
-    """Raise AssertionError describing the first difference."""
+def type_family(t: pa.DataType) -> tuple:
+    """What a column's type must agree on with DuckDB's: exact numbers by their scale (sluice's
+    64-bit SUM is DuckDB's HUGEINT, a DECIMAL(11,1) is any decimal of scale 1), floats by width,
+    the rest by kind."""
+    if pa.types.is_integer(t):
+        return ("exact", 0)
+    if pa.types.is_decimal(t):
+        return ("exact", t.scale)
+    if pa.types.is_floating(t):
+        return ("float", t.bit_width)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return ("string",)
+    if pa.types.is_timestamp(t):
+        return ("timestamp", t.tz is not None)
+    return (str(t),)
+
+
+def compare(ours: pa.Table, theirs: pa.Table, order_cols: list[int] | None = None,
+            check_types: bool = False) -> None:
+    """Raise AssertionError describing the first difference (with ``check_types``, also a
+    column whose type is of another :func:`type_family` than DuckDB's)."""
     assert ours.num_columns == theirs.num_columns, \
         f"column count {ours.num_columns} != duckdb's {theirs.num_columns}"
+    if check_types:
+        for i, (a, b) in enumerate(zip(ours.schema, theirs.schema)):
+            assert type_family(a.type) == type_family(b.type), f"column {i}: type {a.type}, duckdb's {b.type}"
     assert ours.num_rows == theirs.num_rows, f"row count {ours.num_rows} != duckdb's {theirs.num_rows}"
     a, b = rows_of(ours), rows_of(theirs)
     if order_cols:

@@ -68,7 +68,7 @@ def test_hash_equal_values_equal_hashes():
     d2 = Column(torch.tensor([150]), decimal(2))
     d1 = Column(torch.tensor([15]), decimal(1))
     assert torch.equal(hash_columns([d2], 1, [decimal(2)]), hash_columns([d1], 1, [decimal(2)]))
-    f = Column(torch.tensor([0.0, -0.0]), FLOAT64)
+    f = Column(torch.tensor([0.0, -0.0], dtype=torch.float64), FLOAT64)
     h = hash_columns([f], 2)
     assert h[0] == h[1]
     n = Column(torch.tensor([1, 2]), INT64, torch.tensor([False, False]))
