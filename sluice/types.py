@@ -145,11 +145,37 @@ _RANK = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "decimal": 5,
 
 
 def common_numeric(a: LType, b: LType) -> LType:
-    """The type both operands are converted to for arithmetic or comparison."""
+    """The type both operands are converted to for arithmetic or comparison, as DuckDB picks
+    it: the wider integer; a decimal with the larger scale; a float whenever one side is one
+    (REAL with a decimal stays REAL: ``2.2 = 2.2::REAL`` is true in DuckDB)."""
     if not (a.is_numeric or a.kind == "bool") or not (b.is_numeric or b.kind == "bool"):
         raise PlanError(f"cannot combine {a} and {b}")
     if a.kind == "decimal" or b.kind == "decimal":
         if a.is_float or b.is_float:
-            return FLOAT64
+            return a if a.is_float else b
         return decimal(max(a.scale, b.scale))
     return a if _RANK[a.kind] >= _RANK[b.kind] else b
+
+
+def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType:
+    """The one type values of ``types`` meet at (DuckDB's rules for CASE, COALESCE, VALUES
+    and set operations): numbers at :func:`common_numeric`, a date with a timestamp at the
+    timestamp, TIMESTAMP with TIMESTAMPTZ at TIMESTAMPTZ. ``strings_win`` (UNION, INTERSECT,
+    EXCEPT): a string with anything is a string, as DuckDB casts the other side to VARCHAR;
+    elsewhere strings mix only with strings. ``what`` names the construct in the error."""
+    t = types[0]
+    for u in types[1:]:
+        if u == t:
+            continue
+        kinds = {t.kind, u.kind}
+        if "string" in kinds:
+            if not strings_win:
+                raise PlanError(f"{what} mixes {t} and {u}")
+            t = STRING
+        elif (t.is_numeric or t.kind == "bool") and (u.is_numeric or u.kind == "bool"):
+            t = common_numeric(t, u)
+        elif t.is_temporal and u.is_temporal:
+            t = TIMESTAMPTZ if "timestamptz" in kinds else TIMESTAMP
+        else:
+            raise PlanError(f"{what} mixes {t} and {u}")
+    return t

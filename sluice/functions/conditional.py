@@ -12,18 +12,12 @@ from sluice.functions.common import to_type
 from sluice.types import LType
 
 
-def _is_null_literal(e) -> bool:
-    from sluice.plan.expr import Lit
-    return isinstance(e, Lit) and e.value is None
-
-
 def _bind_branches(value_positions):
     def bind(args, params):
-        from sluice.plan.expr import Lit
-        from sluice.plan.expr import common_type
+        from sluice.plan.expr import coerce, common_type
         vals = value_positions(len(args))
         t = common_type([args[i] for i in sorted(vals)])
-        return [Lit(None, t) if i in vals and _is_null_literal(a) else a for i, a in enumerate(args)], t
+        return [coerce(a, t) if i in vals else a for i, a in enumerate(args)], t
     return bind
 
 

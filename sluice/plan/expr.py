@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sluice.errors import PlanError
-from sluice.types import BOOL, INT32, LType, common_numeric
+from sluice.types import BOOL, INT32, LType, supertype
 
 
 class Expr:
@@ -127,20 +126,22 @@ def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     return _fold(Func(op, tuple(args), t, params))
 
 
-def common_type(exprs: list[Expr]) -> LType:
+def common_type(exprs: list[Expr], what: str = "branches") -> LType:
+    """The type a CASE's branches, COALESCE's arguments or a VALUES column meet at
+    (:func:`sluice.types.supertype`); NULLs and string constants take the others' type, as
+    DuckDB's untyped literals do (``coalesce(x, '12')`` over an INTEGER x is an INTEGER)."""
     ts = [e.type for e in exprs if not (isinstance(e, Lit) and e.value is None)]
     if not ts:
         return INT32
-    t = ts[0]
-    for u in ts[1:]:
-        if u == t:
-            continue
-        if t.kind == u.kind == "string" or t.kind == u.kind == "date":
-            continue
-        if t.kind in ("string", "date") or u.kind in ("string", "date"):
-            raise PlanError(f"branches have incompatible types {t} and {u}")
-        t = common_numeric(t, u)
-    return t
+    typed = [e.type for e in exprs if not (isinstance(e, Lit) and (e.value is None or e.type.kind == "string"))]
+    return supertype(typed or ts, what)
+
+
+def coerce(e: Expr, t: LType) -> Expr:
+    """``e`` as a value of type ``t``: a NULL constant retyped, anything else cast."""
+    if isinstance(e, Lit) and e.value is None:
+        return e if e.type == t else Lit(None, t)
+    return e if e.type == t else make_func("cast", [e], (t,))
 
 
 def conjuncts(e: Expr | None) -> list[Expr]:

@@ -491,9 +491,8 @@ class Expressions:
         typed = [a for a in args if not _is_untyped_null(a)]
         if not typed:
             return Lit(None, NULL_TYPE)
-        t = E.common_type(typed)
-        args = [Lit(None, t) if _is_untyped_null(a) else a if a.type == t else E.make_func("cast", [a], (t,))
-                for a in args]
+        t = E.common_type(typed, "GREATEST / LEAST")
+        args = [E.coerce(a, t) for a in args]
         best = args[0]
         for a in args[1:]:
             best = E.make_func("case", [E.make_func("is_null", [best]), a,

@@ -66,8 +66,7 @@ def literal(n: exp.Literal) -> Lit:
         return Lit(float(text), FLOAT64)
     if "." in text:
         d = dec.Decimal(text)
-        # Trailing zeros only inflate the scale (and the risk of int64 overflow): 0.0001000 -> 0.0001
-        d = d.normalize() if d != 0 else dec.Decimal(0)
+        # The scale as written, as DuckDB types it: 1.50 is a DECIMAL(3,2) and prints as 1.50.
         scale = max(0, -d.as_tuple().exponent)
         v = int(d.scaleb(scale))
         if not -(2**63) <= v < 2**63 or scale > 18:

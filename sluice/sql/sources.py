@@ -14,7 +14,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Lit
+from sluice.plan.expr import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
@@ -225,19 +225,11 @@ class FromClause:
         types = []
         for i in range(width):
             typed = [r[i] for r in rows if not _is_untyped_null(r[i])]
-            types.append(E.common_type(typed) if typed else rows[0][i].type)
+            types.append(E.common_type(typed, "VALUES column") if typed else rows[0][i].type)
         branches = []
         for r in rows:
-            exprs = []
-            for n, e, t in zip(names, r, types):
-                if _is_untyped_null(e):
-                    e = Lit(None, t)
-                elif e.type != t:
-                    if (e.type.kind == "string") != (t.kind == "string"):
-                        raise PlanError(f"VALUES column mixes {t} and {e.type}")
-                    e = E.make_func("cast", [e], (t,))
-                exprs.append((n, e))
-            branches.append(Project(OneRow(), tuple(exprs)))
+            exprs = tuple((n, E.coerce(e, t)) for n, e, t in zip(names, r, types))
+            branches.append(Project(OneRow(), exprs))
         plan: PlanNode = branches[0] if len(branches) == 1 else Union(tuple(branches))
         return Rel(plan, [(f"col{i}", n) for i, n in enumerate(names)])
 

@@ -29,7 +29,7 @@ from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
-from sluice.types import INT64
+from sluice.types import INT64, supertype
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.literals import _untyped_null
@@ -195,7 +195,8 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
         t0 = []
         for i in range(width):
             typed = [p.exprs[i][1].type for p, nl in zip(inputs, nulls) if not nl[i]]
-            t0.append(typed[0] if typed else inputs[0].exprs[i][1].type)
+            t0.append(supertype(typed, f"{kind} column {i + 1}", strings_win=True) if typed
+                      else inputs[0].exprs[i][1].type)
         fixed = []
         for p, nl in zip(inputs, nulls):
             exprs = []
@@ -203,8 +204,6 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 if nl[i] and e.type != t:
                     e = Func("cast_null", (e,), t)
                 if e.type != t:
-                    if (e.type.kind == "string") != (t.kind == "string"):
-                        raise PlanError(f"{kind} inputs have incompatible column types {t} and {e.type}")
                     e = Func("cast", (e,), t, (t,))
                 exprs.append((n, e))
             fixed.append(Project(p.child, tuple(exprs)))
