@@ -192,10 +192,42 @@ def abs_(e, args, chunk) -> Column:
     return Column(a.data.abs(), a.type, a.valid)
 
 
+def _two_product(a: torch.Tensor, b: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e == a * b`` exactly (Dekker's product)."""
+    def split(v):
+        c = 134217729.0 * v  # 2^27 + 1
+        hi = c - (c - v)
+        return hi, v - hi
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(torch.full_like(a, b))
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
 def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
-    """SQL rounding: halves go away from zero (torch.round rounds them to even)."""
-    f = 10.0 ** digits
-    return torch.sign(x) * torch.floor(x.abs() * f + 0.5) / f
+    """ROUND of floats as DuckDB 2.0 gives it: the double's exact binary value rounded to
+    ``digits`` decimals, halves away from zero. ``0.075`` is 0.07499999999999999722... and
+    rounds to 0.07, though ``0.075 * 100`` is exactly 7.5 in floating point: a product or
+    quotient that lands on a half is checked against its exact value (Dekker's product)
+    before it rounds away. Infinities and NaN stay; a finite value whose result is not
+    finite gives back ``x`` (0 for negative ``digits``: ``round(42.0, -1000)`` is 0)."""
+    v = x.double()
+    m = 10.0 ** abs(digits) if abs(digits) <= 308 else float("inf")
+    exact = abs(digits) <= 22  # 10^22 is the largest power of ten a double holds exactly
+    if digits >= 0:
+        y = v * m
+        _, err = _two_product(v, m) if exact else (None, torch.zeros_like(v))  # y + err == v * m
+    else:
+        y = v / m
+        p, e = _two_product(y, m) if exact else (None, None)
+        err = ((v - p) - e) if exact else torch.zeros_like(v)  # sign of v - y * m: of the exact quotient
+    t = torch.trunc(y)
+    frac = (y - t).abs()
+    up = (frac > 0.5) | ((frac == 0.5) & ~(torch.sign(err) * torch.sign(y) < 0))
+    r = t + torch.sign(y) * up.double()
+    r = r / m if digits >= 0 else r * m
+    out = torch.where(torch.isfinite(r) | ~torch.isfinite(v), r, v if digits >= 0 else torch.zeros_like(v))
+    return torch.where(torch.isfinite(v), out, v).to(x.dtype)
 
 
 @register("round", result=_numeric_arg("ROUND"))

@@ -1,0 +1,43 @@
+"""Numbers at their edges, against DuckDB: ROUND of doubles (the exact binary value decides a
+half: ``round(0.075, 2)`` is 0.07), digits beyond a double's range, REAL inputs."""
+
+import random
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.testing.oracle import compare
+
+
+@pytest.fixture(scope="module")
+def rnd_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("round")
+    r = random.Random(5)
+    vals = []
+    for _ in range(3000):
+        k = r.random()
+        if k < 0.4:  # decimals as written, many of them halves at some digit
+            vals.append(round(r.uniform(-1000, 1000), r.randint(0, 6)))
+        elif k < 0.7:
+            vals.append(r.randint(-10 ** 6, 10 ** 6) / 10 ** r.randint(0, 5) + 0.5 / 10 ** r.randint(0, 5))
+        else:
+            vals.append(r.uniform(-1e6, 1e6) * 10 ** r.randint(-10, 10))
+    vals += [0.075, 2.675, 1.005, -0.285, 0.5, -2.5, 42.5, 1e308, float("inf"), float("nan"), -0.0, None]
+    pq.write_table(pa.table({"i": pa.array(range(len(vals))), "x": pa.array(vals, pa.float64()),
+                             "y": pa.array(vals, pa.float32())}), root / "t.parquet", row_group_size=1000)
+    return root
+
+
+@pytest.fixture(scope="module")
+def rnd_duck(rnd_dir):
+    con = duckdb.connect()
+    con.execute(f"create table t as select * from read_parquet('{rnd_dir / 't.parquet'}')")
+    return con
+
+
+@pytest.mark.parametrize("digits", [-1000, -3, -1, 0, 1, 2, 3, 5, 10, 20, 25, 400])
+def test_round_doubles_as_duckdb(digits, rnd_dir, rnd_duck, connect):
+    sql = f"select i, round(x, {digits}), round(y, {digits}) from t"
+    compare(connect(rnd_dir).sql(sql).to_arrow(), rnd_duck.sql(sql).to_arrow_table(), check_types=True)
