@@ -399,6 +399,10 @@ _NAMES: dict[type, str] = {
 }
 
 
+#: Functions whose first argument names a unit; a column there is refused (sluice.sql.dialect).
+_UNIT_FIRST = {"DATE_TRUNC", "DATETRUNC", "DATE_DIFF", "DATEDIFF", "DATE_SUB", "DATESUB"}
+
+
 def construct_name(node: exp.Expression) -> str:
     """The construct ``node`` stands for, named as a user writes it in SQL."""
     for cls in type(node).__mro__:
@@ -408,6 +412,8 @@ def construct_name(node: exp.Expression) -> str:
         name = _function_name(node)
         if isinstance(node.parent, exp.Table) and node.arg_key == "this":
             return f"table function {name}"
+        if isinstance(node, exp.Anonymous) and name in _UNIT_FIRST:  # see sluice.sql.dialect
+            return f"{name} with a unit that is not a string constant"
         return f"aggregate {name}" if isinstance(node, exp.AggFunc) else f"function {name}"
     if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge)):
         return f"{node.key.upper()} statements (only SELECT queries run)"

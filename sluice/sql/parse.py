@@ -9,12 +9,13 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from sluice.errors import SqlError, UnsupportedError
+from sluice.sql.dialect import Sluice
 
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
     try:
-        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+        trees = [t for t in sqlglot.parse(sql, read=Sluice) if t is not None]
     except ParseError as e:
         errs = getattr(e, "errors", None) or []
         if errs:

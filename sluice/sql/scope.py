@@ -24,6 +24,7 @@ class Source:
     alias: str
     cols: dict[str, Col]  # lower-case column name -> internal column
     unreadable: dict[str, str] = field(default_factory=dict)  # lower-case name -> its type
+    shown: dict[str, str] = field(default_factory=dict)  # lower-case name -> as written, where they differ
 
     def refuse(self, name_l: str):
         raise UnsupportedError(f"column {name_l} of type {self.unreadable[name_l]} (lists, structs, maps and "

@@ -242,9 +242,12 @@ class FromClause:
             internal = self.fresh(f"{alias}.{c}")
             cols[c.lower()] = Col(internal, info.types[c])
             colmap[internal] = c
-        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()})
+        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()},
+                                                 _shown(info.arrow_schema.names))
 
     def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
+        """A subquery or CTE as a source of named columns; a name given twice is renamed as
+        DuckDB renames it (``a, a, a`` -> ``a, a_1, a_2``), so each column stays reachable."""
         names = [u for u, _ in rel.outputs]
         col_aliases = alias_node.args.get("columns") if alias_node is not None else None
         if col_aliases:
@@ -252,6 +255,7 @@ class FromClause:
                 raise PlanError(f"{alias} has {len(names)} columns but {len(col_aliases)} names were given")
             for i, c in enumerate(col_aliases):
                 names[i] = c.name
+        names = _dedupe(names)
         sch = rel.plan.schema
         exprs = []
         cols = {}
@@ -259,7 +263,7 @@ class FromClause:
             new = self.fresh(f"{alias}.{u}")
             exprs.append((new, Col(internal, sch[internal])))
             cols[u.lower()] = Col(new, sch[internal])
-        return Project(rel.plan, tuple(exprs)), Source(alias, cols)
+        return Project(rel.plan, tuple(exprs)), Source(alias, cols, shown=_shown(names))
 
 
     def _plan_from(self, items, specs, conjuncts: list[Expr], ctx: Ctx) -> PlanNode:
@@ -379,3 +383,23 @@ class FromClause:
             scope.merged[name] = lcol
             scope.hidden.add((right.alias, name))
         self._using_pairs[id(j)] = pairs
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    """DuckDB's names for a subquery's columns: a name already taken (ignoring case) gets the
+    first free suffix ``_1``, ``_2``, ...."""
+    seen: set[str] = set()
+    out = []
+    for n in names:
+        new, k = n, 0
+        while new.lower() in seen:
+            k += 1
+            new = f"{n}_{k}"
+        seen.add(new.lower())
+        out.append(new)
+    return out
+
+
+def _shown(names: list[str]) -> dict[str, str]:
+    """The names that ``*`` shows as written (``MyCol``), where they are not lower case."""
+    return {n.lower(): n for n in names if n != n.lower()}

@@ -221,7 +221,10 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 target = o.this
                 col = None
                 if isinstance(target, exp.Literal) and not target.is_string:
-                    col = rel.outputs[int(target.this) - 1][1]
+                    pos = int(target.this) if target.this.isdigit() else 0
+                    if not 1 <= pos <= len(rel.outputs):
+                        raise PlanError(f"ORDER BY position {target.this} is not in the select list")
+                    col = rel.outputs[pos - 1][1]
                 elif isinstance(target, exp.Column):
                     for u, n in rel.outputs:
                         if u.lower() == target.name.lower():
@@ -398,8 +401,17 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
             # DISTINCT ON (k): the first row of each k in ORDER BY's order, kept by a
             # row_number() window over k; the keys travel as hidden columns.
             on = distinct.args["on"]
+            by_alias = {u.lower(): e for u, _, e in reversed(outputs_exprs)}
             for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
-                e = self._post(k, post_ctx) if aggregated else self.expr(k, post_ctx)
+                if isinstance(k, exp.Literal) and not k.is_string:  # a position in the select list
+                    pos = int(k.this) if k.this.isdigit() else 0
+                    if not 1 <= pos <= len(outputs_exprs):
+                        raise PlanError(f"DISTINCT ON position {k.this} is not in the select list")
+                    e = outputs_exprs[pos - 1][2]
+                elif isinstance(k, exp.Column) and not k.table and k.name.lower() in by_alias:
+                    e = by_alias[k.name.lower()]  # a select-list name, as ORDER BY reads it
+                else:
+                    e = self._post(k, post_ctx) if aggregated else self.expr(k, post_ctx)
                 on_keys.append((self.fresh("distinct_on"), e))
             distinct = None
         proj_exprs = [(internal, e) for _, internal, e in outputs_exprs]
@@ -419,7 +431,7 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 t = o.this
                 target: Expr | None = None
                 if isinstance(t, exp.Literal) and not t.is_string:
-                    k = int(t.this)
+                    k = int(t.this) if t.this.isdigit() else 0
                     if not 1 <= k <= len(outputs_exprs):
                         raise PlanError(f"ORDER BY position {k} is not in the select list")
                     _, internal, e = outputs_exprs[k - 1]
@@ -493,6 +505,8 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                     if cname in replaced:
                         used.add(("replace", cname))
                         out.append(replaced[cname])
+                    elif cname in s.shown:  # named as the source writes it (``MyCol``)
+                        out.append(exp.alias_(exp.column(cname, table=s.alias), s.shown[cname], quoted=True))
                     else:
                         out.append(exp.column(cname, table=s.alias))
             if table and not found:
