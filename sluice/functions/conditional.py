@@ -56,3 +56,14 @@ def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int
         out = out.expand(n)
         valid = valid.expand(n) if any_null else valid
     return Column(out, t, valid if any_null else None, dictionary)
+
+
+@register("single_row", result=lambda args, params: args[0].type)
+def single_row(e, cols, chunk) -> Column:
+    """A correlated scalar subquery's value with its row count: more than one row for an
+    outer value raises, as in DuckDB (sluice.sql.dependent)."""
+    from sluice.exec.checks import fail_if
+    v, n = cols
+    fail_if(n.data > 1, "More than one row returned by a subquery used as an expression - scalar subqueries "
+                        "can only return a single row", n.valid)
+    return v

@@ -25,6 +25,12 @@ class PlanNode(abc.ABC):
             out.extend(v if isinstance(v, tuple) else (v,))
         return tuple(out)
 
+    def walk(self):
+        """This node and every node below it, parents first."""
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
     def reconstruct(self, children: Sequence["PlanNode"]):
         if self._children == ("inputs",):
             return replace(self, inputs=tuple(children))

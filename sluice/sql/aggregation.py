@@ -113,7 +113,8 @@ class Aggregation:
                 finals.append((name, lambda whole, v=v: v))
         return [(n, c) for c, n in parts.items()], finals
 
-    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr, grouping_nodes=()):
+    def _aggregate(self, plan, ctx: Ctx, select_items, group, agg_nodes, alias_map, corr, grouping_nodes=(),
+                   domain_keys=()):
         keys: list[tuple[str, Expr]] = []
         group_map: dict[Expr, Col] = {}
         sets_ast = _grouping_sets(group)
@@ -155,6 +156,12 @@ class Aggregation:
                     group_map[inner] = Col(kname, inner.type)
                 elif group_map[inner].name != kname:
                     keys.append((kname, inner))  # already grouped under another name: alias it
+        if domain_keys and set_keys:
+            raise UnsupportedError("correlated subquery with ROLLUP / CUBE / GROUPING SETS")
+        for d in domain_keys:  # a correlated subquery's groups are per outer value (sluice.sql.dependent)
+            if d not in group_map:
+                keys.append((d.name, d))
+                group_map[d] = Col(d.name, d.type)
         aggs: list[tuple[str, AggCall]] = []
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}

@@ -81,6 +81,47 @@ class Scope:
         raise PlanError(f"unknown column {name!r}")
 
 
+class Outer(Scope):
+    """The enclosing query as a subquery sees it: every column it resolves there is recorded
+    (``seen``), and those in ``bound`` answer as the domain's columns instead (the subquery
+    is then translated over the distinct values of its outer references: see
+    :mod:`sluice.sql.dependent`)."""
+
+    def __init__(self, parent: Scope, bound: dict[str, Col] | None = None) -> None:
+        super().__init__(parent)
+        self.bound = dict(bound or {})
+        self.seen: dict[str, Col] = {}
+
+    def resolve(self, table: str | None, name: str) -> Col:
+        c = self.parent.resolve(table, name)
+        self.seen.setdefault(c.name, c)
+        return self.bound.get(c.name, c)
+
+
+@dataclass
+class Domain:
+    """A correlated subquery translated over ``plan``: the distinct values of its outer
+    references (``cols``: outer column name -> the domain's column), cross-joined into its
+    FROM clause, added to its GROUP BY and to its outputs."""
+
+    plan: PlanNode
+    cols: dict[str, Col]
+
+
+@dataclass
+class EmptyGroup:
+    """Filled by a scalar aggregate subquery (aggregates, no GROUP BY) for its caller: what it
+    gives for an outer row none of its rows match, where SQL aggregates over no rows (COUNT
+    is 0, SUM is NULL, and the select expression is computed from those). Its plan then keeps
+    the groups HAVING rejects, with HAVING's verdict in column ``having`` and a constant TRUE
+    in ``present`` (NULL after an outer join that found no group)."""
+
+    values: list[Expr] = field(default_factory=list)  # each output over no rows (domain columns as such)
+    having: Expr | None = None  # HAVING over no rows (None: no HAVING)
+    present: str = ""
+    having_col: str = ""
+
+
 @dataclass
 class Correlation:
     """Filled while translating a correlated subquery: equality pairs and other conditions."""

@@ -14,9 +14,10 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Join, PlanNode, Project)
-from sluice.types import BOOL, INT64
-from sluice.sql.scope import Scope, Correlation, Rel, Ctx
-from sluice.sql.syntax import _level_nodes, _outer_aggs
+from sluice.types import BOOL
+from sluice.sql.dependent import Correlated, null_safe_keys, scalar_aggregate, unwrap
+from sluice.sql.scope import Scope, Correlation, Ctx
+from sluice.sql.syntax import _level_nodes
 
 
 
@@ -47,18 +48,16 @@ class Subqueries:
             inner = inner.this
             while isinstance(inner, exp.Paren):
                 inner = inner.this
-        if isinstance(inner, exp.Exists):
-            c = Correlation()
-            rel = self.query(inner.this, ctx.scope, c)
-            return self._semi(plan, rel, c, [], negate, null_aware=False)
-        if isinstance(inner, exp.In) and inner.args.get("query") is not None:
-            c = Correlation()
+        if isinstance(inner, exp.Exists) and not scalar_aggregate(unwrap(inner.this)):
+            tr = self._correlated(inner.this, plan, ctx)
+            return self._semi(tr, [], negate, null_aware=False)
+        if isinstance(inner, exp.In) and inner.args.get("query") is not None \
+                and not scalar_aggregate(unwrap(inner.args["query"])):
             lhs = self.expr(inner.this, ctx) if ctx.aggs is None else self._post(inner.this, ctx)
-            rel = self.query(inner.args["query"].this if isinstance(inner.args["query"], exp.Subquery)
-                             else inner.args["query"], ctx.scope, c)
-            if len(rel.outputs) != 1:
+            tr = self._correlated(inner.args["query"], plan, ctx)
+            if len(tr.rel.outputs) != 1:
                 raise PlanError("subquery in IN must return one column")
-            return self._semi(plan, rel, c, [lhs], negate, null_aware=negate)
+            return self._semi(tr, [lhs], negate, null_aware=negate)
         # A predicate with subqueries inside: join each (scalar ones as a value, EXISTS / IN
         # as a mark column), then filter.
         plan = self._join_subqueries(node, plan, ctx)
@@ -68,18 +67,27 @@ class Subqueries:
             return plan
         return Filter(plan, e)
 
-    def _semi(self, plan, rel: Rel, c: Correlation, lhs: list[Expr], negate: bool, null_aware: bool):
+    def _semi(self, tr: Correlated, lhs: list[Expr], negate: bool, null_aware: bool, kind: str | None = None):
+        """``tr``'s outer rows with (``negate``: without) a matching subquery row; IN's ``lhs``
+        against its one column."""
+        rel = tr.rel
         sch = rel.plan.schema
-        lk = [o for o, _ in c.pairs] + lhs
-        rk = [Col(k, sch[k]) for k in c.inner_key_cols]
+        if tr.domain is not None:
+            lk, rk = null_safe_keys([tr.refs[n] for n in tr.domain.cols], list(tr.domain.cols.values()))
+            resid = None
+        else:
+            c = tr.corr or Correlation()
+            lk = [o for o, _ in c.pairs]
+            rk = [Col(k, sch[k]) for k in c.inner_key_cols]
+            resid = E.and_all(c.residual)
+        lk = list(lk) + lhs
         if lhs:
             out = rel.outputs[0][1]
             rk.append(Col(out, sch[out]))
             t1, t2 = lk[-1].type, rk[-1].type
             if (t1.kind == "string") != (t2.kind == "string"):
                 raise PlanError(f"IN compares {t1} with {t2}")
-        resid = E.and_all(c.residual)
-        return Join(plan, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
+        return Join(tr.left, rel.plan, kind or ("anti" if negate else "semi"), tuple(lk), tuple(rk), resid,
                     null_aware=null_aware)
 
     def _join_subqueries(self, node: exp.Expression, plan: PlanNode, ctx: Ctx) -> PlanNode:
@@ -98,51 +106,38 @@ class Subqueries:
 
     def _mark_join(self, n: exp.Exists | exp.In, plan: PlanNode, ctx: Ctx) -> PlanNode:
         """EXISTS / IN (subquery) inside OR or another expression: every row of ``plan`` with a
-        boolean mark column (a matching subquery row exists; NULL where IN says unknown)."""
-        c = Correlation()
-        if isinstance(n, exp.Exists):
-            rel = self.query(n.this, ctx.scope, c)
-            lhs, null_aware = [], False
-        else:
-            lhs = [self.expr(n.this, ctx) if ctx.aggs is None else self._post(n.this, ctx)]
-            q = n.args["query"]
-            rel = self.query(q.this if isinstance(q, exp.Subquery) else q, ctx.scope, c)
-            if len(rel.outputs) != 1:
+        boolean mark column (a matching subquery row exists; NULL where IN's answer is unknown)."""
+        body = unwrap(n.this if isinstance(n, exp.Exists) else n.args["query"])
+        lhs = [] if isinstance(n, exp.Exists) else [self.expr(n.this, ctx) if ctx.aggs is None else self._post(n.this, ctx)]
+        name = self.fresh("mark")
+        if scalar_aggregate(body):
+            # One row per outer row, whatever matches: EXISTS is whether HAVING keeps it, IN
+            # compares with its one value.
+            plan, value, exists = self._scalar_value(body, plan, ctx)
+            kept = Lit(True, BOOL) if exists is None else E.make_func("coalesce", [exists, Lit(False, BOOL)])
+            mark = kept if not lhs else E.make_func("case", [kept, E.make_compare("=", lhs[0], value), Lit(False, BOOL)])
+            keep = tuple((k, Col(k, t)) for k, t in plan.schema.items())
+            ctx.subs[id(n)] = Col(name, BOOL)
+            return Project(plan, keep + ((name, mark),))
+        tr = self._correlated(body, plan, ctx)
+        null_aware = False
+        if lhs:
+            if len(tr.rel.outputs) != 1:
                 raise PlanError("subquery in IN must return one column")
-            if c.pairs or c.residual:
+            if tr.corr is not None or tr.domain is not None:
                 # NULL-awareness would have to be per correlated group.
                 raise UnsupportedError("a correlated IN (subquery) inside OR or another expression")
             null_aware = True
-        join = self._semi(plan, rel, c, lhs, False, null_aware)
-        name = self.fresh("mark")
+        join = self._semi(tr, lhs, False, null_aware)
         ctx.subs[id(n)] = Col(name, BOOL)
         return replace(join, kind="mark", mark=name)
 
     def _scalar_subquery(self, sq: exp.Subquery, plan: PlanNode, ctx: Ctx) -> PlanNode:
-        c = Correlation()
-        rel = self.query(sq.this, ctx.scope, c)
-        if len(rel.outputs) != 1:
-            raise PlanError("a scalar subquery must return one column")
-        sch = rel.plan.schema
-        vname = rel.outputs[0][1]
-        value = Col(vname, sch[vname])
-        if c.residual:
-            raise UnsupportedError("correlated scalar subquery with a non-equality correlation")
-        if c.pairs:
-            body = sq.this
-            if not any(_outer_aggs(x) for x in body.expressions) or body.args.get("group"):
-                raise UnsupportedError("correlated scalar subquery that is not a plain aggregate")
-            rk = tuple(Col(k, sch[k]) for k in c.inner_key_cols)
-            plan = Join(plan, rel.plan, "left", tuple(o for o, _ in c.pairs), rk)
-            sel_items = body.expressions
-            first = sel_items[0].this if isinstance(sel_items[0], exp.Alias) else sel_items[0]
-            if isinstance(first, exp.Count):
-                # COUNT over no matching rows is 0, not NULL.
-                vname2 = self.fresh(vname + "_or_0")
-                keep = tuple((n, Col(n, t)) for n, t in plan.schema.items())
-                plan = Project(plan, keep + ((vname2, Func("coalesce", (value, Lit(0, INT64)), INT64)),))
-                value = Col(vname2, INT64)
-        else:
-            plan = Join(plan, rel.plan, "cross", single_row=True)
+        plan, value, _ = self._scalar_value(sq.this, plan, ctx)
+        if not isinstance(value, Col):
+            name = self.fresh("subquery value")
+            keep = tuple((k, Col(k, t)) for k, t in plan.schema.items())
+            plan = Project(plan, keep + ((name, value),))
+            value = Col(name, value.type)
         ctx.subs[id(sq)] = value
         return plan

@@ -29,8 +29,8 @@ from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
-from sluice.types import INT64, supertype
-from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source
+from sluice.types import BOOL, INT64, supertype
+from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.literals import _untyped_null
 from sluice.sql.sources import _references
@@ -38,12 +38,13 @@ from sluice.plan.joins import extract_common_or
 from sluice.sql.sources import FromClause
 from sluice.sql.aggregation import Aggregation
 from sluice.sql.subqueries import Subqueries
+from sluice.sql.dependent import Dependent
 from sluice.sql.expressions import Expressions
 
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, Aggregation, Subqueries, Expressions):
+class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files
@@ -60,6 +61,10 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
         self._shared: dict[int, Rel] = {}
         self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
         self._unnamed = 0  # subqueries in FROM without an alias so far
+        #: id(SELECT AST) -> the domain it is translated over / its report of an empty group
+        #: (set by sluice.sql.dependent just before translating a correlated subquery).
+        self._domains: dict[int, Domain] = {}
+        self._empty_groups: dict[int, EmptyGroup] = {}
 
     # ------------------------------------------------------------------ naming
 
@@ -256,6 +261,8 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
     # ------------------------------------------------------------------ SELECT
 
     def select(self, sel: exp.Select, parent: Scope | None, corr: Correlation | None) -> Rel:
+        domain = self._domains.pop(id(sel), None)
+        empty = self._empty_groups.pop(id(sel), None)
         scope = Scope(parent)
         ctx = Ctx(scope, aliases={it.alias.lower(): it.this for it in sel.expressions if isinstance(it, exp.Alias)})
         frm = _from(sel)
@@ -282,6 +289,12 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 specs.append(j)
         if sel.args.get("laterals"):
             raise UnsupportedError("LATERAL")
+        if domain is not None:
+            # The outer references' distinct values, cross-joined in: each answers as its
+            # domain column (sluice.sql.dependent), a local column of this SELECT.
+            scope.add(Source("\x00domain", {f"\x00{c.name}": c for c in domain.cols.values()}))
+            items.insert(0, domain.plan)
+            specs.insert(0, None)
 
         # WHERE: plain conjuncts vs. subquery predicates.
         plain: list[Expr] = []
@@ -341,13 +354,20 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                     corr.inner_key_cols.append(self.fresh("corr_key"))
 
         post_ctx = ctx
+        if empty is not None and (not aggregated or group is not None):
+            empty = None  # rows come only from groups: no row is what no rows give
+        having_flag: Expr | None = None
         if aggregated:
             plan, post_ctx = self._aggregate(plan, ctx, select_items, group, agg_nodes, alias_map, corr,
-                                             grouping_nodes)
+                                             grouping_nodes, domain_keys=list(domain.cols.values()) if domain else [])
             if having is not None:
                 for c in _split_and(having):
                     if _contains_subquery(c):
+                        if empty is not None:
+                            raise UnsupportedError("a subquery in the HAVING clause of a correlated scalar subquery")
                         plan = self.subquery_predicate(c, plan, post_ctx, where_scope=None, corr=None)
+                    elif empty is not None:  # keep the group, with HAVING's verdict (EmptyGroup)
+                        having_flag = E.and_all([having_flag, self._post(c, post_ctx)])
                     else:
                         plan = Filter(plan, self._post(c, post_ctx))
         elif having is not None:
@@ -365,6 +385,8 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
         if order is not None:
             windows += [w for o in order.expressions for w in _outer_windows(o)]
         if windows:
+            if domain is not None:
+                raise UnsupportedError("window functions in a correlated subquery")
             plan = self._windows(plan, windows, post_ctx, aggregated)
         if qualify is not None:
             c = self._post(qualify.this, post_ctx) if aggregated else self.expr(qualify.this, post_ctx)
@@ -394,6 +416,13 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 for cname in sorted(r.columns() & scope.local):
                     if cname in sch:
                         extra.append((cname, Col(cname, sch[cname])))
+        if domain is not None:
+            extra += [(d.name, Col(d.name, d.type)) for d in domain.cols.values()]
+        if empty is not None:
+            self._report_empty(empty, plan, outputs_exprs, having_flag, domain)
+            extra.append((empty.present, Lit(True, BOOL)))
+            if having_flag is not None:
+                extra.append((empty.having_col, having_flag))
 
         distinct = sel.args.get("distinct")
         on_keys: list[tuple[str, Expr]] = []
@@ -456,7 +485,23 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
                 sort_keys.append(self._sort_key(o, target))
         hidden += on_keys
         plan = Project(plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
+        if domain is not None and (limit is not None or offset):
+            # LIMIT / OFFSET per outer row: numbered within each domain value.
+            rn = self.fresh("row_number")
+            plan = Window(plan, tuple(domain.cols.values()), tuple(sort_keys), ((rn, WindowCall("row_number", ())),))
+            keep = E.make_compare(">", Col(rn, INT64), Lit(offset, INT64))
+            if limit is not None:
+                keep = E.make_bool("and", [keep, E.make_compare("<=", Col(rn, INT64), Lit(offset + limit, INT64))])
+            plan = Filter(plan, keep)
+            sort_keys, limit, offset = [], None, 0
+        elif empty is not None and (limit == 0 or offset):
+            raise UnsupportedError("LIMIT 0 or OFFSET on a correlated aggregate subquery")
+        elif domain is not None or empty is not None:
+            sort_keys = []  # a subquery's rows have no order; an aggregate's one row is itself
+            limit = None
         if on_keys:
+            if domain is not None:
+                raise UnsupportedError("DISTINCT ON in a correlated subquery")
             rn = self.fresh("row_number")
             plan = Window(plan, tuple(Col(n, e.type) for n, e in on_keys), tuple(sort_keys),
                           ((rn, WindowCall("row_number", ())),))
@@ -472,6 +517,23 @@ class Translator(FromClause, Aggregation, Subqueries, Expressions):
             sch = plan.schema
             plan = Project(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs))
         return Rel(plan, [(u, internal) for u, internal, _ in outputs_exprs])
+
+    def _report_empty(self, empty: EmptyGroup, plan: PlanNode, outputs_exprs, having: Expr | None,
+                      domain: Domain | None) -> None:
+        """Fill ``empty`` (see :class:`EmptyGroup`): each output and HAVING with every aggregate
+        as it is over no rows -- COUNT 0, the others NULL."""
+        calls = {n: c for node in plan.walk() if isinstance(node, Aggregate) for n, c in node.aggs}
+        nothing = {n: Lit(0, INT64) if c.func in ("count", "count_star", "approx_count_distinct")
+                   else Lit(None, c.type) for n, c in calls.items()}
+        known = set(nothing) | {d.name for d in (domain.cols.values() if domain else ())}
+        for _, _, e in outputs_exprs + ([("", "", having)] if having is not None else []):
+            if e.columns() - known:
+                raise UnsupportedError("a correlated scalar subquery whose result uses a value other than "
+                                       "its aggregates and outer references")
+        empty.values = [E.substitute(e, nothing) for _, _, e in outputs_exprs]
+        empty.having = E.substitute(having, nothing) if having is not None else None
+        empty.present = self.fresh("present")
+        empty.having_col = self.fresh("having")
 
     def _expand_star(self, sel: exp.Select, scope: Scope) -> list[exp.Expression]:
         """``*`` and ``t.*`` as column references, less ``EXCLUDE (...)``, with ``REPLACE (e AS c)``."""

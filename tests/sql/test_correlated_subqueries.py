@@ -1,0 +1,89 @@
+"""Correlated subqueries of every shape against DuckDB: scalar aggregates over outer rows no
+inner row matches (COUNT is 0, SUM NULL, the select expression computed from them: once NULL),
+EXISTS / IN over such aggregates (they always have one row), non-equality correlation, outer
+references in the select list and in HAVING, two levels down, LIMIT per outer row; NULL outer
+values; several rows for one outer row are an error, as in DuckDB."""
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+from sluice.testing.oracle import compare
+
+
+@pytest.fixture(scope="module")
+def cs_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("correlated")
+    pq.write_table(pa.table({"i": pa.array([1, 2, 3, None, 5, 2, 7], pa.int32()),
+                             "b": pa.array([10, 20, 30, 40, 50, None, 70]),
+                             "s": pa.array(["a", "b", None, "d", "e", "b", "g"])}), root / "t.parquet", row_group_size=3)
+    pq.write_table(pa.table({"i": pa.array([1, 1, 2, None, 7, 5], pa.int32()),
+                             "b": pa.array([5, 15, 25, 35, 45, None]),
+                             "s": pa.array(["a", "x", "b", None, "g", "e"])}), root / "u.parquet", row_group_size=2)
+    pq.write_table(pa.table({"i": pa.array([], pa.int32()), "b": pa.array([], pa.int64())}), root / "e.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def cs_duck(cs_dir):
+    con = duckdb.connect()
+    for n in ("t", "u", "e"):
+        con.execute(f"create table {n} as select * from read_parquet('{cs_dir / n}.parquet')")
+    return con
+
+
+QUERIES = {
+    # scalar aggregates over an empty group (the COUNT bug)
+    "case_over_sum": "select i, (select case when sum(u.i) > 1 then 0 else 1 end from u where u.i = t.i) from t",
+    "count_plus_one": "select i, (select count(*) + 1 from u where u.i = t.i) from t",
+    "coalesce_sum": "select i, (select coalesce(sum(u.b), -1) from u where u.i = t.i) from t",
+    "count": "select i, (select count(*) from u where u.i = t.i) from t",
+    "count_column": "select i, (select count(u.b) * 2 from u where u.i = t.i) from t",
+    "having": "select i, (select sum(u.b) from u where u.i = t.i having count(*) > 1) from t",
+    "having_over_empty": "select i, (select count(*) from u where u.i = t.i having count(*) = 0) from t",
+    "empty_table": "select i, (select count(*) + 10 from e where e.i = t.i) from t",
+    "string_agg_empty": "select i, (select coalesce(max(u.s), 'none') from u where u.i = t.i) from t",
+    # EXISTS / IN over a scalar aggregate: one row per outer row
+    "exists_count": "select i from t where exists (select count(*) from u where u.i = t.i)",
+    "not_exists_count": "select i from t where not exists (select count(*) from u where u.i = t.i)",
+    "exists_having": "select i from t where exists (select sum(u.b) from u where u.i = t.i having sum(u.b) > 10)",
+    "in_count": "select i from t where 0 in (select count(*) from u where u.i = t.i)",
+    "not_in_count": "select i from t where 0 not in (select count(*) from u where u.i = t.i)",
+    "exists_mark": "select i, exists (select count(*) from u where u.b > t.b having count(*) > 1) from t",
+    # non-equality correlation
+    "count_greater": "select i, (select count(*) from u where u.b > t.b) from t",
+    "min_mixed": "select i, (select min(u.b) from u where u.b > t.b and u.i = t.i) from t",
+    "avg_not_equal": "select i from t where b > (select avg(u.b) from u where u.i <> t.i)",
+    "correlated_or": "select i, (select count(*) from u where u.i = t.i or u.b > t.b) from t",
+    "string_correlation": "select s, (select count(*) from u where u.s < t.s) from t",
+    # outer references outside WHERE, grouping, nesting
+    "outer_in_select": "select i, (select t.b + sum(u.b) from u where u.i = t.i) from t",
+    "outer_in_having": "select i, (select sum(u.b) from u where u.i = t.i having sum(u.b) > t.b) from t",
+    "group_by_inner": "select i, (select max(u.b) from u where u.i = t.i group by u.i) from t",
+    "non_aggregate": "select i, (select u.b from u where u.i = t.i and u.b > 20) from t",
+    "two_levels": "select i, (select (select count(*) from u where u.b > t.b)) from t",
+    "two_levels_where": "select i from t where (select count(*) from u where u.i = t.i and "
+                        "u.b < (select max(b) from t t2 where t2.i >= t.i)) > 0",
+    "limit_per_row": "select i, (select u.b from u where u.i = t.i order by u.b desc limit 1) from t",
+    "offset_per_row": "select i, (select u.b from u where u.i = t.i order by u.b limit 1 offset 1) from t",
+    "exists_greater": "select i from t where exists (select 1 from u where u.b > t.b)",
+    "exists_outer_in_having": "select i from t where exists (select 1 from u group by u.i having max(u.b) > t.b)",
+    "in_greater": "select i from t where i in (select u.i from u where u.b > t.b)",
+    "over_grouped_outer": "select i, count(*), (select count(*) from u where u.i < t.i) from t group by i",
+    "in_where_aggregate": "select i from t where b >= (select max(u.b) from u where u.i = t.i) * 2",
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_correlated_subqueries(name, cs_dir, cs_duck, connect, edge_settings):
+    sql = QUERIES[name]
+    compare(connect(cs_dir, **edge_settings).sql(sql).to_arrow(), cs_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+@pytest.mark.parametrize("sql", ["select i, (select u.b from u where u.i = t.i) from t",
+                                 "select i, (select u.b from u where u.b > t.b) from t"])
+def test_several_rows_for_one_outer_row_is_an_error(sql, cs_dir, connect):
+    with pytest.raises(sluice.errors.ExecutionError, match="More than one row returned by a subquery"):
+        connect(cs_dir).sql(sql).to_arrow()
