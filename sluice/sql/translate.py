@@ -399,7 +399,10 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
             name = it.alias_or_name if isinstance(it, (exp.Alias, exp.Column)) else it.sql(dialect="duckdb")
             e = self._post(it.this if isinstance(it, exp.Alias) else it, post_ctx) if aggregated \
                 else self.expr(it.this if isinstance(it, exp.Alias) else it, post_ctx)
-            outputs_exprs.append((name, self.fresh(name) if not isinstance(e, Col) else e.name, e))
+            # A column shown twice (``select ename, ename as path``) gets a name of its own for
+            # the second: each output must be its own column (a recursive step fills them).
+            reuse = isinstance(e, Col) and all(e.name != internal for _, internal, _ in outputs_exprs)
+            outputs_exprs.append((name, e.name if reuse else self.fresh(name), e))
 
         # Correlation outputs (keys and residual inputs) travel with the projection.
         extra: list[tuple[str, Expr]] = []

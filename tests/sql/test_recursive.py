@@ -32,6 +32,18 @@ QUERIES = {
     "step_adds_nothing": "with recursive t(n) as (select 1 union all select n + 1 from t where false) select * from t",
     "not_actually_recursive": "with recursive t(n) as (select 5) select n + 1 from t",
     "cte_column_names": "with t(a, b) as (select 1 as x, 2 as y) select a, b from t",
+    # A column shown twice in the anchor is two columns the step fills apart (the path was
+    # written into the name column, and a nested CTE's x into every other column).
+    "path_strings": "with recursive r as (select n_nationkey k, n_name, n_name as path from nation "
+                    "where n_nationkey = 0 union all select n.n_nationkey, n.n_name, r.path || ' -> ' || n.n_name "
+                    "from nation n join r on n.n_nationkey = r.k + 5) select * from r",
+    "anchor_column_twice": "with recursive t(a, b) as (select n_nationkey, n_nationkey from nation where "
+                           "n_nationkey = 1 union all select a + 1, b * 2 from t where a < 6) select * from t",
+    "nested_recursive": "with recursive collatz(x, t, steps) as (select x, x, 0 from (with recursive n(t) as "
+                        "(select 1 union all select t + 1 from n where t < 10) select * from n) as _(x) "
+                        "union all (select x, case when t % 2 = 1 then t * 3 + p else t / 2 end, steps + p "
+                        "from collatz, (with recursive n(t) as (select 1 union all select t + 1 from n where t < 1) "
+                        "select * from n) as _(p) where t <> 1)) select * from collatz where t = 1",
 }
 
 
