@@ -230,7 +230,15 @@ def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
     return torch.where(torch.isfinite(v), out, v).to(x.dtype)
 
 
-@register("round", result=_numeric_arg("ROUND"))
+def _round_type(args, params) -> LType:
+    """DuckDB's ROUND keeps a decimal's scale down to the digits asked for: ``round(104.35, 1)``
+    is a DECIMAL(5,1), ``round(104.35)`` a DECIMAL(5,0); other numbers keep their type."""
+    t = _numeric_arg("ROUND")(args, params)
+    digits = params[0] if params else 0
+    return decimal(max(0, min(digits, t.scale))) if t.kind == "decimal" else t
+
+
+@register("round", result=_round_type)
 def round_(e, args, chunk) -> Column:
     a, = args
     digits = e.params[0] if e.params else 0
@@ -240,7 +248,7 @@ def round_(e, args, chunk) -> Column:
     if (a.type.kind == "decimal" or a.type.is_integer) and digits < scale:
         # Half away from zero on the scaled integers: |x| + f/2, floored to a multiple of f.
         if scale - digits > 18:
-            return Column(torch.zeros_like(a.data), a.type, a.valid)
+            return Column(torch.zeros_like(a.data), e.type, a.valid)
         f = 10 ** (scale - digits)
         x = a.data.long()
         q = torch.div(x.abs() + f // 2, f, rounding_mode="floor")
@@ -249,5 +257,7 @@ def round_(e, args, chunk) -> Column:
         if a.type.is_integer:
             info = torch.iinfo(a.data.dtype)
             fail_if((q * f > info.max), f"ROUND result out of range for {a.type}", a.valid)
-        return Column(r, a.type, a.valid)
+        if e.type.kind == "decimal" and e.type.scale < scale:  # the result's own scale
+            r = torch.div(r, 10 ** (scale - e.type.scale), rounding_mode="trunc")
+        return Column(r, e.type, a.valid)
     return a

@@ -27,6 +27,7 @@ def cast(e, args, chunk) -> Column:
     t = e.type
     src = a.type
     if src == t:
+        _check_precision(e, a.data, a.valid)  # DECIMAL(3,0) to DECIMAL(2,0): 100 does not fit
         return a
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
         out = _cast_numeric(a, t)
@@ -88,6 +89,14 @@ def _cast_numeric(a: Column, t: LType, bad=None) -> torch.Tensor:
         f = 10 ** (src.scale - t.scale)
         x = a.data
         return torch.div(x.abs() + f // 2, f, rounding_mode="floor") * torch.sign(x)
+    if t.kind == "decimal" and (src.is_float or src.is_integer or src.kind == "decimal"):
+        # scaled up in float64 first to find the values beyond 64 bits (TRY_CAST: NULL)
+        f = 10 ** (t.scale - (src.scale if src.kind == "decimal" else 0))
+        wide = a.data.double() * f
+        over = ~(wide.abs() < 2.0 ** 63) if src.is_float else (a.data.long().abs() > (2 ** 63 - 1) // f)
+        check(over, msg, a.valid)
+        ok = Column(torch.where(over, torch.zeros_like(a.data), a.data), src, a.valid)
+        return to_type(ok, t)
     return to_type(a, t)
 
 
@@ -109,7 +118,7 @@ def try_cast(e, args, chunk) -> Column:
     """TRY_CAST: a value the cast refuses is NULL instead of an error."""
     a, = args
     t = e.type
-    if a.type == t:
+    if a.type == t and t.kind != "decimal":
         return a
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
@@ -157,9 +166,37 @@ def _failing_entries(convert, d: pa.Array, target: pa.DataType) -> tuple[pa.Arra
     return pa.concat_arrays([p if p is not None else pa.nulls(1, typ) for _, p in pieces]), failed
 
 
+_HEX = r"^0[xX][0-9a-fA-F]+$"
+
+
+def _hex_beyond(strings: pa.Array, t: LType) -> pa.Array:
+    """Per string: hexadecimal (``0x80``) beyond integer type ``t``'s range. Arrow reads
+    ``0x80`` as an int8 of those bits (-128); DuckDB reads the number 128, which does not fit."""
+    hexes = pc.match_substring_regex(strings, _HEX)
+    digits = pc.utf8_length(pc.utf8_ltrim(pc.utf8_slice_codeunits(pc.if_else(hexes, strings, pa.scalar("0x0")), 2), "0"))
+    short = pc.less_equal(digits, 16)
+    value = pc.if_else(pc.and_(hexes, short), strings, pa.scalar("0x0")).cast(pa.uint64())
+    over = pc.or_(pc.invert(short), pc.greater(value, pa.scalar(torch.iinfo(t.torch_dtype).max, pa.uint64())))
+    return pc.and_(hexes, over)
+
+
+def _strings_to_integers(arr: pa.Array, target: pa.DataType, t: LType) -> pa.Array:
+    """Strings as integers, Arrow's parse less its reading of hexadecimal beyond the range."""
+    out = arr.cast(target)
+    if pc.any(_hex_beyond(arr, t)).as_py():
+        raise pa.ArrowInvalid(f"hexadecimal value out of range for {t}")
+    return out
+
+
 def _beyond_range(strings: pa.Array, t: LType) -> pa.Array:
-    """Per string: a plain whole number (``-123``) outside integer type ``t``'s range (for a
-    decimal of scale s: of more than 38 - s digits, beyond any precision)."""
+    """Per string: a plain whole number (``-123``) or hexadecimal outside integer type ``t``'s
+    range (for a decimal of scale s: of more than 38 - s digits, beyond any precision)."""
+    if t.is_integer:
+        return pc.or_(_hex_beyond(strings, t), _beyond_plain(strings, t))
+    return _beyond_plain(strings, t)
+
+
+def _beyond_plain(strings: pa.Array, t: LType) -> pa.Array:
     plain = pc.match_substring_regex(strings, r"^[+-]?\d+$")
     digits = pc.if_else(plain, strings, pa.scalar("0"))
     length = pc.utf8_length(pc.utf8_ltrim(digits, "+-0"))
@@ -183,6 +220,10 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
     codes = a.data.long()
     convert = {"date": _strings_to_dates, "timestamptz": _strings_to_instants}.get(t.kind, lambda arr: arr.cast(target))
+    if t.is_integer:
+        convert = lambda arr: _strings_to_integers(arr, target, t)  # noqa: E731
+    elif t.kind == "decimal":
+        convert = lambda arr: _strings_to_decimals(arr, t.scale)  # noqa: E731
     try:
         per = convert(a.dictionary)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -225,6 +266,8 @@ def _to_strings(a: Column, t: LType) -> Column:
         return _timestamp_to_string(a, t)
     if a.type.kind == "interval":
         return _interval_to_string(a, t)
+    if a.type.kind == "decimal":
+        return _decimal_to_string(a, t)
     if a.is_const:
         s = column_to_arrow(a.expand(1)).cast(pa.string())
         return Column(torch.zeros((), dtype=torch.int32, device=a.data.device), t, a.valid, s)
@@ -234,6 +277,25 @@ def _to_strings(a: Column, t: LType) -> Column:
         enc = pc.dictionary_encode(s.fill_null(""))
     codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
     return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
+
+
+def _decimal_to_string(a: Column, t) -> Column:
+    """Decimals as DuckDB prints them: every digit of the scale (``0.0000000000``, not Arrow's
+    ``0E-10``), a minus sign only on values below zero. Formatted once per distinct value."""
+    values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    s = a.type.scale
+    mag = pa.array(np.abs(uniq).astype(np.uint64))  # |INT64_MIN| fits uint64
+    if s == 0:
+        text = mag.cast(pa.string())
+    else:
+        f = pa.scalar(10 ** s, pa.uint64())
+        whole = pc.divide(mag, f).cast(pa.string())
+        frac = pc.utf8_lpad(pc.subtract(mag, pc.multiply(pc.divide(mag, f), f)).cast(pa.string()), s, "0")
+        text = pc.binary_join_element_wise(whole, frac, ".")
+    text = pc.if_else(pa.array(uniq < 0), pc.binary_join_element_wise(pa.scalar("-"), text, ""), text)
+    codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
+    return Column(codes, t, a.valid, text)
 
 
 def _timestamp_to_string(a: Column, t) -> Column:
@@ -248,6 +310,20 @@ def _timestamp_to_string(a: Column, t) -> Column:
         text = pc.binary_join_element_wise(text, "+00", "")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, t, a.valid, text)
+
+
+def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
+    """Strings as decimals of ``scale``, more digits rounded half away from zero as DuckDB
+    rounds them (``'1.25'::DECIMAL(2,1)`` is 1.3; Arrow refuses to drop digits)."""
+    target = pa.decimal128(38, scale)
+    try:
+        return arr.cast(target)
+    except pa.ArrowInvalid as ex:
+        if "Rescaling" not in str(ex):
+            raise
+    digits = pc.max(pc.utf8_length(pc.extract_regex(arr, r"\.(?P<f>\d+)").field("f"))).as_py() or 0
+    wide = arr.cast(pa.decimal128(38, min(38, max(digits, scale))))
+    return pc.round(wide, ndigits=scale, round_mode="half_towards_infinity").cast(target)
 
 
 def _strings_to_dates(arr: pa.Array) -> pa.Array:

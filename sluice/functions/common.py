@@ -47,7 +47,10 @@ def to_type(c: Column, t: LType) -> torch.Tensor:
                 return scale_up(x, 10 ** (t.scale - src.scale), c.valid, f"a decimal scaled to {t}")
             return torch.div(x, 10 ** (src.scale - t.scale), rounding_mode="trunc")
         if src.is_float:
-            y = torch.round(x.double() * (10 ** t.scale))
+            # DuckDB: round(x * 10^s), halves away from zero on that double (1.45 -> 14.5 -> 1.5)
+            y = x.double() * (10 ** t.scale)
+            whole = torch.trunc(y)
+            y = whole + torch.sign(y) * ((y - whole).abs() >= 0.5).double()
             fail_if(~(y.abs() < 2.0 ** 63), f"a floating-point value is out of range for {t}", c.valid)
             return y.long()
         return scale_up(x, 10 ** t.scale, c.valid, f"an integer converted to {t}")

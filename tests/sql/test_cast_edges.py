@@ -1,0 +1,84 @@
+"""Casts at their limits, against DuckDB: a narrower DECIMAL checks the precision (TRY_CAST
+gives NULL, CAST raises; 100::DECIMAL(3,0) to DECIMAL(2,0) once passed), hexadecimal strings
+beyond the range (Arrow read '0x80' as -128), DOUBLE to DECIMAL rounding half away from zero
+on the scaled double (1.45 -> 1.5), strings with more digits than the scale (rounded), DECIMAL
+to VARCHAR with every digit of the scale ('0.0000000000', not '0E-10'), ROUND's result scale."""
+
+import decimal
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sluice
+from sluice.testing.oracle import compare
+
+D = decimal.Decimal
+
+
+@pytest.fixture(scope="module")
+def cast_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("casts")
+    t = pa.table({
+        "i": pa.array(range(8), pa.int32()),
+        "d": pa.array([D("100"), D("99"), D("-100"), D("0"), None, D("-99"), D("12"), D("5")], pa.decimal128(3, 0)),
+        "e": pa.array([D("1.25"), D("-1.25"), D("9.95"), D("0.05"), D("-0.04"), None, D("99.99"), D("0")],
+                      pa.decimal128(4, 2)),
+        "f": pa.array([1.45, -1.45, 2.5, 0.125, 1e20, None, -0.5, 99.94], pa.float64()),
+        "r": pa.array([1.45, -1.45, 2.5, 0.125, 3.0e9, None, -0.5, 99.95], pa.float32()),
+        "s": pa.array(["0x80", "0x7f", "0xFF", "0x7fff", "0x10000", "12", None, "-128"]),
+        "n": pa.array(["1.25", "1.249", "-1.25", "9.96", "0.05", "1.2345678901234", None, "7"]),
+        "b": pa.array([127, 128, -128, -129, 32767, 2 ** 31, None, -2 ** 40], pa.int64()),
+    })
+    pq.write_table(t, root / "t.parquet", row_group_size=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cast_duck(cast_dir):
+    con = duckdb.connect()
+    con.execute(f"create table t as select * from read_parquet('{cast_dir / 't.parquet'}')")
+    return con
+
+
+QUERIES = {
+    "try_narrow_decimal": "select i, try_cast(d as decimal(2,0)), try_cast(e as decimal(3,2)), try_cast(e as decimal(2,1)) from t",
+    "try_narrow_literal": "select try_cast(100::decimal(3,0) as decimal(2,0)), try_cast(99::decimal(3,0) as decimal(2,0))",
+    "try_hex_strings": "select i, try_cast(s as tinyint), try_cast(s as smallint), try_cast(s as integer) from t",
+    "hex_literals": "select try_cast('0x80' as tinyint), try_cast('0x7f' as tinyint), try_cast('0xFF' as smallint), "
+                    "'0x10'::int, try_cast('0xffffffffffffffff' as bigint), try_cast('0x8000000000000000' as bigint)",
+    "double_to_decimal": "select i, f::decimal(3,1), r::decimal(4,1), f::decimal(18,2) from t where i <> 4",
+    "try_double_to_decimal": "select i, try_cast(f as decimal(3,1)), try_cast(f as decimal(6,2)) from t",
+    "literal_double_to_decimal": "select 1.45::double::decimal(3,1), -1.45::double::decimal(3,1), 2.5::float::decimal(4,0)",
+    "strings_to_decimal": "select i, try_cast(n as decimal(2,1)), try_cast(n as decimal(10,3)), try_cast(n as decimal(4,0)) from t",
+    "decimal_to_varchar": "select i, d::varchar, e::varchar, (e * 0)::varchar, (-e)::varchar from t",
+    "zero_scale_ten": "select (0::decimal(18,10))::varchar, (-0.05)::varchar, (-1.5)::varchar, 1.50::varchar",
+    "round_scale": "select i, round(e, 1), round(e, 1)::varchar, round(e)::varchar, round(e, -1)::varchar, "
+                   "round(e, 5)::varchar from t",
+    "try_narrow_integers": "select i, try_cast(b as tinyint), try_cast(b as smallint), try_cast(b as integer) from t",
+    "try_float_to_int": "select i, try_cast(f as integer), try_cast(r as smallint), try_cast(f as bigint) from t",
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_cast_edges(name, cast_dir, cast_duck, connect, edge_settings):
+    sql = QUERIES[name]
+    compare(connect(cast_dir, **edge_settings).sql(sql).to_arrow(), cast_duck.sql(sql).to_arrow_table(),
+            check_types=True)
+
+
+@pytest.mark.parametrize("sql", [
+    "select cast(100::decimal(3,0) as decimal(2,0))",
+    "select cast(d as decimal(2,0)) from t",
+    "select '0x80'::tinyint",
+    "select cast(s as tinyint) from t where i = 0",
+    "select cast(f as decimal(3,1)) from t",
+    "select 99.96::decimal(3,1)",
+    "select cast(b as tinyint) from t",
+])
+def test_casts_duckdb_refuses_raise(sql, cast_dir, cast_duck, connect):
+    with pytest.raises(duckdb.Error):
+        cast_duck.sql(sql).fetchall()
+    with pytest.raises(sluice.errors.ExecutionError):
+        connect(cast_dir).sql(sql).to_arrow()
