@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor
@@ -180,20 +179,25 @@ def date_diff(e, args, chunk) -> Column:
     return Column(out.to(torch.int64), e.type, valid)
 
 
-@register("strftime", bind=_temporal("STRFTIME", lambda args, params: STRING))
+def _bind_strftime(args, params):
+    from sluice.functions.time_format import parse_format
+    args, t = _temporal("STRFTIME", lambda args, params: STRING)(args, params)
+    parse_format(params[0])  # an unknown specifier fails here, before any row is read
+    return args, t
+
+
+@register("strftime", bind=_bind_strftime)
 def strftime(e, args, chunk) -> Column:
-    """STRFTIME(date or timestamp, format): formatted once per distinct value (Arrow), codes by value."""
+    """STRFTIME(date or timestamp, format) as DuckDB formats it (sluice.functions.time_format):
+    once per distinct value, codes by value."""
+    from sluice.functions.time_format import format_times, parse_format
     a, = args
-    if "%f" in e.params[0]:
-        raise UnsupportedError("STRFTIME with %f")
     values = a.data.reshape(-1).cpu().numpy()
     uniq, inverse = np.unique(values, return_inverse=True)
     us = uniq.astype("int64") * (DAY_US if a.type.kind == "date" else 1)
-    # %S is whole seconds, as DuckDB prints it (Arrow would add the fraction of a finer unit)
-    stamps = pa.array(np.floor_divide(us, 1_000_000), pa.timestamp("s"))
-    text = pc.strftime(stamps, format=e.params[0])
+    text = format_times(us, parse_format(e.params[0]), a.type.kind == "timestamptz")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
-    return Column(codes, e.type, a.valid, text.cast(pa.string()))
+    return Column(codes, e.type, a.valid, text)
 
 
 @register("add_months", bind=_temporal("date + INTERVAL MONTH", lambda args, params: args[0].type))
