@@ -221,6 +221,26 @@ def _right(d: pa.Array, n: int) -> pa.Array:
     return pc.utf8_slice_codeunits(d, 0, 0) if n == 0 else pc.utf8_slice_codeunits(d, -n)
 
 
+#: Code points that join a grapheme cluster to what precedes or follows them: marks, the zero
+#: width joiner, variation selectors, emoji modifiers and flags, Hangul jamo (DuckDB keeps CR LF apart).
+_CLUSTERING = (r"[\p{M}\x{200D}\x{FE00}-\x{FE0F}\x{1F3FB}-\x{1F3FF}\x{1F1E6}-\x{1F1FF}\x{E0020}-\x{E007F}"
+               r"\x{1100}-\x{11FF}\x{A960}-\x{A97F}\x{D7B0}-\x{D7FF}]")
+
+
+def _reverse_graphemes(d: pa.Array) -> pa.Array:
+    """REVERSE by grapheme cluster, as DuckDB: a letter keeps its combining marks, an emoji its
+    joiners and modifiers (``'S\u0308a'`` reverses to ``'aS\u0308'``). Strings with none of those
+    code points reverse by code point in Arrow; the others by the ``regex`` module's clusters."""
+    out = pc.utf8_reverse(d)
+    mask = pc.fill_null(pc.match_substring_regex(d, _CLUSTERING), False)
+    if not pc.any(mask).as_py():
+        return out
+    import regex
+    clusters = [None if v is None else "".join(reversed(regex.findall(r"\X", v)))
+                for v in d.filter(mask).to_pylist()]
+    return pc.replace_with_mask(out, mask, pa.array(clusters, pa.string()))
+
+
 #: name -> (result type, per-entry function of the dictionary and the constant parameters).
 PER_ENTRY = {
     "starts_with": (BOOL, lambda d, p: pc.starts_with(d, pattern=p)),
@@ -235,7 +255,7 @@ PER_ENTRY = {
     "split_part": (STRING, _split_part),
     "lpad": (STRING, _pad(pc.utf8_lpad)),
     "rpad": (STRING, _pad(pc.utf8_rpad)),
-    "reverse": (STRING, lambda d: pc.utf8_reverse(d)),
+    "reverse": (STRING, lambda d: _reverse_graphemes(d)),
     "left": (STRING, lambda d, n: pc.utf8_slice_codeunits(d, 0, n)),  # negative n drops from the end
     "right": (STRING, _right),
     "repeat": (STRING, lambda d, n: pc.binary_repeat(d, max(n, 0))),
