@@ -23,18 +23,18 @@ class DeferredChecks:
     """Device-side flags of one query, one per message, read at the end."""
 
     def __init__(self) -> None:
-        self._flags: dict[str, torch.Tensor] = {}
+        self._flags: dict[tuple[str, type], torch.Tensor] = {}
 
-    def add(self, flag: torch.Tensor, message: str) -> None:
-        prev = self._flags.get(message)
-        self._flags[message] = flag if prev is None else (prev | flag)
+    def add(self, flag: torch.Tensor, message: str, error: type = ExecutionError) -> None:
+        prev = self._flags.get((message, error))
+        self._flags[(message, error)] = flag if prev is None else (prev | flag)
 
     def raise_pending(self) -> None:
         """Raise the first failed check (one host sync per distinct message)."""
         flags, self._flags = self._flags, {}
-        for message, flag in flags.items():
+        for (message, error), flag in flags.items():
             if bool(flag):
-                raise ExecutionError(message)
+                raise error(message)
 
 
 _CHECKS: contextvars.ContextVar[DeferredChecks | None] = contextvars.ContextVar("sluice_checks", default=None)
@@ -51,14 +51,15 @@ def deferred_checks() -> Iterator[DeferredChecks]:
         _CHECKS.reset(token)
 
 
-def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None) -> None:
-    """Raise ``ExecutionError(message)`` if any row of ``bad`` (restricted to ``valid`` rows) is set."""
+def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None,
+            error: type = ExecutionError) -> None:
+    """Raise ``error(message)`` if any row of ``bad`` (restricted to ``valid`` rows) is set."""
     if valid is not None:
         bad = bad & valid
     flag = bad.any() if bad.dim() else bad
     checks = _CHECKS.get()
     if checks is None or flag.device.type == "cpu":
         if bool(flag):
-            raise ExecutionError(message)
+            raise error(message)
         return
-    checks.add(flag, message)
+    checks.add(flag, message, error)

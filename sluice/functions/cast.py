@@ -262,7 +262,7 @@ def _to_strings(a: Column, t: LType) -> Column:
     from sluice.io.parquet.convert import column_to_arrow
     if a.type.is_float:
         return _float_to_string(a, t)
-    if a.type.is_timestamp:
+    if a.type.is_temporal:
         return _timestamp_to_string(a, t)
     if a.type.kind == "interval":
         return _interval_to_string(a, t)
@@ -299,15 +299,12 @@ def _decimal_to_string(a: Column, t) -> Column:
 
 
 def _timestamp_to_string(a: Column, t) -> Column:
-    """Timestamps as DuckDB prints them: ``YYYY-MM-DD HH:MM:SS`` and a fraction only when there
-    is one, without trailing zeros. Formatted once per distinct value."""
-    values = a.data.reshape(-1).cpu().numpy()
+    """Dates and timestamps as DuckDB prints them (sluice.functions.time_format): years before 1
+    with `` (BC)``, a fraction only when there is one. Formatted once per distinct value."""
+    from sluice.functions.time_format import date_text, timestamp_text
+    values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
     uniq, inverse = np.unique(values, return_inverse=True)
-    text = pa.array(uniq.astype("int64"), pa.timestamp("us")).cast(pa.string())
-    text = pc.replace_substring_regex(text, pattern=r"\.0+$", replacement="")
-    text = pc.replace_substring_regex(text, pattern=r"(\.[0-9]*[1-9])0+$", replacement=r"\1")
-    if a.type.kind == "timestamptz":  # DuckDB prints the offset of its time zone: UTC here
-        text = pc.binary_join_element_wise(text, "+00", "")
+    text = date_text(uniq) if a.type.kind == "date" else timestamp_text(uniq, a.type.kind == "timestamptz")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, t, a.valid, text)
 

@@ -125,3 +125,42 @@ def format_times(us: np.ndarray, parts: list[str], with_zone: bool) -> pa.Array:
     if len(pieces) == 1:
         return pieces[0].cast(pa.string())
     return pc.binary_join_element_wise(*pieces, "")
+
+
+def _ymd(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d64 = days.astype("datetime64[D]")
+    year = d64.astype("datetime64[Y]").astype(np.int64) + 1970
+    month = d64.astype("datetime64[M]").astype(np.int64) % 12 + 1
+    mday = (d64 - d64.astype("datetime64[M]")).astype(np.int64) + 1
+    return year, month, mday
+
+
+def _date_part_text(days: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """``YYYY-MM-DD`` as DuckDB prints it -- year 0 and before as ``0001-..`` counting back
+    with `` (BC)`` after -- and where the BC mark goes."""
+    year, month, mday = _ymd(days)
+    bc = year <= 0
+    text = pc.binary_join_element_wise(_num(np.where(bc, 1 - year, year), 4), _num(month, 2), _num(mday, 2), "-")
+    return text, bc
+
+
+def date_text(days: np.ndarray) -> pa.Array:
+    """Dates (days since the epoch) as DuckDB casts them to VARCHAR (``0044-03-13 (BC)``)."""
+    text, bc = _date_part_text(days)
+    return pc.if_else(pa.array(bc), pc.binary_join_element_wise(text, pa.scalar(" (BC)"), ""), text)
+
+
+def timestamp_text(us: np.ndarray, with_zone: bool) -> pa.Array:
+    """Timestamps (microseconds) as DuckDB casts them to VARCHAR: the date, `` (BC)`` where it
+    is, the time, a fraction only when there is one (without trailing zeros), ``+00`` for
+    TIMESTAMP WITH TIME ZONE in sluice's UTC session."""
+    days = np.floor_divide(us, DAY_US)
+    tod = us - days * DAY_US
+    text, bc = _date_part_text(days)
+    text = pc.if_else(pa.array(bc), pc.binary_join_element_wise(text, pa.scalar(" (BC)"), ""), text)
+    clock = pc.binary_join_element_wise(_num(tod // 3_600_000_000, 2), _num(tod // 60_000_000 % 60, 2),
+                                        _num(tod // 1_000_000 % 60, 2), ":")
+    frac = pc.utf8_rtrim(pc.binary_join_element_wise(pa.scalar("."), _num(tod % 1_000_000, 6), ""), "0")
+    frac = pc.if_else(pa.array(tod % 1_000_000 == 0), pa.scalar(""), frac)
+    out = pc.binary_join_element_wise(text, pa.scalar(" "), clock, frac, "")
+    return pc.binary_join_element_wise(out, pa.scalar("+00"), "") if with_zone else out

@@ -68,7 +68,6 @@ def test_timestamps(name, chunk_rows, ts_dir, connect):
 @pytest.mark.parametrize("sql,match", [
     ("select (t - t) + (t - t) from x", "adding or subtracting INTERVAL"),
     ("select t at time zone 'Europe/Berlin' from x", "AT TIME ZONE"),
-    ("select strftime(t, '%f') from x", "%f"),
 ])
 def test_timestamp_refusals(sql, match, ts_dir, connect):
     with pytest.raises(UnsupportedError, match=match):

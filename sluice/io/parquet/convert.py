@@ -17,6 +17,7 @@ import torch
 
 from sluice.chunk import Column, host_tensor
 from sluice.errors import DataError, UnsupportedError
+from sluice.exec.checks import fail_if
 from sluice.types import LType, from_arrow, split_interval, to_arrow
 
 
@@ -30,6 +31,31 @@ def _validity(arr: pa.Array) -> torch.Tensor | None:
     if arr.null_count == 0:
         return None
     return host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
+
+
+#: How DuckDB writes its special values 'infinity' and '-infinity' to Parquet: the extremes of
+#: the integer range (the most negative value less one).
+_INFINITE = {"date": 2 ** 31 - 1, "timestamp": 2 ** 63 - 1}
+
+
+def refuse_infinite(col: Column) -> None:
+    """A date or timestamp column holding DuckDB's 'infinity' / '-infinity' is refused in one
+    line: read as numbers they would be far-off real dates (year 5881580) that extract, compare
+    and count as such."""
+    big = _INFINITE["date" if col.type.kind == "date" else "timestamp"]
+    fail_if((col.data == big) | (col.data == -big), f"{col.type} values 'infinity' / '-infinity' (as DuckDB "
+            "writes them) are not supported", col.valid, UnsupportedError)
+
+
+def widen_timestamps(v: torch.Tensor, factor: int, valid: torch.Tensor | None) -> torch.Tensor:
+    """Seconds or milliseconds since the epoch as microseconds; values beyond that range (DuckDB's
+    infinite TIMESTAMP_MS, say) raise instead of wrapping around."""
+    big = _INFINITE["timestamp"]
+    fail_if((v == big) | (v == -big), "timestamp values 'infinity' / '-infinity' (as DuckDB writes them) are "
+            "not supported", valid, UnsupportedError)
+    fail_if(v.abs() > big // factor, "a timestamp is beyond the range of microsecond timestamps (about "
+            "290,000 years)", valid, DataError)
+    return v * factor
 
 
 def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
@@ -83,12 +109,17 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
                 arr = arr.cast(pa.timestamp("us", tz=at.tz))
             except pa.ArrowInvalid:
                 raise UnsupportedError("timestamps with nanoseconds (sluice keeps microseconds)") from None
-        storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
-            else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
-        if pa.types.is_date64(at):
-            storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
-        data = host_tensor(_filled(storage, 0).to_numpy(zero_copy_only=False))
+        if pa.types.is_timestamp(at) and at.unit in ("s", "ms"):
+            raw = host_tensor(_filled(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False))
+            data = widen_timestamps(raw, 1_000_000 if at.unit == "s" else 1_000, valid)
+        else:
+            storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
+                else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
+            if pa.types.is_date64(at):
+                storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
+            data = host_tensor(_filled(storage, 0).to_numpy(zero_copy_only=False))
         col = Column(data, t, valid)
+        refuse_infinite(col)
     elif t.kind == "bool":
         data = host_tensor(_filled(arr, False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)

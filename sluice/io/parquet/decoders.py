@@ -22,7 +22,7 @@ import torch
 
 from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
-from sluice.io.parquet.convert import arrow_to_column
+from sluice.io.parquet.convert import arrow_to_column, refuse_infinite
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
 from sluice.io.parquet.metadata import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
@@ -135,6 +135,8 @@ class TorchDecoder:
             for c in ours:
                 try:
                     cols[c] = self._decode_column(chunks[c], self._spec(md, c, path), keep)
+                    if cols[c].type.is_temporal:
+                        refuse_infinite(cols[c])
                 except NotDecodable as e:  # an encoding met in the pages, not the footer
                     self._fallback(c, str(e))
                     rest.append(c)

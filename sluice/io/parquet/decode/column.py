@@ -589,7 +589,8 @@ def _convert(raw: torch.Tensor, spec: ColumnSpec) -> torch.Tensor:
         return v.to(lt.torch_dtype)
     v = raw.view(torch.int64).reshape(-1)
     if pa.types.is_timestamp(t) and t.unit == "ms":
-        return v * 1000
+        from sluice.io.parquet.convert import widen_timestamps
+        return widen_timestamps(v, 1000, None)
     return v.to(lt.torch_dtype)
 
 
