@@ -21,8 +21,22 @@ def _bind_branches(value_positions):
     return bind
 
 
+def _bind_case(args, params):
+    """CASE's conditions are booleans (a NULL one never holds); its values meet at one type."""
+    from sluice.errors import PlanError
+    from sluice.plan.expr import Lit
+    from sluice.types import BOOL
+    args = list(args)
+    for i in range(0, len(args) - 1, 2):
+        if isinstance(args[i], Lit) and args[i].value is None:
+            args[i] = Lit(None, BOOL)
+        elif args[i].type.kind != "bool":
+            raise PlanError(f"CASE WHEN needs a boolean condition, got {args[i].type}")
+    return _bind_branches(lambda n: set(range(1, n - 1, 2)) | {n - 1})(args, params)
+
+
 # case: cond1, val1, cond2, val2, ..., else
-@register("case", bind=_bind_branches(lambda n: set(range(1, n - 1, 2)) | {n - 1}))
+@register("case", bind=_bind_case)
 def case(e, cols, chunk) -> Column:
     conds = [cols[i] for i in range(0, len(cols) - 1, 2)]
     vals = [cols[i] for i in range(1, len(cols) - 1, 2)] + [cols[-1]]

@@ -27,8 +27,58 @@ def _string_arg(what: str | None, result):
     def bind(args, params):
         if args[0].type.kind != "string":
             raise PlanError(f"{(what or params[0]).upper()} needs a string, got {args[0].type}")
+        if what in _REGEX_FUNCTIONS:
+            _check_regex(what, *params)
         return list(args), result
     return bind
+
+
+_REGEX_FUNCTIONS = ("regexp_matches", "regexp_replace", "regexp_extract")
+
+
+def _check_regex(what: str, pattern: str, replacement: str | None = None, *_) -> None:
+    """A user's pattern or replacement string that RE2 refuses is a one-line error naming it,
+    as in DuckDB -- not an internal error where the pattern first meets a string."""
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern=pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise PlanError(f"{what.upper()}: invalid regular expression {pattern!r}: "
+                        f"{str(e).split(':', 1)[-1].strip()}") from None
+    if what == "regexp_replace" and isinstance(replacement, str):
+        groups = _group_count(pattern)
+        i = 0
+        while i < len(replacement):
+            if replacement[i] == "\\":
+                if i + 1 == len(replacement):
+                    raise PlanError(f"REGEXP_REPLACE: invalid replacement string {replacement!r}: '\\' at its end")
+                nxt = replacement[i + 1]
+                if nxt.isdigit() and int(nxt) > groups:
+                    raise PlanError(f"REGEXP_REPLACE: invalid replacement string {replacement!r}: \\{nxt} "
+                                    f"refers to group {nxt}, but the pattern has {groups}")
+                i += 2
+            else:
+                i += 1
+
+
+def _group_count(pattern: str) -> int:
+    """Capturing groups of an RE2 pattern: an ``(`` not escaped, not in a class, not ``(?``
+    unless ``(?P<``."""
+    n, i, in_class = 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif ch == "(" and (pattern[i + 1:i + 2] != "?" or pattern[i + 1:i + 4] == "?P<"):
+            n += 1
+        i += 1
+    return n
 
 
 def _map_dictionary(a: Column, fn) -> Column:

@@ -65,9 +65,9 @@ def keyed_join_estimate(left: PlanNode, right: PlanNode, lkeys, rkeys, lr, lb, r
             continue
         (lndv, luniq, _), (rndv, runiq, _) = li, ri
         if runiq and (not luniq or rb <= lb):
-            e = lr * min(1.0, rr / rb)
+            e = lr * min(1.0, rr / rb) if rb > 0 else 1.0
         elif luniq:
-            e = rr * min(1.0, lr / lb)
+            e = rr * min(1.0, lr / lb) if lb > 0 else 1.0
         else:
             e = lr * rr / max(lndv, rndv, 1.0)
         best = e if best is None else min(best, e)
@@ -116,9 +116,11 @@ def _find_scan(plan: PlanNode, name: str) -> tuple[Scan, str] | None:
 
 
 def join_estimate(lr: float, lb: float, rr: float, rb: float) -> float:
+    """Rows of an equi-join of ``lr`` rows (``lb`` distinct keys) with ``rr`` (``rb``); an
+    empty side (no keys at all) joins to nothing, estimated as one row."""
     if lb >= rb:
-        return max(1.0, lr * (rr / rb))
-    return max(1.0, rr * (lr / lb))
+        return max(1.0, lr * (rr / rb)) if rb > 0 else 1.0
+    return max(1.0, rr * (lr / lb)) if lb > 0 else 1.0
 
 
 def _scan_below(plan: PlanNode) -> Scan | None:

@@ -478,6 +478,8 @@ class Aggregation:
             arg = arg.expressions[0]
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
             return AggCall("count_star", None)
+        if arg is None:
+            raise PlanError(f"{node.sql('duckdb').upper()} needs an argument")
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)

@@ -114,6 +114,9 @@ class Expressions:
 
     @handles(exp.Neg)
     def _x_neg(self, n, ctx):
+        inner = n.this
+        if isinstance(inner, exp.Literal) and not inner.is_string and inner.this == str(2 ** 63):
+            return Lit(-2 ** 63, INT64)  # BIGINT's least value, whose magnitude is no BIGINT
         a = self.expr(n.this, ctx)
         return E.make_func("neg", [a])
 
@@ -273,6 +276,13 @@ class Expressions:
 
     @handles(exp.DateFromParts)
     def _x_make_date(self, n, ctx):
+        if n.args.get("month") is None and n.args.get("day") is None:  # MAKE_DATE(days since 1970-01-01)
+            days = self.expr(n.args["year"], ctx)
+            if not days.type.is_integer:
+                raise PlanError(f"MAKE_DATE of one argument needs an integer, got {days.type}")
+            return E.make_arith("+", Lit(0, DATE), E.make_func("cast", [days], (INT32,)))
+        if any(n.args.get(k) is None for k in ("year", "month", "day")):
+            raise PlanError("MAKE_DATE needs a year, a month and a day (or one number of days)")
         return E.make_func("make_date", [self.expr(n.args[k], ctx) for k in ("year", "month", "day")])
 
     @handles(exp.Repeat)
@@ -359,6 +369,8 @@ class Expressions:
             cond = self.expr(i.this, ctx)
             if base_e is not None:
                 cond = E.make_compare("=", *_coerce_compare(base_e, cond))
+            if isinstance(cond, Lit) and cond.value is None:
+                cond = Lit(None, BOOL)  # WHEN NULL never holds
             if cond.type.kind != "bool":
                 raise PlanError(f"CASE WHEN needs a boolean condition, got {cond.type}")
             args += [cond, self.expr(i.args["true"], ctx)]
@@ -369,6 +381,8 @@ class Expressions:
     @handles(exp.If)
     def _x_if(self, n, ctx):
         cond = self.expr(n.this, ctx)
+        if isinstance(cond, Lit) and cond.value is None:
+            cond = Lit(None, BOOL)  # IF(NULL, a, b) is b
         f = n.args.get("false")
         return E.make_func("case", [cond, self.expr(n.args["true"], ctx),
                                     self.expr(f, ctx) if f is not None else Lit(None, NULL_TYPE)])

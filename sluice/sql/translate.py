@@ -16,6 +16,7 @@ The translator only translates: join order is the ``order_joins`` plan rule's de
 from __future__ import annotations
 
 import datetime as _dt
+import decimal as _dec
 
 from typing import Callable
 
@@ -248,8 +249,13 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
                 return None
             e = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
             if not isinstance(e, exp.Literal) or e.is_string:
-                raise UnsupportedError("LIMIT/OFFSET must be integer constants")
-            return int(e.this)
+                raise UnsupportedError("LIMIT/OFFSET must be numeric constants")
+            try:
+                v = _dec.Decimal(e.this)
+            except _dec.InvalidOperation:
+                raise PlanError(f"LIMIT/OFFSET {e.this} is not a number") from None
+            # DuckDB rounds a fractional LIMIT to the nearest row count (2.5 -> 3)
+            return int(v.to_integral_value(rounding=_dec.ROUND_HALF_UP))
         return val(ast.args.get("limit")), val(ast.args.get("offset")) or 0
 
     def _sort_key(self, o: exp.Ordered, e: Expr) -> SortKey:

@@ -1,0 +1,73 @@
+"""Inputs that once ended in an internal error (a Python exception reaching the user): each now
+answers as DuckDB does or ends in a one-line error of its own category."""
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.errors import InternalError, SluiceError
+from sluice.testing.oracle import compare
+
+
+@pytest.fixture(scope="module")
+def ie_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("internal_errors")
+    pq.write_table(pa.table({"i": pa.array([1, 2, 3], pa.int32()), "s": ["a", "b", "c"]}), root / "t.parquet")
+    pq.write_table(pa.table({"i": pa.array([], pa.int32()), "s": pa.array([], pa.string())}), root / "e.parquet")
+    pq.write_table(pa.table({"i": pa.array([], pa.int8())}), root / "e8.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def ie_duck(ie_dir):
+    con = duckdb.connect()
+    for n in ("t", "e", "e8"):
+        con.execute(f"create table {n} as select * from read_parquet('{ie_dir / n}.parquet')")
+    return con
+
+
+ANSWERS = [
+    "select count(*) from e join t using (i)",
+    "select count(*) from t join e using (i)",
+    "select * from t join e8 on t.i = e8.i",
+    "select t.i, e.s from t left join e on t.i = e.i and t.i > 0 order by all",
+    "select count(*) from t, e where t.i = e.i",
+    "select if(null, 1, 2)",
+    "select case when null then 1 else 2 end",
+    "select i from t limit 1.25",
+    "select i from t order by i limit 2.5",
+    "select -9223372036854775808",
+    "select make_date(19000), make_date(-5)",
+    "select regexp_replace(s, '(b)', '<\\1>') from t",
+    "select regexp_replace('a(b)', '[(]b', 'x')",
+    "select i, (select count(*) from t t2 where (t2.i = t.i and t2.i = 3) or (t2.i = t.i and t2.i = 3)) from t",
+]
+
+
+@pytest.mark.parametrize("sql", ANSWERS)
+def test_answers_as_duckdb(sql, ie_dir, ie_duck, connect):
+    compare(connect(ie_dir).sql(sql).to_arrow(), ie_duck.sql(sql).to_arrow_table())
+
+
+ERRORS = [
+    "select min()",
+    "select regexp_matches(s, '(') from t",
+    "select regexp_extract(s, '[') from t",
+    "select regexp_replace(s, '(b', 'x') from t",
+    "select regexp_replace(s, 'b', '\\9') from t",
+    "select regexp_replace(s, 'b', '\\') from t",
+    "select strftime(date '2020-01-01', '%q')",
+    "select 1 union select 2 order by 3",
+    "select make_date(2020, 1)",
+]
+
+
+@pytest.mark.parametrize("sql", ERRORS)
+def test_errors_are_one_line_and_not_internal(sql, ie_dir, ie_duck, connect):
+    with pytest.raises(duckdb.Error):
+        ie_duck.sql(sql).fetchall()
+    with pytest.raises(SluiceError) as e:
+        connect(ie_dir).sql(sql).to_arrow()
+    assert not isinstance(e.value, InternalError), e.value
+    assert "\n" not in str(e.value)
