@@ -9,7 +9,8 @@
    after the probe side is exhausted (build_outer, build_semi, build_anti).
 
 Joins without keys (cross joins, scalar subqueries, EXISTS with only non-equality
-correlation) pair every probe row with every build row, in batches of about a chunk.
+correlation) pair every probe row with every build row, in batches of about a chunk -- or,
+with an inequality between the sides, only the rows it allows (:mod:`sluice.exec.range_join`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sluice.exec.kernels.hash import hash_columns, partition_of
 from sluice.exec.kernels.keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
 from sluice.exec.operators import Operator
+from sluice.exec.range_join import SortedBuild, find_range_condition
 from sluice.plan.expr import Expr
 from sluice.types import BOOL, LType, common_numeric
 
@@ -389,24 +391,27 @@ class HashJoinOp(Operator):
                 yield Chunk(cols, chunk.num_rows, chunk.seq)
             return
         flags = torch.zeros(m, dtype=torch.bool, device=dev)
-        batch_rows = max(1, ctx.config.chunk_rows // max(m, 1))
+        batch = max(ctx.config.chunk_rows, m)
+        cond = find_range_condition(self.residual, set(self.probe_schema), set(self.build_schema))
+        ranged = SortedBuild(cond, build) if cond is not None and m else None
+        residual = cond.rest if ranged is not None else self.residual
+        emits_pairs = self.mode in ("inner", "cross", "build_outer", "probe_outer", "full")
         for chunk in self.probe.stream(ctx):
             n = chunk.num_rows
             matched = torch.zeros(n, dtype=torch.bool, device=dev)
-            outs = []
-            for s in range(0, n, batch_rows):
-                e = min(n, s + batch_rows)
-                p = torch.arange(s, e, device=dev).repeat_interleave(m)
-                b = torch.arange(m, device=dev).repeat(e - s)
+            # Pairs are made (and emitted) a batch of about a chunk at a time: memory stays
+            # bounded whatever the result's size.
+            for p, b in (ranged.pairs(chunk, batch) if ranged is not None else _all_pairs(n, m, batch, dev)):
                 pair = self._pair(chunk, build, p, b)
-                if self.residual is not None:
-                    keep = evaluate_predicate(self.residual, pair)
+                if residual is not None:
+                    keep = evaluate_predicate(residual, pair)
                     p, b = p[keep], b[keep]
                     pair = pair.filter(keep)
                 matched[p] = True
                 flags[b] = True
-                if self.mode in ("inner", "cross", "build_outer", "probe_outer", "full") and pair.num_rows:
-                    outs.append(pair)
+                if emits_pairs and pair.num_rows:
+                    yield pair
+            outs = []
             if self.mode == "semi":
                 outs = [chunk.filter(matched)]
             elif self.mode == "mark":
@@ -427,6 +432,14 @@ class HashJoinOp(Operator):
             out = self._emit_build(build, flags, dev)
             if out is not None and out.num_rows:
                 yield out
+
+
+def _all_pairs(n: int, m: int, batch: int, dev):
+    """Every (probe row, build row) pair of ``n`` x ``m``, about ``batch`` pairs at a time."""
+    rows = max(1, batch // max(m, 1))
+    for s in range(0, n, rows):
+        e = min(n, s + rows)
+        yield torch.arange(s, e, device=dev).repeat_interleave(m), torch.arange(m, device=dev).repeat(e - s)
 
 
 def ok_nonnull(cols: list[Column], n: int, dev) -> torch.Tensor:
