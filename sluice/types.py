@@ -6,7 +6,7 @@ timestamp is int64 microseconds; string is int32 codes into a host-side dictiona
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -15,10 +15,13 @@ from sluice.errors import PlanError, UnsupportedError
 
 @dataclass(frozen=True, slots=True)
 class LType:
-    """A logical type. ``kind`` is one of KINDS; ``scale`` only matters for decimals."""
+    """A logical type. ``kind`` is one of KINDS; ``scale`` only matters for decimals.
+    ``precision`` is a decimal's declared digits where known (0: not known), carried for how
+    DuckDB prints it (a DECIMAL(3,3) prints ``.500``); it takes no part in type equality."""
 
     kind: str
     scale: int = 0
+    precision: int = field(default=0, compare=False)
 
     def __str__(self) -> str:
         return f"decimal(s={self.scale})" if self.kind == "decimal" else self.kind
@@ -88,8 +91,21 @@ def split_interval(us):
     return (us - rest) // DAY_US, rest
 
 
-def decimal(scale: int) -> LType:
-    return LType("decimal", scale)
+def decimal(scale: int, precision: int = 0) -> LType:
+    return LType("decimal", scale, precision)
+
+
+#: The decimal digits of each integer type, as DuckDB widens an integer meeting a decimal.
+INT_DIGITS = {"bool": 1, "int8": 3, "int16": 5, "int32": 10, "int64": 19}
+
+
+def digits(t: LType) -> tuple[int, int] | None:
+    """(integer digits, scale) of a decimal of known precision or an integer; else None."""
+    if t.kind == "decimal":
+        return (t.precision - t.scale, t.scale) if t.precision else None
+    if t.kind in INT_DIGITS:
+        return INT_DIGITS[t.kind], 0
+    return None
 
 
 def from_arrow(t: pa.DataType) -> LType:
@@ -114,7 +130,7 @@ def from_arrow(t: pa.DataType) -> LType:
             # Values up to 18 digits fit int64; wider declared columns are accepted and
             # checked per chunk when read (reader raises if a value does not fit).
             pass
-        return decimal(t.scale)
+        return decimal(t.scale, t.precision)
     if pa.types.is_date(t):
         return DATE
     if pa.types.is_timestamp(t):
@@ -153,7 +169,10 @@ def common_numeric(a: LType, b: LType) -> LType:
     if a.kind == "decimal" or b.kind == "decimal":
         if a.is_float or b.is_float:
             return a if a.is_float else b
-        return decimal(max(a.scale, b.scale))
+        da, db = digits(a), digits(b)
+        whole = max(da[0], db[0]) if da and db else 0
+        s = max(a.scale, b.scale)
+        return decimal(s, whole + s if whole + s <= 38 and da and db else 0)
     return a if _RANK[a.kind] >= _RANK[b.kind] else b
 
 

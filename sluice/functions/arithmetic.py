@@ -58,12 +58,15 @@ def bind_arith(op: str):
         if op == "/":
             return [a, b], FLOAT64
         if op == "*" and ta.kind == "decimal" and tb.kind == "decimal":
-            return [a, b], decimal(ta.scale + tb.scale)
+            p = ta.precision + tb.precision if ta.precision and tb.precision else 0
+            return [a, b], decimal(ta.scale + tb.scale, p if p <= 38 else 0)
         if op == "*" and (ta.kind == "decimal") != (tb.kind == "decimal") and not (ta.is_float or tb.is_float):
             return [a, b], decimal(max(ta.scale, tb.scale))
         t = common_numeric(ta, tb)
         if t.kind == "int32" and op == "*":
             t = INT64
+        if t.kind == "decimal" and op in ("+", "-") and t.precision:
+            t = decimal(t.scale, t.precision + 1 if t.precision < 38 else 0)  # room for the carry
         return [a, b], t
     return bind
 

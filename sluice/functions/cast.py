@@ -139,8 +139,9 @@ def try_cast(e, args, chunk) -> Column:
 #: rather than answer NULL where DuckDB has a number.
 _NUMBER_LIKE = (r"(?i)^\s*[+-]?((\d[\d_]*(\.[\d_]*)?|\.\d[\d_]*)(e[+-]?\d+)?|0x[0-9a-f]+|0b[01]+"
                 r"|inf(inity)?|nan)\s*$")
-#: ... and the like for dates and timestamps: anything starting with digits and a separator.
-_DATE_LIKE = r"^\s*[+-]?\d+[-/.]"
+#: ... and the like for dates and timestamps: anything starting with digits and a separator,
+#: and DuckDB's special values ('infinity', 'epoch').
+_DATE_LIKE = r"(?i)^\s*([+-]?\d+[-/.]|[+-]?inf(inity)?\s*$|epoch\s*$)"
 
 
 def _failing_entries(convert, d: pa.Array, target: pa.DataType) -> tuple[pa.Array, list[int]]:
@@ -281,7 +282,8 @@ def _to_strings(a: Column, t: LType) -> Column:
 
 def _decimal_to_string(a: Column, t) -> Column:
     """Decimals as DuckDB prints them: every digit of the scale (``0.0000000000``, not Arrow's
-    ``0E-10``), a minus sign only on values below zero. Formatted once per distinct value."""
+    ``0E-10``), a minus sign only on values below zero, no integer digit where the precision
+    leaves none (``.500``). Formatted once per distinct value."""
     values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
     uniq, inverse = np.unique(values, return_inverse=True)
     s = a.type.scale
@@ -291,6 +293,8 @@ def _decimal_to_string(a: Column, t) -> Column:
     else:
         f = pa.scalar(10 ** s, pa.uint64())
         whole = pc.divide(mag, f).cast(pa.string())
+        if 0 < a.type.precision <= s:  # DuckDB prints a DECIMAL(3,3) without the 0: .500
+            whole = pa.array([""] * len(uniq), pa.string())
         frac = pc.utf8_lpad(pc.subtract(mag, pc.multiply(pc.divide(mag, f), f)).cast(pa.string()), s, "0")
         text = pc.binary_join_element_wise(whole, frac, ".")
     text = pc.if_else(pa.array(uniq < 0), pc.binary_join_element_wise(pa.scalar("-"), text, ""), text)

@@ -145,6 +145,8 @@ class AggCall:
             return INT64
         if self.func == "sum" and t.is_float:
             return FLOAT64  # DuckDB sums REAL into DOUBLE
+        if self.func == "sum" and t.kind == "decimal":
+            return LType("decimal", t.scale)  # DECIMAL(38, s): a precision of its own
         return t
 
     def __str__(self) -> str:

@@ -71,7 +71,8 @@ def literal(n: exp.Literal) -> Lit:
         v = int(d.scaleb(scale))
         if not -(2**63) <= v < 2**63 or scale > 18:
             raise UnsupportedError(f"decimal constant {text} (more than 18 digits)")
-        return Lit(v, decimal(scale))
+        whole = len(text.split(".")[0].lstrip("+-")) or 1  # DuckDB counts a leading 0: 0.5 is DECIMAL(2,1)
+        return Lit(v, decimal(scale, whole + scale))
     v = int(text)
     if not -(2**63) <= v < 2**63:
         raise UnsupportedError(f"integer constant {text} beyond 64 bits")
@@ -102,7 +103,7 @@ def sql_type(dt_node: exp.DataType) -> LType:
         if not 0 <= scale <= 18 or scale > p:
             raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
                                    "scale at most 18 and at most the precision)")
-        return decimal(scale)
+        return decimal(scale, p)
     raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
 
 
