@@ -192,7 +192,7 @@ def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: i
     """The q-quantile of each partition, whose rows are sorted by x with NULLs last (so its
     ``count`` non-NULL values come first), by DuckDB's rules: QUANTILE_DISC takes the value at
     max(1, c - floor(c - q c)) - 1; QUANTILE_CONT interpolates at (c - 1) q between its
-    neighbours (decimals in their scaled integers, the fraction truncated)."""
+    neighbours (decimals in their scaled integers, the result truncated toward zero)."""
     c = count.to(torch.float64)
     last = max(n - 1, 0)
     valid = None if bool(has.all()) else has
@@ -206,7 +206,11 @@ def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: i
     hi = x.data[(part.first + hi_i.to(torch.int64)).clamp(0, last)]
     d = rn - lo_i
     if x.type.kind == "decimal":
-        step = torch.trunc(d * (hi - lo).to(torch.float64)).to(torch.int64)
+        # DuckDB truncates the interpolated scaled value toward zero: trunc(lo + f), f >= 0,
+        # is lo + floor(f) at or above zero and lo + ceil(f) below it.
+        f = d * (hi - lo).to(torch.float64)
+        nonneg = lo.to(torch.float64) + f >= 0
+        step = torch.where(nonneg, torch.floor(f), torch.ceil(f)).to(torch.int64)
         return Column(torch.where(hi_i > lo_i, lo + step, lo), t, valid)
     lo, hi = lo.to(torch.float64), hi.to(torch.float64)
     return Column(torch.where(hi_i > lo_i, lo + d * (hi - lo), lo), t, valid)

@@ -74,3 +74,13 @@ def test_real_sums_are_doubles(sql, num_dir, num_duck, connect):
     ours = connect(num_dir).sql(sql).to_arrow()
     assert all(str(f.type) == "double" for f in ours.schema), ours.schema  # DuckDB's SUM(REAL) is a DOUBLE
     compare(ours, num_duck.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("vals", [("-7.34", "-7.35"), ("7.34", "7.35"), ("-0.01", "-0.02"), ("-1.00", "-2.01"),
+                                  ("0.00", "0.03", "0.04"), ("-0.01", "0.02")])
+def test_decimal_quantiles_truncate_toward_zero(vals, num_dir, num_duck, connect):
+    """DuckDB interpolates decimals in their scaled integers and truncates the result toward
+    zero (the median of -7.34 and -7.35 is -7.34; sluice once truncated the step, -7.35)."""
+    rows = ", ".join(f"({v}::decimal(4,2))" for v in vals)
+    sql = f"select median(x), quantile_cont(x, 0.25), quantile_cont(x, 0.1) from (values {rows}) t(x)"
+    compare(connect(num_dir).sql(sql).to_arrow(), num_duck.sql(sql).to_arrow_table())
