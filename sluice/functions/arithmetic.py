@@ -55,8 +55,9 @@ def bind_arith(op: str):
             if ta.kind == "string" and tb.kind == "string" and op == "+":
                 raise PlanError("use || to concatenate strings")
             raise PlanError(f"cannot apply {op} to {ta} and {tb}")
-        if op == "/":
-            return [a, b], FLOAT64
+        if op == "/":  # DOUBLE, but REAL stays REAL as in DuckDB (2e38::REAL / 0.1 is inf)
+            return [a, b], (common_numeric(ta, tb) if "float32" in (ta.kind, tb.kind)
+                            and "float64" not in (ta.kind, tb.kind) else FLOAT64)
         if op == "*" and ta.kind == "decimal" and tb.kind == "decimal":
             p = ta.precision + tb.precision if ta.precision and tb.precision else 0
             return [a, b], decimal(ta.scale + tb.scale, p if p <= 38 else 0)
@@ -96,8 +97,8 @@ def arith(e, args, chunk) -> Column:
         return Column(r.to(t.torch_dtype), t, valid)
     if op == "/":
         # IEEE semantics, as DuckDB: x/0 is +-inf, 0/0 is NaN.
-        x = to_type(a, FLOAT64)
-        y = to_type(b, FLOAT64)
+        x = to_type(a, t)
+        y = to_type(b, t)
         return Column(x / y, t, valid)
     if op == "*" and t.kind == "decimal":
         # decimal*decimal has scale s1+s2; decimal*int keeps the decimal's scale.

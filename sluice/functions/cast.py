@@ -93,8 +93,13 @@ def _cast_numeric(a: Column, t: LType, bad=None) -> torch.Tensor:
         # scaled up in float64 first to find the values beyond 64 bits (TRY_CAST: NULL)
         f = 10 ** (t.scale - (src.scale if src.kind == "decimal" else 0))
         wide = a.data.double() * f
-        over = ~(wide.abs() < 2.0 ** 63) if src.is_float else (a.data.long().abs() > (2 ** 63 - 1) // f)
-        check(over, msg, a.valid)
+        x, lim = a.data.long(), (2 ** 63 - 1) // f
+        over = ~(wide.abs() < 2.0 ** 63) if src.is_float else (x > lim) | (x < -lim)  # abs() of INT64_MIN wraps
+        if 0 < t.precision <= 18:  # beyond the precision asked for: NULL for TRY_CAST, else an error
+            check(over, f"a value does not fit DECIMAL({t.precision},{t.scale})", a.valid)
+        else:
+            fail_if(over, f"a {src} value as {t}: beyond 18 digits (sluice's decimals are 64-bit; DuckDB's "
+                    "reach 38)", a.valid, UnsupportedError)
         ok = Column(torch.where(over, torch.zeros_like(a.data), a.data), src, a.valid)
         return to_type(ok, t)
     return to_type(a, t)
@@ -103,7 +108,8 @@ def _cast_numeric(a: Column, t: LType, bad=None) -> torch.Tensor:
 def _beyond_precision(e, scaled: torch.Tensor) -> torch.Tensor | None:
     """Where a DECIMAL(p, s) cast's scaled values reach 10**p (DuckDB refuses those)."""
     if e.type.kind == "decimal" and len(e.params) > 1 and e.params[1] is not None and e.params[1] < 19:
-        return scaled.abs() >= 10 ** e.params[1]
+        lim = 10 ** e.params[1]
+        return (scaled >= lim) | (scaled <= -lim)  # not abs(): INT64_MIN has none
     return None
 
 
@@ -225,6 +231,9 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
         convert = lambda arr: _strings_to_integers(arr, target, t)  # noqa: E731
     elif t.kind == "decimal":
         convert = lambda arr: _strings_to_decimals(arr, t.scale)  # noqa: E731
+    elif t.is_timestamp:
+        base = convert
+        convert = lambda arr: _no_bare_hour(arr, base)  # noqa: E731
     try:
         per = convert(a.dictionary)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -240,6 +249,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
             bad = entries.take(pa.array(failed, pa.int64()))
             if t.is_integer or t.kind == "decimal":  # a whole number beyond the range is NULL, as in DuckDB
                 bad = bad.filter(pc.invert(_beyond_range(bad, t)))
+            if t.is_timestamp:  # so is a time of an hour alone
+                bad = bad.filter(pc.invert(pc.match_substring_regex(bad, _BARE_HOUR)))
             like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else None
             if like is None:
                 raise UnsupportedError(f"TRY_CAST to {t}") from None
@@ -311,6 +322,16 @@ def _timestamp_to_string(a: Column, t) -> Column:
     text = date_text(uniq) if a.type.kind == "date" else timestamp_text(uniq, a.type.kind == "timestamptz")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, t, a.valid, text)
+
+
+#: A date with an hour and nothing after (Arrow reads '1111-11-11 11' as 11:00; DuckDB does not).
+_BARE_HOUR = r"^\s*[+-]?\d+-\d+-\d+[T ]\d{1,2}\s*(Z|[+-]\d{2}(:?\d{2})?)?\s*$"
+
+
+def _no_bare_hour(arr: pa.Array, convert) -> pa.Array:
+    if pc.any(pc.match_substring_regex(arr, _BARE_HOUR)).as_py():
+        raise pa.ArrowInvalid("a timestamp with an hour but no minutes")
+    return convert(arr)
 
 
 def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:

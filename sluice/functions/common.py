@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor
+from sluice.errors import UnsupportedError
 from sluice.exec.checks import fail_if
 from sluice.types import LType
 
@@ -31,7 +32,8 @@ def scale_up(x: torch.Tensor, f: int, valid: torch.Tensor | None, what: str) -> 
         return x.long()
     x = x.long()
     bound = I64_MAX // f
-    fail_if((x > bound) | (x < -bound), f"{what} is out of range for 64-bit decimals", valid)
+    fail_if((x > bound) | (x < -bound), f"{what}: beyond 18 digits (sluice's decimals are 64-bit; "
+            "DuckDB's reach 38)", valid, UnsupportedError)
     return x * f
 
 

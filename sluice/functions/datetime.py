@@ -233,7 +233,7 @@ def make_date(e, args, chunk) -> Column:
     valid = and_valid(*(a.valid for a in args))
     days = dates.days_from_civil(y, m.clamp(1, 12), d.clamp(1, 31)).to(torch.int64)
     yy, mm, dd = dates.civil_from_days(days)
-    bad = (m < 1) | (m > 12) | (d < 1) | (dd != d) | (mm != m) | (yy != y) | (y.abs() > 290_000)
+    bad = (m < 1) | (m > 12) | (d < 1) | (dd != d) | (mm != m) | (yy != y) | (y > 290_000) | (y < -290_000)
     fail_if(bad, "MAKE_DATE: date out of range", valid)
     return Column(days.to(DATE.torch_dtype), DATE, valid)
 

@@ -59,8 +59,15 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
             data = np.ascontiguousarray(c.data.cpu().numpy())
             arr = pa.array(data, mask=mask) if mask is not None else pa.array(data)
         arrays.append(arr)
-        fields.append(pa.field(name, arr.type, metadata={"k": c.type.kind, "s": str(c.type.scale)}))
+        fields.append(pa.field(name, arr.type, metadata={"k": c.type.kind, "s": str(c.type.scale),
+                                                         "p": str(c.type.precision)}))
+    if not arrays:  # rows without columns (SELECT 1 IN (...)'s probe side): keep their count
+        arrays, fields = [pa.nulls(n)], [pa.field(_ROWS_ONLY, pa.null())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+#: The one field of a spilled page that has rows but no columns.
+_ROWS_ONLY = "\x00rows"
 
 
 def _with_nulls(values: pa.Array, mask: np.ndarray) -> pa.Array:
@@ -72,8 +79,10 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
     cols = {}
     n = batch.num_rows
     for f, arr in zip(batch.schema, batch.columns):
+        if f.name == _ROWS_ONLY:
+            continue
         md = f.metadata or {}
-        t = LType(md[b"k"].decode(), int(md[b"s"].decode()))
+        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()))
         valid = None
         if arr.null_count:
             valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))

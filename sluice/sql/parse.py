@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -12,10 +13,30 @@ from sluice.errors import SqlError, UnsupportedError
 from sluice.sql.dialect import Sluice
 
 
+#: A number with an exponent and its digits, then + or -: sqlglot's tokenizer reads ``1e2+1`` as
+#: one number ('1e2+1' -> ValueError) and ``1e2+1e2`` as a number and an alias.
+_EXPONENT_THEN_SIGN = re.compile(r"(?<![\w.])((?:\d+\.?\d*|\.\d+)[eE][+-]?\d+)(?=[+-])")
+#: What is not SQL code: strings, quoted names, dollar-quoted strings, comments.
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$\$.*?\$\$|--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _split_exponent_sums(sql: str) -> str:
+    """``1e2+1`` as ``1e2 +1``, outside strings and comments, so that it tokenizes as DuckDB reads it."""
+    if "e" not in sql and "E" not in sql:
+        return sql
+    out, pos = [], 0
+    for m in _QUOTED.finditer(sql):
+        out.append(_EXPONENT_THEN_SIGN.sub(r"\1 ", sql[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_EXPONENT_THEN_SIGN.sub(r"\1 ", sql[pos:]))
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
     try:
-        trees = [t for t in sqlglot.parse(sql, read=Sluice) if t is not None]
+        trees = [t for t in sqlglot.parse(_split_exponent_sums(sql), read=Sluice) if t is not None]
     except ParseError as e:
         errs = getattr(e, "errors", None) or []
         if errs:

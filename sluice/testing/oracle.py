@@ -79,8 +79,22 @@ def values_equal(a, b) -> bool:
     return a == b
 
 
+def _pylist(c) -> list:
+    """A column's values; dates and timestamps beyond Python's (before year 1, after 9999) as
+    microseconds since the epoch, on both sides alike."""
+    try:
+        return c.to_pylist()
+    except (OverflowError, ValueError):
+        if not (pa.types.is_date(c.type) or pa.types.is_timestamp(c.type)):
+            raise
+        us = c.cast(pa.int32()).cast(pa.int64()) if pa.types.is_date32(c.type) else c.cast(pa.int64())
+        per = 86_400_000_000 if pa.types.is_date32(c.type) else {"s": 10**6, "ms": 10**3, "us": 1, "ns": None}[c.type.unit]
+        vals = us.to_pylist()
+        return [None if v is None else ("instant", v * per if per else v // 1000) for v in vals]
+
+
 def rows_of(table: pa.Table) -> list[tuple]:
-    cols = [c.to_pylist() for c in table.columns]
+    cols = [_pylist(c) for c in table.columns]
     return list(zip(*cols)) if cols else []
 
 
