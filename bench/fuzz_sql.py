@@ -42,7 +42,7 @@ def mk(n, seed):
         "b": pa.array([r.randint(-1000, 100000) for _ in range(n)], pa.int64()),
         "d": pa.array([None if r.random()<.15 else decimal.Decimal(r.randint(-99999, 99999))/100 for _ in range(n)], pa.decimal128(12, 2)),
         "s": pa.array([None if r.random()<.15 else r.choice(["apple","Banana","cherry","date","", "elder berry","fig%","a_b"]) for _ in range(n)], pa.string()),
-        "dt": pa.array([None if r.random()<.1 else dt.date(1995,1,1)+dt.timedelta(days=r.randint(0,3000)) for _ in range(n)]),
+        "dt": pa.array([None if r.random()<.1 else dt.date(1995,1,1)+dt.timedelta(days=r.randint(0,3000)) for _ in range(n)], pa.date32()),
         "f": pa.array([None if r.random()<.15 else r.choice([0.0,-0.0,1.5,float("nan"),float("inf"),r.uniform(-100,100),r.uniform(-100,100)]) for _ in range(n)], pa.float64()),
         "g": pa.array([r.randint(0, 4) for _ in range(n)], pa.int16()),
     })

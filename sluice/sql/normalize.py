@@ -4,6 +4,8 @@ translator reads (so the translator has one rule per construct, not one per spel
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
 - COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), and FILTER in a window aggregate (:func:`_respelled`).
+- ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
+  over scalar aggregate subqueries (:func:`_quantified`).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
   when the definition has none, and a frame; it may not repeat PARTITION BY.
@@ -20,9 +22,13 @@ from sluice.errors import PlanError
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
-               or _respelled(n) is not None for n in tree.walk()):
+               or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All)) for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for n in reversed(list(tree.walk())):  # inner ones first: a subquery may hold another
+        if isinstance(n, (exp.Any, exp.All)) and isinstance(n.parent, _QUANTIFIED_OPS) \
+                and n.arg_key == "expression":
+            n.parent.replace(_quantified(n.parent, n))
     for n in list(tree.walk()):
         new = _respelled(n)
         if new is not None:
@@ -78,6 +84,59 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
         out.set("this", new_agg)
         return out
     return None
+
+
+_QUANTIFIED_OPS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+_OP_TEXT = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
+    """``x op ANY (S)`` / ``x op ALL (S)`` with SQL's three-valued answer, from the aggregates
+    of S's one column ``e``: ``= ANY`` is ``x IN (S)`` and ``<> ALL`` is ``x NOT IN (S)``; the
+    others are a CASE over ``count(*)``, ``count(e)`` and ``min(e)`` / ``max(e)``, each a scalar
+    aggregate subquery over S (correlated as S is). ANY holds when x compares so with the
+    extreme value that is easiest; ALL fails when it does not with the hardest. Neither
+    decided: NULL where x or some e is NULL, else ALL is true and ANY false (and over no rows
+    ALL is true, ANY false)."""
+    x = cmp.this
+    op = type(cmp)
+    body = q.this.this if isinstance(q.this, exp.Subquery) else q.this
+    is_any = isinstance(q, exp.Any)
+    if op is exp.EQ and is_any:
+        return exp.In(this=x.copy(), query=exp.Subquery(this=body.copy()))
+    if op is exp.NEQ and not is_any:
+        return exp.Not(this=exp.In(this=x.copy(), query=exp.Subquery(this=body.copy())))
+
+    def over(agg) -> exp.Expression:  # (SELECT agg(e) FROM ...) of S
+        if isinstance(body, exp.Select) and len(body.expressions) == 1 and not any(
+                body.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "qualify", "order")) \
+                and not list(body.expressions[0].find_all(exp.AggFunc, exp.Window)):
+            sub = body.copy()
+            e = sub.expressions[0]
+            e = e.this if isinstance(e, exp.Alias) else e
+            sub.set("expressions", [agg(e.copy())])
+        else:  # S as a derived table (it may not refer to outer columns then)
+            sub = exp.select(agg(exp.column("quantified_value"))).from_(
+                exp.Subquery(this=body.copy(), alias=exp.TableAlias(this=exp.to_identifier("quantified"),
+                                                                    columns=[exp.to_identifier("quantified_value")])))
+        return exp.Subquery(this=sub)
+
+    count_all = over(lambda e: exp.Count(this=exp.Star()))
+    unknown = exp.or_(exp.Is(this=x.copy(), expression=exp.Null()),
+                      exp.GT(this=count_all.copy(), expression=over(lambda e: exp.Count(this=e))))
+    none = exp.EQ(this=count_all.copy(), expression=exp.Literal.number(0))
+    if op in (exp.EQ, exp.NEQ):  # = ALL / <> ANY: against both extremes
+        differs = exp.or_(exp.NEQ(this=x.copy(), expression=over(lambda e: exp.Min(this=e))),
+                          exp.NEQ(this=x.copy(), expression=over(lambda e: exp.Max(this=e))))
+        ifs = [(none, not is_any), (differs, is_any), (unknown, None)]
+    else:
+        low = op in (exp.GT, exp.GTE)  # x > ANY: the least value; x > ALL: the greatest
+        pick = (exp.Min if low else exp.Max) if is_any else (exp.Max if low else exp.Min)
+        holds = op(this=x.copy(), expression=over(lambda e: pick(this=e)))
+        ifs = [(holds, True), (none, False), (unknown, None)] if is_any else \
+            [(none, True), (exp.Not(this=exp.Paren(this=holds)), False), (unknown, None)]
+    lit = {True: exp.true(), False: exp.false(), None: exp.Null()}
+    return exp.Paren(this=exp.Case(ifs=[exp.If(this=c, true=lit[v]) for c, v in ifs], default=lit[not is_any]))
 
 
 def _is_date_part(n: exp.Expression) -> bool:

@@ -1,4 +1,4 @@
-"""Correlated subqueries of every shape against DuckDB: scalar aggregates over outer rows no
+"""Correlated subqueries of every shape, and ANY / ALL, against DuckDB: scalar aggregates over outer rows no
 inner row matches (COUNT is 0, SUM NULL, the select expression computed from them: once NULL),
 EXISTS / IN over such aggregates (they always have one row), non-equality correlation, outer
 references in the select list and in HAVING, two levels down, LIMIT per outer row; NULL outer
@@ -73,6 +73,21 @@ QUERIES = {
     "in_greater": "select i from t where i in (select u.i from u where u.b > t.b)",
     "over_grouped_outer": "select i, count(*), (select count(*) from u where u.i < t.i) from t group by i",
     "in_where_aggregate": "select i from t where b >= (select max(u.b) from u where u.i = t.i) * 2",
+    # ANY / SOME / ALL, with NULLs on both sides, over empty sets, correlated or not
+    "gt_any": "select i, b, b > any (select b from u) from t",
+    "gt_all": "select i, b, b > all (select b from u) from t",
+    "le_any_correlated": "select i, b, b <= any (select b from u where u.i = t.i) from t",
+    "lt_all_correlated": "select i, b, b < all (select b from u where u.i = t.i) from t",
+    "eq_all": "select i, b = all (select b from u where u.i = t.i) from t",
+    "ne_any": "select i, b <> any (select b from u where u.i = t.i) from t",
+    "eq_any_is_in": "select i, i = any (select i from u) from t",
+    "ne_all_is_not_in": "select i, i <> all (select i from u) from t",
+    "ge_all_where": "select i from t where b >= all (select b from u where u.b is not null)",
+    "some_inequality": "select i from t where b > some (select b * 2 from u where u.i > t.i)",
+    "any_empty": "select i, b > any (select b from u where false), b > all (select b from u where false) from t",
+    "all_distinct": "select i, b > all (select distinct b from u) from t",
+    "any_grouped": "select i, b >= any (select max(b) from u group by i) from t",
+    "all_strings": "select s, s < all (select s from u where u.s is not null) from t",
 }
 
 
