@@ -121,6 +121,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # ---- queries
     exp.Select: _SELECT,
     exp.Subquery: {**_QUERY_MODIFIERS, "this": READ, "alias": READ},
+    exp.Lateral: {"this": READ, "alias": READ, "view": refuse("LATERAL VIEW"), "outer": refuse("OUTER APPLY"),
+                  "cross_apply": refuse("CROSS APPLY"), "ordinality": refuse("WITH ORDINALITY")},
     exp.Union: _set_operation("UNION"),
     exp.Intersect: _set_operation("INTERSECT"),
     exp.Except: _set_operation("EXCEPT"),
@@ -362,7 +364,6 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
 _NAMES: dict[type, str] = {
     exp.TableSample: "USING SAMPLE / TABLESAMPLE",
     exp.RespectNulls: "RESPECT NULLS",
-    exp.Lateral: "LATERAL",
     exp.Pivot: "PIVOT / UNPIVOT",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM",

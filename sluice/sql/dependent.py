@@ -198,6 +198,63 @@ class Dependent:
             value = E.make_func("case", [exists, value, Lit(None, value.type)])
         return out, value, exists
 
+    def _lateral(self, j: exp.Join, left: PlanNode, ctx: Ctx):
+        """``left [LEFT] JOIN LATERAL (S) alias [ON true]``: S for each of ``left``'s rows,
+        decorrelated as any subquery; a scalar aggregate S gives one row per outer row
+        (unmatched ones from :class:`EmptyGroup`). Returns the joined plan and S's source."""
+        from sluice.sql.scope import Source
+        lat = j.this
+        side = (j.side or "").upper()
+        on = j.args.get("on")
+        if side not in ("", "LEFT") or (j.kind or "").upper() not in ("", "INNER", "CROSS") or \
+                (on is not None and not (isinstance(on, exp.Boolean) and on.this)):
+            raise UnsupportedError("LATERAL joins other than [LEFT] JOIN LATERAL ... ON true")
+        body = unwrap(lat.this)
+        tr = self._correlated(body, left, ctx)
+        rel = tr.rel
+        sch = rel.plan.schema
+        kind = "left" if side == "LEFT" else "inner"
+        emp = tr.empty
+        if tr.corr is None and tr.domain is None:
+            out: PlanNode = Join(left, rel.plan, "left" if side == "LEFT" else "cross")
+        else:
+            if tr.domain is None:
+                lk = [o for o, _ in tr.corr.pairs]
+                rk = [Col(k, sch[k]) for k in tr.corr.inner_key_cols]
+            else:
+                lk, rk = null_safe_keys([tr.refs[n] for n in tr.domain.cols], list(tr.domain.cols.values()))
+            out = Join(tr.left, rel.plan, "left" if emp is not None else kind, tuple(lk), tuple(rk))
+        values = {internal: Col(internal, sch[internal]) for _, internal in rel.outputs}
+        if emp is not None and (tr.corr is not None or tr.domain is not None):
+            back = {d.name: tr.refs[n] for n, d in (tr.domain.cols.items() if tr.domain else ())}
+            present = E.make_func("is_not_null", [Col(emp.present, BOOL)])
+            for (_, internal), nothing in zip(rel.outputs, emp.values):
+                values[internal] = E.make_func("case", [present, values[internal], E.substitute(nothing, back)])
+            if emp.having is not None:
+                kept = E.make_func("case", [present, Col(emp.having_col, BOOL), E.substitute(emp.having, back)])
+                if side == "LEFT":
+                    values = {k: E.make_func("case", [kept, v, Lit(None, v.type)]) for k, v in values.items()}
+                else:
+                    out = Filter(out, kept)
+        elif emp is not None and emp.having is not None:  # uncorrelated: its one row, if HAVING keeps it
+            kept = Col(emp.having_col, BOOL)
+            if side == "LEFT":
+                values = {k: E.make_func("case", [kept, v, Lit(None, v.type)]) for k, v in values.items()}
+            else:
+                out = Filter(out, kept)
+        alias = lat.args.get("alias")
+        name = alias.name.lower() if alias is not None and alias.name else self.fresh("lateral")
+        names = [u for u, _ in rel.outputs]
+        for i, c in enumerate((alias.args.get("columns") if alias is not None else None) or []):
+            names[i] = c.name
+        keep = tuple((k, Col(k, t)) for k, t in left.schema.items())
+        exprs, cols = [], {}
+        for u, (_, internal) in zip(names, rel.outputs):
+            new = self.fresh(f"{name}.{u}")
+            exprs.append((new, values[internal]))
+            cols[u.lower()] = Col(new, values[internal].type)
+        return Project(out, keep + tuple(exprs)), Source(name, cols)
+
     def _single_rows(self, plan: PlanNode, keys: list[Col], v: Col) -> PlanNode:
         """``plan``'s one row per key; a key with more raises, as DuckDB's scalar subqueries do."""
         n, one = self.fresh("subquery rows"), self.fresh("subquery value")

@@ -334,11 +334,11 @@ class FromClause:
         return Join(plan, p, kind, tuple(lk), tuple(rk), E.and_all(resid))
 
     def _join_conditions(self, j: exp.Join, ctx: Ctx) -> list[Expr]:
-        on = j.args.get("on")
+        on = self._join_on[id(j)] if id(j) in self._join_on else j.args.get("on")
         out = []
         if on is not None:
             if _contains_subquery(on):
-                raise UnsupportedError("subqueries in JOIN ... ON")
+                raise UnsupportedError("subqueries in the ON condition of an outer join")
             hidden = self._semi_sources.get(id(j))
             if hidden is not None:
                 ctx.scope.add(hidden)

@@ -66,6 +66,7 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
         #: (set by sluice.sql.dependent just before translating a correlated subquery).
         self._domains: dict[int, Domain] = {}
         self._empty_groups: dict[int, EmptyGroup] = {}
+        self._join_on: dict[int, exp.Expression | None] = {}  # id(JOIN) -> its ON less what went to WHERE
 
     # ------------------------------------------------------------------ naming
 
@@ -284,7 +285,26 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
             items.append(plan0)
             specs.append(None)
             for j in joins:
-                p, s = self.table_source(j.this, scope)
+                if isinstance(j.this, exp.Lateral):
+                    # Joined to what precedes it, now: it reads those rows (sluice.sql.dependent).
+                    prefix = self._plan_from(items, specs, [], ctx)
+                    p, s = self._lateral(j, prefix, ctx)
+                    scope.add(s)
+                    items, specs = [p], [None]
+                    continue
+                try:
+                    p, s = self.table_source(j.this, scope)
+                except PlanError:
+                    if not (isinstance(j.this, exp.Subquery) and _reads_outside(j.this, scope)):
+                        raise
+                    # A subquery in FROM reading an earlier FROM item: LATERAL, as DuckDB reads it.
+                    lat = exp.Join(this=exp.Lateral(this=j.this.this, alias=j.this.args.get("alias")),
+                                   side=j.side, kind=j.kind, on=j.args.get("on"))
+                    prefix = self._plan_from(items, specs, [], ctx)
+                    p, s = self._lateral(lat, prefix, ctx)
+                    scope.add(s)
+                    items, specs = [p], [None]
+                    continue
                 left = list(scope.sources)
                 scope.add(s)
                 self._using(j, left, s, scope)
@@ -302,10 +322,25 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
             items.insert(0, domain.plan)
             specs.insert(0, None)
 
-        # WHERE: plain conjuncts vs. subquery predicates.
+        # WHERE: plain conjuncts vs. subquery predicates. An inner join's ON conditions with a
+        # subquery join it as WHERE conditions do (the same rows when every later join keeps
+        # the rows it is given: inner, cross or LEFT).
         plain: list[Expr] = []
         subq: list[exp.Expression] = []
-        for c in _split_and(sel.args.get("where")):
+        moved: list[exp.Expression] = []
+        for k, j in enumerate(joins):
+            on = j.args.get("on")
+            if on is None or not _contains_subquery(on):
+                continue
+            later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
+            if (j.side or (j.kind or "").upper() not in ("", "INNER", "CROSS")) \
+                    or any(x not in ("", "INNER", "CROSS", "LEFT", "LEFTOUTER") for x in later):
+                raise UnsupportedError("subqueries in the ON condition of an outer join")
+            parts = _split_and(on)
+            moved += [c for c in parts if _contains_subquery(c)]
+            rest = [c for c in parts if not _contains_subquery(c)]
+            self._join_on[id(j)] = exp.and_(*rest) if rest else None
+        for c in _split_and(sel.args.get("where")) + moved:
             if _contains_subquery(c):
                 subq.append(c)
             else:
@@ -589,3 +624,9 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
                 raise PlanError(f"column {c!r} in * EXCLUDE/REPLACE is not in the FROM clause"
                                 + (f" table {t!r}" if t else ""))
         return out
+
+
+def _reads_outside(sub: exp.Subquery, scope: Scope) -> bool:
+    """Whether a subquery in FROM names a table alias of the FROM items before it."""
+    aliases = {src.alias for src in scope.sources}
+    return any(c.table and c.table.lower() in aliases for c in sub.find_all(exp.Column))

@@ -88,6 +88,26 @@ QUERIES = {
     "all_distinct": "select i, b > all (select distinct b from u) from t",
     "any_grouped": "select i, b >= any (select max(b) from u group by i) from t",
     "all_strings": "select s, s < all (select s from u where u.s is not null) from t",
+    # subqueries in an inner join's ON
+    "on_scalar_correlated": "select t.i, u.b from t join u on u.b = (select max(b) from u u2 where u2.i = t.i)",
+    "on_uncorrelated": "select t.i, u.b from t join u on t.i = u.i and u.b > (select avg(b) from u)",
+    "on_exists": "select t.i, u.b from t join u on t.i = u.i and exists (select 1 from u u2 where u2.b > t.b)",
+    "on_in_then_left": "select t.i, u.b from t join u on t.i = u.i and t.b in (select b * 2 from u) "
+                       "left join u u3 on u3.i = t.i",
+    # LATERAL, explicit and as DuckDB reads a subquery in FROM naming an earlier item
+    "lateral_count": "select t.i, x.c from t, lateral (select count(*) c from u where u.b > t.b) x",
+    "lateral_rows": "select t.i, x.b from t join lateral (select u.b from u where u.i = t.i) x on true",
+    "lateral_left": "select t.i, x.b from t left join lateral (select u.b from u where u.i = t.i) x on true",
+    "lateral_two_aggregates": "select t.i, x.b, x.n from t, lateral (select max(u.b) b, count(*) n from u "
+                              "where u.i = t.i) x",
+    "lateral_having": "select t.i, x.s from t, lateral (select sum(u.b) s from u where u.i = t.i having count(*) > 1) x",
+    "lateral_left_having": "select t.i, x.s from t left join lateral (select sum(u.b) s from u where u.i = t.i "
+                           "having count(*) > 1) x on true",
+    "lateral_top_two": "select t.i, x.b from t, lateral (select u.b from u where u.b > t.b order by u.b limit 2) x",
+    "lateral_no_from": "select t.i, x.y from t, lateral (select t.b * 2 as y) x",
+    "lateral_filtered": "select t.i, x.b from t, lateral (select u.b from u where u.i = t.i) x where x.b > 10",
+    "lateral_grouped": "select x.c, count(*) from t, lateral (select count(*) c from u where u.i = t.i) x group by x.c",
+    "implicit_lateral": "select t.i, x.c from t, (select count(*) c from u where u.b > t.b) x",
 }
 
 

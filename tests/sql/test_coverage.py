@@ -37,7 +37,8 @@ STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, ex
               exp.DataTypeParam, exp.Var, exp.Interval, exp.Window, exp.WindowSpec, exp.Qualify,
               exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple, exp.Grouping,
               exp.Array, exp.ReadParquet, exp.ReadCSV, exp.Filter, exp.Values,
-              exp.IgnoreNulls}  # read with the window it wraps
+              exp.IgnoreNulls,  # read with the window it wraps
+              exp.Lateral}  # read by sluice.sql.dependent
 
 
 @pytest.mark.parametrize("cls", sorted(SUPPORTED, key=lambda c: c.__name__), ids=lambda c: c.__name__)

@@ -83,6 +83,8 @@ CASES: list[tuple[str, str | None]] = [
     ("select n_name from nation anti join region on n_regionkey = r_regionkey and r_name = 'ASIA'", None),
     ("select n_name from nation asof join region on n_regionkey >= r_regionkey", "ASOF JOIN"),
     ("select n_name, t.r from nation, lateral (select r_name as r from region where r_regionkey = n_regionkey) t",
+     None),
+    ("select n_name, t.r from nation left join lateral (select r_name as r from region) t on n_regionkey = 1",
      "LATERAL"),
     ("select * from (values (1, 'a'), (2, 'b')) t(x, y)", None),
     ("values (1, 'a'), (2, 'b')", "VALUES"),
