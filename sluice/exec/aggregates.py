@@ -17,7 +17,7 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers
-from sluice.errors import ExecutionError
+from sluice.errors import ExecutionError, UnsupportedError
 from sluice.exec.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
 from sluice.types import INT64, LType
@@ -418,8 +418,8 @@ def _wide_sum(hi, lo, t, valid) -> Column:
     """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
     values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
     if t.kind != "decimal":
-        raise ExecutionError(f"SUM of {t} values exceeds 64 bits (DuckDB's HUGEINT); "
-                             "SUM(CAST(x AS DECIMAL(38, 0))) gives the exact total")
+        raise UnsupportedError(f"SUM of {t} values exceeds 64 bits (DuckDB's HUGEINT); "
+                               "SUM(CAST(x AS DECIMAL(38, 0))) gives the exact total")
     if any(abs(v) >= 10 ** 38 for v in values):
         raise ExecutionError("SUM exceeds DECIMAL(38)")
     return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))

@@ -187,19 +187,58 @@ def _hex_beyond(strings: pa.Array, t: LType) -> pa.Array:
     return pc.and_(hexes, over)
 
 
+#: A number DuckDB reads as an integer although Arrow does not: blanks around it, a sign, a
+#: fraction or an exponent (rounded half away from zero: '0.5' is 1, '1e2' is 100).
+_DECIMAL_TEXT = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+
+
 def _strings_to_integers(arr: pa.Array, target: pa.DataType, t: LType) -> pa.Array:
-    """Strings as integers, Arrow's parse less its reading of hexadecimal beyond the range."""
-    out = arr.cast(target)
+    """Strings as integers as DuckDB reads them: Arrow's parse, less its reading of hexadecimal
+    beyond the range; failing that, numbers with a fraction or an exponent, rounded."""
+    try:
+        out = arr.cast(target)
+    except pa.ArrowInvalid:
+        fits = pc.fill_null(pc.match_substring_regex(arr, _DECIMAL_TEXT), True)
+        if not pc.all(fits).as_py():
+            raise
+        out = _rounded_integers(arr).cast(target)  # raises ArrowInvalid beyond the range
+        return out
     if pc.any(_hex_beyond(arr, t)).as_py():
         raise pa.ArrowInvalid(f"hexadecimal value out of range for {t}")
     return out
 
 
+def _rounded_integers(arr: pa.Array) -> pa.Array:
+    """Decimal-looking strings (:data:`_DECIMAL_TEXT`) as whole numbers, halves away from zero."""
+    trimmed = pc.utf8_ltrim(pc.utf8_trim_whitespace(arr), "+")
+    if pc.any(pc.match_substring_regex(trimmed, "[eE]")).as_py():
+        f = trimmed.cast(pa.float64())
+        if pc.any(pc.greater(pc.abs(f), 1e30)).as_py():
+            raise pa.ArrowInvalid("beyond any integer")
+        wide = pc.round(f, ndigits=0, round_mode="half_towards_infinity").cast(pa.decimal128(38, 0))
+        return wide
+    fixed = pc.replace_substring_regex(trimmed, r"^\.", "0.")
+    fixed = pc.replace_substring_regex(pc.replace_substring_regex(fixed, r"^-\.", "-0."), r"\.$", "")
+    wide = _strings_to_decimals(fixed, 9)
+    return pc.round(wide, ndigits=0, round_mode="half_towards_infinity").cast(pa.decimal128(38, 0))
+
+
 def _beyond_range(strings: pa.Array, t: LType) -> pa.Array:
-    """Per string: a plain whole number (``-123``) or hexadecimal outside integer type ``t``'s
-    range (for a decimal of scale s: of more than 38 - s digits, beyond any precision)."""
+    """Per string: a whole number (``-123``, ``127.5``, ``1e20``) or hexadecimal outside integer
+    type ``t``'s range (for a decimal of scale s: of more than 38 - s digits, beyond any
+    precision)."""
     if t.is_integer:
-        return pc.or_(_hex_beyond(strings, t), _beyond_plain(strings, t))
+        out = pc.or_(_hex_beyond(strings, t), _beyond_plain(strings, t))
+        decimal_like = pc.fill_null(pc.match_substring_regex(strings, _DECIMAL_TEXT), False)
+        if pc.any(decimal_like).as_py():
+            info = torch.iinfo(t.torch_dtype)
+            try:
+                v = _rounded_integers(pc.if_else(decimal_like, strings, pa.scalar("0")))
+                far = pc.or_(pc.less(v, pa.scalar(info.min).cast(v.type)), pc.greater(v, pa.scalar(info.max).cast(v.type)))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # an exponent beyond any integer
+                far = decimal_like
+            out = pc.or_(out, pc.and_(decimal_like, far))
+        return out
     return _beyond_plain(strings, t)
 
 
@@ -249,6 +288,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
             bad = entries.take(pa.array(failed, pa.int64()))
             if t.is_integer or t.kind == "decimal":  # a whole number beyond the range is NULL, as in DuckDB
                 bad = bad.filter(pc.invert(_beyond_range(bad, t)))
+            if t.is_integer or t.kind == "decimal":  # and NaN or an infinity, which no such number is
+                bad = bad.filter(pc.invert(pc.match_substring_regex(bad, r"(?i)^\s*[+-]?(nan|inf(inity)?)\s*$")))
             if t.is_timestamp:  # so is a time of an hour alone
                 bad = bad.filter(pc.invert(pc.match_substring_regex(bad, _BARE_HOUR)))
             like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else None
@@ -262,6 +303,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
         remap = torch.zeros(len(a.dictionary), dtype=torch.long, device=codes.device)
         remap[used] = torch.arange(len(used), device=codes.device)
         per, codes = part, remap[codes]
+    if t.kind == "decimal" and len(per):
+        per = _within_64_bits(per, t, lenient)
     pc_col = arrow_to_column(per, t, a.data.device)
     if pc_col.data.numel() == 0:  # no strings at all: every row is NULL
         return Column(torch.zeros(codes.shape, dtype=pc_col.data.dtype, device=codes.device), t,
@@ -334,6 +377,21 @@ def _no_bare_hour(arr: pa.Array, convert) -> pa.Array:
     return convert(arr)
 
 
+def _within_64_bits(per: pa.Array, t: LType, lenient: bool) -> pa.Array:
+    """Decimals read from strings that 64-bit decimals cannot hold: beyond a precision asked
+    for (of at most 18 digits) NULL for TRY_CAST, an error for CAST; otherwise refused, as
+    DuckDB's 38-digit decimals would hold them."""
+    lim = pa.scalar(10 ** (18 - t.scale), pa.decimal128(38, 0)).cast(per.type)
+    over = pc.fill_null(pc.greater_equal(pc.abs(per), lim), False)
+    if not pc.any(over).as_py():
+        return per
+    if 0 < t.precision <= 18:
+        if not lenient:
+            raise ExecutionError(f"a value does not fit DECIMAL({t.precision},{t.scale})")
+        return pc.if_else(over, pa.scalar(None, per.type), per)
+    raise UnsupportedError(f"a string as {t}: beyond 18 digits (sluice's decimals are 64-bit; DuckDB's reach 38)")
+
+
 def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
     """Strings as decimals of ``scale``, more digits rounded half away from zero as DuckDB
     rounds them (``'1.25'::DECIMAL(2,1)`` is 1.3; Arrow refuses to drop digits)."""
@@ -342,7 +400,21 @@ def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
         return arr.cast(target)
     except pa.ArrowInvalid as ex:
         if "Rescaling" not in str(ex):
-            raise
+            if not pc.all(pc.fill_null(pc.match_substring_regex(arr, _DECIMAL_TEXT), True)).as_py():
+                raise
+            # blanks, a sign, '.5', '12.' or an exponent, as DuckDB reads them
+            arr = pc.utf8_ltrim(pc.utf8_trim_whitespace(arr), "+")
+            arr = pc.replace_substring_regex(pc.replace_substring_regex(arr, r"^\.", "0."), r"^-\.", "-0.")
+            arr = pc.replace_substring_regex(arr, r"\.$", "")
+            if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():
+                arr = pc.cast(pc.cast(arr, pa.float64()), pa.string())
+                if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():  # still too large or small for plain digits
+                    raise
+            try:
+                return arr.cast(target)
+            except pa.ArrowInvalid as ex2:
+                if "Rescaling" not in str(ex2):
+                    raise
     digits = pc.max(pc.utf8_length(pc.extract_regex(arr, r"\.(?P<f>\d+)").field("f"))).as_py() or 0
     wide = arr.cast(pa.decimal128(38, min(38, max(digits, scale))))
     return pc.round(wide, ndigits=scale, round_mode="half_towards_infinity").cast(target)
@@ -371,9 +443,23 @@ def _strings_to_instants(arr: pa.Array) -> pa.Array:
         return arr.cast(pa.timestamp("us")).cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
+def _float32_text(v: np.float32) -> str:
+    """A REAL as DuckDB prints it: its shortest digits, laid out as Python's ``repr`` lays out
+    a double (positional from 1e-4 to 1e16: ``3000000000.0``, not numpy's ``3e+09``)."""
+    if not np.isfinite(v):
+        return str(float(v))
+    sci = np.format_float_scientific(v, unique=True, trim="-", exp_digits=2)
+    mantissa, exp = sci.split("e")
+    if -4 <= int(exp) < 16:
+        pos = np.format_float_positional(v, unique=True, trim="-")
+        return pos if "." in pos else pos + ".0"
+    return f"{mantissa}e{exp}"
+
+
 def _float_to_string(a: Column, t: LType) -> Column:
     """Floats as DuckDB prints them: the shortest repr that reads back (``1.0``, ``1e+16``),
-    which is Python's ``repr`` (numpy's for float32). Formatted once per distinct value."""
+    Python's ``repr`` (its layout with a REAL's own shortest digits). Formatted once per
+    distinct value."""
     x = np.ascontiguousarray(a.data.reshape(-1).cpu().numpy())
     bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)  # keeps -0.0 apart from 0.0
     ubits, inverse = np.unique(bits, return_inverse=True)
@@ -381,6 +467,6 @@ def _float_to_string(a: Column, t: LType) -> Column:
     if x.dtype == np.float64:
         text = pa.array([repr(v) for v in uniq.tolist()], pa.string())
     else:
-        text = pa.array([str(v) for v in uniq], pa.string())
+        text = pa.array([_float32_text(v) for v in uniq], pa.string())
     codes = host_tensor(inverse.astype(np.int32)).to(a.data.device)
     return Column(codes.reshape(a.data.shape), t, a.valid, text)

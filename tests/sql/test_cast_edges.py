@@ -29,6 +29,7 @@ def cast_dir(tmp_path_factory):
         "r": pa.array([1.45, -1.45, 2.5, 0.125, 3.0e9, None, -0.5, 99.95], pa.float32()),
         "s": pa.array(["0x80", "0x7f", "0xFF", "0x7fff", "0x10000", "12", None, "-128"]),
         "n": pa.array(["1.25", "1.249", "-1.25", "9.96", "0.05", "1.2345678901234", None, "7"]),
+        "m": pa.array(["0.5", " 12 ", "-2.5", "1e2", "127.5", ".5", "+7", "123456789012345678901"]),
         "b": pa.array([127, 128, -128, -129, 32767, 2 ** 31, None, -2 ** 40], pa.int64()),
     })
     pq.write_table(t, root / "t.parquet", row_group_size=3)
@@ -59,6 +60,9 @@ QUERIES = {
                         "sum(0.5::decimal(3,3))::varchar, min(0.5::decimal(3,3))::varchar, (0::decimal(3,3))::varchar",
     "round_scale": "select i, round(e, 1), round(e, 1)::varchar, round(e)::varchar, round(e, -1)::varchar, "
                    "round(e, 5)::varchar from t",
+    "strings_to_integers": "select i, try_cast(m as tinyint), try_cast(m as integer), try_cast(m as bigint) from t",
+    "strings_to_decimals_wide": "select i, try_cast(m as decimal(5,1)), try_cast(m as decimal(18,0)) from t",
+    "real_as_text": "select i, r::varchar, (r * 1e6::real)::varchar, (r / 1e6::real)::varchar from t",
     "try_narrow_integers": "select i, try_cast(b as tinyint), try_cast(b as smallint), try_cast(b as integer) from t",
     "try_float_to_int": "select i, try_cast(f as integer), try_cast(r as smallint), try_cast(f as bigint) from t",
 }
