@@ -273,6 +273,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     elif t.is_timestamp:
         base = convert
         convert = lambda arr: _no_bare_hour(arr, base)  # noqa: E731
+    elif t.kind == "bool":
+        convert = _strings_to_bools
     try:
         per = convert(a.dictionary)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -292,7 +294,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
                 bad = bad.filter(pc.invert(pc.match_substring_regex(bad, r"(?i)^\s*[+-]?(nan|inf(inity)?)\s*$")))
             if t.is_timestamp:  # so is a time of an hour alone
                 bad = bad.filter(pc.invert(pc.match_substring_regex(bad, _BARE_HOUR)))
-            like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else None
+            like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else \
+                r"[^\s\S]" if t.kind == "bool" else None  # (matches nothing: no other string is a boolean)
             if like is None:
                 raise UnsupportedError(f"TRY_CAST to {t}") from None
             maybe = pc.match_substring_regex(bad, like)
@@ -390,6 +393,17 @@ def _within_64_bits(per: pa.Array, t: LType, lenient: bool) -> pa.Array:
             raise ExecutionError(f"a value does not fit DECIMAL({t.precision},{t.scale})")
         return pc.if_else(over, pa.scalar(None, per.type), per)
     raise UnsupportedError(f"a string as {t}: beyond 18 digits (sluice's decimals are 64-bit; DuckDB's reach 38)")
+
+
+def _strings_to_bools(arr: pa.Array) -> pa.Array:
+    """Strings as booleans as DuckDB reads them: true / t / yes / y / 1 and false / f / no / n /
+    0, in any case; anything else raises ArrowInvalid."""
+    low = pc.utf8_lower(arr)
+    yes = pc.is_in(low, value_set=pa.array(["true", "t", "yes", "y", "1"]))
+    no = pc.is_in(low, value_set=pa.array(["false", "f", "no", "n", "0"]))
+    if not pc.all(pc.fill_null(pc.or_(yes, no), True)).as_py():
+        raise pa.ArrowInvalid("not a boolean")
+    return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), yes)
 
 
 def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:

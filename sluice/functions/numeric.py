@@ -28,23 +28,46 @@ def _numbers(args, what: str) -> list:
     return list(args)
 
 
-def _bind_rounding(args, params):
-    return _numbers(args, "FLOOR/CEIL/TRUNC"), decimal(0) if args[0].type.kind == "decimal" else FLOAT64
+def _bind_rounding(what: str):
+    def bind(args, params):
+        """DuckDB's types: a decimal of the digits kept (scale 0 for FLOOR / CEIL / TRUNC,
+        ``min(n, s)`` for TRUNC(x, n)), REAL stays REAL; integers are DOUBLE for FLOOR / CEIL
+        and keep their type for TRUNC."""
+        t = _numbers(args, what)[0].type
+        digits = params[0] if params else 0
+        if t.kind == "decimal":
+            return list(args), decimal(max(0, min(digits, t.scale)))
+        if t.kind == "float32" or (what == "TRUNC" and t.is_integer):
+            return list(args), t
+        return list(args), FLOAT64
+    return bind
 
 
-@register("floor", "ceil", "trunc", bind=_bind_rounding)
+@register("floor", "ceil", bind=_bind_rounding("FLOOR/CEIL"))
+@register("trunc", bind=_bind_rounding("TRUNC"))
 def rounding(e, args, chunk) -> Column:
-    """FLOOR / CEIL / TRUNC to a whole number."""
+    """FLOOR / CEIL / TRUNC to a whole number; TRUNC(x, n) to n digits (toward zero)."""
     a, = args
-    if a.type.kind == "decimal":
-        f = 10 ** a.type.scale
+    digits = e.params[0] if e.params else 0
+    if a.type.kind == "decimal" or a.type.is_integer:
+        scale = a.type.scale if a.type.kind == "decimal" else 0
+        if digits >= scale:
+            return Column(a.data.to(e.type.torch_dtype), e.type, a.valid)
+        f = 10 ** min(scale - digits, 18)
         mode = {"floor": "floor", "ceil": "floor", "trunc": "trunc"}[e.op]
         x = a.data.to(torch.int64)
         q = -torch.div(-x, f, rounding_mode="floor") if e.op == "ceil" else torch.div(x, f, rounding_mode=mode)
-        return Column(q, e.type, a.valid)
-    x = to_type(a, FLOAT64)
+        if e.type.kind != "decimal":  # an integer: back to its own magnitude (TRUNC(1255, -1) is 1250)
+            q = q * f
+        elif digits < 0:  # a decimal of scale 0: tens, hundreds, ... as whole numbers
+            q = q * 10 ** -digits
+        return Column(q.to(e.type.torch_dtype), e.type, a.valid)
     fn = {"floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc}[e.op]
-    return Column(fn(x), e.type, a.valid)
+    x = a.data if a.type.kind == "float32" else to_type(a, FLOAT64)
+    if digits:
+        m = 10.0 ** digits
+        return Column((fn(x.double() * m) / m).to(e.type.torch_dtype), e.type, a.valid)
+    return Column(fn(x).to(e.type.torch_dtype), e.type, a.valid)
 
 
 def _bind_double(args, params):

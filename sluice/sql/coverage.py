@@ -284,7 +284,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Abs: _UNARY,
     exp.Floor: {"this": READ, "decimals": refuse("FLOOR to a number of digits"), "to": refuse("FLOOR to a unit")},
     exp.Ceil: {"this": READ, "decimals": refuse("CEIL to a number of digits"), "to": refuse("CEIL to a unit")},
-    exp.Trunc: {"this": READ, "decimals": refuse("TRUNC to a number of digits"), "fractions_supported": SAME},
+    exp.Trunc: {"this": READ, "decimals": READ, "fractions_supported": SAME},
     exp.Sqrt: _UNARY,
     exp.Cbrt: _UNARY,
     exp.Ln: _UNARY,

@@ -32,7 +32,7 @@ _DATE_PARTS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "
                exp.Quarter: "quarter", exp.Week: "week", exp.DayOfWeekIso: "isodow", exp.DayOfMonth: "day"}
 #: Functions of one argument that are one plan function of the same name.
 _UNARY_FUNCS = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length", exp.Abs: "abs",
-                exp.Floor: "floor", exp.Ceil: "ceil", exp.Trunc: "trunc", exp.Sqrt: "sqrt", exp.Cbrt: "cbrt",
+                exp.Floor: "floor", exp.Ceil: "ceil", exp.Sqrt: "sqrt", exp.Cbrt: "cbrt",
                 exp.Ln: "ln", exp.Exp: "exp", exp.Sign: "sign", exp.IsNan: "isnan", exp.IsInf: "isinf",
                 exp.LastDay: "last_day", exp.Dayname: "dayname", exp.Monthname: "monthname"}
 
@@ -588,6 +588,15 @@ class Expressions:
         if op is None:
             raise UnsupportedError(f"TRIM({pos} ...)")
         return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
+
+    @handles(exp.Trunc)
+    def _x_trunc(self, n, ctx):
+        """TRUNC(x) and TRUNC(x, n): toward zero, to n digits after the point (n < 0: before)."""
+        d = n.args.get("decimals")
+        digits = self.expr(d, ctx) if d is not None else Lit(0, INT32)
+        if not _int_lit(digits) or digits.value is None:
+            raise UnsupportedError("TRUNC with a non-constant or non-integer number of digits")
+        return E.make_func("trunc", [self.expr(n.this, ctx)], (int(digits.value),) if d is not None else ())
 
     @handles(exp.Round)
     def _x_round(self, n, ctx):

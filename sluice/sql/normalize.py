@@ -3,7 +3,8 @@ translator reads (so the translator has one rule per construct, not one per spel
 
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
-- COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), and FILTER in a window aggregate (:func:`_respelled`).
+- COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression) and
+  FILTER in a window aggregate (:func:`_respelled`).
 - ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
   over scalar aggregate subqueries (:func:`_quantified`).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
@@ -70,6 +71,11 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
         return exp.Min(this=n.expressions[0].copy())
     if isinstance(n, exp.Anonymous) and not n.expressions and str(n.this).lower() in ("now", "get_current_timestamp"):
         return exp.CurrentTimestamp()
+    if isinstance(n, exp.Anonymous) and len(n.expressions) == 2 and str(n.this).lower() in ("prefix", "suffix"):
+        cls = exp.StartsWith if str(n.this).lower() == "prefix" else exp.EndsWith
+        return cls(this=n.expressions[0].copy(), expression=n.expressions[1].copy())
+    if isinstance(n, exp.Glob) and isinstance(n.expression, exp.Literal) and n.expression.is_string:
+        return exp.RegexpLike(this=n.this.copy(), expression=exp.Literal.string(_glob_regex(n.expression.this)))
     if isinstance(n, exp.Window) and isinstance(n.this, exp.Filter) \
             and isinstance(n.this.this, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)):
         agg, cond = n.this.this, n.this.expression.this
@@ -137,6 +143,30 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
             [(none, True), (exp.Not(this=exp.Paren(this=holds)), False), (unknown, None)]
     lit = {True: exp.true(), False: exp.false(), None: exp.Null()}
     return exp.Paren(this=exp.Case(ifs=[exp.If(this=c, true=lit[v]) for c, v in ifs], default=lit[not is_any]))
+
+
+def _glob_regex(pattern: str) -> str:
+    """A GLOB pattern as an RE2 regular expression over the whole string: ``*`` any text,
+    ``?`` one character, ``[...]`` / ``[!...]`` a class, everything else itself."""
+    import re
+    out, i = ["(?s)^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and "]" in pattern[i + 2:] + pattern[i + 1:i + 2]:
+            j = pattern.index("]", i + 2 if pattern[i + 1:i + 2] in ("]", "!") else i + 1)
+            body = pattern[i + 1:j]
+            neg = body.startswith("!")
+            body = body[1:] if neg else body
+            out.append("[" + ("^" if neg else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
+            i = j
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out) + "$"
 
 
 def _is_date_part(n: exp.Expression) -> bool:
