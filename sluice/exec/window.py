@@ -185,7 +185,27 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         return Column(m, t, None if bool(has.all()) else has, x.dictionary)
     if f in ("quantile_cont", "quantile_disc"):
         return _quantile(f, float(call.params[0]), x, count, part, has, t, n)
+    if f == "mode":
+        return _mode(x, idx, part, peers, t, n)
     raise AssertionError(f"window function {f}")
+
+
+def _mode(x: Column, idx, part: K.Segments, peers: K.Segments, t, n: int) -> Column:
+    """MODE of each partition, sorted by x with NULLs last: the first of its longest runs of
+    peers (equal values), so the least value among those tied; NULL without any value."""
+    dev = idx.device
+    valid = torch.ones(n, dtype=torch.bool, device=dev) if x.valid is None else x.valid.expand(n)
+    run = torch.where(valid, peers.last - peers.first + 1, torch.zeros_like(idx))
+    nparts = int(part.ident.max()) + 1 if n else 0
+    longest = torch.zeros(nparts, dtype=run.dtype, device=dev).scatter_reduce(0, part.ident, run, "amax")
+    best = (run == longest[part.ident]) & valid
+    first = torch.full((nparts,), n, dtype=idx.dtype, device=dev).scatter_reduce(
+        0, part.ident, torch.where(best, idx, torch.full_like(idx, n)), "amin")
+    pick = first[part.ident]
+    got = x.take(pick.clamp(0, max(n - 1, 0)))
+    has = pick < n
+    v = has if got.valid is None else (got.valid & has)
+    return Column(got.data, t, None if bool(v.all()) else v, got.dictionary)
 
 
 def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: int) -> Column:

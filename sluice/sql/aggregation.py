@@ -367,6 +367,8 @@ class Aggregation:
           key; the first row's value.
         - STRING_AGG / LISTAGG / GROUP_CONCAT: rows in the ORDER BY given (else as they come),
           the non-NULL values joined by the separator (DISTINCT: each value once).
+        - FIRST / LAST (x ORDER BY k): the first row's value in that order (LAST: reversed).
+        - MODE: rows sorted by the value; the longest run of equal values.
         """
         name = node.sql(dialect="duckdb")
         what = name.split("(")[0].upper()
@@ -393,6 +395,28 @@ class Aggregation:
             return plan, AggCall("min", Col(wname, call.type))
         if isinstance(node, exp.GroupConcat):
             return self._string_agg(plan, node, part, wname, ctx)
+        if isinstance(node, (exp.First, exp.Last)):
+            # FIRST / LAST (x ORDER BY k): the value (NULL too) of the group's first / last row
+            # by k; without an ORDER BY the first row is whichever arrives first: refused.
+            if not isinstance(node.this, exp.Order) or node.this.this is None:
+                raise UnsupportedError(f"{what} without ORDER BY (the first row depends on the order rows "
+                                       "arrive; FIRST(x ORDER BY k) or ARG_MIN(x, k) are defined)")
+            value = self.expr(node.this.this, ctx)
+            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in node.this.expressions)
+            if isinstance(node, exp.Last):
+                order = tuple(SortKey(k.expr, not k.ascending, not k.nulls_first) for k in order)
+            call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
+            plan = Window(plan, part, order, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if isinstance(node, exp.Mode):
+            # MODE: the most frequent non-NULL value (the least of those tied), from the
+            # partition sorted by the value: its longest run of peers.
+            if isinstance(node.this, exp.Distinct):
+                raise UnsupportedError("DISTINCT in MODE")
+            e = self.expr(node.this, ctx)
+            call = WindowCall("mode", (e,))
+            plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
         distinct_arg = node.this.this if isinstance(node, exp.WithinGroup) else node.this
         if isinstance(distinct_arg, exp.Distinct):
             raise UnsupportedError(f"DISTINCT in {what}")

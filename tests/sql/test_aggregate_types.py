@@ -84,3 +84,17 @@ def test_decimal_quantiles_truncate_toward_zero(vals, num_dir, num_duck, connect
     rows = ", ".join(f"({v}::decimal(4,2))" for v in vals)
     sql = f"select median(x), quantile_cont(x, 0.25), quantile_cont(x, 0.1) from (values {rows}) t(x)"
     compare(connect(num_dir).sql(sql).to_arrow(), num_duck.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql", [
+    "select g, mode(x), mode(s), mode(d) from (values (1, 2, 'b', 1.5), (1, 2, 'a', 1.5), (1, 3, 'b', 2.0), "
+    "(2, null, null, null), (2, 7, 'z', 0.25), (2, 7, 'z', 0.25), (2, null, null, null), (2, null, null, null), "
+    "(3, null, null, null)) v(g, x, s, d) group by g",
+    "select mode(x) from (values (5), (5), (1), (null)) v(x)",
+    "select g, first(x order by y), last(x order by y), first(s order by y desc nulls first) from (values "
+    "(1, 10, 3, 'p'), (1, null, 1, 'q'), (1, 30, 2, null), (2, 4, null, 'r'), (2, 5, 9, 's')) v(g, x, y, s) group by g",
+])
+def test_mode_first_last(sql, num_dir, num_duck, connect, edge_settings):
+    """MODE (the most frequent non-NULL value; data without ties, where DuckDB takes the first
+    seen) and FIRST / LAST with ORDER BY (a NULL value counts), against DuckDB."""
+    compare(connect(num_dir, **edge_settings).sql(sql).to_arrow(), num_duck.sql(sql).to_arrow_table())
