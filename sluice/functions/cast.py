@@ -212,11 +212,7 @@ def _rounded_integers(arr: pa.Array) -> pa.Array:
     """Decimal-looking strings (:data:`_DECIMAL_TEXT`) as whole numbers, halves away from zero."""
     trimmed = pc.utf8_ltrim(pc.utf8_trim_whitespace(arr), "+")
     if pc.any(pc.match_substring_regex(trimmed, "[eE]")).as_py():
-        f = trimmed.cast(pa.float64())
-        if pc.any(pc.greater(pc.abs(f), 1e30)).as_py():
-            raise pa.ArrowInvalid("beyond any integer")
-        wide = pc.round(f, ndigits=0, round_mode="half_towards_infinity").cast(pa.decimal128(38, 0))
-        return wide
+        trimmed = _exponents_written_out(trimmed, 0)
     fixed = pc.replace_substring_regex(trimmed, r"^\.", "0.")
     fixed = pc.replace_substring_regex(pc.replace_substring_regex(fixed, r"^-\.", "-0."), r"\.$", "")
     wide = _strings_to_decimals(fixed, 9)
@@ -395,6 +391,23 @@ def _within_64_bits(per: pa.Array, t: LType, lenient: bool) -> pa.Array:
     raise UnsupportedError(f"a string as {t}: beyond 18 digits (sluice's decimals are 64-bit; DuckDB's reach 38)")
 
 
+def _exponents_written_out(arr: pa.Array, scale: int) -> pa.Array:
+    """Numbers with an exponent (``-0.0000922e50``) as plain digits, exactly -- a double would
+    round a 19-digit mantissa -- rounded half away from zero to ``scale`` digits. Only the
+    distinct strings that have an exponent are worked on, with Python's exact decimals."""
+    import decimal
+    has = pc.fill_null(pc.match_substring_regex(arr, "[eE]"), False)
+    out = []
+    for v in arr.filter(has).to_pylist():
+        d = decimal.Decimal(v)
+        if d.adjusted() > 38:
+            raise pa.ArrowInvalid(f"{v} is beyond 38 digits")
+        q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP,
+                       context=decimal.Context(prec=80))
+        out.append(format(q, "f"))
+    return pc.replace_with_mask(arr, has, pa.array(out, pa.string()))
+
+
 def _strings_to_bools(arr: pa.Array) -> pa.Array:
     """Strings as booleans as DuckDB reads them: true / t / yes / y / 1 and false / f / no / n /
     0, in any case; anything else raises ArrowInvalid."""
@@ -421,9 +434,7 @@ def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
             arr = pc.replace_substring_regex(pc.replace_substring_regex(arr, r"^\.", "0."), r"^-\.", "-0.")
             arr = pc.replace_substring_regex(arr, r"\.$", "")
             if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():
-                arr = pc.cast(pc.cast(arr, pa.float64()), pa.string())
-                if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():  # still too large or small for plain digits
-                    raise
+                arr = _exponents_written_out(arr, scale)
             try:
                 return arr.cast(target)
             except pa.ArrowInvalid as ex2:

@@ -147,11 +147,15 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
 
 def _glob_regex(pattern: str) -> str:
     """A GLOB pattern as an RE2 regular expression over the whole string: ``*`` any text,
-    ``?`` one character, ``[...]`` / ``[!...]`` a class, everything else itself."""
+    ``?`` one character, ``[...]`` / ``[!...]`` a class, ``\\x`` and everything else itself."""
     import re
     out, i = ["(?s)^"], 0
     while i < len(pattern):
         ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):  # an escaped character is itself
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
         if ch == "*":
             out.append(".*")
         elif ch == "?":

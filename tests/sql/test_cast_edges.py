@@ -97,3 +97,13 @@ def test_casts_duckdb_refuses_raise(sql, cast_dir, cast_duck, connect):
         cast_duck.sql(sql).fetchall()
     with pytest.raises(sluice.errors.ExecutionError):
         connect(cast_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    "select '-0.00000000000000000000000000000009223372036854775807e50'::bigint",  # a double rounded it to INT64_MIN
+    "select '9.223372036854775807e18'::bigint, '1.5e1'::int, try_cast('1e40' as bigint), try_cast('1e-3' as integer)",
+    "select '1.25e1'::decimal(5,1), '-1.23456789012345678e5'::decimal(18,6)",
+    "select '*' glob '\\*', '\\' glob '\\\\', 'xx*' glob '*\\*', 'xxa' glob '*\\*'",
+])
+def test_exact_exponents_and_escapes(sql, cast_dir, cast_duck, connect):
+    compare(connect(cast_dir).sql(sql).to_arrow(), cast_duck.sql(sql).to_arrow_table())
