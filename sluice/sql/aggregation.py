@@ -18,9 +18,9 @@ from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Join, PlanNode, Project, Window, WindowCall,
                                  WINDOW_AGGREGATES, MOMENTS,
                                  Shared, SortKey, Union)
-from sluice.types import INT64, STRING
+from sluice.types import FLOAT64, INT64, STRING
 from sluice.sql.scope import Ctx
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, _NUMERIC_AGGS, WINDOW_FUNCS, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_mad, _NUMERIC_AGGS, WINDOW_FUNCS, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -166,7 +166,7 @@ class Aggregation:
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}
         for node in agg_nodes:
-            if isinstance(node, HOLISTIC) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
+            if isinstance(node, HOLISTIC) or is_mad(node) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
             else:
                 call = self._agg_call(node, ctx)
@@ -408,6 +408,21 @@ class Aggregation:
             call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
             plan = Window(plan, part, order, ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
+        if is_mad(node):
+            # MAD: the median of the distances from the median (decimals in their own type,
+            # other numbers as DOUBLE, as DuckDB)
+            e = self.expr(node.expressions[0], ctx)
+            if not e.type.is_numeric:
+                raise UnsupportedError(f"MAD of {e.type}")
+            m1, dev = self.fresh("median"), self.fresh("deviation")
+            c1 = WindowCall("quantile_cont", (e,), (0.5,))
+            plan = Window(plan, part, (SortKey(e, True, False),), ((m1, c1),))
+            x = e if e.type.kind == "decimal" else E.make_func("cast", [e], (FLOAT64,))
+            d = E.make_func("abs", [E.make_arith("-", x, Col(m1, c1.type))])
+            plan = Project(plan, tuple((k, Col(k, t)) for k, t in plan.schema.items()) + ((dev, d),))
+            c2 = WindowCall("quantile_cont", (Col(dev, d.type),), (0.5,))
+            plan = Window(plan, part, (SortKey(Col(dev, d.type), True, False),), ((wname, c2),))
+            return plan, AggCall("min", Col(wname, c2.type))
         if isinstance(node, exp.Mode):
             # MODE: the most frequent non-NULL value (the least of those tied), from the
             # partition sorted by the value: its longest run of peers.

@@ -97,9 +97,14 @@ def _outer_aggs(node: exp.Expression) -> list[exp.Expression]:
     return _outer_nodes(node, _is_aggregate, window_args=True)
 
 
+def is_mad(n: exp.Expression) -> bool:
+    """MAD(x), which sqlglot parses as an unknown function: a holistic aggregate here."""
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() == "mad" and len(n.expressions) == 1
+
+
 def _is_aggregate(n: exp.Expression) -> bool:
     kinds = tuple(AGG_FUNCS) + HOLISTIC
-    return isinstance(n, kinds) or (isinstance(n, exp.Filter) and isinstance(n.this, kinds))
+    return isinstance(n, kinds) or is_mad(n) or (isinstance(n, exp.Filter) and (isinstance(n.this, kinds) or is_mad(n.this)))
 
 
 def _set_members(group: exp.Group) -> list[exp.Expression]:

@@ -47,7 +47,7 @@ def num_duck(num_dir):
 AGGREGATES = ["sum({})", "avg({})", "min({})", "max({})", "count({})", "stddev_samp({})", "stddev_pop({})",
               "var_samp({})", "var_pop({})", "median({})", "quantile_cont({}, 0.25)", "quantile_disc({}, 0.5)",
               "sum(distinct {})", "avg(distinct {})", "count(distinct {})", "arg_min({0}, o)", "arg_max(o, {0})",
-              "sum({0}) filter (where {0} > 2)", "min({0}) filter (where {0} < 5)"]
+              "sum({0}) filter (where {0} > 2)", "min({0}) filter (where {0} < 5)", "mad({})"]
 WINDOWS = ["sum({0}) over (partition by g)", "sum({0}) over (order by o rows between 1 preceding and current row)",
            "avg({0}) over (order by o)", "min({0}) over (partition by g order by o)", "max({0}) over ()"]
 
