@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor
@@ -15,7 +16,7 @@ from sluice.exec.kernels import dates
 from sluice.functions import register
 from sluice.functions.common import and_valid
 from sluice.exec.checks import fail_if
-from sluice.types import DATE, DAY_US, FLOAT64, INT64, STRING, split_interval
+from sluice.types import LType, DATE, DAY_US, FLOAT64, INT64, STRING, split_interval
 
 #: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
 UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
@@ -198,6 +199,41 @@ def strftime(e, args, chunk) -> Column:
     text = format_times(us, parse_format(e.params[0]), a.type.kind == "timestamptz")
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, e.type, a.valid, text)
+
+
+def _bind_strptime(args, params):
+    from sluice.functions.time_format import strptime_format
+    if args[0].type.kind != "string":
+        raise PlanError(f"STRPTIME needs a string, got {args[0].type}")
+    strptime_format(params[0])  # an unknown or unsupported specifier fails here
+    return list(args), LType("timestamp")
+
+
+@register("strptime", bind=_bind_strptime)
+def strptime(e, args, chunk) -> Column:
+    """STRPTIME(text, format) / TRY_STRPTIME (``params[1]``: NULL where a string does not
+    match): each dictionary entry parsed once by Arrow, gathered by code."""
+    from sluice.errors import ExecutionError
+    from sluice.functions.time_format import strptime_format
+    a, = args
+    d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
+    codes = a.data.long()
+    used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
+    entries = d.take(pa.array(used.cpu().numpy(), pa.int64()))
+    parsed = pc.strptime(entries, format=strptime_format(e.params[0]), unit="us", error_is_null=True)
+    failed = pc.and_(pc.is_valid(entries), pc.is_null(parsed))
+    if not e.params[1] and pc.any(failed).as_py():
+        bad = entries.filter(failed)[0].as_py()
+        raise ExecutionError(f"STRPTIME: {bad!r} does not match the format {e.params[0]!r}")
+    values = host_tensor(pc.fill_null(parsed.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)).to(codes.device)
+    ok = host_tensor(pc.is_valid(parsed).to_numpy(zero_copy_only=False)).to(codes.device)
+    remap = torch.zeros(max(len(d), 1), dtype=torch.long, device=codes.device)
+    remap[used] = torch.arange(len(used), device=codes.device)
+    pos = remap[codes]
+    if len(used) == 0:
+        return Column(torch.zeros(codes.shape, dtype=torch.int64, device=codes.device), e.type,
+                      torch.zeros(codes.shape, dtype=torch.bool, device=codes.device))
+    return Column(values[pos], e.type, and_valid(a.valid, ok[pos]))
 
 
 @register("add_months", bind=_temporal("date + INTERVAL MONTH", lambda args, params: args[0].type))

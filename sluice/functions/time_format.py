@@ -164,3 +164,24 @@ def timestamp_text(us: np.ndarray, with_zone: bool) -> pa.Array:
     frac = pc.if_else(pa.array(tod % 1_000_000 == 0), pa.scalar(""), frac)
     out = pc.binary_join_element_wise(text, pa.scalar(" "), clock, frac, "")
     return pc.binary_join_element_wise(out, pa.scalar("+00"), "") if with_zone else out
+
+
+#: DuckDB's specifiers that Arrow's strptime reads alike (the unpadded forms read 1 or 2 digits).
+_PARSE = {"%Y": "%Y", "%m": "%m", "%-m": "%m", "%d": "%d", "%-d": "%d", "%H": "%H", "%-H": "%H", "%M": "%M",
+          "%-M": "%M", "%S": "%S", "%-S": "%S", "%y": "%y", "%-y": "%y", "%b": "%b", "%h": "%b", "%B": "%B",
+          "%a": "%a", "%A": "%A", "%j": "%j", "%-j": "%j", "%p": "%p", "%I": "%I", "%-I": "%I"}
+
+
+def strptime_format(fmt: str) -> str:
+    """A DuckDB STRPTIME format as Arrow's strptime reads it; a specifier it would read
+    otherwise (fractions, week numbers, zones) raises UnsupportedError naming it."""
+    from sluice.errors import UnsupportedError
+    out = []
+    for p in parse_format(fmt):
+        if p.startswith("%") and len(p) > 1:
+            if p not in _PARSE:
+                raise UnsupportedError(f"STRPTIME with {p}")
+            out.append(_PARSE[p])
+        else:
+            out.append(p.replace("%", "%%"))
+    return "".join(out)

@@ -589,6 +589,15 @@ class Expressions:
             raise UnsupportedError(f"TRIM({pos} ...)")
         return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
 
+    @handles(exp.StrToTime)
+    def _x_strptime(self, n, ctx):
+        """STRPTIME(text, format): a TIMESTAMP (formats of DuckDB's specifiers; a list of
+        formats, zones and fractions are refused)."""
+        fmt = n.args.get("format")
+        if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+            raise UnsupportedError("STRPTIME with a format that is not one string constant")
+        return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
+
     @handles(exp.Trunc)
     def _x_trunc(self, n, ctx):
         """TRUNC(x) and TRUNC(x, n): toward zero, to n digits after the point (n < 0: before)."""

@@ -3,7 +3,8 @@ translator reads (so the translator has one rule per construct, not one per spel
 
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
-- COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression) and
+- COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression),
+  TRY_STRPTIME (STRPTIME, safe) and
   FILTER in a window aggregate (:func:`_respelled`).
 - ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
   over scalar aggregate subqueries (:func:`_quantified`).
@@ -74,6 +75,8 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
     if isinstance(n, exp.Anonymous) and len(n.expressions) == 2 and str(n.this).lower() in ("prefix", "suffix"):
         cls = exp.StartsWith if str(n.this).lower() == "prefix" else exp.EndsWith
         return cls(this=n.expressions[0].copy(), expression=n.expressions[1].copy())
+    if isinstance(n, exp.Anonymous) and len(n.expressions) == 2 and str(n.this).lower() == "try_strptime":
+        return exp.StrToTime(this=n.expressions[0].copy(), format=n.expressions[1].copy(), safe=exp.true())
     if isinstance(n, exp.Glob) and isinstance(n.expression, exp.Literal) and n.expression.is_string:
         return exp.RegexpLike(this=n.this.copy(), expression=exp.Literal.string(_glob_regex(n.expression.this)))
     if isinstance(n, exp.Window) and isinstance(n.this, exp.Filter) \

@@ -60,3 +60,23 @@ def test_unknown_specifier_is_an_error(fmt, fmt_dir, fmt_duck, connect):
         fmt_duck.sql(sql).fetchall()
     with pytest.raises(sluice.errors.PlanError, match="STRFTIME format"):
         connect(fmt_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    "select strptime('2020-01-05', '%Y-%m-%d'), strptime('5/1/2020 3:04 PM', '%d/%m/%Y %I:%M %p')",
+    "select strptime('2020-1-5', '%Y-%m-%d'), strptime('Jan 05 2020', '%b %d %Y'), strptime('day 366 of 2020', 'day %j of %Y')",
+    "select strptime('20-12-31 23:59:58', '%y-%m-%d %H:%M:%S'), strptime('12/31/68', '%m/%d/%y'), strptime('12/31/69', '%m/%d/%y')",
+    "select i, try_strptime(strftime(d, '%d.%m.%Y'), '%d.%m.%Y'), try_strptime(strftime(ts, '%Y%m%d %H%M'), '%Y%m%d %H%M') from t",
+    "select try_strptime(x, '%Y%m%d') from (values ('20200105'), ('2020010'), (null), ('20201301')) v(x)",
+])
+def test_strptime(sql, fmt_dir, fmt_duck, connect, edge_settings):
+    compare(connect(fmt_dir, **edge_settings).sql(sql).to_arrow(), fmt_duck.sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql, error", [
+    ("select strptime('2020-01-05 10', '%Y-%m-%d')", sluice.errors.ExecutionError),
+    ("select strptime('2020-01-05 10:00:00.5', '%Y-%m-%d %H:%M:%S.%f')", sluice.errors.UnsupportedError),
+])
+def test_strptime_errors(sql, error, fmt_dir, connect):
+    with pytest.raises(error):
+        connect(fmt_dir).sql(sql).to_arrow()
