@@ -30,8 +30,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
-from sluice.testing.oracle import compare  # noqa: E402
-import duckdb  # noqa: E402
+from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
 
 R = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 300
@@ -310,12 +309,7 @@ def query():
 CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mode": "staging", "chunk_rows": 5}, {"scan_mode": "pushdown"},
        {"host_memory_limit": 4 << 20, "chunk_rows": 3}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **c) for c in CFG]
-# DuckDB over tables loaded into memory: reading Parquet it prunes float row groups by a max
-# that leaves NaN out, and drops NaN rows (tests/sql/test_float_order.py pins that).
-duck = duckdb.connect()
-duck.execute("SET TimeZone = 'UTC'")
-for p in sorted(root.glob("*.parquet")):
-    duck.execute(f"create table {p.stem} as select * from read_parquet('{p}')")
+duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 fails = 0
 internal = 0
 dskip = 0

@@ -45,7 +45,7 @@ def _check_regex(what: str, pattern: str, replacement: str | None = None, *_) ->
         raise PlanError(f"{what.upper()}: invalid regular expression {pattern!r}: "
                         f"{str(e).split(':', 1)[-1].strip()}") from None
     if what == "regexp_replace" and isinstance(replacement, str):
-        groups = _group_count(pattern)
+        groups = _named_groups(pattern)[1]
         i = 0
         while i < len(replacement):
             if replacement[i] == "\\":
@@ -58,27 +58,6 @@ def _check_regex(what: str, pattern: str, replacement: str | None = None, *_) ->
                 i += 2
             else:
                 i += 1
-
-
-def _group_count(pattern: str) -> int:
-    """Capturing groups of an RE2 pattern: an ``(`` not escaped, not in a class, not ``(?``
-    unless ``(?P<``."""
-    n, i, in_class = 0, 0, False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":
-                i += 1
-        elif ch == "(" and (pattern[i + 1:i + 2] != "?" or pattern[i + 1:i + 4] == "?P<"):
-            n += 1
-        i += 1
-    return n
 
 
 def _map_dictionary(a: Column, fn) -> Column:

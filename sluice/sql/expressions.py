@@ -598,22 +598,25 @@ class Expressions:
             raise UnsupportedError("STRPTIME with a format that is not one string constant")
         return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
 
+    def _digits(self, n, ctx, what: str) -> int | None:
+        """The constant number of digits of ROUND / TRUNC (None when not given)."""
+        d = n.args.get("decimals")
+        if d is None:
+            return None
+        digits = self.expr(d, ctx)
+        if not _int_lit(digits) or digits.value is None:
+            raise UnsupportedError(f"{what} with a non-constant or non-integer number of digits")
+        return int(digits.value)
+
     @handles(exp.Trunc)
     def _x_trunc(self, n, ctx):
         """TRUNC(x) and TRUNC(x, n): toward zero, to n digits after the point (n < 0: before)."""
-        d = n.args.get("decimals")
-        digits = self.expr(d, ctx) if d is not None else Lit(0, INT32)
-        if not _int_lit(digits) or digits.value is None:
-            raise UnsupportedError("TRUNC with a non-constant or non-integer number of digits")
-        return E.make_func("trunc", [self.expr(n.this, ctx)], (int(digits.value),) if d is not None else ())
+        digits = self._digits(n, ctx, "TRUNC")
+        return E.make_func("trunc", [self.expr(n.this, ctx)], (digits,) if digits is not None else ())
 
     @handles(exp.Round)
     def _x_round(self, n, ctx):
-        d = n.args.get("decimals")
-        digits = self.expr(d, ctx) if d is not None else Lit(0, INT32)
-        if not _int_lit(digits) or digits.value is None:
-            raise UnsupportedError("ROUND with a non-constant or non-integer number of digits")
-        return E.make_func("round", [self.expr(n.this, ctx)], (int(digits.value),))
+        return E.make_func("round", [self.expr(n.this, ctx)], (self._digits(n, ctx, "ROUND") or 0,))
 
     @handles(exp.Subquery)
     def _x_subquery(self, n, ctx):

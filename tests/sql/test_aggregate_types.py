@@ -4,12 +4,11 @@ windows. SUM of a REAL column once answered 0.0 (its float64 sum was labelled fl
 
 import decimal
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 D = decimal.Decimal
 VALUES = [1, 2, None, 3, 100, -7, 5, None, 8, 9, 0, 3]
@@ -39,9 +38,7 @@ def num_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def num_duck(num_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{num_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(num_dir)
 
 
 AGGREGATES = ["sum({})", "avg({})", "min({})", "max({})", "count({})", "stddev_samp({})", "stddev_pop({})",

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 D = decimal.Decimal
 
@@ -38,9 +38,7 @@ def cast_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cast_duck(cast_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{cast_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(cast_dir)
 
 
 QUERIES = {

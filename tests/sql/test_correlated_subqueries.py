@@ -4,13 +4,12 @@ EXISTS / IN over such aggregates (they always have one row), non-equality correl
 references in the select list and in HAVING, two levels down, LIMIT per outer row; NULL outer
 values; several rows for one outer row are an error, as in DuckDB."""
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import sluice
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +27,7 @@ def cs_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cs_duck(cs_dir):
-    con = duckdb.connect()
-    for n in ("t", "u", "e"):
-        con.execute(f"create table {n} as select * from read_parquet('{cs_dir / n}.parquet')")
-    return con
+    return duckdb_tables(cs_dir)
 
 
 QUERIES = {

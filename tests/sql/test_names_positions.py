@@ -4,13 +4,12 @@ collapsed into one), a function's unit argument is a constant (``date_trunc(s, d
 column ``s`` once read the column's name as the unit), positions outside the select list are
 errors (an ORDER BY position past a UNION's columns was an IndexError)."""
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import sluice
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +25,7 @@ def names_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def names_duck(names_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{names_dir / 't.parquet'}')")
-    con.execute(f"create table m as select * from read_parquet('{names_dir / 'm.parquet'}')")
-    return con
+    return duckdb_tables(names_dir)
 
 
 QUERIES = {

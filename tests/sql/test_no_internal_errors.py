@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sluice.errors import InternalError, SluiceError
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +21,7 @@ def ie_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ie_duck(ie_dir):
-    con = duckdb.connect()
-    for n in ("t", "e", "e8"):
-        con.execute(f"create table {n} as select * from read_parquet('{ie_dir / n}.parquet')")
-    return con
+    return duckdb_tables(ie_dir)
 
 
 ANSWERS = [

@@ -3,12 +3,11 @@ half: ``round(0.075, 2)`` is 0.07), digits beyond a double's range, REAL inputs.
 
 import random
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +31,7 @@ def rnd_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rnd_duck(rnd_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{rnd_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(rnd_dir)
 
 
 @pytest.mark.parametrize("digits", [-1000, -3, -1, 0, 1, 2, 3, 5, 10, 20, 25, 400])

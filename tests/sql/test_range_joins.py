@@ -13,12 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 MEASURE = Path(__file__).parents[1] / "spill" / "measure_rss.py"
 NAN = float("nan")
@@ -48,10 +47,7 @@ def ineq_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ineq_duck(ineq_dir):
-    con = duckdb.connect()
-    for n in ("a", "b", "e"):
-        con.execute(f"create table {n} as select * from read_parquet('{ineq_dir / n}.parquet')")
-    return con
+    return duckdb_tables(ineq_dir)
 
 
 QUERIES = {

@@ -12,7 +12,7 @@ import pytest
 
 import sluice
 from sluice.functions.time_format import _PLAIN, _UNPADDED, _COMPOSITE
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 SPECIFIERS = sorted(["%" + c for c in _PLAIN | set(_COMPOSITE)] + ["%-" + c for c in _UNPADDED] + ["%%"])
 
@@ -35,10 +35,7 @@ def fmt_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fmt_duck(fmt_dir):
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"create table t as select * from read_parquet('{fmt_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(fmt_dir)
 
 
 @pytest.mark.parametrize("spec", SPECIFIERS)

@@ -7,12 +7,11 @@ fraction)."""
 import datetime as dt
 import decimal
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 D = decimal.Decimal
 
@@ -40,9 +39,7 @@ def mix_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mix_duck(mix_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{mix_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(mix_dir)
 
 
 QUERIES = {

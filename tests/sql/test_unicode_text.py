@@ -3,12 +3,11 @@
 reversed code points), and LENGTH, SUBSTRING, LEFT / RIGHT, UPPER / LOWER, STRPOS, LIKE,
 LPAD and comparisons count and compare as DuckDB does."""
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_tables
 
 TEXTS = ["S\u0308a\ufe0d", "abc", "\U0001F468\u200D\U0001F469\u200D\U0001F467x", "\U0001F1FA\U0001F1F8\U0001F1EB\U0001F1F7",
          "a\r\nb", "\U0001F44D\U0001F3FDz", "\u1100\u1161\u11A8q", "\u00fcber", "Stra\u00dfe", "", None,
@@ -25,9 +24,7 @@ def text_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def text_duck(text_dir):
-    con = duckdb.connect()
-    con.execute(f"create table t as select * from read_parquet('{text_dir / 't.parquet'}')")
-    return con
+    return duckdb_tables(text_dir)
 
 
 QUERIES = {
