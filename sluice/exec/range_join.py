@@ -45,7 +45,10 @@ class RangeCondition:
 def _comparable(a: LType, b: LType) -> LType | None:
     """The type both sides are ordered in, or None where the range path does not apply."""
     if (a.is_numeric or a.kind == "bool") and (b.is_numeric or b.kind == "bool"):
-        return common_numeric(a, b)
+        t = common_numeric(a, b)
+        if t.kind == "decimal" and not (a.kind == b.kind == "decimal" and a.scale == b.scale):
+            return None  # scaling one side could leave 64 bits; the comparison itself is exact
+        return t
     if a.kind == b.kind and a.kind in ("date", "timestamp", "timestamptz"):
         return a
     return None

@@ -230,7 +230,9 @@ def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
     up = (frac > 0.5) | ((frac == 0.5) & ~(torch.sign(err) * torch.sign(y) < 0))
     r = t + torch.sign(y) * up.double()
     r = r / m if digits >= 0 else r * m
-    out = torch.where(torch.isfinite(r) | ~torch.isfinite(v), r, v if digits >= 0 else torch.zeros_like(v))
+    # not finite: x itself, or for negative digits 0 where it is NaN (42 / 10^1000 * 10^1000)
+    out = torch.where(torch.isfinite(r) | ~torch.isfinite(v), r,
+                      v if digits >= 0 else torch.where(torch.isnan(r), torch.zeros_like(v), v))
     return torch.where(torch.isfinite(v), out, v).to(x.dtype)
 
 

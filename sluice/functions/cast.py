@@ -215,8 +215,7 @@ def _rounded_integers(arr: pa.Array) -> pa.Array:
         trimmed = _exponents_written_out(trimmed, 0)
     fixed = pc.replace_substring_regex(trimmed, r"^\.", "0.")
     fixed = pc.replace_substring_regex(pc.replace_substring_regex(fixed, r"^-\.", "-0."), r"\.$", "")
-    wide = _strings_to_decimals(fixed, 9)
-    return pc.round(wide, ndigits=0, round_mode="half_towards_infinity").cast(pa.decimal128(38, 0))
+    return _strings_to_decimals(fixed, 0)  # rounded once, from all the digits
 
 
 def _beyond_range(strings: pa.Array, t: LType) -> pa.Array:

@@ -209,10 +209,23 @@ def _bind_strptime(args, params):
     return list(args), LType("timestamp")
 
 
+def _parse_times(entries: pa.Array, fmt: str) -> pa.Array:
+    """Each distinct string parsed by Python's strptime, which refuses impossible dates (Arrow's
+    turns 2021-02-29 into March 1st); NULL where a string does not match."""
+    import datetime as _dt
+    out = []
+    for v in entries.to_pylist():
+        try:
+            out.append(None if v is None else _dt.datetime.strptime(v, fmt))
+        except ValueError:
+            out.append(None)
+    return pa.array(out, pa.timestamp("us"))
+
+
 @register("strptime", bind=_bind_strptime)
 def strptime(e, args, chunk) -> Column:
     """STRPTIME(text, format) / TRY_STRPTIME (``params[1]``: NULL where a string does not
-    match): each dictionary entry parsed once by Arrow, gathered by code."""
+    match): each dictionary entry parsed once (Python, exact), gathered by code."""
     from sluice.errors import ExecutionError
     from sluice.functions.time_format import strptime_format
     a, = args
@@ -220,7 +233,7 @@ def strptime(e, args, chunk) -> Column:
     codes = a.data.long()
     used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
     entries = d.take(pa.array(used.cpu().numpy(), pa.int64()))
-    parsed = pc.strptime(entries, format=strptime_format(e.params[0]), unit="us", error_is_null=True)
+    parsed = _parse_times(entries, strptime_format(e.params[0]))
     failed = pc.and_(pc.is_valid(entries), pc.is_null(parsed))
     if not e.params[1] and pc.any(failed).as_py():
         bad = entries.filter(failed)[0].as_py()

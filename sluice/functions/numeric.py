@@ -53,7 +53,9 @@ def rounding(e, args, chunk) -> Column:
         scale = a.type.scale if a.type.kind == "decimal" else 0
         if digits >= scale:
             return Column(a.data.to(e.type.torch_dtype), e.type, a.valid)
-        f = 10 ** min(scale - digits, 18)
+        if scale - digits > 18:  # beyond every 64-bit value: all truncate to 0
+            return Column(torch.zeros_like(a.data).to(e.type.torch_dtype), e.type, a.valid)
+        f = 10 ** (scale - digits)
         mode = {"floor": "floor", "ceil": "floor", "trunc": "trunc"}[e.op]
         x = a.data.to(torch.int64)
         q = -torch.div(-x, f, rounding_mode="floor") if e.op == "ceil" else torch.div(x, f, rounding_mode=mode)

@@ -166,15 +166,15 @@ def timestamp_text(us: np.ndarray, with_zone: bool) -> pa.Array:
     return pc.binary_join_element_wise(out, pa.scalar("+00"), "") if with_zone else out
 
 
-#: DuckDB's specifiers that Arrow's strptime reads alike (the unpadded forms read 1 or 2 digits).
+#: DuckDB's specifiers that Python's strptime reads alike (the unpadded forms read 1 or 2 digits).
 _PARSE = {"%Y": "%Y", "%m": "%m", "%-m": "%m", "%d": "%d", "%-d": "%d", "%H": "%H", "%-H": "%H", "%M": "%M",
           "%-M": "%M", "%S": "%S", "%-S": "%S", "%y": "%y", "%-y": "%y", "%b": "%b", "%h": "%b", "%B": "%B",
-          "%a": "%a", "%A": "%A", "%j": "%j", "%-j": "%j", "%p": "%p", "%I": "%I", "%-I": "%I"}
+          "%a": "%a", "%A": "%A", "%p": "%p", "%I": "%I", "%-I": "%I"}  # %j: Python would roll day 366 over
 
 
 def strptime_format(fmt: str) -> str:
-    """A DuckDB STRPTIME format as Arrow's strptime reads it; a specifier it would read
-    otherwise (fractions, week numbers, zones) raises UnsupportedError naming it."""
+    """A DuckDB STRPTIME format as Python's strptime reads it; a specifier it would read
+    otherwise (fractions, week numbers, day of the year, zones) raises UnsupportedError naming it."""
     from sluice.errors import UnsupportedError
     out = []
     for p in parse_format(fmt):

@@ -522,6 +522,9 @@ class Aggregation:
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)
+        if _only_outer(e, ctx):
+            raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
+                                   "subquery (SQL makes it an aggregate of that query)")
         if func in _NUMERIC_AGGS and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
@@ -553,6 +556,16 @@ def _whole_partition_aggregates(part, keys, calls) -> bool:
         c.func in _PARTITION_AGGREGATES and not c.ignore_nulls
         and c.frame[1][0] == "unbounded" and c.frame[2][0] == "unbounded" for _, c in calls) \
         and all(_zero_of(k.type) is not None for k in part)
+
+
+def _only_outer(e: Expr, ctx: Ctx) -> bool:
+    """Whether ``e`` reads columns and all of them come from an enclosing query (outer columns,
+    or the domain standing for them: sluice.sql.dependent)."""
+    cols = e.columns()
+    if not cols:
+        return False
+    domain = {c.name for s in ctx.scope.sources if s.alias == "\x00domain" for c in s.cols.values()}
+    return not (cols & (ctx.scope.local - domain))
 
 
 def _zero_of(t):

@@ -84,6 +84,13 @@ def _grouped_per_key(body: exp.Expression) -> bool:
     return not any(_outer_windows(p) for p in parts if p is not None)
 
 
+def _col_names(e: Expr) -> list[str]:
+    """The column names ``e`` reads, once per reference."""
+    if isinstance(e, Col):
+        return [e.name]
+    return [n for a in getattr(e, "args", ()) if isinstance(a, Expr) for n in _col_names(a)]
+
+
 def _cheap(plan: PlanNode) -> bool:
     """A plan read twice costs less than holding it (a scan, filtered and projected)."""
     return all(isinstance(n, (Scan, Filter, Project, OneRow)) for n in plan.walk())
@@ -118,8 +125,13 @@ class Dependent:
                 raise err
             return Correlated(rel, plan, None, None, empty, {})
         pair_cols = set().union(*(o.columns() for o, _ in corr.pairs)) if corr.pairs else set()
+        in_pairs: dict[str, int] = {}
+        for o, _ in corr.pairs:
+            for name in _col_names(o):
+                in_pairs[name] = in_pairs.get(name, 0) + 1
         if err is None and not corr.residual and set(refs) <= pair_cols <= set(plan.schema) \
-                and _grouped_per_key(body):
+                and outer.uses == in_pairs and _grouped_per_key(body):
+            # every outer reference is one side of a WHERE equality, read nowhere else
             return Correlated(rel, plan, corr, None, empty, refs)
         for _ in range(_MAX_PASSES):
             missing = sorted(n for n in refs if n not in plan.schema)

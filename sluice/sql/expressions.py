@@ -86,6 +86,15 @@ class Expressions:
     def _x_column(self, n: exp.Column, ctx):
         if isinstance(n.this, exp.Star):
             raise PlanError("* is only allowed in the select list or COUNT(*)")
+        name = n.name.lower()
+        if not n.table and ctx.aliases is not None and name in ctx.aliases and name not in self._expanding \
+                and not ctx.scope.has_local(name):
+            # A select-list alias of this query before a column of an enclosing one, as DuckDB binds it.
+            self._expanding.add(name)
+            try:
+                return self.expr(ctx.aliases[name], ctx)
+            finally:
+                self._expanding.discard(name)
         try:
             return ctx.scope.resolve(n.table or None, n.name)
         except PlanError:

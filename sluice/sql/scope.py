@@ -52,6 +52,11 @@ class Scope:
         self.sources.remove(src)
         self.local.difference_update(c.name for c in src.cols.values())
 
+    def has_local(self, name: str) -> bool:
+        """Whether a source of this scope itself (not an enclosing one) has column ``name``."""
+        name_l = name.lower()
+        return name_l in self.merged or any(name_l in s.cols or name_l in s.unreadable for s in self.sources)
+
     def resolve(self, table: str | None, name: str) -> Col:
         name_l = name.lower()
         if table:
@@ -91,10 +96,12 @@ class Outer(Scope):
         super().__init__(parent)
         self.bound = dict(bound or {})
         self.seen: dict[str, Col] = {}
+        self.uses: dict[str, int] = {}  # how many references resolved to each
 
     def resolve(self, table: str | None, name: str) -> Col:
         c = self.parent.resolve(table, name)
         self.seen.setdefault(c.name, c)
+        self.uses[c.name] = self.uses.get(c.name, 0) + 1
         return self.bound.get(c.name, c)
 
 

@@ -67,7 +67,7 @@ class Subqueries:
             return plan
         return Filter(plan, e)
 
-    def _semi(self, tr: Correlated, lhs: list[Expr], negate: bool, null_aware: bool, kind: str | None = None):
+    def _semi(self, tr: Correlated, lhs: list[Expr], negate: bool, null_aware: bool):
         """``tr``'s outer rows with (``negate``: without) a matching subquery row; IN's ``lhs``
         against its one column."""
         rel = tr.rel
@@ -80,14 +80,20 @@ class Subqueries:
             lk = [o for o, _ in c.pairs]
             rk = [Col(k, sch[k]) for k in c.inner_key_cols]
             resid = E.and_all(c.residual)
-        lk = list(lk) + lhs
         if lhs:
             out = rel.outputs[0][1]
-            rk.append(Col(out, sch[out]))
-            t1, t2 = lk[-1].type, rk[-1].type
-            if (t1.kind == "string") != (t2.kind == "string"):
-                raise PlanError(f"IN compares {t1} with {t2}")
-        return Join(tr.left, rel.plan, kind or ("anti" if negate else "semi"), tuple(lk), tuple(rk), resid,
+            v = Col(out, sch[out])
+            if (lhs[0].type.kind == "string") != (v.type.kind == "string"):
+                raise PlanError(f"IN compares {lhs[0].type} with {v.type}")
+            if null_aware and lk:
+                # NOT IN per outer row: a row goes where its own subquery rows hold an equal
+                # value or a NULL (or it is NULL and they are not empty) -- an anti join on
+                # the correlation keys alone; a null-aware one would look at all rows at once.
+                unknown = E.make_bool("or", [E.make_compare("=", lhs[0], v), E.make_func("is_null", [lhs[0]]),
+                                             E.make_func("is_null", [v])])
+                return Join(tr.left, rel.plan, "anti", tuple(lk), tuple(rk), E.and_all([resid, unknown]))
+            lk, rk = list(lk) + lhs, list(rk) + [v]
+        return Join(tr.left, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
                     null_aware=null_aware)
 
     def _join_subqueries(self, node: exp.Expression, plan: PlanNode, ctx: Ctx) -> PlanNode:

@@ -529,6 +529,8 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
                 sort_keys.append(self._sort_key(o, target))
         hidden += on_keys
         plan = Project(plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
+        if empty is not None and (limit == 0 or offset):
+            raise UnsupportedError("LIMIT 0 or OFFSET on a correlated aggregate subquery")
         if domain is not None and (limit is not None or offset):
             # LIMIT / OFFSET per outer row: numbered within each domain value.
             rn = self.fresh("row_number")
@@ -538,8 +540,6 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
                 keep = E.make_bool("and", [keep, E.make_compare("<=", Col(rn, INT64), Lit(offset + limit, INT64))])
             plan = Filter(plan, keep)
             sort_keys, limit, offset = [], None, 0
-        elif empty is not None and (limit == 0 or offset):
-            raise UnsupportedError("LIMIT 0 or OFFSET on a correlated aggregate subquery")
         elif domain is not None or empty is not None:
             sort_keys = []  # a subquery's rows have no order; an aggregate's one row is itself
             limit = None

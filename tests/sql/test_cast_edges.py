@@ -100,6 +100,8 @@ def test_casts_duckdb_refuses_raise(sql, cast_dir, cast_duck, connect):
 @pytest.mark.parametrize("sql", [
     "select '-0.00000000000000000000000000000009223372036854775807e50'::bigint",  # a double rounded it to INT64_MIN
     "select '9.223372036854775807e18'::bigint, '1.5e1'::int, try_cast('1e40' as bigint), try_cast('1e-3' as integer)",
+    "select cast('0.4999999999' as int), cast('2.4999999999' as int), cast('-0.49999999999' as int)",  # rounded once
+    "select trunc(9223372036854775807, -19), trunc(5::tinyint, -3), round(1.7976931348623157e308, -308)",
     "select '1.25e1'::decimal(5,1), '-1.23456789012345678e5'::decimal(18,6)",
     "select '*' glob '\\*', '\\' glob '\\\\', 'xx*' glob '*\\*', 'xxa' glob '*\\*'",
 ])

@@ -104,6 +104,16 @@ QUERIES = {
     "lateral_filtered": "select t.i, x.b from t, lateral (select u.b from u where u.i = t.i) x where x.b > 10",
     "lateral_grouped": "select x.c, count(*) from t, lateral (select count(*) c from u where u.i = t.i) x group by x.c",
     "implicit_lateral": "select t.i, x.c from t, (select count(*) c from u where u.b > t.b) x",
+    # found by review: NOT IN per outer row (NULLs of one row's subquery only), an outer column
+    # read besides its equality, an alias before an outer column of its name
+    "not_in_correlated": "select i from t where b not in (select b from u where u.i = t.i)",
+    "ne_all_correlated": "select i from t where b <> all (select b * 2 from u where u.i >= t.i)",
+    "not_in_with_nulls_per_row": "select i from t where i not in (select u.i from u where u.b > t.b)",
+    "outer_beside_equality": "select i, (select u.b + t.i from u where u.i = t.i and u.b > 10) from t",
+    "outer_in_filter_beside_equality": "select i, (select max(u.b) filter (where t.i > 1) from u where u.i = t.i) from t",
+    "outer_in_join_on": "select i from t where exists (select 1 from u join u u2 on u2.b = u.b and u2.b > t.b "
+                        "where u.i = t.i)",
+    "alias_before_outer_column": "select i, exists (select u.b + 1 as b from u where b > 40) from t",
 }
 
 
@@ -111,6 +121,16 @@ QUERIES = {
 def test_correlated_subqueries(name, cs_dir, cs_duck, connect, edge_settings):
     sql = QUERIES[name]
     compare(connect(cs_dir, **edge_settings).sql(sql).to_arrow(), cs_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+@pytest.mark.parametrize("sql", [
+    "select (select sum(t.b)) from t",  # an aggregate of the outer query (SQL), not per row
+    "select i, (select count(*) from u where u.b > t.b limit 0) from t",
+    "select i, (select count(*) from u where u.i = t.i offset 1) from t",
+])
+def test_refused_in_one_line(sql, cs_dir, connect):
+    with pytest.raises(sluice.errors.UnsupportedError):
+        connect(cs_dir).sql(sql).to_arrow()
 
 
 @pytest.mark.parametrize("sql", ["select i, (select u.b from u where u.i = t.i) from t",

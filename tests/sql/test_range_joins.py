@@ -70,6 +70,7 @@ QUERIES = {
     "mark": "select k, exists (select 1 from b where b.h > a.f) from a",
     "count_below": "select k, (select count(*) from b where b.y < a.x) from a",
     "empty_build": "select k from a, e where a.x < e.z",
+    "decimal_scales": "select k, j from a, b where a.x * 1000000000000 < b.g",  # different scales: plain compare
     "three_way": "select count(*), sum(a1.k + a2.k + b.j) from a a1, a a2, b where a1.x < a2.x and a2.x < b.y "
                  "and a1.f <= b.h",
 }

@@ -61,7 +61,8 @@ def test_unknown_specifier_is_an_error(fmt, fmt_dir, fmt_duck, connect):
 
 @pytest.mark.parametrize("sql", [
     "select strptime('2020-01-05', '%Y-%m-%d'), strptime('5/1/2020 3:04 PM', '%d/%m/%Y %I:%M %p')",
-    "select strptime('2020-1-5', '%Y-%m-%d'), strptime('Jan 05 2020', '%b %d %Y'), strptime('day 366 of 2020', 'day %j of %Y')",
+    "select strptime('2020-1-5', '%Y-%m-%d'), strptime('Jan 05 2020', '%b %d %Y')",
+    "select try_strptime('2021-02-29', '%Y-%m-%d'), try_strptime('2020-02-30', '%Y-%m-%d'), try_strptime('2020-02-29', '%Y-%m-%d')",
     "select strptime('20-12-31 23:59:58', '%y-%m-%d %H:%M:%S'), strptime('12/31/68', '%m/%d/%y'), strptime('12/31/69', '%m/%d/%y')",
     "select i, try_strptime(strftime(d, '%d.%m.%Y'), '%d.%m.%Y'), try_strptime(strftime(ts, '%Y%m%d %H%M'), '%Y%m%d %H%M') from t",
     "select try_strptime(x, '%Y%m%d') from (values ('20200105'), ('2020010'), (null), ('20201301')) v(x)",
@@ -73,6 +74,8 @@ def test_strptime(sql, fmt_dir, fmt_duck, connect, edge_settings):
 @pytest.mark.parametrize("sql, error", [
     ("select strptime('2020-01-05 10', '%Y-%m-%d')", sluice.errors.ExecutionError),
     ("select strptime('2020-01-05 10:00:00.5', '%Y-%m-%d %H:%M:%S.%f')", sluice.errors.UnsupportedError),
+    ("select strptime('2021 366', '%Y %j')", sluice.errors.UnsupportedError),
+    ("select strptime('2021-02-29', '%Y-%m-%d')", sluice.errors.ExecutionError),
 ])
 def test_strptime_errors(sql, error, fmt_dir, connect):
     with pytest.raises(error):
