@@ -113,8 +113,10 @@ def null_safe_keys(left: list[Expr], right: list[Expr]) -> tuple[list[Expr], lis
 class Dependent:
     """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
 
-    def _correlated(self, body: exp.Expression, plan: PlanNode, ctx: Ctx) -> Correlated:
-        """Translate subquery ``body`` of a query whose rows so far are ``plan``."""
+    def _correlated(self, body: exp.Expression, plan: PlanNode, ctx: Ctx, residual_ok: bool = False) -> Correlated:
+        """Translate subquery ``body`` of a query whose rows so far are ``plan``. ``residual_ok``
+        (semi / anti / mark joins, which test each pair): other WHERE conditions on outer
+        columns may stay a residual of the join instead of needing the domain."""
         body = unwrap(body)
         outer = Outer(ctx.scope)
         corr = Correlation()
@@ -125,13 +127,17 @@ class Dependent:
                 raise err
             return Correlated(rel, plan, None, None, empty, {})
         pair_cols = set().union(*(o.columns() for o, _ in corr.pairs)) if corr.pairs else set()
-        in_pairs: dict[str, int] = {}
-        for o, _ in corr.pairs:
-            for name in _col_names(o):
-                in_pairs[name] = in_pairs.get(name, 0) + 1
-        if err is None and not corr.residual and set(refs) <= pair_cols <= set(plan.schema) \
-                and outer.uses == in_pairs and _grouped_per_key(body):
-            # every outer reference is one side of a WHERE equality, read nowhere else
+        in_where: dict[str, int] = {}
+        for e in [o for o, _ in corr.pairs] + (corr.residual if residual_ok else []):
+            for name in _col_names(e):
+                if name in refs:
+                    in_where[name] = in_where.get(name, 0) + 1
+        resid_cols = set().union(*(r.columns() for r in corr.residual)) & set(refs) if corr.residual else set()
+        if err is None and (residual_ok or not corr.residual) and (pair_cols or corr.residual) \
+                and set(refs) <= (pair_cols | resid_cols) <= set(plan.schema) \
+                and outer.uses == in_where and _grouped_per_key(body):
+            # every outer reference is in a WHERE condition (an equality, or a residual of a
+            # join that tests each pair), read nowhere else
             return Correlated(rel, plan, corr, None, empty, refs)
         for _ in range(_MAX_PASSES):
             missing = sorted(n for n in refs if n not in plan.schema)

@@ -49,12 +49,12 @@ class Subqueries:
             while isinstance(inner, exp.Paren):
                 inner = inner.this
         if isinstance(inner, exp.Exists) and not scalar_aggregate(unwrap(inner.this)):
-            tr = self._correlated(inner.this, plan, ctx)
+            tr = self._correlated(inner.this, plan, ctx, residual_ok=True)
             return self._semi(tr, [], negate, null_aware=False)
         if isinstance(inner, exp.In) and inner.args.get("query") is not None \
                 and not scalar_aggregate(unwrap(inner.args["query"])):
             lhs = self.expr(inner.this, ctx) if ctx.aggs is None else self._post(inner.this, ctx)
-            tr = self._correlated(inner.args["query"], plan, ctx)
+            tr = self._correlated(inner.args["query"], plan, ctx, residual_ok=not negate)
             if len(tr.rel.outputs) != 1:
                 raise PlanError("subquery in IN must return one column")
             return self._semi(tr, [lhs], negate, null_aware=negate)
@@ -125,7 +125,7 @@ class Subqueries:
             keep = tuple((k, Col(k, t)) for k, t in plan.schema.items())
             ctx.subs[id(n)] = Col(name, BOOL)
             return Project(plan, keep + ((name, mark),))
-        tr = self._correlated(body, plan, ctx)
+        tr = self._correlated(body, plan, ctx, residual_ok=not lhs)
         null_aware = False
         if lhs:
             if len(tr.rel.outputs) != 1:
