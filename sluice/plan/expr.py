@@ -98,6 +98,18 @@ def _fold(e: Func) -> Expr:
     return e
 
 
+def fold_constants(e: Expr) -> Expr:
+    """``e`` with every function of constants evaluated (bottom up); a function that raises on
+    its constants stays as it is, to raise only if a row ever needs it."""
+    if not isinstance(e, Func):
+        return e
+    out = Func(e.op, tuple(fold_constants(a) for a in e.args), e.type, e.params)
+    try:
+        return _fold(out)
+    except Exception:  # noqa: BLE001 -- e.g. a division by zero no row may reach
+        return out
+
+
 def make_arith(op: str, a: Expr, b: Expr) -> Expr:
     return make_func(op, [a, b])
 

@@ -574,8 +574,8 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
             if e.columns() - known:
                 raise UnsupportedError("a correlated scalar subquery whose result uses a value other than "
                                        "its aggregates and outer references")
-        empty.values = [E.substitute(e, nothing) for _, _, e in outputs_exprs]
-        empty.having = E.substitute(having, nothing) if having is not None else None
+        empty.values = [E.fold_constants(E.substitute(e, nothing)) for _, _, e in outputs_exprs]
+        empty.having = E.fold_constants(E.substitute(having, nothing)) if having is not None else None
         empty.present = self.fresh("present")
         empty.having_col = self.fresh("having")
 

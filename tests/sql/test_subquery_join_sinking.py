@@ -72,3 +72,13 @@ def test_the_subquery_joins_below_the_fact_join(tpch_dir, connect, name):
     subs = [ln for ln in lines if "single_row" in ln or "p2.p_brand" in ln and "HashJoin" in ln]
     # the subqueries' joins sit beside the lineitem scan, under the join with it, not above it
     assert subs and all(_depth(sub) >= _depth(fact) for sub in subs), "\n".join(lines)
+
+
+def test_a_correlated_aggregate_with_a_constant_factor_stays_an_inner_join(tpch_dir, connect):
+    """Q17 compares with 0.2 * avg(...): over an outer row no inner row matches that is NULL,
+    so the filter above rejects it and the LEFT join becomes inner. The expression for an
+    empty group must fold to NULL for the rule to see it (0.2 * NULL kept a CASE, an outer join
+    and a worse join order)."""
+    from sluice.testing.queries import tpch_queries
+    lines = plan_lines(connect(tpch_dir), tpch_queries()["q17"])
+    assert not any("outer" in ln for ln in lines if "HashJoin" in ln), "\n".join(lines)
