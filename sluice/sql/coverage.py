@@ -288,6 +288,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Floor: {"this": READ, "decimals": refuse("FLOOR to a number of digits"), "to": refuse("FLOOR to a unit")},
     exp.Ceil: {"this": READ, "decimals": refuse("CEIL to a number of digits"), "to": refuse("CEIL to a unit")},
     exp.Trunc: {"this": READ, "decimals": READ, "fractions_supported": SAME},
+    exp.Format: {"this": READ, "expressions": READ},
     exp.StrToTime: {"this": READ, "format": READ, "safe": READ, "zone": refuse("STRPTIME with a time zone"),
                     "target_type": refuse("STRPTIME to this type"), "default_year": refuse("STRPTIME with a default year"),
                     "nlsparam": refuse("STRPTIME with NLS parameters")},

@@ -587,6 +587,49 @@ class Expressions:
             args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
         return E.make_func("concat", args)
 
+    @handles(exp.Format)
+    def _x_format(self, n, ctx):
+        """FORMAT('{} ... {}', args) / PRINTF('%s ... %d', args): each placeholder the next
+        argument as text (``{{`` / ``}}`` / ``%%`` escape); NULL when an argument is. Other
+        specifiers (widths, precisions) and floating-point or decimal arguments (whose text
+        DuckDB's formatter writes its own way: 2.50 as 2.5) are refused."""
+        return self._formatted(n.this, list(n.expressions), ctx, "PRINTF" if n.meta.get("printf") else "FORMAT")
+
+    def _formatted(self, fmt_node, arg_nodes, ctx, what: str) -> Expr:
+        if not (isinstance(fmt_node, exp.Literal) and fmt_node.is_string):
+            raise UnsupportedError(f"{what} with a format that is not a string constant")
+        fmt = fmt_node.this
+        pieces: list[str | int] = []  # literal text, or the index of an argument
+        text, i, k = "", 0, 0
+        while i < len(fmt):
+            two = fmt[i:i + 2]
+            if what == "FORMAT" and two in ("{{", "}}") or what == "PRINTF" and two == "%%":
+                text += two[0]
+                i += 2
+            elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
+                pieces += [text, k] if text else [k]
+                text, i, k = "", i + 2, k + 1
+            elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
+                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d'})")
+            else:
+                text += fmt[i]
+                i += 1
+        if text:
+            pieces.append(text)
+        if k != len(arg_nodes):
+            raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
+        args = [self.expr(a, ctx) for a in arg_nodes]
+        for a in args:
+            if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
+                raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
+        parts = [Lit(p, STRING) if isinstance(p, str) else
+                 (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
+                 for p in pieces] or [Lit("", STRING)]
+        out = parts[0]
+        for p in parts[1:]:
+            out = E.make_func("concat", [out, p])
+        return out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+
     @handles(exp.Trim)
     def _x_trim(self, n, ctx):
         chars = n.args.get("expression")

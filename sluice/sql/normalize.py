@@ -4,7 +4,7 @@ translator reads (so the translator has one rule per construct, not one per spel
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
 - COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression),
-  TRY_STRPTIME (STRPTIME, safe) and
+  TRY_STRPTIME (STRPTIME, safe), PRINTF (FORMAT with %-placeholders) and
   FILTER in a window aggregate (:func:`_respelled`).
 - ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
   over scalar aggregate subqueries (:func:`_quantified`).
@@ -77,6 +77,10 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
         return cls(this=n.expressions[0].copy(), expression=n.expressions[1].copy())
     if isinstance(n, exp.Anonymous) and len(n.expressions) == 2 and str(n.this).lower() == "try_strptime":
         return exp.StrToTime(this=n.expressions[0].copy(), format=n.expressions[1].copy(), safe=exp.true())
+    if isinstance(n, exp.Anonymous) and n.expressions and str(n.this).lower() == "printf":
+        node = exp.Format(this=n.expressions[0].copy(), expressions=[a.copy() for a in n.expressions[1:]])
+        node.meta["printf"] = True  # %s / %d placeholders (sluice.sql.expressions._formatted)
+        return node
     if isinstance(n, exp.Glob) and isinstance(n.expression, exp.Literal) and n.expression.is_string:
         return exp.RegexpLike(this=n.this.copy(), expression=exp.Literal.string(_glob_regex(n.expression.this)))
     if isinstance(n, exp.Window) and isinstance(n.this, exp.Filter) \

@@ -74,6 +74,7 @@ def test_function_equals_duckdb(expr, fn_dir, connect):
     "select i from t where s glob 'a*' or s glob '?b' or s glob '[!a-c]*'",
     "select i, prefix(s, 'a'), suffix(s, 'b') from t",
     "select i, try_cast(x as boolean) from t, (values ('T'), ('yes'), ('n'), ('0'), ('nope'), (' true')) v(x)",
+    "select i, format('{} is {} ({{}})', s, a), printf('%d-%s %%', a, s), format('{}', dt) from t",
 ])
 def test_functions_in_filters_joins_groups(sql, fn_dir, connect):
     ours = connect(fn_dir).sql(sql).to_arrow()
@@ -100,6 +101,8 @@ def test_errors_as_duckdb(sql, error, fn_dir, connect):
 @pytest.mark.parametrize("sql, what", [
     ("select floor(d, 1) from t", "FLOOR to a number of digits"),
     ("select trunc(d, a) from t", "TRUNC with a non-constant"),
+    ("select printf('%5.2f', f) from t", "PRINTF specifier"),
+    ("select format('{}', f) from t", "FORMAT of a float64"),
 ])
 def test_refused_in_one_line(sql, what, fn_dir, connect):
     from sluice.errors import UnsupportedError
