@@ -212,14 +212,9 @@ def _bind_strptime(args, params):
 def _parse_times(entries: pa.Array, fmt: str) -> pa.Array:
     """Each distinct string parsed by Python's strptime, which refuses impossible dates (Arrow's
     turns 2021-02-29 into March 1st); NULL where a string does not match."""
-    import datetime as _dt
-    out = []
-    for v in entries.to_pylist():
-        try:
-            out.append(None if v is None else _dt.datetime.strptime(v, fmt))
-        except ValueError:
-            out.append(None)
-    return pa.array(out, pa.timestamp("us"))
+    from sluice.functions.time_format import strptime_parser
+    parse = strptime_parser(fmt)
+    return pa.array([None if v is None else parse(v) for v in entries.to_pylist()], pa.timestamp("us"))
 
 
 @register("strptime", bind=_bind_strptime)
@@ -227,13 +222,12 @@ def strptime(e, args, chunk) -> Column:
     """STRPTIME(text, format) / TRY_STRPTIME (``params[1]``: NULL where a string does not
     match): each dictionary entry parsed once (Python, exact), gathered by code."""
     from sluice.errors import ExecutionError
-    from sluice.functions.time_format import strptime_format
     a, = args
     d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
     codes = a.data.long()
     used = torch.unique(codes if a.valid is None else codes[a.valid.expand(codes.shape)])
     entries = d.take(pa.array(used.cpu().numpy(), pa.int64()))
-    parsed = _parse_times(entries, strptime_format(e.params[0]))
+    parsed = _parse_times(entries, e.params[0])
     failed = pc.and_(pc.is_valid(entries), pc.is_null(parsed))
     if not e.params[1] and pc.any(failed).as_py():
         bad = entries.filter(failed)[0].as_py()

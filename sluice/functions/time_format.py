@@ -167,21 +167,53 @@ def timestamp_text(us: np.ndarray, with_zone: bool) -> pa.Array:
 
 
 #: DuckDB's specifiers that Python's strptime reads alike (the unpadded forms read 1 or 2 digits).
+#: The hour is always read as %H: Python's %I turns a bare 12 into midnight and ignores %p after
+#: %H, DuckDB does neither, so ``strptime_parser`` applies the 12-hour rules itself.
 _PARSE = {"%Y": "%Y", "%m": "%m", "%-m": "%m", "%d": "%d", "%-d": "%d", "%H": "%H", "%-H": "%H", "%M": "%M",
           "%-M": "%M", "%S": "%S", "%-S": "%S", "%y": "%y", "%-y": "%y", "%b": "%b", "%h": "%b", "%B": "%B",
-          "%a": "%a", "%A": "%A", "%p": "%p", "%I": "%I", "%-I": "%I"}  # %j: Python would roll day 366 over
+          "%a": "%a", "%A": "%A", "%p": "%p", "%I": "%H", "%-I": "%H"}  # %j: Python would roll day 366 over
 
 
-def strptime_format(fmt: str) -> str:
-    """A DuckDB STRPTIME format as Python's strptime reads it; a specifier it would read
-    otherwise (fractions, week numbers, day of the year, zones) raises UnsupportedError naming it."""
+def strptime_format(fmt: str, meridiem: str = "%p") -> str:
+    """A DuckDB STRPTIME format as Python's strptime reads it (%p written as ``meridiem``); a
+    specifier it would read otherwise (fractions, week numbers, day of the year, zones) raises
+    UnsupportedError naming it."""
     from sluice.errors import UnsupportedError
     out = []
     for p in parse_format(fmt):
         if p.startswith("%") and len(p) > 1:
             if p not in _PARSE:
                 raise UnsupportedError(f"STRPTIME with {p}")
-            out.append(_PARSE[p])
+            out.append(meridiem if p == "%p" else _PARSE[p])
         else:
             out.append(p.replace("%", "%%"))
     return "".join(out)
+
+
+def strptime_parser(fmt: str):
+    """A function from one string to a ``datetime`` (None where it does not match) that reads
+    the hour as DuckDB does: %I takes 1-12 as written; with %p an hour above 12 does not
+    match, PM adds 12 below 12 and 12 AM is midnight."""
+    import datetime as _dt
+    parts = parse_format(fmt)
+    twelve = any(p in ("%I", "%-I") for p in parts)
+    ampm = "%p" in parts
+    py = strptime_format(fmt)
+    am = strptime_format(fmt, meridiem="AM")  # Python matches literals regardless of case
+
+    def parse(text: str):
+        try:
+            t = _dt.datetime.strptime(text, py)
+        except ValueError:
+            return None
+        if twelve and not 1 <= t.hour <= 12 or ampm and t.hour > 12:
+            return None
+        if ampm:
+            try:
+                _dt.datetime.strptime(text, am)
+                is_am = True
+            except ValueError:
+                is_am = False
+            t = t.replace(hour=(0 if t.hour == 12 else t.hour) if is_am else (t.hour if t.hour == 12 else t.hour + 12))
+        return t
+    return parse

@@ -600,6 +600,7 @@ class Expressions:
             raise UnsupportedError(f"{what} with a format that is not a string constant")
         fmt = fmt_node.this
         pieces: list[str | int] = []  # literal text, or the index of an argument
+        specs: list[str] = []  # each argument's placeholder
         text, i, k = "", 0, 0
         while i < len(fmt):
             two = fmt[i:i + 2]
@@ -608,6 +609,7 @@ class Expressions:
                 i += 2
             elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
                 pieces += [text, k] if text else [k]
+                specs.append(two)
                 text, i, k = "", i + 2, k + 1
             elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
                 raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d'})")
@@ -619,9 +621,13 @@ class Expressions:
         if k != len(arg_nodes):
             raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
         args = [self.expr(a, ctx) for a in arg_nodes]
-        for a in args:
+        for j, (a, spec) in enumerate(zip(args, specs)):
             if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
                 raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
+            if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:
+                raise PlanError(f"{what}: {spec} cannot format a {a.type} value")
+            if spec in ("%d", "%i") and a.type.kind == "bool":  # printf('%d', TRUE) is 1
+                args[j] = E.make_func("cast", [a], (INT32,))
         parts = [Lit(p, STRING) if isinstance(p, str) else
                  (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
                  for p in pieces] or [Lit("", STRING)]

@@ -75,6 +75,7 @@ def test_function_equals_duckdb(expr, fn_dir, connect):
     "select i, prefix(s, 'a'), suffix(s, 'b') from t",
     "select i, try_cast(x as boolean) from t, (values ('T'), ('yes'), ('n'), ('0'), ('nope'), (' true')) v(x)",
     "select i, format('{} is {} ({{}})', s, a), printf('%d-%s %%', a, s), format('{}', dt) from t",
+    "select i, printf('%d %i %s', a > 0, a < 0, a > 0), format('{}', a > 0) from t",
 ])
 def test_functions_in_filters_joins_groups(sql, fn_dir, connect):
     ours = connect(fn_dir).sql(sql).to_arrow()
@@ -90,6 +91,8 @@ def test_functions_in_filters_joins_groups(sql, fn_dir, connect):
     ("select make_date(2024, 13, 1)", ExecutionError),
     ("select sqrt(s) from t", PlanError),
     ("select floor(dt) from t", PlanError),
+    ("select printf('%s', a) from t", PlanError),
+    ("select printf('%d', s) from t", PlanError),
 ])
 def test_errors_as_duckdb(sql, error, fn_dir, connect):
     with pytest.raises(Exception):

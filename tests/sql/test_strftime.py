@@ -66,6 +66,12 @@ def test_unknown_specifier_is_an_error(fmt, fmt_dir, fmt_duck, connect):
     "select strptime('20-12-31 23:59:58', '%y-%m-%d %H:%M:%S'), strptime('12/31/68', '%m/%d/%y'), strptime('12/31/69', '%m/%d/%y')",
     "select i, try_strptime(strftime(d, '%d.%m.%Y'), '%d.%m.%Y'), try_strptime(strftime(ts, '%Y%m%d %H%M'), '%Y%m%d %H%M') from t",
     "select try_strptime(x, '%Y%m%d') from (values ('20200105'), ('2020010'), (null), ('20201301')) v(x)",
+    # the hour as DuckDB reads it: %I takes 12 as noon without %p, %p rejects hours above 12
+    # and applies to %H too (Python turns a bare 12 into midnight and ignores %p after %H)
+    "select x, try_strptime(x, '%H:%M %p'), try_strptime(x, '%I:%M %p') from (values ('20:03 PM'), ('8:03 PM'),"
+    " ('12:03 AM'), ('12:03 pm'), ('0:03 AM'), ('0:03 PM'), ('11:03 am'), (null)) v(x)",
+    "select x, try_strptime(x, '%I:%M'), try_strptime(x, '%H:%M') from (values ('12:03'), ('0:03'), ('13:03')) v(x)",
+    "select try_strptime('Mon 30, December 30, 20:3:5 PM', '%a %d, %B %y, %H:%M:%S %p'), try_strptime('pm 3', '%p %I')",
 ])
 def test_strptime(sql, fmt_dir, fmt_duck, connect, edge_settings):
     compare(connect(fmt_dir, **edge_settings).sql(sql).to_arrow(), fmt_duck.sql(sql).to_arrow_table())
