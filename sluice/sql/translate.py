@@ -105,6 +105,8 @@ class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
             # Count references to each CTE: one referenced twice is computed once (Shared).
             for t in ast.find_all(exp.Table):
                 cte = level.get(t.name.lower())
+                if cte is not None and id(cte) in self._recursive and _inside(t, cte):
+                    continue  # a recursive step reads its work table, not the CTE's result
                 if cte is not None and not t.args.get("db"):
                     self._cte_refs[id(cte)] = self._cte_refs.get(id(cte), 0) + 1
         try:
@@ -630,3 +632,12 @@ def _reads_outside(sub: exp.Subquery, scope: Scope) -> bool:
     """Whether a subquery in FROM names a table alias of the FROM items before it."""
     aliases = {src.alias for src in scope.sources}
     return any(c.table and c.table.lower() in aliases for c in sub.find_all(exp.Column))
+
+
+def _inside(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether ``node`` lies in the tree under ``root``."""
+    while node is not None:
+        if node is root:
+            return True
+        node = node.parent
+    return False

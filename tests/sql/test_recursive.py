@@ -61,6 +61,24 @@ def test_recursion_that_never_ends_is_an_error(tpch_dir, connect):
         con.sql("with recursive t(n) as (select 1 union all select n from t) select count(*) from t").to_arrow()
 
 
+ENDLESS_UNDER_LIMIT = [
+    "with recursive t(n) as (select 1 union all select n + 1 from t) select n from t limit 10",
+    # the step reads its work table twice: the CTE itself is still read once, as a stream
+    "with recursive t(lab, n) as (select 'a', 0 union all (with x as (select n from t where lab = 'a'), "
+    "y as (select n from t where lab = 'b') select 'b', n + 1 from x union all select 'a', n + 1 from y)) "
+    "select n from t where lab = 'b' limit 5",
+]
+
+
+@pytest.mark.parametrize("settings", [{}, {"chunk_rows": 1}], ids=["default", "one_row_chunks"])
+@pytest.mark.parametrize("sql", ENDLESS_UNDER_LIMIT)
+def test_recursion_without_end_read_under_a_limit(sql, settings, tpch_dir, tpch_duck, connect):
+    """The LIMIT stops the iterations (the CTE was computed to the end when its own step's
+    references counted as uses, and the query ran into recursion_limit)."""
+    con = connect(tpch_dir, recursion_limit=50, **settings)
+    compare(con.sql(sql).to_arrow(), tpch_duck.sql(sql).to_arrow_table(), None)
+
+
 @pytest.mark.parametrize("sql,error,message", [
     ("with recursive t(n) as (select n from t union all select 1) select * from t", UnsupportedError, "anchor"),
     ("with recursive t(n) as (select 1 union all select n, n from t) select * from t", PlanError, "columns"),
