@@ -20,7 +20,8 @@ from sluice.config import Config
 from sluice.errors import (ConfigError, DataError, ExecutionError, InternalError, PlanError, SluiceError,
                            UnsupportedError, internal_error)
 from sluice.exec.context import ExecContext
-from sluice.exec.driver import explain as explain_ops, lower_plan, result_schema, run_batches, run_to_arrow
+from sluice.exec.driver import explain as explain_ops, result_schema, run_batches, run_to_arrow
+from sluice.physical.lower import lower_plan
 from sluice.io.memory import configure_allocator
 from sluice.io.spill import clean_stale
 from sluice.io.parquet.metadata import MetadataCache, TableInfo, files_matching, load_table, table_files

@@ -44,7 +44,7 @@ def test_ssb_cuda_equals_cpu(name, ssb_dir):
 
 def _scan_reader(con, sql):
     """The ScanReader of the only scan in ``sql``'s plan, with a fresh execution context."""
-    from sluice.exec.driver import lower_plan
+    from sluice.physical.lower import lower_plan
     from sluice.exec.operators import ScanOp
     rel = con.sql(sql)
     (scan,) = [o for o in lower_plan(rel.plan, con.config).walk() if isinstance(o, ScanOp)]

@@ -23,6 +23,7 @@ import torch
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.errors import ExecutionError
 from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.exec.kernels.hash import hash_columns, partition_of
 from sluice.exec.kernels.keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
@@ -73,7 +74,7 @@ def _key_type(a: LType, b: LType) -> LType:
 class HashJoinOp(Operator):
     probe: Operator
     build: Operator
-    mode: str
+    mode: JoinMode
     probe_keys: tuple[Expr, ...]
     build_keys: tuple[Expr, ...]
     residual: Expr | None
@@ -252,9 +253,8 @@ class HashJoinOp(Operator):
         table = JoinTable(bk.key, bk.valid, bk.card, res.pool.available if res is not None else None)
         if res is not None:
             res.force(table.nbytes() + bk.key.numel() * 8)
-        flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in (
-            "build_outer", "full", "build_semi", "build_anti") else None
-        exists = self.residual is not None and self.mode in ("semi", "anti", "mark") and not table.unique \
+        flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in BUILD_EMITTING else None
+        exists = self.residual is not None and self.mode in (JoinMode.SEMI, JoinMode.ANTI, JoinMode.MARK) and not table.unique \
             and table.n > 0
         for chunk in probe:
             pcols = [evaluate(k, chunk) for k in self.probe_keys]
@@ -320,16 +320,16 @@ class HashJoinOp(Operator):
 
     def _emit_probe(self, chunk, build, p, b, pair, ok, m, build_has_null, pcols):
         mode = self.mode
-        if mode in ("inner", "build_outer"):
+        if mode in (JoinMode.INNER, JoinMode.BUILD_OUTER):
             return pair if pair is not None else self._pair(chunk, build, p, b)
-        if mode in ("semi", "anti", "probe_outer", "full", "mark"):
+        if mode in (JoinMode.SEMI, JoinMode.ANTI, JoinMode.PROBE_OUTER, JoinMode.FULL, JoinMode.MARK):
             matched = torch.zeros(chunk.num_rows, dtype=torch.bool, device=ok.device)
             matched[p] = True
-            if mode == "semi":
+            if mode == JoinMode.SEMI:
                 return chunk.filter(matched)
-            if mode == "mark":
+            if mode == JoinMode.MARK:
                 return self._marked(chunk, matched, m, build_has_null, pcols)
-            if mode == "anti":
+            if mode == JoinMode.ANTI:
                 keep = ~matched
                 if self.null_aware and m > 0:
                     if build_has_null:
@@ -361,9 +361,9 @@ class HashJoinOp(Operator):
 
     def _emit_build(self, build: Chunk, flags, dev):
         mode = self.mode
-        if mode == "build_semi":
+        if mode == JoinMode.BUILD_SEMI:
             return build.filter(flags)
-        if mode == "build_anti":
+        if mode == JoinMode.BUILD_ANTI:
             return build.filter(~flags)
         unmatched = build.filter(~flags)  # build_outer / full
         if unmatched.num_rows == 0:
@@ -394,11 +394,11 @@ class HashJoinOp(Operator):
         cond = find_range_condition(self.residual, set(self.probe_schema), set(self.build_schema))
         ranged = SortedBuild(cond, build) if cond is not None and m else None
         residual = cond.rest if ranged is not None else self.residual
-        emits_pairs = self.mode in ("inner", "cross", "build_outer", "probe_outer", "full")
+        emits_pairs = self.mode in (JoinMode.INNER, JoinMode.CROSS, JoinMode.BUILD_OUTER, JoinMode.PROBE_OUTER, JoinMode.FULL)
         with ctx.state_pool.reservation(f"{self.label} pairs") as res:
             batch = self._pair_batch(ctx, res, m)
             yield from self._pairs_out(ctx, build, m, flags, ranged, residual, emits_pairs, batch)
-        if self.mode in ("build_outer", "full", "build_semi", "build_anti"):
+        if self.mode in BUILD_EMITTING:
             out = self._emit_build(build, flags, dev)
             if out is not None and out.num_rows:
                 yield out
@@ -435,13 +435,13 @@ class HashJoinOp(Operator):
                 if emits_pairs and pair.num_rows:
                     yield pair
             outs = []
-            if self.mode == "semi":
+            if self.mode == JoinMode.SEMI:
                 outs = [chunk.filter(matched)]
-            elif self.mode == "mark":
+            elif self.mode == JoinMode.MARK:
                 outs = [self._marked(chunk, matched, m, False, [])]
-            elif self.mode == "anti":
+            elif self.mode == JoinMode.ANTI:
                 outs = [chunk.filter(~matched)]
-            elif self.mode in ("probe_outer", "full"):
+            elif self.mode in (JoinMode.PROBE_OUTER, JoinMode.FULL):
                 um = chunk.filter(~matched)
                 if um.num_rows:
                     ext = dict(um.columns)

@@ -28,6 +28,9 @@ class Operator(abc.ABC):
     label = "operator"
     #: (rows, bytes per row) of the state it materialises, estimated when lowered (None: none).
     state_estimate: tuple[float, int] | None = None
+    #: How its rows are spread over the ranks (a sluice.physical.properties.Distribution), set
+    #: when lowered.
+    distribution = None
 
     @abc.abstractmethod
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:

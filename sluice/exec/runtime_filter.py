@@ -4,12 +4,9 @@ statistics fall outside the range (in every mode) and, in pushdown mode, drops t
 range and the Bloom filter rule out on the I/O threads, before they are shipped or reach the
 join. (Applying them on the consumer would repeat the join's own probe: measured slower.)
 
-Only where it cannot change an answer: the join must drop probe rows without a match (inner,
-semi, and the build-preserving outer join), and the probe key must be a column that reaches
-the join unchanged from one scan, through filters, renaming projections and the probe sides
-of other joins (whatever those do to a row, the row keeps its key, which this join would
-reject). NULL keys never match, so dropping them is right too. Keys are integers, dates or
-decimals of one scale on both sides (compared as int64 values).
+Which joins get one and which scan it reaches is decided when the plan is lowered
+(:mod:`sluice.physical.runtime_filters`: only where it cannot change an answer). NULL keys
+never match, so dropping them is right too.
 
 The Bloom filter: ``m`` bits (a power of two, about 16 per distinct build key, at most 2**24),
 two probes per key from one multiplicative hash -- under 1 % false positives, built and probed
@@ -143,60 +140,3 @@ class RuntimeFilter:
         return (f"runtime filter from {self.join} on {self.column} {rng}{bloom}: removed "
                 f"{self.rows_removed:,} of {self.rows_in:,} rows{idle}, skipped {self.groups_skipped} row groups "
                 f"({fmt_bytes(self.bytes_skipped)})")
-
-
-#: Join modes that drop probe rows without a match (so a probe row a filter rules out would
-#: not have been emitted). probe_outer, full, anti and mark keep or invert them.
-_FILTERING = ("inner", "semi", "build_outer")
-
-
-def _comparable(a, b) -> bool:
-    def kind(t):
-        if t.is_integer or t.kind == "date":
-            return ("int", 0) if t.kind != "date" else ("date", 0)
-        if t.kind == "decimal":
-            return ("decimal", t.scale)
-        return None
-    ka, kb = kind(a), kind(b)
-    return ka is not None and ka == kb
-
-
-def _trace(op, name: str):
-    """(scan, file column) where column ``name`` of ``op``'s output comes from, unchanged."""
-    from sluice.exec.hash_join import HashJoinOp
-    from sluice.exec.operators import FilterOp, ProjectOp, ScanOp
-    from sluice.plan.expr import Col
-    while True:
-        if isinstance(op, ScanOp):
-            return (op, op.columns[name]) if name in op.columns else None
-        if isinstance(op, FilterOp):
-            op = op.child
-        elif isinstance(op, ProjectOp):
-            e = dict(op.exprs).get(name)
-            if not isinstance(e, Col):
-                return None
-            op, name = op.child, e.name
-        elif isinstance(op, HashJoinOp) and name in op.probe_schema:
-            op = op.probe
-        else:
-            return None
-
-
-def attach_runtime_filters(root, bloom: bool = True) -> None:
-    """Give every filtering hash join a runtime filter per usable key, aimed at the scan its
-    probe key comes from (see the module docstring for when that is safe)."""
-    from sluice.exec.hash_join import HashJoinOp
-    from sluice.plan.expr import Col
-    for op in root.walk():
-        if not isinstance(op, HashJoinOp) or op.mode not in _FILTERING or not op.probe_keys:
-            continue
-        for k, (pk, bk) in enumerate(zip(op.probe_keys, op.build_keys)):
-            if not isinstance(pk, Col) or not _comparable(pk.type, bk.type):
-                continue
-            hit = _trace(op.probe, pk.name)
-            if hit is None:
-                continue
-            scan, column = hit
-            rf = RuntimeFilter(f"join on {pk} = {bk}", column, bloom=bloom)
-            op.runtime_filters.append((k, rf))
-            scan.runtime_filters.append(rf)

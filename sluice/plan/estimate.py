@@ -5,7 +5,7 @@ side with the larger base table, scaled by the other side's filter selectivity."
 from __future__ import annotations
 
 from sluice.plan.expr import Col, Expr, Func
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
+from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
 
 DEFAULT_SEL = 0.3
 
@@ -39,11 +39,11 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
     if isinstance(plan, Join):
         lr, lb = estimate(plan.left)
         rr, rb = estimate(plan.right)
-        if plan.kind in ("semi", "anti"):
+        if plan.kind in (JoinKind.SEMI, JoinKind.ANTI):
             return max(1.0, lr * 0.5), lb
-        if plan.kind == "mark" or plan.single_row:  # single_row: a scalar subquery's one row
+        if plan.kind == JoinKind.MARK or plan.single_row:  # single_row: a scalar subquery's one row
             return lr, lb
-        if plan.kind == "cross" or not plan.left_keys:
+        if plan.kind == JoinKind.CROSS or not plan.left_keys:
             return lr * rr, lb * rb
         est = keyed_join_estimate(plan.left, plan.right, plan.left_keys, plan.right_keys, lr, lb, rr, rb)
         return est, max(lb, rb)

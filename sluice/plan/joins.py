@@ -2,8 +2,10 @@
 
 Each relation starts as its own component, with the single-relation conjuncts applied on it.
 Repeatedly, the pair of components connected by equi-join conditions whose join is estimated
-smallest is joined (the smaller side on the right = the build side); conditions spanning
-more components wait until those are joined. Components without connecting conditions are
+smallest is joined; conditions spanning more components wait until those are joined. Each
+pair is costed once, the larger side first (the cost estimate is not symmetric when both
+keys may be unique); which side builds is not decided here but when the plan is lowered
+(:mod:`sluice.physical.joins`). Components without connecting conditions are
 cross-joined last, smallest first.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from sluice.plan import expr as E
 from sluice.plan.estimate import estimate, keyed_join_estimate
 from sluice.plan.expr import Expr, Func
-from sluice.plan.logical import Filter, Join, PlanNode
+from sluice.plan.logical import Filter, Join, JoinKind, PlanNode
 
 
 def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
@@ -78,7 +80,7 @@ def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
                     continue
                 lr, lb = estimate(li)
                 rr, rb = estimate(lj)
-                if rr > lr:  # build (right) on the smaller side
+                if rr > lr:  # each pair once: the larger side first
                     continue
                 cost = keyed_join_estimate(li, lj, [k[0] for k in keys], [k[1] for k in keys], lr, lb, rr, rb)
                 if best is None or cost < best[0]:
@@ -88,7 +90,7 @@ def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
             order = sorted(range(len(comps)), key=lambda k: estimate(comps[k][0])[0])
             i, j = order[1], order[0]
             joined_names = comps[i][1] | comps[j][1]
-            node: PlanNode = Join(comps[i][0], comps[j][0], "cross")
+            node: PlanNode = Join(comps[i][0], comps[j][0], JoinKind.CROSS)
         else:
             _, i, j = best
             ni, nj = comps[i][1], comps[j][1]
@@ -101,7 +103,7 @@ def plan_inner_joins(items: list[PlanNode], conjuncts: list[Expr]) -> PlanNode:
                         lk.append(pair[0])
                         rk.append(pair[1])
                         used.append(c)
-            node = Join(comps[i][0], comps[j][0], "inner", tuple(lk), tuple(rk))
+            node = Join(comps[i][0], comps[j][0], JoinKind.INNER, tuple(lk), tuple(rk))
             pending = [c for c in pending if c not in used]
         now = [c for c in pending if c.columns() <= joined_names]
         if now:

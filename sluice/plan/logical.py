@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import ClassVar, Sequence
 
 from sluice.io.parquet.metadata import TableInfo
@@ -90,6 +91,19 @@ class Project(PlanNode):
         return {n: e.type for n, e in self.exprs}
 
 
+class JoinKind(StrEnum):
+    """What a join keeps, as SQL says it (which side builds is the physical layer's choice)."""
+
+    INNER = "inner"
+    CROSS = "cross"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"  # left rows with a match (EXISTS / IN)
+    ANTI = "anti"  # left rows without one (NOT EXISTS / NOT IN)
+    MARK = "mark"  # every left row, with a boolean column: whether one matches
+
+
 @dataclass(frozen=True, eq=False)
 class Join(PlanNode):
     """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual`` condition.
@@ -105,7 +119,7 @@ class Join(PlanNode):
     _children: ClassVar = ("left", "right")
     left: PlanNode
     right: PlanNode
-    kind: str
+    kind: JoinKind
     left_keys: tuple[Expr, ...] = ()
     right_keys: tuple[Expr, ...] = ()
     residual: Expr | None = None
@@ -114,11 +128,14 @@ class Join(PlanNode):
     outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
     mark: str | None = None  # kind "mark": the left rows, each with this boolean column (a match exists)
 
+    def __post_init__(self):
+        object.__setattr__(self, "kind", JoinKind(self.kind))  # an unknown kind fails here
+
     @property
     def schema(self):
-        if self.kind == "mark":
+        if self.kind == JoinKind.MARK:
             full = {**self.left.schema, self.mark: BOOL}
-        elif self.kind in ("semi", "anti"):
+        elif self.kind in (JoinKind.SEMI, JoinKind.ANTI):
             full = dict(self.left.schema)
         else:
             full = {**self.left.schema, **self.right.schema}

@@ -15,7 +15,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.plan import expr as E
 from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
-from sluice.plan.logical import (Aggregate, AggCall, Join, PlanNode, Project, Window, WindowCall,
+from sluice.plan.logical import (Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Window, WindowCall,
                                  WINDOW_AGGREGATES, MOMENTS,
                                  Shared, SortKey, Union)
 from sluice.types import FLOAT64, INT64, STRING
@@ -242,7 +242,7 @@ class Aggregation:
             other = Col(name, k.type)
             lk += [E.make_func("is_null", [k]), E.make_func("coalesce", [k, zero])]
             rk += [E.make_func("is_null", [other]), E.make_func("coalesce", [other, zero])]
-        join = Join(shared, agg, "inner", tuple(lk), tuple(rk))
+        join = Join(shared, agg, JoinKind.INNER, tuple(lk), tuple(rk))
         keep = [(n, Col(n, t)) for n, t in plan.schema.items()] + [(n, Col(n, c.type)) for n, c in calls]
         return Project(join, tuple(keep))
 

@@ -33,7 +33,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, SluiceError, UnsupportedError
 from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Lit
-from sluice.plan.logical import Aggregate, AggCall, Join, PlanNode, Project, Scan, Filter, OneRow, Shared
+from sluice.plan.logical import Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Scan, Filter, OneRow, Shared
 from sluice.sql.scope import Correlation, Ctx, Domain, EmptyGroup, Outer, Rel
 from sluice.sql.syntax import _outer_aggs, _outer_windows
 from sluice.types import BOOL, INT64
@@ -187,18 +187,18 @@ class Dependent:
         sch = rel.plan.schema
         v = Col(rel.outputs[0][1], sch[rel.outputs[0][1]])
         if tr.corr is None and tr.domain is None:
-            out: PlanNode = Join(plan, rel.plan, "cross", single_row=True)
+            out: PlanNode = Join(plan, rel.plan, JoinKind.CROSS, single_row=True)
         elif tr.domain is None:
             lk = [o for o, _ in tr.corr.pairs]
             rk = [Col(k, sch[k]) for k in tr.corr.inner_key_cols]
             right = rel.plan if tr.empty is not None else self._single_rows(rel.plan, rk, v)
-            out = Join(plan, right, "left", tuple(lk), tuple(rk))
+            out = Join(plan, right, JoinKind.LEFT, tuple(lk), tuple(rk))
         else:
             outer = [tr.refs[n] for n in tr.domain.cols]
             dcols = list(tr.domain.cols.values())
             right = rel.plan if tr.empty is not None else self._single_rows(rel.plan, dcols, v)
             lk, rk = null_safe_keys(outer, dcols)
-            out = Join(tr.left, right, "left", tuple(lk), tuple(rk))
+            out = Join(tr.left, right, JoinKind.LEFT, tuple(lk), tuple(rk))
         if tr.empty is None:
             return out, v, None
         emp = tr.empty
@@ -234,14 +234,14 @@ class Dependent:
         kind = "left" if side == "LEFT" else "inner"
         emp = tr.empty
         if tr.corr is None and tr.domain is None:
-            out: PlanNode = Join(left, rel.plan, "left" if side == "LEFT" else "cross")
+            out: PlanNode = Join(left, rel.plan, JoinKind.LEFT if side == "LEFT" else JoinKind.CROSS)
         else:
             if tr.domain is None:
                 lk = [o for o, _ in tr.corr.pairs]
                 rk = [Col(k, sch[k]) for k in tr.corr.inner_key_cols]
             else:
                 lk, rk = null_safe_keys([tr.refs[n] for n in tr.domain.cols], list(tr.domain.cols.values()))
-            out = Join(tr.left, rel.plan, "left" if emp is not None else kind, tuple(lk), tuple(rk))
+            out = Join(tr.left, rel.plan, JoinKind.LEFT if emp is not None else kind, tuple(lk), tuple(rk))
         values = {internal: Col(internal, sch[internal]) for _, internal in rel.outputs}
         if emp is not None and (tr.corr is not None or tr.domain is not None):
             back = {d.name: tr.refs[n] for n, d in (tr.domain.cols.items() if tr.domain else ())}

@@ -15,7 +15,7 @@ from sluice.sql.coverage import construct_name
 from sluice.io.parquet.metadata import TableInfo
 from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr
-from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
+from sluice.plan.logical import (Filter, InnerJoins, Join, JoinKind, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
@@ -319,10 +319,10 @@ class FromClause:
         lk, rk, resid = [], [], []
         for c in conds:
             cols = c.columns()
-            if kind in ("left", "semi", "anti") and cols and cols <= right_names:
+            if kind in (JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and cols and cols <= right_names:
                 p = Filter(p, c)
                 continue
-            if kind == "right" and cols and cols <= left_names:
+            if kind == JoinKind.RIGHT and cols and cols <= left_names:
                 plan = Filter(plan, c)
                 continue
             pair = equi_pair(c, left_names, right_names)

@@ -13,7 +13,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.plan import expr as E
 from sluice.plan.expr import Col, Expr, Func, Lit
-from sluice.plan.logical import (Filter, Join, PlanNode, Project)
+from sluice.plan.logical import (Filter, Join, JoinKind, PlanNode, Project)
 from sluice.types import BOOL
 from sluice.sql.dependent import Correlated, null_safe_keys, scalar_aggregate, unwrap
 from sluice.sql.scope import Scope, Correlation, Ctx
@@ -91,9 +91,9 @@ class Subqueries:
                 # the correlation keys alone; a null-aware one would look at all rows at once.
                 unknown = E.make_bool("or", [E.make_compare("=", lhs[0], v), E.make_func("is_null", [lhs[0]]),
                                              E.make_func("is_null", [v])])
-                return Join(tr.left, rel.plan, "anti", tuple(lk), tuple(rk), E.and_all([resid, unknown]))
+                return Join(tr.left, rel.plan, JoinKind.ANTI, tuple(lk), tuple(rk), E.and_all([resid, unknown]))
             lk, rk = list(lk) + lhs, list(rk) + [v]
-        return Join(tr.left, rel.plan, "anti" if negate else "semi", tuple(lk), tuple(rk), resid,
+        return Join(tr.left, rel.plan, JoinKind.ANTI if negate else JoinKind.SEMI, tuple(lk), tuple(rk), resid,
                     null_aware=null_aware)
 
     def _join_subqueries(self, node: exp.Expression, plan: PlanNode, ctx: Ctx) -> PlanNode:
@@ -136,7 +136,7 @@ class Subqueries:
             null_aware = True
         join = self._semi(tr, lhs, False, null_aware)
         ctx.subs[id(n)] = Col(name, BOOL)
-        return replace(join, kind="mark", mark=name)
+        return replace(join, kind=JoinKind.MARK, mark=name)
 
     def _scalar_subquery(self, sq: exp.Subquery, plan: PlanNode, ctx: Ctx) -> PlanNode:
         plan, value, _ = self._scalar_value(sq.this, plan, ctx)

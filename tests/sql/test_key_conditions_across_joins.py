@@ -6,7 +6,8 @@ the plans show the condition at the other side's scan."""
 
 import pytest
 
-from sluice.exec.driver import explain, lower_plan
+from sluice.exec.driver import explain
+from sluice.physical.lower import lower_plan
 from sluice.testing.oracle import compare
 
 QUERIES = {

@@ -5,7 +5,8 @@ pair expanded at once; plans before/after, including CTEs the rule must leave al
 
 import pytest
 
-from sluice.exec.driver import explain, lower_plan
+from sluice.exec.driver import explain
+from sluice.physical.lower import lower_plan
 from sluice.exec.hash_join import HashJoinOp
 from sluice.testing.oracle import compare
 

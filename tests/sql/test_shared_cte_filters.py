@@ -5,7 +5,8 @@ when every reference is filtered, below the aggregation only what the OR implies
 
 import pytest
 
-from sluice.exec.driver import explain, lower_plan
+from sluice.exec.driver import explain
+from sluice.physical.lower import lower_plan
 from sluice.testing.oracle import compare
 
 AGG = ("with m as (select o_custkey ck, extract(month from o_orderdate) mo, sum(o_totalprice) tot, count(*) n "

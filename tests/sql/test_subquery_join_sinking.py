@@ -7,7 +7,8 @@ outer joins' preserved sides; the plans show the subquery joined below the fact 
 import pytest
 
 from sluice.errors import SluiceError
-from sluice.exec.driver import explain, lower_plan
+from sluice.exec.driver import explain
+from sluice.physical.lower import lower_plan
 from sluice.testing.oracle import compare
 
 QUERIES = {

@@ -1,7 +1,8 @@
 """Plan rewrites, stated as before/after on real plans."""
 
 import sluice
-from sluice.exec.driver import explain, lower_plan
+from sluice.exec.driver import explain
+from sluice.physical.lower import lower_plan
 from sluice.testing.queries import tpch_queries
 
 

@@ -12,7 +12,7 @@ from functools import singledispatch
 from sluice.plan import expr as E
 from sluice.plan.expr import Expr
 from sluice.plan.joins import implied_filters
-from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
+from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
@@ -88,9 +88,9 @@ def _(plan: Join, conds):
     to_left, to_right, keep = [], [], []
     for c in conds:
         cols = c.columns()
-        if cols and cols <= left_names and plan.kind in ("inner", "left", "semi", "anti", "cross", "mark"):
+        if cols and cols <= left_names and plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS, JoinKind.MARK):
             to_left.append(c)
-        elif cols and cols <= right_names and plan.kind in ("inner", "right", "cross"):
+        elif cols and cols <= right_names and plan.kind in (JoinKind.INNER, JoinKind.RIGHT, JoinKind.CROSS):
             to_right.append(c)
         else:
             keep.append(c)
@@ -100,11 +100,11 @@ def _(plan: Join, conds):
         # side of an outer join, whose rows it rules out match nothing that survives.
         held_l = _holds(plan.left) if plan.left_keys else []
         held_r = _holds(plan.right) if plan.right_keys else []
-        if plan.kind in ("inner", "left", "semi", "anti", "mark") and plan.left_keys:
+        if plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK) and plan.left_keys:
             to_right += _across(to_left + held_l, plan.left_keys, plan.right_keys, to_right + held_r)
-        if plan.kind in ("inner", "right") and plan.right_keys:
+        if plan.kind in (JoinKind.INNER, JoinKind.RIGHT) and plan.right_keys:
             to_left += _across(to_right + held_r, plan.right_keys, plan.left_keys, to_left + held_l)
-    if plan.kind in ("inner", "cross") and keep:
+    if plan.kind in (JoinKind.INNER, JoinKind.CROSS) and keep:
         # Equalities between the sides of a cross join become join keys.
         from sluice.plan.joins import equi_pair
         lk, rk, rest = list(plan.left_keys), list(plan.right_keys), []
@@ -116,7 +116,7 @@ def _(plan: Join, conds):
             else:
                 rest.append(c)
         if len(lk) != len(plan.left_keys):
-            plan = replace(plan, kind="inner", left_keys=tuple(lk), right_keys=tuple(rk))
+            plan = replace(plan, kind=JoinKind.INNER, left_keys=tuple(lk), right_keys=tuple(rk))
             keep = rest
     # The residual of semi/anti/outer joins stays where it is; its single-side inner-join
     # conjuncts were already placed by the translator.
@@ -192,8 +192,8 @@ def _holds(tree: PlanNode) -> list[Expr]:
         if isinstance(tree, Filter):
             out += E.conjuncts(tree.predicate)
             tree = tree.child
-        elif isinstance(tree, Join) and tree.outputs is None and tree.kind in ("inner", "left", "semi", "anti", "mark"):
-            if tree.kind == "inner":
+        elif isinstance(tree, Join) and tree.outputs is None and tree.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK):
+            if tree.kind == JoinKind.INNER:
                 out += _holds(tree.right)
             tree = tree.left
         elif isinstance(tree, Project):
@@ -212,9 +212,9 @@ def _holds(tree: PlanNode) -> list[Expr]:
 def _movable(plan: PlanNode) -> bool:
     """Whether ``plan`` is a join :func:`_sink_subquery_join` moves."""
     return isinstance(plan, Join) and plan.outputs is None and (
-        (plan.kind == "cross" and plan.single_row)
+        (plan.kind == JoinKind.CROSS and plan.single_row)
         or (bool(plan.left_keys) and not plan.null_aware and not plan.single_row and plan.mark is None
-            and (plan.kind == "left" or (plan.kind == "inner" and _unique_on(plan.right, plan.right_keys)))))
+            and (plan.kind == JoinKind.LEFT or (plan.kind == JoinKind.INNER and _unique_on(plan.right, plan.right_keys)))))
 
 
 def _sink_subquery_join(plan: Join, conds: list[Expr]) -> PlanNode | None:
@@ -271,10 +271,10 @@ def _sink(tree: PlanNode, want: set[str], attach, smaller: bool) -> PlanNode | N
         if isinstance(node, Filter):
             nxt = ("child", node.child)
         elif isinstance(node, Join) and node.outputs is None and want <= set(node.left.schema) \
-                and node.kind in ("inner", "cross", "left", "semi", "anti", "mark"):
+                and node.kind in (JoinKind.INNER, JoinKind.CROSS, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK):
             nxt = ("left", node.left)
         elif isinstance(node, Join) and node.outputs is None and want <= set(node.right.schema) \
-                and node.kind in ("inner", "cross") and not node.single_row:
+                and node.kind in (JoinKind.INNER, JoinKind.CROSS) and not node.single_row:
             nxt = ("right", node.right)
         else:
             break

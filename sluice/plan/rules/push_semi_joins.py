@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import Filter, Join, PlanNode
+from sluice.plan.logical import Filter, Join, JoinKind, PlanNode
 
 
 def push_semi_joins(plan: PlanNode) -> PlanNode:
     plan = plan.reconstruct([push_semi_joins(c) for c in plan.children])
-    if isinstance(plan, Join) and plan.kind in ("semi", "anti"):
+    if isinstance(plan, Join) and plan.kind in (JoinKind.SEMI, JoinKind.ANTI):
         return _push(plan)
     return plan
 
@@ -34,7 +34,7 @@ def _push(semi: Join) -> PlanNode:
         used |= semi.residual.columns() - set(semi.right.schema)
     if isinstance(below, Filter):
         return Filter(_push(replace(semi, left=below.child)), below.predicate)
-    if isinstance(below, Join) and below.kind in ("inner", "cross") and not below.single_row:
+    if isinstance(below, Join) and below.kind in (JoinKind.INNER, JoinKind.CROSS) and not below.single_row:
         for side in ("left", "right"):
             child = getattr(below, side)
             if used <= set(child.schema) and estimate(below)[0] >= estimate(child)[0]:

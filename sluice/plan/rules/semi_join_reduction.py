@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sluice.plan.expr import and_all, conjuncts
-from sluice.plan.logical import Aggregate, Filter, Join, PlanNode, Project, Shared, Sort
+from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, PlanNode, Project, Shared, Sort
 
 
 @dataclass
@@ -50,7 +50,7 @@ def semi_join_reduction(plan: PlanNode) -> PlanNode:
 
 
 def _has_semi(plan: PlanNode) -> bool:
-    if isinstance(plan, Join) and plan.kind in ("semi", "anti", "mark"):
+    if isinstance(plan, Join) and plan.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK):
         return True
     return any(_has_semi(c) for c in plan.children)
 
@@ -87,7 +87,7 @@ def _walk(plan: PlanNode, ins: bool, need: set[str], ctx: _Ctx) -> PlanNode:
         child = _walk(plan.child, ins, _cols(*(e for _, e in exprs)), ctx)
         return replace(plan, child=child, exprs=exprs)
     if isinstance(plan, Filter):
-        if ins and isinstance(plan.child, Join) and plan.child.kind == "inner" and not plan.child.single_row \
+        if ins and isinstance(plan.child, Join) and plan.child.kind == JoinKind.INNER and not plan.child.single_row \
                 and _one_side(plan.child, need) is not None:
             j = plan.child
             lcols, rcols = set(j.left.schema), set(j.right.schema)
@@ -125,11 +125,11 @@ def _one_side(j: Join, need: set[str]) -> str | None:
 
 def _join(j: Join, ins: bool, need: set[str], ctx: _Ctx) -> PlanNode:
     cond = _cols(*j.left_keys, *j.right_keys, j.residual)
-    if j.kind in ("semi", "anti", "mark") and not j.single_row:
+    if j.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK) and not j.single_row:
         left = _walk(j.left, ins, (need | cond) & set(j.left.schema), ctx)
         right = _walk(j.right, True, cond & set(j.right.schema), ctx)
         return replace(j, left=left, right=right)
-    if ins and j.kind == "inner" and not j.single_row:
+    if ins and j.kind == JoinKind.INNER and not j.single_row:
         side = _one_side(j, need)
         if side is not None:
             keep, other = (j.left, j.right) if side == "left" else (j.right, j.left)
@@ -137,8 +137,8 @@ def _join(j: Join, ins: bool, need: set[str], ctx: _Ctx) -> PlanNode:
             left = _walk(keep, True, (need | cond) & set(keep.schema), ctx)
             right = _walk(other, True, cond & set(other.schema), ctx)
             outputs = None if j.outputs is None else tuple(c for c in j.outputs if c in left.schema) or None
-            return Join(left, right, "semi", kk, ok, j.residual, outputs=outputs)
-    sub = ins and j.kind in ("inner", "cross") and not j.single_row
+            return Join(left, right, JoinKind.SEMI, kk, ok, j.residual, outputs=outputs)
+    sub = ins and j.kind in (JoinKind.INNER, JoinKind.CROSS) and not j.single_row
     left = _walk(j.left, sub, (need | cond) & set(j.left.schema) if sub else set(j.left.schema), ctx)
     right = _walk(j.right, sub, (need | cond) & set(j.right.schema) if sub else set(j.right.schema), ctx)
     return replace(j, left=left, right=right)

@@ -12,7 +12,7 @@ Runs before ``order_joins``, on the InnerJoins nodes the translator emits."""
 from __future__ import annotations
 
 from sluice.plan.expr import COMPARE, Col, Expr, Func, Lit, make_compare
-from sluice.plan.logical import Filter, InnerJoins, Join, PlanNode, Project
+from sluice.plan.logical import Filter, InnerJoins, Join, JoinKind, PlanNode, Project
 
 #: Functions whose result is NULL whenever an argument is (so NULL reaches the comparison).
 _STRICT = {"+", "-", "*", "/", "%", "neg", "abs", "round", "cast", "upper", "lower", "substring", "trim", "ltrim",
@@ -80,16 +80,16 @@ def _walk(plan: PlanNode, above: tuple[Expr, ...]) -> PlanNode:
             else:
                 inputs.append(p)
         return InnerJoins(tuple(inputs), tuple(conditions))
-    if isinstance(plan, Join) and plan.kind == "left" and not plan.single_row and not plan.null_aware \
+    if isinstance(plan, Join) and plan.kind == JoinKind.LEFT and not plan.single_row and not plan.null_aware \
             and any(rejects_nulls(c, set(plan.right.schema)) for c in above):
         conds = [make_compare("=", lk, rk) for lk, rk in zip(plan.left_keys, plan.right_keys)]
         if plan.residual is not None:
             conds.append(plan.residual)
         return _walk(InnerJoins((plan.left, plan.right), tuple(conds)), above)
-    if isinstance(plan, Join) and plan.kind in ("inner", "left"):
+    if isinstance(plan, Join) and plan.kind in (JoinKind.INNER, JoinKind.LEFT):
         # Rows keep their columns through an inner join, and the left side's through a left
         # join: the conditions above still apply to them there.
-        return plan.reconstruct([_walk(plan.left, above), _walk(plan.right, above if plan.kind == "inner" else ())])
+        return plan.reconstruct([_walk(plan.left, above), _walk(plan.right, above if plan.kind == JoinKind.INNER else ())])
     if isinstance(plan, Project) and all(isinstance(e, Col) and e.name == n for n, e in plan.exprs):
         return plan.reconstruct([_walk(plan.child, above)])  # the same columns, by the same names
     return plan.reconstruct([_walk(c, ()) for c in plan.children]) if plan.children else plan
@@ -109,13 +109,13 @@ def inner_joins_below_left_joins(plan: PlanNode) -> PlanNode:
     if not isinstance(plan, InnerJoins):
         return plan
     for k, p in enumerate(plan.inputs):
-        if not (isinstance(p, Join) and p.kind == "left" and not p.single_row and not p.null_aware):
+        if not (isinstance(p, Join) and p.kind == JoinKind.LEFT and not p.single_row and not p.null_aware):
             continue
         right = set(p.right.schema)
         keep = tuple(c for c in plan.conditions if not (c.columns() & right))
         above = [c for c in plan.conditions if c.columns() & right]
         inner = InnerJoins(plan.inputs[:k] + (p.left,) + plan.inputs[k + 1:], keep)
-        out: PlanNode = Join(inner_joins_below_left_joins(inner), p.right, "left", p.left_keys, p.right_keys,
+        out: PlanNode = Join(inner_joins_below_left_joins(inner), p.right, JoinKind.LEFT, p.left_keys, p.right_keys,
                              p.residual)
         for c in above:
             out = Filter(out, c)

@@ -1,0 +1,66 @@
+"""Which scans a join's runtime filters reach (:mod:`sluice.exec.runtime_filter` says what
+a runtime filter is and how a scan applies it).
+
+Only where it cannot change an answer: the join must drop probe rows without a match
+(inner, semi, and the build-preserving outer join), and the probe key must be a column that
+reaches the join unchanged from one scan, through filters, renaming projections and the
+probe sides of other joins (whatever those do to a row, the row keeps its key, which this
+join would reject). Keys are integers, dates or decimals of one scale on both sides
+(compared as int64 values).
+"""
+
+from __future__ import annotations
+
+from sluice.exec.hash_join import HashJoinOp
+from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
+from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
+from sluice.exec.runtime_filter import RuntimeFilter
+from sluice.plan.expr import Col
+from sluice.types import LType
+
+
+def _comparable(a: LType, b: LType) -> bool:
+    def kind(t):
+        if t.is_integer or t.kind == "date":
+            return ("int", 0) if t.kind != "date" else ("date", 0)
+        if t.kind == "decimal":
+            return ("decimal", t.scale)
+        return None
+    ka, kb = kind(a), kind(b)
+    return ka is not None and ka == kb
+
+
+def _trace(op: Operator, name: str):
+    """(scan, file column) where column ``name`` of ``op``'s output comes from, unchanged."""
+    while True:
+        if isinstance(op, ScanOp):
+            return (op, op.columns[name]) if name in op.columns else None
+        if isinstance(op, FilterOp):
+            op = op.child
+        elif isinstance(op, ProjectOp):
+            e = dict(op.exprs).get(name)
+            if not isinstance(e, Col):
+                return None
+            op, name = op.child, e.name
+        elif isinstance(op, HashJoinOp) and name in op.probe_schema:
+            op = op.probe
+        else:
+            return None
+
+
+def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
+    """Give every filtering hash join a runtime filter per usable key, aimed at the scan its
+    probe key comes from."""
+    for op in root.walk():
+        if not isinstance(op, HashJoinOp) or op.mode not in DROPS_UNMATCHED_PROBE or not op.probe_keys:
+            continue
+        for k, (pk, bk) in enumerate(zip(op.probe_keys, op.build_keys)):
+            if not isinstance(pk, Col) or not _comparable(pk.type, bk.type):
+                continue
+            hit = _trace(op.probe, pk.name)
+            if hit is None:
+                continue
+            scan, column = hit
+            rf = RuntimeFilter(f"join on {pk} = {bk}", column, bloom=bloom)
+            op.runtime_filters.append((k, rf))
+            scan.runtime_filters.append(rf)

@@ -1,0 +1,76 @@
+"""The physical layer: join selection decided once, distributions, lowering's state."""
+
+import pytest
+
+import sluice
+from sluice.errors import UnsupportedError
+from sluice.exec.hash_join import HashJoinOp
+from sluice.exec.join_mode import JoinMode
+from sluice.physical.joins import choose_build_side
+from sluice.physical.lower import lower_plan
+from sluice.physical.properties import ANY, BROADCAST, SINGLE, hashed
+from sluice.plan.logical import Join, JoinKind
+
+
+def _joins(con, sql):
+    return [o for o in lower_plan(con.sql(sql).plan, con.config).walk() if isinstance(o, HashJoinOp)]
+
+
+def _logical_joins(plan):
+    out = [plan] if isinstance(plan, Join) else []
+    for c in plan.children:
+        out += _logical_joins(c)
+    return out
+
+
+def test_smaller_side_builds_whichever_side_sql_names_it(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    for sql in ["select count(*) from lineitem left join nation on l_suppkey = n_nationkey",
+                "select count(*) from nation right join lineitem on l_suppkey = n_nationkey"]:
+        (j,) = _joins(con, sql)
+        assert any("Scan nation" in o.describe() for o in j.build.walk())
+        assert j.mode == JoinMode.PROBE_OUTER  # lineitem's rows are kept: it probes
+
+
+def test_left_join_whose_left_side_is_smaller_builds_it(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    (j,) = _joins(con, "select count(*) from nation left join lineitem on l_suppkey = n_nationkey")
+    assert j.mode == JoinMode.BUILD_OUTER and any("nation" in o.describe() for o in j.build.walk())
+
+
+def test_sides_that_must_stay_are_not_swapped(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    # NOT IN (null-aware anti) and a mark join build their right side whatever the sizes
+    plan = con.sql("select count(*) from nation where n_nationkey not in (select l_suppkey from lineitem)").plan
+    (anti,) = [j for j in _logical_joins(plan) if j.null_aware]
+    c = choose_build_side(anti)
+    assert c.build is anti.right and c.mode == JoinMode.ANTI
+
+
+def test_join_kind_is_an_enum_and_rejects_unknown_kinds(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    (j,) = _logical_joins(con.sql("select count(*) from nation join region on n_regionkey = r_regionkey").plan)
+    assert j.kind is JoinKind.INNER
+    with pytest.raises(ValueError):
+        Join(j.left, j.right, "sideways")
+
+
+def test_one_rank_runs_every_operator_on_a_single_rank(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    op = lower_plan(con.sql("select n_name, count(*) from nation join region on n_regionkey = r_regionkey "
+                            "group by 1 order by 1").plan, con.config)
+    assert all(o.distribution == SINGLE for o in op.walk())
+
+
+def test_lowering_for_several_ranks_is_refused_in_one_line(tpch_dir):
+    con = sluice.connect(tpch_dir, device="cpu")
+    with pytest.raises(UnsupportedError, match="more than one rank"):
+        lower_plan(con.sql("select count(*) from nation").plan, con.config, rank=0, world=2)
+
+
+def test_distributions_say_what_they_satisfy():
+    a, b = hashed(["x"]), hashed(["y"])
+    assert a.satisfies(hashed(["x"])) and not a.satisfies(b)
+    assert SINGLE.satisfies(a) and SINGLE.satisfies(BROADCAST)
+    assert ANY.satisfies(ANY) and not ANY.satisfies(a) and a.satisfies(ANY)
+    assert str(a) == "hash(x)" and str(BROADCAST) == "broadcast"
