@@ -374,7 +374,7 @@ def run(argv: list[str] | None = None) -> int:
         from sluice.datagen.ssb import generate_ssb
         from sluice.datagen.tpcds import generate_tpcds
         from sluice.datagen.tpch import generate_tpch
-        from sluice.datagen import prepare_folder
+        from sluice.datagen.folders import prepare_folder
         prepare_folder(args.benchmark, args.out, args.force)
         t0 = time.perf_counter()
         with _Status(f"generating {args.benchmark} sf={args.sf:g} into {args.out} ..."):

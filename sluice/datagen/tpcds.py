@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sluice.datagen import generator
+from sluice.datagen.tools import generator
 from sluice.errors import DataError
 
 TPCDS_TABLES = ("call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer", "customer_address",
