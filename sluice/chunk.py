@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-import warnings
 import weakref
 
-import numpy as np
 import pyarrow as pa
 import torch
 
+from sluice.kernels.encode import encode_strings
+from sluice.kernels.buffers import host_tensor, string_buffers  # noqa: F401 - used and re-exported
 from sluice.types import LType
 
 
@@ -118,7 +118,6 @@ class Chunk:
         return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq)
 
 
-_READONLY_WARNED = False
 
 
 def compact_strings(chunk: "Chunk") -> "Chunk":
@@ -135,37 +134,6 @@ def compact_strings(chunk: "Chunk") -> "Chunk":
         else:
             cols[k] = c
     return Chunk(cols, chunk.num_rows, chunk.seq) if changed else chunk
-
-
-def string_buffers(d: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
-    """(int64 offsets, uint8 bytes) of a string array, as numpy views of its Arrow buffers
-    (NULLs as empty strings); None when it is empty."""
-    if d.type != pa.string() and d.type != pa.large_string():
-        d = d.cast(pa.large_string())
-    if d.offset or d.null_count:
-        d = pa.concat_arrays([d.fill_null("")])
-    n = len(d)
-    if n == 0:
-        return None
-    bufs = d.buffers()
-    off_dtype = np.int64 if d.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return offsets, data
-
-
-def host_tensor(arr: np.ndarray) -> torch.Tensor:
-    """Zero-copy CPU tensor over a numpy array, also a read-only Arrow-backed one: sluice never
-    writes into such columns in place, so torch's non-writable warning is silenced here only.
-    torch warns once per process, so the (costly) silencing is needed only the first time."""
-    global _READONLY_WARNED
-    if arr.flags.writeable or _READONLY_WARNED:
-        return torch.from_numpy(arr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        out = torch.from_numpy(arr)
-    _READONLY_WARNED = True
-    return out
 
 
 # ---------------------------------------------------------------- dictionaries
@@ -206,7 +174,6 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
 def _encode(d: pa.Array) -> tuple[pa.Array, torch.Tensor | None]:
     """(d without repeats, int32 position in it of each entry of d), or (d, None) when d has
     no repeats. The result is remembered as repeat-free for later calls."""
-    from sluice.exec.kernels.encode import encode_strings
     unique, mapping = encode_strings(_as_string(d))
     if len(unique) == len(d):
         unique, mapping = d, None

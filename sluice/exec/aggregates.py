@@ -18,7 +18,7 @@ import torch
 
 from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.exec.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
+from sluice.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
 from sluice.types import INT64, LType
 
@@ -338,7 +338,7 @@ class HyperLogLogAcc(Accumulator):
         return flat.reshape(g, self.M)
 
     def update(self, arg, ids, g, rows):
-        from sluice.exec.kernels.hash import hash_columns, mix64
+        from sluice.kernels.hash import hash_columns, mix64
         n = ids.numel()
         # The join/group hash is multiplicative (its low bits are weak): finalise it fully.
         h = mix64(hash_columns([arg.expand(n) if arg.is_const else arg], n) ^ 0x2545F4914F6CDD1D)

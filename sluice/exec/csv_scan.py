@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sluice.chunk import Chunk
-from sluice.exec.evaluate import evaluate_predicate
+from sluice.expr.evaluate import evaluate_predicate
 from sluice.exec.operators import Operator
 from sluice.io.csv import read_csv_batches
 from sluice.io.parquet.convert import arrow_to_column, to_device
 from sluice.io.parquet.metadata import TableInfo
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from sluice.exec.checks import deferred_checks
+from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.operators import Operator, ScanOp
 from sluice.io.parquet.convert import column_to_arrow

@@ -29,12 +29,12 @@ import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.exec.aggregates import MOMENTS, Accumulator, make_accumulator
-from sluice.exec.evaluate import evaluate, shared_subexpressions
-from sluice.exec.kernels.hash import hash_columns
-from sluice.exec.kernels.keys import first_rows, group_ids
+from sluice.expr.evaluate import evaluate, shared_subexpressions
+from sluice.kernels.hash import hash_columns
+from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.materialize import Materializer, MaterializeStats
 from sluice.exec.operators import Operator
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 from sluice.plan.logical import AggCall
 from sluice.types import INT64 as _INT64
 

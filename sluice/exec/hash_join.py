@@ -22,14 +22,14 @@ import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.errors import ExecutionError
-from sluice.exec.evaluate import evaluate, evaluate_predicate
+from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
-from sluice.exec.kernels.hash import hash_columns, partition_of
-from sluice.exec.kernels.keys import BuildKeys, JoinTable
+from sluice.kernels.hash import hash_columns, partition_of
+from sluice.kernels.keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.exec.range_join import SortedBuild, find_range_condition
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 from sluice.types import BOOL, LType, common_numeric
 
 #: Building the join table needs about this many times the build side's bytes (the pages,

@@ -31,7 +31,7 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk, Column, compact_strings, concat_chunks
-from sluice.exec.kernels.hash import partition_of
+from sluice.kernels.hash import partition_of
 from sluice.io.memory import budget_error
 from sluice.io.spill import SpillFile, page_nbytes
 

@@ -15,12 +15,12 @@ import torch
 
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
-from sluice.exec.evaluate import evaluate, evaluate_predicate, shared_subexpressions
+from sluice.expr.evaluate import evaluate, evaluate_predicate, shared_subexpressions
 from sluice.io.parquet.metadata import RowGroup, TableInfo
 from sluice.adapt.scan_policy import Coordinator, ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
 from sluice.metrics import OperatorStats, ScanStats
-from sluice.plan.expr import Col, Expr, substitute
+from sluice.expr.nodes import Col, Expr, substitute
 
 
 class Operator(abc.ABC):

@@ -21,11 +21,11 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column
-from sluice.exec.evaluate import evaluate
-from sluice.exec.kernels.keys import float_order_key
-from sluice.functions.common import to_type
-from sluice.plan import expr as E
-from sluice.plan.expr import Expr, Func
+from sluice.expr.evaluate import evaluate
+from sluice.kernels.keys import float_order_key
+from sluice.expr.functions.common import to_type
+from sluice.expr import nodes as E
+from sluice.expr.nodes import Expr, Func
 from sluice.types import LType, common_numeric
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}

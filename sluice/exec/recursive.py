@@ -18,7 +18,7 @@ import torch
 from sluice.chunk import Chunk, concat_chunks
 from sluice.errors import ExecutionError
 from sluice.exec.context import chunk_nbytes
-from sluice.exec.kernels.keys import first_rows, group_ids
+from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.operators import Operator, ScanOp, SharedOp
 
 

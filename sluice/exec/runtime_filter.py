@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sluice.chunk import Column
-from sluice.exec.kernels.keys import GOLDEN
+from sluice.kernels.keys import GOLDEN
 from sluice.metrics import fmt_bytes
 
 _MAX_BITS = 1 << 24

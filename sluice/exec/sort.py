@@ -28,8 +28,8 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, compact_strings, concat_chunks
-from sluice.exec.evaluate import evaluate
-from sluice.exec.kernels.keys import sortable
+from sluice.expr.evaluate import evaluate
+from sluice.kernels.keys import sortable
 from sluice.exec.materialize import MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.io.spill import SpillFile, page_nbytes

@@ -17,12 +17,12 @@ import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks, unify_dictionaries
 from sluice.exec.context import chunk_nbytes
-from sluice.exec.evaluate import evaluate
-from sluice.exec.kernels import window as K
-from sluice.functions.common import dictionary_rank, to_type
+from sluice.expr.evaluate import evaluate
+from sluice.kernels import window as K
+from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.types import FLOAT64
 from sluice.exec.operators import Operator
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 from sluice.plan.logical import MOMENTS, SortKey, WindowCall
 
 
@@ -347,7 +347,7 @@ def _merge_moments(a, b):
 
 def _block_moments(v: torch.Tensor, valid: torch.Tensor, lo: torch.Tensor, width: torch.Tensor):
     """(count, mean, M2) of the valid values in v[lo : lo + width] per row, from power-of-two
-    blocks (as :func:`sluice.exec.kernels.window._block_sums`), two levels alive at a time."""
+    blocks (as :func:`sluice.kernels.window._block_sums`), two levels alive at a time."""
     n = v.numel()
     zero = torch.zeros_like(v)
     level = (valid.to(torch.float64), torch.where(valid, v, zero), zero.clone())

@@ -15,7 +15,7 @@ from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
 from sluice.exec.runtime_filter import RuntimeFilter
-from sluice.plan.expr import Col
+from sluice.expr.nodes import Col
 from sluice.types import LType
 
 

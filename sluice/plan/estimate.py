@@ -4,10 +4,9 @@ side with the larger base table, scaled by the other side's filter selectivity."
 
 from __future__ import annotations
 
-from sluice.plan.expr import Col, Expr, Func
+from sluice.expr.functions.registry import DEFAULT_SEL
+from sluice.expr.nodes import Col, Expr, Func
 from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
-
-DEFAULT_SEL = 0.3
 
 
 def estimate(plan: PlanNode) -> tuple[float, float]:
@@ -135,7 +134,7 @@ def _scan_below(plan: PlanNode) -> Scan | None:
 
 def selectivity(pred: Expr | None, scan: Scan | None) -> float:
     """The fraction of ``scan``'s rows that ``pred`` keeps: the predicate's function says
-    (:mod:`sluice.functions`), from the scan's statistics where it can; DEFAULT_SEL otherwise."""
+    (:mod:`sluice.expr.functions`), from the scan's statistics where it can; DEFAULT_SEL otherwise."""
     if pred is None:
         return 1.0
     return _Selectivity(scan).of(pred)
@@ -150,7 +149,7 @@ class _Selectivity:
 
     def of(self, pred: Expr) -> float:
         if isinstance(pred, Func):
-            from sluice.functions import find
+            from sluice.expr.functions import find
             fn = find(pred.op)
             if fn is not None and fn.selectivity is not None:
                 return fn.selectivity(pred, self)

@@ -11,9 +11,9 @@ cross-joined last, smallest first.
 
 from __future__ import annotations
 
-from sluice.plan import expr as E
+from sluice.expr import build as E
 from sluice.plan.estimate import estimate, keyed_join_estimate
-from sluice.plan.expr import Expr, Func
+from sluice.expr.nodes import Expr, Func
 from sluice.plan.logical import Filter, Join, JoinKind, PlanNode
 
 
@@ -24,7 +24,7 @@ def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
     filter A before the join (TPC-H Q7's nation pairs, Q19's part and lineitem conditions).
     The original condition stays; the implied ones only remove rows it would remove.
     """
-    from sluice.plan.expr import Func
+    from sluice.expr.nodes import Func
     if not (isinstance(c, Func) and c.op == "or"):
         return []
     cols = c.columns()

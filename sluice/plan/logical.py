@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import ClassVar, Sequence
 
 from sluice.io.parquet.metadata import TableInfo
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 from sluice.types import BOOL, LType, INT64, FLOAT64, STRING
 
 

@@ -13,8 +13,8 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
-from sluice.plan import expr as E
-from sluice.plan.expr import NULL_TYPE, Col, Expr, Lit
+from sluice.expr import build as E
+from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Window, WindowCall,
                                  WINDOW_AGGREGATES, MOMENTS,
                                  Shared, SortKey, Union)

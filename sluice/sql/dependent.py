@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sluice.errors import PlanError, SluiceError, UnsupportedError
-from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Lit
+from sluice.expr import build as E
+from sluice.expr.nodes import Col, Expr, Lit
 from sluice.plan.logical import Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Scan, Filter, OneRow, Shared
 from sluice.sql.scope import Correlation, Ctx, Domain, EmptyGroup, Outer, Rel
 from sluice.sql.syntax import _outer_aggs, _outer_windows

@@ -1,4 +1,4 @@
-"""Scalar expressions: sqlglot nodes -> typed :mod:`sluice.plan.expr` trees, dispatched by
+"""Scalar expressions: sqlglot nodes -> typed :mod:`sluice.expr.nodes` trees, dispatched by
 sqlglot class through :data:`HANDLERS` (each method registers the classes it translates).
 Aggregates, windows and subqueries met inside an expression are looked up in the context
 (their passes put their results there).
@@ -13,8 +13,8 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
-from sluice.plan import expr as E
-from sluice.plan.expr import NULL_TYPE, Expr, Lit
+from sluice.expr import build as E
+from sluice.expr.nodes import NULL_TYPE, Expr, Lit
 from sluice.types import BOOL, DATE, INT32, INT64, INTERVAL, STRING, TIMESTAMP, TIMESTAMPTZ
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _split_and

@@ -11,7 +11,7 @@ import re
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.plan.expr import NULL_TYPE, Col, Expr, Func, Lit
+from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
 

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.io.parquet.metadata import TableInfo
-from sluice.plan.expr import Col, Expr
+from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (PlanNode)
 
 

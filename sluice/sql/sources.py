@@ -13,8 +13,8 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.io.parquet.metadata import TableInfo
-from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr
+from sluice.expr import build as E
+from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, JoinKind, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery

@@ -11,8 +11,8 @@ from dataclasses import replace
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.expr import build as E
+from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Join, JoinKind, PlanNode, Project)
 from sluice.types import BOOL
 from sluice.sql.dependent import Correlated, null_safe_keys, scalar_aggregate, unwrap

@@ -26,8 +26,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import check_supported, construct_name
 from sluice.sql.normalize import normalize
 from sluice.io.parquet.metadata import TableInfo
-from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.expr import build as E
+from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
 from sluice.types import BOOL, INT64, supertype

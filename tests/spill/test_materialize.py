@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sluice.chunk import Chunk, Column
 from sluice.config import Config
 from sluice.exec.context import ExecContext
-from sluice.exec.kernels.hash import hash_columns
+from sluice.kernels.hash import hash_columns
 from sluice.exec.materialize import Materializer
 from sluice.io.memory import MemoryPool
 from sluice.types import INT64
@@ -82,7 +82,7 @@ def test_rows_are_conserved(tmp_path, pages, limit_kib, force, threshold, poke, 
 
 
 def test_spills_largest_partition_first(tmp_path):
-    from sluice.exec.kernels.hash import partition_of
+    from sluice.kernels.hash import partition_of
     from sluice.exec.materialize import PARTITION_BITS
 
     def part_of(key: int) -> int:

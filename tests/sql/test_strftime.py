@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
-from sluice.functions.time_format import _PLAIN, _UNPADDED, _COMPOSITE
+from sluice.expr.functions.time_format import _PLAIN, _UNPADDED, _COMPOSITE
 from sluice.testing.oracle import compare, duckdb_tables
 
 SPECIFIERS = sorted(["%" + c for c in _PLAIN | set(_COMPOSITE)] + ["%-" + c for c in _UNPADDED] + ["%%"])

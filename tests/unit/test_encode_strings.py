@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sluice.exec.kernels import encode
+from sluice.kernels import encode
 
 
 def _check(strings: list[str]) -> None:

@@ -7,7 +7,7 @@ import torch
 
 import sluice
 from sluice.errors import ExecutionError, InternalError
-from sluice.exec.checks import DeferredChecks, deferred_checks, fail_if
+from sluice.kernels.checks import DeferredChecks, deferred_checks, fail_if
 from sluice.exec.driver import run_to_arrow
 from sluice.exec.operators import Operator, OneRowOp
 

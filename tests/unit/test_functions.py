@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 import sluice
-from sluice import functions
+from sluice.expr import functions
 from sluice.errors import PlanError
-from sluice.plan.expr import Col, Expr, Func, Lit, make_func
+from sluice.expr.build import Col, Expr, Func, Lit, make_func
 from sluice.plan.logical import PlanNode
 from sluice.testing.queries import tpch_queries
 from sluice.types import INT64, STRING

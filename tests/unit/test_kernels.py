@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from sluice.chunk import Column
-from sluice.exec.kernels import dates
-from sluice.exec.kernels.keys import BuildKeys, JoinTable, group_ids
+from sluice.kernels import dates
+from sluice.kernels.keys import BuildKeys, JoinTable, group_ids
 from sluice.types import INT64
 
 

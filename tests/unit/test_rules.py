@@ -72,7 +72,7 @@ def test_semi_join_over_both_inputs_stays_above(tpch_dir):
 
 def test_string_equality_selectivity_from_the_dictionary(tpch_dir):
     # p_type has 150 distinct values: p_type = '...' keeps 1/150 of part, not a default guess.
-    from sluice.functions.comparison import EQ_SEL
+    from sluice.expr.functions.comparison import EQ_SEL
     from sluice.plan.estimate import distinct_in_row_group, estimate
     con = sluice.connect(tpch_dir, device="cpu")
     part = con.table("part")
@@ -188,7 +188,7 @@ def test_outer_join_made_inner_by_a_null_rejecting_condition(tpch_dir):
         sql = _NULL_REJECTED.split("where")[0] + f"where {keeps} group by n_name"
         plan = simplify_outer_joins(Translator(con.table, con.files).translate(parse_sql(sql)).plan)
         assert [j.kind for j in nodes(plan, Join)] == ["left"], keeps
-    from sluice.plan.expr import Col, make_compare, make_func
+    from sluice.expr.build import Col, make_compare, make_func
     from sluice.types import INT64
     a, b = Col("a", INT64), Col("b", INT64)
     assert rejects_nulls(make_compare("=", make_func("+", [a, b]), Col("c", INT64)), {"b"})

@@ -73,7 +73,7 @@ def test_string_caches_release_dictionaries_with_their_columns(tpch_dir):
     import sluice
     from sluice.chunk import _ENCODED
     from sluice.exec.aggregates import _PREFIXES
-    from sluice.exec.kernels.hash import _STRINGS
+    from sluice.kernels.hash import _STRINGS
 
     con = sluice.connect(tpch_dir, device="cpu", chunk_rows=4096)
     con.sql("select c_name, c_comment, max(o_comment), count(*) from customer join orders on c_custkey = o_custkey "

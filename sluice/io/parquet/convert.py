@@ -17,7 +17,7 @@ import torch
 
 from sluice.chunk import Column, host_tensor
 from sluice.errors import DataError, UnsupportedError
-from sluice.exec.checks import fail_if
+from sluice.kernels.checks import fail_if
 from sluice.types import LType, from_arrow, split_interval, to_arrow
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 from sluice.io.parquet.metadata import RowGroup
-from sluice.plan import expr as E
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.expr import nodes as E
+from sluice.expr.nodes import Col, Expr, Func, Lit
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
 

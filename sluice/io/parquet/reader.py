@@ -32,9 +32,9 @@ from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
-from sluice.exec.evaluate import evaluate_predicate
+from sluice.expr.evaluate import evaluate_predicate
 from sluice.metrics import ModeStats, Recorder, ScanStats
-from sluice.plan.expr import Expr
+from sluice.expr.nodes import Expr
 
 _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
           "decimal": 8, "date": 4, "timestamp": 8, "timestamptz": 8, "string": 4}

@@ -13,7 +13,7 @@ d_moy = 5`` below the aggregation, it reads and groups two months instead of twe
 
 from __future__ import annotations
 
-from sluice.plan.expr import make_bool
+from sluice.expr.build import make_bool
 from sluice.plan.logical import Filter, PlanNode, Shared
 from sluice.plan.rules.push_filters import push_filters
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from sluice.plan import expr as E
-from sluice.plan.expr import Expr
+from sluice.expr import nodes as E
+from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
 from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from sluice.plan.expr import and_all, conjuncts
+from sluice.expr.nodes import and_all, conjuncts
 from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, PlanNode, Project, Shared, Sort
 
 

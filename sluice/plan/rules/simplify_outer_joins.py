@@ -11,7 +11,7 @@ Runs before ``order_joins``, on the InnerJoins nodes the translator emits."""
 
 from __future__ import annotations
 
-from sluice.plan.expr import COMPARE, Col, Expr, Func, Lit, make_compare
+from sluice.expr.build import COMPARE, Col, Expr, Func, Lit, make_compare
 from sluice.plan.logical import Filter, InnerJoins, Join, JoinKind, PlanNode, Project
 
 #: Functions whose result is NULL whenever an argument is (so NULL reaches the comparison).

@@ -10,9 +10,10 @@ import torch
 
 from sluice.chunk import Column
 from sluice.errors import PlanError, UnsupportedError
-from sluice.exec.checks import fail_if
-from sluice.functions import register
-from sluice.functions.common import I64_MAX, and_valid, numeric_pair, to_type
+from sluice.kernels.checks import fail_if
+from sluice.expr.functions.cast import cast_expr
+from sluice.expr.functions.registry import register
+from sluice.expr.functions.common import I64_MAX, and_valid, numeric_pair, to_type
 from sluice.types import DATE, FLOAT64, INT64, INTERVAL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric, decimal
 
 
@@ -21,12 +22,11 @@ def bind_arith(op: str):
         a, b = args
         ta, tb = a.type, b.type
         if ta.kind == "interval" or tb.kind == "interval":
-            from sluice.plan.expr import make_func
             if op == "+" and ta.kind == "interval" and tb.is_temporal:
                 a, b, ta, tb = b, a, tb, ta
             if op in ("+", "-") and ta.is_temporal and tb.kind == "interval":
                 if ta.kind == "date":  # DuckDB: a date +- an interval is a timestamp
-                    a, ta = make_func("cast", [a], (TIMESTAMP,)), TIMESTAMP
+                    a, ta = cast_expr(a, TIMESTAMP), TIMESTAMP
                 return [a, b], ta
             if ta.kind == tb.kind == "interval" and op in ("+", "-"):
                 raise UnsupportedError("adding or subtracting INTERVAL values (DuckDB keeps their days and "
@@ -37,10 +37,9 @@ def bind_arith(op: str):
                 return [a, b], ta
             if ta.is_temporal and tb.is_temporal and op == "-":
                 # an INTERVAL; a date is its midnight, TIMESTAMPTZ meets TIMESTAMP in UTC
-                from sluice.plan.expr import make_func
                 t = TIMESTAMPTZ if "timestamptz" in (ta.kind, tb.kind) else TIMESTAMP
-                a = a if ta == t else make_func("cast", [a], (t,))
-                b = b if tb == t else make_func("cast", [b], (t,))
+                a = a if ta == t else cast_expr(a, t)
+                b = b if tb == t else cast_expr(b, t)
                 return [a, b], INTERVAL
             raise PlanError(f"cannot apply {op} to {ta} and {tb}")
         if ta.kind == "date" or tb.kind == "date":

@@ -10,9 +10,9 @@ import torch
 
 from sluice.chunk import Column, unify_dictionaries
 from sluice.errors import PlanError
-from sluice.functions import register
-from sluice.functions.common import and_valid, dictionary_rank, gather_bool, numeric_pair
-from sluice.plan.estimate import DEFAULT_SEL
+from sluice.expr.functions.cast import cast_expr
+from sluice.expr.functions.registry import DEFAULT_SEL, register
+from sluice.expr.functions.common import and_valid, dictionary_rank, gather_bool, numeric_pair
 from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, common_numeric
 
 #: ``column = constant`` when the column's distinct values are unknown.
@@ -25,7 +25,6 @@ FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
 def bind_compare(args, params):
-    from sluice.plan.expr import make_func
     a, b = args
     ka, kb = a.type.kind, b.type.kind
     if ka == "string" or kb == "string":
@@ -35,8 +34,8 @@ def bind_compare(args, params):
         if a.type.is_temporal and b.type.is_temporal and ka != kb:
             # a date is its midnight; TIMESTAMP and TIMESTAMPTZ meet as instants in UTC
             t = TIMESTAMPTZ if "timestamptz" in (ka, kb) else TIMESTAMP
-            a, b = (make_func("cast", [a], (t,)) if a.type != t else a,
-                    make_func("cast", [b], (t,)) if b.type != t else b)
+            a, b = (cast_expr(a, t) if a.type != t else a,
+                    cast_expr(b, t) if b.type != t else b)
         elif ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif ka == "interval" or kb == "interval":
@@ -107,7 +106,7 @@ def _compare_strings(op: str, a: Column, b: Column) -> torch.Tensor:
 
 def _column_and_constant(e):
     """(column, constant, op with the column on the left) of ``col op lit``, else None."""
-    from sluice.plan.expr import Col, Lit
+    from sluice.expr.nodes import Col, Lit
     a, b = e.args
     op = e.op
     if isinstance(a, Lit) and isinstance(b, Col):

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import host_tensor, string_buffers
+from sluice.kernels.buffers import host_tensor, string_buffers
 
 PARALLEL_MIN = 1 << 21   # below this, one Arrow call is as fast (its table still fits in cache)
 PIECE_ROWS = 1 << 17     # strings per piece

@@ -1,7 +1,7 @@
 """Evaluate plan expressions over a chunk with tensor operations.
 
 Columns are looked up, constants become 0-d tensors that broadcast, and a function runs its
-kernel from :mod:`sluice.functions` over its evaluated arguments. NULLs follow SQL's
+kernel from :mod:`sluice.expr.functions` over its evaluated arguments. NULLs follow SQL's
 three-valued logic there: a kernel's validity is the AND of its inputs' validity, except
 AND/OR/CASE/COALESCE/IS NULL. Equal sub-expressions over one chunk are computed once.
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk, Column
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.functions import find
-from sluice.plan.expr import Col, Expr, Func, Lit
+from sluice.expr.functions import find
+from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
+from sluice.expr.nodes import Col, Expr, Func, Lit
 
 _CPU = torch.device("cpu")
 
@@ -55,7 +55,7 @@ def evaluate(e: Expr, chunk: Chunk) -> Column:
 
 
 def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
-    """The function's kernel (:mod:`sluice.functions`) over its evaluated arguments."""
+    """The function's kernel (:mod:`sluice.expr.functions`) over its evaluated arguments."""
     assert isinstance(e, Func)
     for a in e.args:
         if isinstance(a, Col) and chunk.columns[a.name].wide is not None:
@@ -166,32 +166,7 @@ def evaluate_constant(e: Func) -> Lit:
     return Lit(column_scalar(c), e.type)
 
 
-def column_scalar(c: Column):
-    """Python value of a constant column (None for NULL)."""
-    if c.valid is not None and not bool(c.valid.reshape(-1)[0]):
-        return None
-    v = c.data.reshape(-1)[0].item()
-    if c.type.kind == "string":
-        return c.dictionary[int(v)].as_py()
-    return v
-
-
 def _device_of(chunk: Chunk) -> torch.device:
     for c in chunk.columns.values():
         return c.data.device
     return _CPU
-
-
-def literal_column(e: Lit, device: torch.device) -> Column:
-    t = e.type
-    if e.value is None:
-        dt = t.torch_dtype
-        return Column(torch.zeros((), dtype=dt, device=device), t,
-                      torch.zeros((), dtype=torch.bool, device=device),
-                      pa.array([""], pa.string()) if t.kind == "string" else None)
-    if t.kind == "string":
-        return Column(torch.zeros((), dtype=torch.int32, device=device), t, None,
-                      pa.array([e.value], pa.string()))
-    return Column(torch.tensor(e.value, dtype=t.torch_dtype, device=device), t)
-
-

@@ -13,9 +13,9 @@ import torch
 
 from sluice.chunk import Column
 from sluice.errors import PlanError
-from sluice.exec.checks import fail_if
-from sluice.functions import register
-from sluice.functions.common import and_valid, numeric_pair, to_type
+from sluice.kernels.checks import fail_if
+from sluice.expr.functions.registry import register
+from sluice.expr.functions.common import and_valid, numeric_pair, to_type
 from sluice.types import BOOL, FLOAT64, LType, common_numeric, decimal
 
 INT8 = LType("int8")

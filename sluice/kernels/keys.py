@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from sluice.chunk import Column, host_tensor, unify_dictionaries
+from sluice.kernels.values import dictionary_rank, to_type
 from sluice.types import LType
 
 #: Largest code range we address directly (bincount / direct tables) relative to row count.
@@ -60,13 +61,11 @@ def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     as :func:`float_order_key`)."""
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
-        from sluice.functions.common import dictionary_rank as _dictionary_rank
-        return _dictionary_rank(d).to(codes.device)[codes.long()]
+        return dictionary_rank(d).to(codes.device)[codes.long()]
     if col.type.kind == "bool":
         return col.data.to(torch.int64)
     if t is not None and t != col.type and t.is_numeric:
-        from sluice.functions.common import to_type as _to_type
-        v = _to_type(col, t)
+        v = to_type(col, t)
     else:
         v = col.data
     return float_order_key(v) if v.is_floating_point() else v

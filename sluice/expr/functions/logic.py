@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sluice.chunk import Column
 from sluice.errors import PlanError
-from sluice.functions import register
+from sluice.expr.functions.registry import register
 from sluice.types import BOOL
 
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 import torch
 
 from sluice.chunk import Column, unify_dictionaries
-from sluice.functions import register
-from sluice.functions.common import to_type
+from sluice.expr.functions.cast import coerce
+from sluice.expr.functions.registry import register
+from sluice.expr.functions.common import to_type
 from sluice.types import LType
 
 
 def _bind_branches(value_positions):
     def bind(args, params):
-        from sluice.plan.expr import coerce, common_type
+        from sluice.expr.nodes import common_type
         vals = value_positions(len(args))
         t = common_type([args[i] for i in sorted(vals)])
         return [coerce(a, t) if i in vals else a for i, a in enumerate(args)], t
@@ -24,7 +25,7 @@ def _bind_branches(value_positions):
 def _bind_case(args, params):
     """CASE's conditions are booleans (a NULL one never holds); its values meet at one type."""
     from sluice.errors import PlanError
-    from sluice.plan.expr import Lit
+    from sluice.expr.nodes import Lit
     from sluice.types import BOOL
     args = list(args)
     for i in range(0, len(args) - 1, 2):
@@ -76,7 +77,7 @@ def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int
 def single_row(e, cols, chunk) -> Column:
     """A correlated scalar subquery's value with its row count: more than one row for an
     outer value raises, as in DuckDB (sluice.sql.dependent)."""
-    from sluice.exec.checks import fail_if
+    from sluice.kernels.checks import fail_if
     v, n = cols
     fail_if(n.data > 1, "More than one row returned by a subquery used as an expression - scalar subqueries "
                         "can only return a single row", n.valid)

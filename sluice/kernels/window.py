@@ -22,7 +22,7 @@ import torch
 
 from sluice.chunk import Column, unify_dictionaries
 from sluice.errors import ExecutionError
-from sluice.exec.kernels.keys import float_from_order_key, float_order_key
+from sluice.kernels.keys import float_from_order_key, float_order_key
 
 
 def _same_as_previous(col: Column, n: int) -> torch.Tensor:

@@ -10,15 +10,34 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, host_tensor
+from sluice.chunk import Chunk, Column, host_tensor
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.exec.checks import fail_if
-from sluice.functions import register
-from sluice.functions.common import and_valid, to_type
+from sluice.kernels.checks import fail_if
+from sluice.expr.functions.registry import register
+from sluice.expr.constants import column_scalar, literal_column
+from sluice.expr.functions.common import and_valid, to_type
+from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text
 from sluice.types import LType
 
 _DAY_US = 86_400_000_000
+
+
+def cast_expr(a: Expr, t: LType) -> Expr:
+    """CAST(a AS t) as the plan holds it, a constant cast at once (as ``make_func`` folds it):
+    the binders of other families insert casts through this, not through the registry that
+    loads them."""
+    f = Func("cast", (a,), t, (t,))
+    if not isinstance(a, Lit):
+        return f
+    return Lit(column_scalar(cast(f, [literal_column(a, torch.device("cpu"))], Chunk({}, 1))), t)
+
+
+def coerce(e: Expr, t: LType) -> Expr:
+    """``e`` as a value of type ``t``: a NULL constant retyped, anything else cast."""
+    if isinstance(e, Lit) and e.value is None:
+        return e if e.type == t else Lit(None, t)
+    return e if e.type == t else cast_expr(e, t)
 
 
 @register("cast", result=lambda args, params: params[0])
@@ -58,8 +77,6 @@ def _interval_to_string(a: Column, t) -> Column:
 @register("cast_null", result=lambda args, params: args[0].type)
 def cast_null(e, args, chunk) -> Column:
     """An untyped NULL given the type of the column it stands in (a UNION branch's NULL)."""
-    from sluice.exec.evaluate import literal_column
-    from sluice.plan.expr import Lit
     return literal_column(Lit(None, e.type), args[0].data.device)
 
 
@@ -355,9 +372,9 @@ def _decimal_to_string(a: Column, t) -> Column:
 
 
 def _timestamp_to_string(a: Column, t) -> Column:
-    """Dates and timestamps as DuckDB prints them (sluice.functions.time_format): years before 1
+    """Dates and timestamps as DuckDB prints them (sluice.expr.functions.time_format): years before 1
     with `` (BC)``, a fraction only when there is one. Formatted once per distinct value."""
-    from sluice.functions.time_format import date_text, timestamp_text
+    from sluice.expr.functions.time_format import date_text, timestamp_text
     values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
     uniq, inverse = np.unique(values, return_inverse=True)
     text = date_text(uniq) if a.type.kind == "date" else timestamp_text(uniq, a.type.kind == "timestamptz")

@@ -1,5 +1,5 @@
-"""Helpers the function families share: validity of combined columns, numeric conversion
-between SQL types (decimal scales aligned, overflow refused), per-dictionary-entry results."""
+"""Numeric values between types (decimal scales aligned, overflow refused) and the sort rank
+of string dictionaries: tensor functions the kernels and the scalar functions share."""
 
 from __future__ import annotations
 
@@ -10,20 +10,10 @@ import torch
 
 from sluice.chunk import Column, host_tensor
 from sluice.errors import UnsupportedError
-from sluice.exec.checks import fail_if
+from sluice.kernels.checks import fail_if
 from sluice.types import LType
 
 I64_MAX = 2 ** 63 - 1
-
-
-def and_valid(*vs):
-    """The validity of a row-wise result: valid where every input is (None: all valid)."""
-    out = None
-    for v in vs:
-        if v is None:
-            continue
-        out = v if out is None else (out & v)
-    return out
 
 
 def scale_up(x: torch.Tensor, f: int, valid: torch.Tensor | None, what: str) -> torch.Tensor:
@@ -65,22 +55,9 @@ def to_type(c: Column, t: LType) -> torch.Tensor:
     return x.to(t.torch_dtype)
 
 
-def numeric_pair(a: Column, b: Column, t: LType):
-    return to_type(a, t), to_type(b, t)
-
-
 def dictionary_rank(d: pa.Array) -> torch.Tensor:
     """The sort rank of each dictionary entry (codes compare by it as the strings do)."""
     order = pc.sort_indices(d).to_numpy()
     rank = np.empty(len(d), dtype=np.int64)
     rank[order] = np.arange(len(d))
     return host_tensor(rank)
-
-
-def gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
-    """A boolean per row from a boolean per dictionary entry (NULL is false)."""
-    arr = per_entry.fill_null(False).to_numpy(zero_copy_only=False)
-    t = host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
-    if codes.dim() == 0:
-        return t[codes.long()]
-    return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)

@@ -1,7 +1,7 @@
 """Dates (int32 days since 1970-01-01) and timestamps (int64 microseconds): EXTRACT /
 DATE_PART, DATE_TRUNC, DATE_DIFF, STRFTIME and month arithmetic (what ``+ INTERVAL n MONTH``
 lowers to), by DuckDB's definitions. Calendar arithmetic is integer tensor ops
-(:mod:`sluice.exec.kernels.dates`); only STRFTIME formats, once per distinct value."""
+(:mod:`sluice.kernels.dates`); only STRFTIME formats, once per distinct value."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import torch
 
 from sluice.chunk import Column, host_tensor
 from sluice.errors import PlanError, UnsupportedError
-from sluice.exec.kernels import dates
-from sluice.functions import register
-from sluice.functions.common import and_valid
-from sluice.exec.checks import fail_if
+from sluice.kernels import dates
+from sluice.expr.functions.registry import register
+from sluice.expr.functions.common import and_valid
+from sluice.kernels.checks import fail_if
 from sluice.types import LType, DATE, DAY_US, FLOAT64, INT64, STRING, split_interval
 
 #: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
@@ -181,7 +181,7 @@ def date_diff(e, args, chunk) -> Column:
 
 
 def _bind_strftime(args, params):
-    from sluice.functions.time_format import parse_format
+    from sluice.expr.functions.time_format import parse_format
     args, t = _temporal("STRFTIME", lambda args, params: STRING)(args, params)
     parse_format(params[0])  # an unknown specifier fails here, before any row is read
     return args, t
@@ -189,9 +189,9 @@ def _bind_strftime(args, params):
 
 @register("strftime", bind=_bind_strftime)
 def strftime(e, args, chunk) -> Column:
-    """STRFTIME(date or timestamp, format) as DuckDB formats it (sluice.functions.time_format):
+    """STRFTIME(date or timestamp, format) as DuckDB formats it (sluice.expr.functions.time_format):
     once per distinct value, codes by value."""
-    from sluice.functions.time_format import format_times, parse_format
+    from sluice.expr.functions.time_format import format_times, parse_format
     a, = args
     values = a.data.reshape(-1).cpu().numpy()
     uniq, inverse = np.unique(values, return_inverse=True)
@@ -202,7 +202,7 @@ def strftime(e, args, chunk) -> Column:
 
 
 def _bind_strptime(args, params):
-    from sluice.functions.time_format import strptime_format
+    from sluice.expr.functions.time_format import strptime_format
     if args[0].type.kind != "string":
         raise PlanError(f"STRPTIME needs a string, got {args[0].type}")
     strptime_format(params[0])  # an unknown or unsupported specifier fails here
@@ -212,7 +212,7 @@ def _bind_strptime(args, params):
 def _parse_times(entries: pa.Array, fmt: str) -> pa.Array:
     """Each distinct string parsed by Python's strptime, which refuses impossible dates (Arrow's
     turns 2021-02-29 into March 1st); NULL where a string does not match."""
-    from sluice.functions.time_format import strptime_parser
+    from sluice.expr.functions.time_format import strptime_parser
     parse = strptime_parser(fmt)
     return pa.array([None if v is None else parse(v) for v in entries.to_pylist()], pa.timestamp("us"))
 

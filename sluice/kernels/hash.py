@@ -16,6 +16,7 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Column, DictionaryCache, host_tensor, string_buffers
+from sluice.kernels.values import to_type
 from sluice.types import LType
 
 _NULL_HASH = 0x2545F4914F6CDD1D
@@ -42,8 +43,7 @@ def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     if col.type.kind == "string":
         return _string_hashes(col.dictionary).to(col.data.device)[col.data.long()]
     if t is not None and t != col.type and t.is_numeric and col.type.is_numeric:
-        from sluice.functions.common import to_type as _to_type
-        data = _to_type(col, t)
+        data = to_type(col, t)
     else:
         data = col.data
     if data.is_floating_point():

@@ -1,7 +1,8 @@
 """Typed scalar expressions of the logical plan.
 
-Built by the SQL translator through the ``make_*`` helpers, which check and infer types and
-fold constants; evaluated over chunks by :mod:`sluice.exec.evaluate`. Column references use
+The nodes and the helpers that need no function definition; the constructors that check
+types and fold constants are :mod:`sluice.expr.build`; evaluated over chunks by
+:mod:`sluice.expr.evaluate`. Column references use
 the plan's internal (unique) column names.
 """
 
@@ -55,7 +56,7 @@ class Lit(Expr):
         if self.type.kind == "decimal":
             return f"{self.value / 10 ** self.type.scale:.{self.type.scale}f}"
         if self.type.kind == "date":
-            from sluice.exec.kernels.dates import days_to_date
+            from sluice.kernels.dates import days_to_date
             return f"DATE '{days_to_date(self.value)}'"
         return str(self.value)
 
@@ -90,54 +91,6 @@ COMPARE = ("=", "<>", "<", "<=", ">", ">=")
 BINARY_OPS = ARITH + COMPARE + ("and", "or")
 
 
-def _fold(e: Func) -> Expr:
-    """Evaluate a function of constants now, so the plan holds the constant."""
-    if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",):
-        from sluice.exec.evaluate import evaluate_constant
-        return evaluate_constant(e)
-    return e
-
-
-def fold_constants(e: Expr) -> Expr:
-    """``e`` with every function of constants evaluated (bottom up); a function that raises on
-    its constants stays as it is, to raise only if a row ever needs it."""
-    if not isinstance(e, Func):
-        return e
-    out = Func(e.op, tuple(fold_constants(a) for a in e.args), e.type, e.params)
-    try:
-        return _fold(out)
-    except Exception:  # noqa: BLE001 -- e.g. a division by zero no row may reach
-        return out
-
-
-def make_arith(op: str, a: Expr, b: Expr) -> Expr:
-    return make_func(op, [a, b])
-
-
-def make_compare(op: str, a: Expr, b: Expr) -> Expr:
-    return make_func(op, [a, b])
-
-
-def make_bool(op: str, args: list[Expr]) -> Expr:
-    if len(args) == 1:
-        from sluice.functions import lookup
-        lookup(op).bind(list(args), ())  # checks the operand's type
-        return args[0]
-    return make_func(op, args)
-
-
-def make_not(a: Expr) -> Expr:
-    return make_func("not", [a])
-
-
-def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
-    """The function ``op`` of ``args``: its definition (:mod:`sluice.functions`) checks the
-    types, may insert implicit casts and gives the result type; constants are folded."""
-    from sluice.functions import lookup
-    args, t = lookup(op).bind(list(args), params)
-    return _fold(Func(op, tuple(args), t, params))
-
-
 def common_type(exprs: list[Expr], what: str = "branches") -> LType:
     """The type a CASE's branches, COALESCE's arguments or a VALUES column meet at
     (:func:`sluice.types.supertype`); NULLs and string constants take the others' type, as
@@ -147,13 +100,6 @@ def common_type(exprs: list[Expr], what: str = "branches") -> LType:
         return INT32
     typed = [e.type for e in exprs if not (isinstance(e, Lit) and (e.value is None or e.type.kind == "string"))]
     return supertype(typed or ts, what)
-
-
-def coerce(e: Expr, t: LType) -> Expr:
-    """``e`` as a value of type ``t``: a NULL constant retyped, anything else cast."""
-    if isinstance(e, Lit) and e.value is None:
-        return e if e.type == t else Lit(None, t)
-    return e if e.type == t else make_func("cast", [e], (t,))
 
 
 def conjuncts(e: Expr | None) -> list[Expr]:

@@ -16,8 +16,9 @@ import torch
 
 from sluice.chunk import Column, host_tensor, string_buffers
 from sluice.errors import PlanError, UnsupportedError
-from sluice.functions import register
-from sluice.functions.common import and_valid, gather_bool
+from sluice.expr.functions.cast import cast_expr
+from sluice.expr.functions.registry import register
+from sluice.expr.functions.common import and_valid, gather_bool
 from sluice.types import BOOL, INT64, STRING
 
 LIKE_SEL = 0.1
@@ -143,13 +144,13 @@ def length(e, args, chunk) -> Column:
 
 def _bind_concat(args, params):
     """||, CONCAT: other types are cast to text, as in DuckDB; a NULL literal is a NULL string."""
-    from sluice.plan.expr import Lit, make_func
+    from sluice.expr.nodes import Lit
     out = []
     for a in args:
         if isinstance(a, Lit) and a.value is None:
             out.append(Lit(None, STRING))
         elif a.type.kind != "string":
-            out.append(make_func("cast", [a], (STRING,)))
+            out.append(cast_expr(a, STRING))
         else:
             out.append(a)
     return out, STRING

@@ -1,0 +1,39 @@
+"""Helpers the function families share: validity of combined columns, numeric conversion
+between SQL types (decimal scales aligned, overflow refused), per-dictionary-entry results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from sluice.chunk import Column, host_tensor
+from sluice.kernels.values import I64_MAX, dictionary_rank, scale_up, to_type  # noqa: F401 - re-exported
+from sluice.types import LType
+
+
+
+def and_valid(*vs):
+    """The validity of a row-wise result: valid where every input is (None: all valid)."""
+    out = None
+    for v in vs:
+        if v is None:
+            continue
+        out = v if out is None else (out & v)
+    return out
+
+
+
+
+def numeric_pair(a: Column, b: Column, t: LType):
+    return to_type(a, t), to_type(b, t)
+
+
+
+def gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
+    """A boolean per row from a boolean per dictionary entry (NULL is false)."""
+    arr = per_entry.fill_null(False).to_numpy(zero_copy_only=False)
+    t = host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
+    if codes.dim() == 0:
+        return t[codes.long()]
+    return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)

@@ -1,0 +1,47 @@
+"""The registry the function families register into (:func:`register`); looked up through
+:mod:`sluice.expr.functions`, which loads the families first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+#: A predicate's selectivity when nothing better is known (the estimator's default guess).
+DEFAULT_SEL = 0.3
+
+
+@dataclass(frozen=True)
+class Function:
+    """One scalar function of the plan.
+
+    ``bind(args, params) -> (args, type)``: checks argument types (raising PlanError with a
+    one-line reason), may rewrite the arguments (implicit casts, NULL literals retyped) and
+    gives the result type. ``kernel(e, args, chunk) -> Column``: the function over the
+    evaluated argument columns of one chunk. ``selectivity(e, est) -> float``: the fraction of
+    rows a predicate keeps, ``est`` giving the scan's statistics and the selectivity of
+    sub-predicates (None: the estimator's default guess)."""
+
+    name: str
+    bind: Callable[[list, tuple], tuple[list, Any]]
+    kernel: Callable
+    selectivity: Callable | None = None
+
+
+_REGISTRY: dict[str, Function] = {}
+
+
+def register(*names: str, bind: Callable | None = None, result: Callable | None = None,
+             selectivity: Callable | None = None) -> Callable:
+    """Decorator for a kernel: registers it under each of ``names``. Give either ``bind``
+    (arguments may be rewritten) or ``result(args, params) -> type`` (they are kept)."""
+    if (bind is None) == (result is None):
+        raise TypeError("register needs exactly one of bind= and result=")
+    binder = bind if bind is not None else (lambda args, params: (args, result(args, params)))
+
+    def deco(kernel: Callable) -> Callable:
+        for n in names:
+            if n in _REGISTRY:
+                raise ValueError(f"function {n} registered twice")
+            _REGISTRY[n] = Function(n, binder, kernel, selectivity)
+        return kernel
+    return deco

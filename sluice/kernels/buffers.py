@@ -1,0 +1,43 @@
+"""Host tensors over numpy and Arrow buffers, without copies (the lowest layer: every other
+module may use these)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+_READONLY_WARNED = False
+
+
+def string_buffers(d: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """(int64 offsets, uint8 bytes) of a string array, as numpy views of its Arrow buffers
+    (NULLs as empty strings); None when it is empty."""
+    if d.type != pa.string() and d.type != pa.large_string():
+        d = d.cast(pa.large_string())
+    if d.offset or d.null_count:
+        d = pa.concat_arrays([d.fill_null("")])
+    n = len(d)
+    if n == 0:
+        return None
+    bufs = d.buffers()
+    off_dtype = np.int64 if d.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def host_tensor(arr: np.ndarray) -> torch.Tensor:
+    """Zero-copy CPU tensor over a numpy array, also a read-only Arrow-backed one: sluice never
+    writes into such columns in place, so torch's non-writable warning is silenced here only.
+    torch warns once per process, so the (costly) silencing is needed only the first time."""
+    global _READONLY_WARNED
+    if arr.flags.writeable or _READONLY_WARNED:
+        return torch.from_numpy(arr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        out = torch.from_numpy(arr)
+    _READONLY_WARNED = True
+    return out
