@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("query", help="run a query and print or save the result")
     add_common(q)
+    q.add_argument("--ranks", type=int, default=None, metavar="N",
+                   help="run on N local ranks (torch.distributed, gloo on the CPU); under torchrun the job's "
+                        "ranks are used")
     q.add_argument("-o", "--output", help="write the result to FILE.parquet or FILE.csv")
     q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
     q.add_argument("--max-rows", type=int, default=40, help="rows to print as a table (default 40)")
@@ -135,6 +138,8 @@ def _settings(args) -> dict:
     settings = dict(parse_set_option(s) for s in args.set)
     if args.device:
         settings["device"] = args.device
+    if getattr(args, "ranks", None) is not None:
+        settings["ranks"] = args.ranks
     return settings
 
 
@@ -393,7 +398,16 @@ def run(argv: list[str] | None = None) -> int:
     try:
         rel = con.sql(sql)
         if args.cmd == "explain" or getattr(args, "explain", False):
-            print(rel.explain())
+            if con.rank == 0:
+                print(rel.explain())
+            return 0
+        if con.launches_ranks:  # the same command on each of N local ranks; rank 0 prints
+            if args.output and not Path(args.output).resolve().parent.exists():
+                raise DataError(f"output directory {Path(args.output).parent} does not exist")
+            from sluice.dist.launch import run_cli
+            return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs())
+        if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
+            rel.to_arrow()
             return 0
         for path, suffix in ((args.plot, ".png"), (args.trace, ".json")):
             if path and not path.lower().endswith(suffix):
@@ -443,6 +457,24 @@ def run(argv: list[str] | None = None) -> int:
     finally:
         con.close()
     return 0
+
+
+def _argv_for_ranks(argv: list[str], sql: str) -> list[str]:
+    """The command line each rank runs: the query text inline (stdin is read once, here)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("-f", "--file"):
+            skip = True
+            continue
+        if a.startswith("--file=") or a == "-":
+            continue
+        out.append(a)
+    if not any(a == sql for a in out):
+        out.append(sql)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -139,7 +139,40 @@ class Config:
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
     whose stop condition never holds would otherwise run for ever)."""
 
+    ranks: int = 1
+    """Ranks to run a query on, started on this machine (``--ranks N``): each scans a share of
+    the row groups, rows move between them by hash. Inside a torchrun job the job's ranks are
+    used and this is ignored."""
+
+    exchange: str = "deferred"
+    """How an exchange sends between ranks: ``deferred`` (a batch's transfer flies while the
+    next batch is partitioned), ``chunked`` (each batch waited on), ``blocking`` (the whole
+    input buffered, then sent at once: the baseline)."""
+
+    exchange_batch_bytes: int = 4 << 20
+    """Bytes buffered for the other ranks before a transfer goes out (smaller transfers fall
+    below the network's bandwidth)."""
+
+    broadcast_bytes: int = 32 << 20
+    """A join's build side estimated below this many bytes is sent to every rank (the probe
+    side stays where it is); above it both sides are partitioned by the keys. 0 always
+    partitions, -1 always broadcasts (where the join allows it)."""
+
+    dist_timeout_s: int = 120
+    """Seconds a rank waits in a collective before the query fails (a hung peer); a peer that
+    dies ends the query at once."""
+
     def __post_init__(self) -> None:
+        if self.ranks < 1:
+            raise ConfigError(f"ranks must be at least 1, not {self.ranks}")
+        if self.exchange not in ("deferred", "chunked", "blocking"):
+            raise ConfigError(f"exchange must be deferred, chunked or blocking, not {self.exchange!r}")
+        if self.exchange_batch_bytes < 1:
+            raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
+        if self.broadcast_bytes < -1:
+            raise ConfigError(f"broadcast_bytes must be -1 (always), 0 (never) or a size, not {self.broadcast_bytes}")
+        if self.dist_timeout_s < 1:
+            raise ConfigError(f"dist_timeout_s must be at least 1, not {self.dist_timeout_s}")
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, not {dev!r}")

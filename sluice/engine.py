@@ -50,13 +50,22 @@ class Connection:
     def __init__(self, data: str | os.PathLike | None = None, **settings: Any) -> None:
         configure_allocator()
         self.config = Config.from_settings(settings)
+        self._settings = dict(settings)
         self.root = Path(data) if data is not None else Path.cwd()
         if data is not None and not self.root.is_dir():
             raise DataError(f"data directory {self.root} does not exist")
+        from sluice.dist.group import current_group, device_for_rank
+        # Inside a torchrun job (or a rank --ranks started) this process is one rank of it.
+        self.group = current_group(self.config.dist_timeout_s)
         self.device = resolve_device(self.config.device)
+        if self.group is not None:
+            self.device = device_for_rank(self.device)
         clean_stale(self.config.spill_dirs())  # spill folders of killed processes
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
+        elif self.group is not None:  # the ranks on this machine share its cores
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local)))
         self.cache = MetadataCache()
         self._registered: dict[str, str] = {}
         self._tables: dict[str, tuple[TableInfo, list]] = {}
@@ -64,6 +73,16 @@ class Connection:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ catalog
+
+    @property
+    def rank(self) -> int:
+        """This process's rank (0 outside a distributed job); results arrive on rank 0."""
+        return self.group.rank if self.group is not None else 0
+
+    @property
+    def launches_ranks(self) -> bool:
+        """Whether queries start ``ranks`` local ranks (not already one rank of a job)."""
+        return self.config.ranks > 1 and self.group is None
 
     def register(self, name: str, path: str | os.PathLike) -> None:
         """Make ``name`` refer to a Parquet file or a folder of Parquet files."""
@@ -168,7 +187,7 @@ class Relation:
         """Compressed bytes the scans of this plan will read (after row-group pruning)."""
         from sluice.exec.operators import ScanOp
         from sluice.io.parquet.reader import plan_reads, task_compressed_bytes
-        op = lower_plan(self.plan, self._con.config)
+        op = self._lower()
         total = 0
         for o in op.walk():  # a shared subplan's scans read once
             if isinstance(o, ScanOp) and o.columns:
@@ -177,10 +196,15 @@ class Relation:
                     total += task_compressed_bytes(o.table, task, cols, self._con.cache)
         return total
 
+    def _lower(self):
+        g = self._con.group
+        return lower_plan(self.plan, self._con.config, g.rank if g else 0, g.world if g else 1)
+
     def _execute(self, consume, progress=None):
         """Run the plan, handing its batches to ``consume``; errors become one-line errors."""
-        op = lower_plan(self.plan, self._con.config)
+        op = self._lower()
         ctx = self._context(progress)
+        ctx.dist = self._con.group
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)
@@ -201,8 +225,20 @@ class Relation:
         return out
 
     def to_arrow(self, progress=None) -> pa.Table:
+        """The result (on rank 0 of a distributed job; an empty table on the other ranks)."""
+        if self._con.launches_ranks:
+            return self._on_ranks()
         return self._execute(lambda op, ctx: run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema),
                              progress)
+
+    def _on_ranks(self) -> pa.Table:
+        """Run this query on ``ranks`` local ranks (:mod:`sluice.dist.launch`)."""
+        from sluice.dist.launch import run_job
+        c = self._con
+        job = {"kind": "queries", "data": str(c.root.resolve()), "queries": [self.query],
+               "settings": {k: v for k, v in c._settings.items() if k != "ranks"} | {"ranks": 1},
+               "registered": c._registered}
+        return run_job(c.config.ranks, job, c.config.spill_dirs())[0]
 
     def write(self, path: str | os.PathLike, fmt: str | None = None, progress=None) -> int:
         """Stream the result into a Parquet or CSV file (by ``fmt`` or the suffix), chunk by
@@ -333,7 +369,11 @@ class Relation:
     def explain(self) -> str:
         """The physical plan, then the memory plan (estimated state per materialising operator)."""
         from sluice.analyze import memory_plan
-        op = lower_plan(self.plan, self._con.config)
+        c = self._con
+        if c.launches_ranks:  # what rank 0 of ``ranks`` runs
+            op = lower_plan(self.plan, c.config, 0, c.config.ranks)
+        else:
+            op = self._lower()
         return "\n".join(explain_ops(op) + [""] + memory_plan(op, self._con.config))
 
     def __repr__(self) -> str:

@@ -75,3 +75,10 @@ def is_resource_error(e: BaseException) -> bool:
     """Out-of-memory errors are not bugs; they keep their type until the API reports them."""
     import torch
     return isinstance(e, MemoryError) or isinstance(e, torch.cuda.OutOfMemoryError)
+
+
+class RankFailed(SluiceError):
+    """Another rank of a distributed query failed (an error, a signal, lost contact); this
+    rank stopped too. The launcher reports the first cause, naming the rank."""
+
+    category = "rank failed"

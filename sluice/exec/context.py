@@ -37,6 +37,9 @@ class ExecContext:
     memory_stats: dict[int, object] = field(default_factory=dict)  # id(operator) -> MaterializeStats
     state: dict[int, object] = field(default_factory=dict)         # id(operator) -> run state (shared results)
     scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
+    dist: object | None = None                                     # the DistGroup of a distributed run
+    exchange_stats: dict[int, object] = field(default_factory=dict)  # id(exchange) -> ExchangeStats
+    rank_stats: list | None = None                                 # rank 0 of a distributed run: each rank's summary
     _spill: SpillManager | None = None
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
+from sluice.exec.exchange import exchanges_in_order, rank_summary, run_exchanges
 from sluice.exec.operators import Operator, ScanOp
 from sluice.io.parquet.convert import column_to_arrow
 from sluice.types import to_arrow
@@ -24,14 +25,22 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
     """Run the plan, yielding each output chunk as an Arrow batch (strings decoded) as soon as
     it is produced; value checks deferred on a GPU are read before the run ends."""
     ctx.scan_count = sum(1 for o in op.walk() if isinstance(o, ScanOp))
-    op.start(ctx)  # with reader combining, every scan of the plan starts reading now
     arrow_schema = result_schema(names, out_names, schema)
     with deferred_checks() as checks:
         try:
+            if ctx.dist is not None:  # the same exchanges on every rank, or none runs
+                ctx.dist.check_same_plan("\n".join(e.describe() for e in exchanges_in_order(op)))
+            op.start(ctx)  # with reader combining, every scan of the plan starts reading now
+            if ctx.dist is not None:
+                run_exchanges(op, ctx)  # every stage that moves rows, children first
             for chunk in op.stream(ctx):
                 arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
                 yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+            if ctx.dist is not None:  # per-rank counts to rank 0 (and every rank finished)
+                ctx.rank_stats = ctx.dist.gather_objects(rank_summary(op, ctx))
         except BaseException:
+            if ctx.dist is not None:
+                ctx.dist.abort()  # peers waiting on this rank fail now, not at the timeout
             checks.raise_pending()  # a failure caused by an overflowed value is the overflow
             raise
         finally:

@@ -18,6 +18,11 @@
 4. End: if nothing spilled, every page is merged at once and finalised (the fast in-memory
    algorithm); otherwise partition by partition, in-memory ones first, spilled ones read back,
    a partition still too big split again on the next hash bits.
+
+Phases (so an exchange can sit between them, on several ranks): ``single`` does all of the
+above; ``partial`` stops before finalising and emits its merged pages (keys and states: a
+global aggregate always emits one page, an identity page for no rows); ``final`` takes such
+pages as its input, merges and finalises them. DISTINCT aggregates run ``single`` only.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class HashAggregateOp(Operator):
     child: Operator
     keys: tuple[tuple[str, Expr], ...]
     aggs: tuple[tuple[str, AggCall], ...]
+    phase: str = "single"  # "single" | "partial" | "final" (see the module docstring)
     label = "HashAggregate"
 
     def __post_init__(self):
@@ -74,9 +80,22 @@ class HashAggregateOp(Operator):
                 self.accs[key] = make_accumulator(f"a{len(self.accs)}", call.func, arg_type)
             self.outputs.append((name, key, call.func))
         self.distinct_args = sorted({k[1] for k in self.accs if k[2]}, key=str)
+        if self.phase not in ("single", "partial", "final"):
+            raise ValueError(f"aggregation phase {self.phase!r}")
+        if self.phase != "single" and self.distinct_args:
+            raise ValueError("DISTINCT aggregates run in one phase")
+        if self.phase != "single":
+            self.label = f"HashAggregate({self.phase})"
+
+    def state_columns(self) -> list[str]:
+        """The columns of a partial page: the keys, then each accumulator's state."""
+        cols = list(self.key_names)
+        for acc in self.accs.values():
+            cols.extend(acc.identity(0, torch.device("cpu")))
+        return cols
 
     def describe(self):
-        return ("HashAggregate keys=[" + ", ".join(str(e) for _, e in self.keys) + "] aggs=[" +
+        return (f"{self.label} keys=[" + ", ".join(str(e) for _, e in self.keys) + "] aggs=[" +
                 ", ".join(str(a) for _, a in self.aggs) + "]")
 
     # ---------------------------------------------------------------- run
@@ -95,9 +114,13 @@ class HashAggregateOp(Operator):
             unmerged, last_merged, rows_seen, compacting, pages = 0, 0, 0, True, 0
             passthrough = False
             for chunk in self.child.stream(ctx):
-                with shared_subexpressions():
-                    page, dpages = self._partial(chunk, dev, passthrough)
-                if rows_seen == 0 and self.keys and page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
+                if self.phase == "final":  # pages of partial states from the partial phase
+                    page, dpages = chunk, {}
+                else:
+                    with shared_subexpressions():
+                        page, dpages = self._partial(chunk, dev, passthrough)
+                if rows_seen == 0 and self.keys and self.phase != "final" and \
+                        page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
                     # Nearly every row its own group (l_comment, keys unique per chunk): grouping
                     # each chunk costs a hash of every key and saves nothing; later chunks pass
                     # their rows through, grouped once at the end (adaptive pre-aggregation).
@@ -127,32 +150,32 @@ class HashAggregateOp(Operator):
             if rows_seen == 0:
                 main.add(self._identity_page(1, dev))
             main.finish()
-            yield from self._final(main, dev)
+            yield from self._final(main, dev, self._finalize if self.phase != "partial" else _as_is)
         finally:
             for m in mats:
                 m.close()
 
-    def _final(self, mat: Materializer, dev) -> Iterator[Chunk]:
+    def _final(self, mat: Materializer, dev, finish) -> Iterator[Chunk]:
         if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.pool.available:
-            out = self._finalize(self._merge_pages(mat.pages()))
+            out = finish(self._merge_pages(mat.pages()))
             mat.release(-1)
             yield from _slices(out, mat.ctx.config.chunk_rows)
             return
         mat.ensure_partitioned()  # too big to merge at once: one partition at a time
-        yield from self._by_partition(mat, dev)
+        yield from self._by_partition(mat, dev, finish)
 
-    def _by_partition(self, mat: Materializer, dev) -> Iterator[Chunk]:
+    def _by_partition(self, mat: Materializer, dev, finish) -> Iterator[Chunk]:
         for part in mat.partitions():
             if not part.fits(MERGE_FACTOR):
                 sub = part.split()
                 try:
-                    yield from self._by_partition(sub, dev)
+                    yield from self._by_partition(sub, dev, finish)
                 finally:
                     sub.close()
                 continue
             with mat.pool.reservation(f"{self.label} partition") as res:
                 pages = part.load(res)
-                out = self._finalize(self._merge_pages(pages))
+                out = finish(self._merge_pages(pages))
                 del pages
             mat.release(part.index)
             yield from _slices(out, mat.ctx.config.chunk_rows)
@@ -266,6 +289,10 @@ class HashAggregateOp(Operator):
             state = {k: v for k, v in page.columns.items() if k.startswith(acc.prefix + "#")}
             cols[name] = acc.finalize(state, func, call.type)
         return Chunk(cols, page.num_rows)
+
+
+def _as_is(page: Chunk) -> Chunk:
+    return page
 
 
 def _device_of(chunk: Chunk) -> torch.device:

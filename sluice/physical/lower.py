@@ -5,6 +5,14 @@ below each window, prunes row groups of each scan, notes what each materialising
 is estimated to hold (the memory plan), states how each operator's rows are spread over
 the ranks (:mod:`sluice.physical.properties`) and aims runtime filters at scans. All of it
 reads one :class:`LoweringState`; nothing is changed on an operator after lowering returns.
+
+With several ranks (:mod:`sluice.physical.distribute` decides what moves): each scan reads
+this rank's share of the row groups (``any``); an exchange goes where an operator needs rows
+by hash (a grouped aggregate's final phase, a partitioned join, a window's partitions), a
+broadcast under a small build side, a gather to rank 0 under what needs every row (a sort,
+a limit, a global aggregate's final phase, the result). An operator whose rows are on rank 0
+only (``single``) stands in as :class:`~sluice.exec.exchange.OffRankOp` on the other ranks.
+A recursive CTE runs on rank 0 alone, its scans reading every row group there.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from functools import singledispatch
 
 from sluice.config import Config
 from sluice.errors import SluiceError, UnsupportedError, internal_error
+from sluice.expr.nodes import Col
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp,
@@ -23,7 +32,8 @@ from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
-from sluice.physical.properties import SINGLE, Distribution
+from sluice.physical.distribute import exchange, gather, place_join, placed, share
+from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.runtime_filters import attach_runtime_filters
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
@@ -33,18 +43,18 @@ from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNod
 @dataclass
 class LoweringState:
     """Everything lowering may read: the settings, this process's rank among ``world`` ranks,
-    and the operators of Shared subplans lowered so far (one operator per key)."""
+    and the operators of Shared subplans lowered so far (one operator per key). ``local``:
+    lowering a subtree that runs on rank 0 alone (a recursive CTE)."""
 
     config: Config
     rank: int = 0
     world: int = 1
     shared: dict[int, Operator] = field(default_factory=dict)
+    local: bool = False
 
-    def distribution(self) -> Distribution:
-        """How the rows of an operator are spread (one rank: all of them, here)."""
-        if self.world == 1:
-            return SINGLE
-        raise UnsupportedError("lowering for more than one rank")
+    @property
+    def distributed(self) -> bool:
+        return self.world > 1 and not self.local
 
 
 def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1) -> Operator:
@@ -52,6 +62,8 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1) -> Op
     state = LoweringState(cfg, rank, world)
     try:
         op = lower(plan, state)
+        if world > 1:
+            op = placed(gather(op, state), state)
         if cfg.runtime_filters:
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
         return op
@@ -63,7 +75,13 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1) -> Op
 
 def lower(plan: PlanNode, state: LoweringState) -> Operator:
     op = _lower(plan, state)
-    op.distribution = state.distribution()
+    if op.distribution is None:
+        op.distribution = SINGLE
+    return placed(op, state)
+
+
+def _dist(op: Operator, d: Distribution) -> Operator:
+    op.distribution = d
     return op
 
 
@@ -79,20 +97,30 @@ def _(plan: Scan, state):
         return CsvScanOp(plan.table, dict(plan.columns), plan.filter, plan.outputs)
     groups = list(plan.table.row_groups)
     kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.row_group_pruning else groups
-    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, len(groups) - len(kept), plan.outputs)
+    pruned = len(groups) - len(kept)
+    if state.distributed:  # this rank's share of the row groups
+        return _dist(ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
+                            pruned, plan.outputs), ANY)
+    if state.world > 1 and state.rank != 0:  # local (rank 0 reads everything)
+        kept = []
+    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, pruned, plan.outputs)
 
 
 @_lower.register
 def _(plan: Shared, state):
-    op = state.shared.get(plan.key)
+    key = (plan.key, state.local)
+    op = state.shared.get(key)
     if op is None:
-        op = state.shared[plan.key] = _estimated(SharedOp(lower(plan.child, state)), plan.child)
+        child = lower(plan.child, state)
+        op = state.shared[key] = _dist(_estimated(SharedOp(child), plan.child), child.distribution)
     return op
 
 
 @_lower.register
 def _(plan: RecursiveUnion, state):
-    return RecursiveUnionOp(lower(plan.anchor, state), lower(plan.step, state), plan.key, plan.distinct,
+    # The work table is a rank's own: the recursion runs on rank 0 with every row there.
+    inner = LoweringState(state.config, state.rank, state.world, state.shared, local=True)
+    return RecursiveUnionOp(lower(plan.anchor, inner), lower(plan.step, inner), plan.key, plan.distinct,
                             tuple(plan.schema))
 
 
@@ -108,60 +136,101 @@ def _(plan: OneRow, state):
 
 @_lower.register
 def _(plan: Filter, state):
-    return FilterOp(lower(plan.child, state), plan.predicate)
+    child = lower(plan.child, state)
+    return _dist(FilterOp(child, plan.predicate), child.distribution)
 
 
 @_lower.register
 def _(plan: Project, state):
-    return ProjectOp(lower(plan.child, state), plan.exprs)
+    child = lower(plan.child, state)
+    # hash keys name the child's columns: after a projection only "spread somehow" is known
+    return _dist(ProjectOp(child, plan.exprs), child.distribution if child.distribution.kind != "hash" else ANY)
 
 
 @_lower.register
 def _(plan: Limit, state):
-    return LimitOp(lower(plan.child, state), plan.limit, plan.offset)
+    child = lower(plan.child, state)
+    if child.distribution == SINGLE:
+        return LimitOp(child, plan.limit, plan.offset)
+    if plan.limit is not None:  # each rank keeps what the limit could take before the gather
+        child = _dist(LimitOp(child, plan.limit + plan.offset, 0), child.distribution)
+    return LimitOp(gather(child, state), plan.limit, plan.offset)
 
 
 @_lower.register
 def _(plan: Window, state):
     child = lower(plan.child, state)
+    if state.distributed and child.distribution != SINGLE:
+        if plan.partition:  # a partition's rows on one rank
+            types = tuple(e.type for e in plan.partition)
+            child = exchange(child, tuple(plan.partition), types, state)
+        else:
+            child = gather(child, state)
     keys = tuple(SortKey(e, True, True) for e in plan.partition) + plan.order
     if keys:  # rows of a partition together, in order: a Sort that spills past the budget
-        child = _estimated(SortOp(child, keys, None, 0), plan.child)
-        child.distribution = state.distribution()
-    return WindowOp(child, plan.partition, plan.order, plan.calls)
+        child = placed(_dist(_estimated(SortOp(child, keys, None, 0), plan.child), child.distribution), state)
+    return _dist(WindowOp(child, plan.partition, plan.order, plan.calls),
+                 ANY if child.distribution.kind == "hash" else child.distribution)
 
 
 @_lower.register
 def _(plan: Repeat, state):
-    return RepeatOp(lower(plan.child, state), plan.count)
+    child = lower(plan.child, state)
+    return _dist(RepeatOp(child, plan.count), child.distribution)
 
 
 @_lower.register
 def _(plan: Sort, state):
-    op = SortOp(lower(plan.child, state), plan.keys, plan.limit, plan.offset)
-    return _estimated(op, plan.child, plan.limit + plan.offset if plan.limit is not None else None)
+    child = lower(plan.child, state)
+    cap = plan.limit + plan.offset if plan.limit is not None else None
+    if child.distribution != SINGLE:
+        if cap is not None:  # each rank's top rows first: the gather carries k rows a rank
+            child = _dist(_estimated(SortOp(child, plan.keys, cap, 0), plan.child, cap), child.distribution)
+        child = gather(child, state)
+    op = SortOp(child, plan.keys, plan.limit, plan.offset)
+    return _estimated(op, plan.child, cap)
 
 
 @_lower.register
 def _(plan: Union, state):
-    return UnionOp(tuple(lower(c, state) for c in plan.inputs))
+    inputs = tuple(lower(c, state) for c in plan.inputs)
+    return _dist(UnionOp(inputs), SINGLE if all(i.distribution == SINGLE for i in inputs) else ANY)
 
 
 @_lower.register
 def _(plan: Aggregate, state):
-    return _estimated(HashAggregateOp(lower(plan.child, state), plan.keys, plan.aggs), plan)
+    child = lower(plan.child, state)
+    if child.distribution == SINGLE:
+        return _estimated(HashAggregateOp(child, plan.keys, plan.aggs), plan)
+    names = tuple(Col(n, e.type) for n, e in plan.keys)
+    if any(a.distinct for _, a in plan.aggs):  # each group's rows on one rank, one phase
+        if plan.keys:
+            keys = tuple(e for _, e in plan.keys)
+            moved = exchange(child, keys, tuple(e.type for e in keys), state)
+            return _dist(_estimated(HashAggregateOp(moved, plan.keys, plan.aggs), plan), hashed(names))
+        return _estimated(HashAggregateOp(gather(child, state), plan.keys, plan.aggs), plan)
+    partial = _dist(_estimated(HashAggregateOp(child, plan.keys, plan.aggs, "partial"), plan), ANY)
+    final_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
+    if plan.keys:
+        moved = exchange(partial, names, tuple(e.type for e in names), state)
+        return _dist(_estimated(HashAggregateOp(moved, final_keys, plan.aggs, "final"), plan), hashed(names))
+    return _estimated(HashAggregateOp(gather(partial, state), final_keys, plan.aggs, "final"), plan)
 
 
 @_lower.register
 def _(plan: Join, state):
     c = choose_build_side(plan)
     probe_op = lower(c.probe, state)
+    build_op = lower(c.build, state)
+    dist = SINGLE
+    if state.distributed:
+        probe_op, build_op, dist = place_join(plan, c, probe_op, build_op, state)
     # what the probe side's materialising operators hold while the join table is held
     below = int(sum(o.state_estimate[0] * o.state_estimate[1] for o in probe_op.walk() if o.state_estimate is not None))
-    op = HashJoinOp(probe_op, lower(c.build, state), c.mode, c.probe_keys, c.build_keys, plan.residual,
+    op = HashJoinOp(probe_op, build_op, c.mode, c.probe_keys, c.build_keys, plan.residual,
                     c.probe.schema, c.build.schema, plan.null_aware, plan.single_row, below, plan.outputs,
                     plan.mark)
-    return _estimated(op, c.build)
+    return _dist(_estimated(op, c.build), dist)
 
 
 def _estimated(op: Operator, state: PlanNode, cap: int | None = None) -> Operator:

@@ -1,6 +1,7 @@
 """No import cycle in sluice/: the graph is built from the source (module-level imports,
 imports inside functions and ``importlib`` strings alike), so a cycle hidden behind a
-function-level import fails here too."""
+function-level import fails here too. A module started as its own process (``"-m", "sluice.x"``
+in a call's arguments) is a process boundary, not an import, and is not counted."""
 
 import ast
 import re
@@ -43,7 +44,16 @@ def import_graph() -> dict[str, set[str]]:
     for m, p in mods.items():
         pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
         out = set()
-        for n in ast.walk(ast.parse(p.read_text())):
+        tree = ast.parse(p.read_text())
+        spawned = set()  # ("-m", "sluice.x"): a process entry point, not an import
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call):
+                args = n.args
+                spawned |= {id(b) for a, b in zip(args, args[1:])
+                            if isinstance(a, ast.Constant) and a.value == "-m"}
+        for n in ast.walk(tree):
+            if id(n) in spawned:
+                continue
             if isinstance(n, ast.Import):
                 out |= {resolve(a.name) for a in n.names if a.name.startswith("sluice")}
             elif isinstance(n, ast.ImportFrom):

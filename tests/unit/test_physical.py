@@ -3,7 +3,6 @@
 import pytest
 
 import sluice
-from sluice.errors import UnsupportedError
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import JoinMode
 from sluice.physical.joins import choose_build_side
@@ -62,10 +61,19 @@ def test_one_rank_runs_every_operator_on_a_single_rank(tpch_dir):
     assert all(o.distribution == SINGLE for o in op.walk())
 
 
-def test_lowering_for_several_ranks_is_refused_in_one_line(tpch_dir):
+def test_lowering_for_several_ranks_places_exchanges(tpch_dir):
+    """Two ranks: the aggregate splits into partial and final phases around an exchange on its
+    keys, the root is gathered to rank 0, and what only rank 0 runs stands aside elsewhere."""
+    from sluice.exec.driver import explain
     con = sluice.connect(tpch_dir, device="cpu")
-    with pytest.raises(UnsupportedError, match="more than one rank"):
-        lower_plan(con.sql("select count(*) from nation").plan, con.config, rank=0, world=2)
+    plan = con.sql("select n_regionkey, count(*) from nation group by 1").plan
+    text = "\n".join(explain(lower_plan(plan, con.config, rank=0, world=2)))
+    assert text.index("Gather to rank 0") < text.index("HashAggregate(final)") \
+        < text.index("Exchange hash(nation.n_regionkey)") < text.index("HashAggregate(partial)")
+    other = "\n".join(explain(lower_plan(plan, con.config, rank=1, world=2)))
+    assert other.startswith("(on rank 0 only)")
+    one = "\n".join(explain(lower_plan(plan, con.config)))
+    assert "Exchange" not in one and "Gather" not in one and "partial" not in one
 
 
 def test_distributions_say_what_they_satisfy():

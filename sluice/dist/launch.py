@@ -1,0 +1,110 @@
+"""``--ranks N``: start N ranks of one query on this machine through PyTorch's elastic launcher
+(the machinery behind ``torchrun --standalone``: a c10d rendezvous on a free local port, no
+restarts), and report what happened in one line.
+
+Each rank is ``python -m sluice.dist.worker JOB``: it joins the process group from the
+environment the launcher sets, runs the job, and writes its outcome (``status-RANK.json``)
+and, on rank 0, the result (Arrow IPC) into the job's temporary folder, which is removed
+afterwards with the launcher's own log folder. Fail-stop: a rank that fails ends the query
+on every rank -- an error aborts its process group, so peers waiting on it fail at once; a
+rank killed by a signal is seen by the launcher, which stops the others. The first cause is
+reported, naming its rank; spill folders of killed ranks are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+
+from sluice.errors import InternalError, RankFailed, SluiceError
+
+_CATEGORIES = {cls.category: cls for cls in SluiceError.__subclasses__()}
+
+
+def _quiet() -> None:
+    """The launcher's own warnings ("Terminating process ...") are not ours to print."""
+    for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing",
+                 "torch.distributed.run"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None) -> list[pa.Table]:
+    """Run ``job`` (see :mod:`sluice.dist.worker`) on ``ranks`` local ranks; rank 0's results.
+    Raises the first rank's error (as its own category), or RankFailed naming the rank."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    _quiet()
+    folder = Path(tempfile.mkdtemp(prefix="sluice-ranks-"))
+    try:
+        (folder / "job.json").write_text(json.dumps(job))
+        cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=ranks, run_id=f"sluice-{uuid.uuid4().hex[:8]}",
+                           rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0", max_restarts=0,
+                           monitor_interval=0.1, logs_specs=DefaultLogsSpecs(log_dir=str(folder / "logs")))
+        failure = None
+        try:
+            elastic_launch(cfg, sys.executable)("-m", "sluice.dist.worker", str(folder))
+        except ChildFailedError as e:
+            rank, f = min(e.failures.items(), key=lambda kv: kv[1].timestamp)
+            failure = (rank, f.exitcode)
+        except Exception as e:  # noqa: BLE001 - the launcher itself failed (rendezvous, spawn)
+            raise RankFailed(f"could not start {ranks} ranks: {str(e).strip().splitlines()[0][:200]}") from None
+        statuses = {}
+        for p in folder.glob("status-*.json"):
+            statuses[int(p.stem.split("-")[1])] = json.loads(p.read_text())
+        errors = {r: s for r, s in statuses.items() if "error" in s}
+        if failure is not None and failure[0] not in errors:
+            if spill_dirs:
+                from sluice.io.spill import clean_stale
+                clean_stale(spill_dirs)  # what the killed ranks left behind
+            raise RankFailed(f"rank {failure[0]} {_exit_text(failure[1])}; the query stopped on every rank")
+        if errors:
+            raise _first_error(errors)
+        if 0 not in statuses:
+            raise InternalError("rank 0 ended without a result")
+        return [pa.ipc.open_file(str(folder / f"result-{i}.arrow")).read_all()
+                for i in range(statuses[0].get("results", 0))]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _exit_text(code: int) -> str:
+    if code is not None and code < 0:
+        import signal
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _first_error(errors: dict[int, dict]) -> SluiceError:
+    """The cause, not its echoes: an error of the query itself before a rank's lost contact."""
+    causes = {r: s for r, s in errors.items() if s.get("category") != RankFailed.category}
+    pick = causes or errors
+    rank = min(pick)
+    s = pick[rank]
+    cls = _CATEGORIES.get(s.get("category"), InternalError)
+    text = s["error"].split(": ", 1)[1] if ": " in s["error"] else s["error"]
+    same = len({v["error"] for v in pick.values()}) == 1 and len(pick) > 1
+    return cls(text if same or cls is RankFailed else f"{text} (rank {rank})")
+
+
+def run_cli(ranks: int, argv: list[str], spill_dirs: list[str] | None = None) -> int:
+    """``sluice query ... --ranks N``: the same command on N ranks; rank 0 prints."""
+    run_job(ranks, {"kind": "cli", "argv": argv}, spill_dirs)
+    return 0
+
+
+def os_cpu_threads(ranks: int) -> int:
+    """Torch threads per rank so that the ranks together use the machine's cores once."""
+    return max(1, (os.cpu_count() or 1) // ranks)

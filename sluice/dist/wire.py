@@ -1,0 +1,51 @@
+"""Rows on the wire: a chunk as bytes and back, for the exchange's ``all_to_all_single``.
+
+A chunk travels as one Arrow IPC stream (schema + one record batch) -- the spill page format
+(:func:`sluice.io.spill.page_to_batch`): every type crosses intact (decimals as scaled
+int64, dates as int32 days, validity as Arrow validity) and strings travel by value, as
+offsets + bytes. Host dictionaries cannot ride a tensor collective; shipping each chunk's
+dictionary beside its codes would save bytes only where a chunk repeats strings, and most
+exchanged strings (keys, names) are near-unique per chunk after partitioning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from sluice.chunk import Chunk
+from sluice.io.spill import batch_to_page, page_to_batch
+
+
+_FRAME = 8  # each stream is preceded by its length (little-endian uint64)
+
+
+def chunk_to_bytes(chunk: Chunk) -> np.ndarray:
+    """One chunk as a uint8 array: its length, then an Arrow IPC stream."""
+    batch = page_to_batch(chunk)
+    sink = pa.BufferOutputStream()
+    sink.write(b"\0" * _FRAME)
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    out = np.frombuffer(sink.getvalue(), dtype=np.uint8).copy()
+    out[:_FRAME] = np.frombuffer(np.uint64(out.size - _FRAME).tobytes(), dtype=np.uint8)
+    return out
+
+
+def bytes_to_chunks(data: torch.Tensor, device: torch.device) -> list[Chunk]:
+    """The chunks in ``data``: framed IPC streams, one after another, from any senders."""
+    out = []
+    if not data.numel():
+        return out
+    raw = data.numpy()
+    buf = pa.py_buffer(raw)
+    pos, end = 0, raw.size
+    while pos < end:
+        n = int(raw[pos:pos + _FRAME].view(np.uint64)[0])
+        pos += _FRAME
+        for batch in pa.ipc.open_stream(buf.slice(pos, n)):
+            if batch.num_rows:
+                out.append(batch_to_page(batch, device))
+        pos += n
+    return out

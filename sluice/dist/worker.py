@@ -1,0 +1,59 @@
+"""One rank of a job the local launcher started (:mod:`sluice.dist.launch`): run it and
+write the outcome where the launcher reads it. Jobs: ``cli`` (a ``sluice`` command line;
+rank 0 prints) and ``queries`` (query texts on a data folder; rank 0 writes each result)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(folder: str) -> int:
+    root = Path(folder)
+    job = json.loads((root / "job.json").read_text())
+    rank = int(os.environ.get("RANK", "0"))
+    status: dict = {}
+    code = 0
+    try:
+        if job["kind"] == "cli":
+            from sluice.cli import run
+            code = run(job["argv"])
+        else:
+            status["results"] = _queries(job, root, rank)
+    except BaseException as e:  # noqa: BLE001 - every failure leaves as a status line
+        from sluice.errors import InternalError, SluiceError
+        err = e if isinstance(e, SluiceError) else InternalError(
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        status = {"error": str(err), "category": err.category}
+        from sluice.dist.group import current_group
+        g = current_group()
+        if g is not None:
+            g.abort()  # peers waiting on this rank fail now, not at the timeout
+        code = 2 if isinstance(err, InternalError) else 1
+    tmp = root / f".status-{rank}.json"
+    tmp.write_text(json.dumps(status))
+    tmp.rename(root / f"status-{rank}.json")
+    sys.stdout.flush()
+    os._exit(0 if "error" not in status else 0)  # the status says how it went; no teardown hang
+
+
+def _queries(job: dict, root: Path, rank: int) -> int:
+    import pyarrow as pa
+
+    import sluice
+    con = sluice.connect(job["data"], **job.get("settings", {}))
+    for name, path in job.get("registered", {}).items():
+        con.register(name, path)
+    for i, q in enumerate(job["queries"]):
+        table = con.sql(q).to_arrow()
+        if rank == 0:
+            with pa.ipc.new_file(str(root / f"result-{i}.arrow"), table.schema) as w:
+                w.write_table(table)
+    con.close()
+    return len(job["queries"])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,103 @@
+"""What moves between ranks: the exchanges lowering puts into a plan of several ranks.
+
+Distributions (:mod:`sluice.physical.properties`): ``any`` -- each row on one rank, anywhere
+(``single`` and ``hash`` are special cases of it); ``single`` -- every row on rank 0;
+``hash(keys)`` -- equal keys on one rank; ``broadcast`` -- every rank holds every row.
+
+Joins (:func:`place_join`) need matching rows on one rank:
+
+- a build side whose property is global -- NOT IN's null-aware anti join and a mark join
+  (one NULL anywhere changes every answer), a scalar subquery's single row, a join without
+  equality keys -- is broadcast, so every rank sees all of it; where the join also emits
+  unmatched build rows (a FULL or build-side outer join without keys) both sides are
+  gathered to rank 0 instead (each rank would emit them once);
+- otherwise a build side estimated under ``broadcast_bytes`` is broadcast (the probe side
+  stays where it was scanned) unless the join emits unmatched build rows; else both sides
+  are exchanged by the hash of their keys, hashed as one type per key pair.
+
+Scans split the row groups between ranks by rows (:func:`share`): the largest group first
+to the rank with fewest rows so far, the same answer on every rank.
+"""
+
+from __future__ import annotations
+
+from sluice.exec.exchange import ExchangeOp, OffRankOp
+from sluice.exec.hash_join import _key_type
+from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
+from sluice.exec.operators import Operator
+from sluice.physical.joins import JoinChoice
+from sluice.physical.properties import ANY, BROADCAST, SINGLE, hashed
+from sluice.plan.estimate import estimate
+from sluice.plan.logical import Join
+
+#: Bytes per value by type for the broadcast estimate (strings: a short string).
+_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "date": 4, "float32": 4, "string": 24}
+
+
+def share(groups: list, rank: int, world: int) -> list:
+    """This rank's row groups: balanced by rows, deterministic, in file order."""
+    load = [0] * world
+    mine = set()
+    order = sorted(range(len(groups)), key=lambda i: (-groups[i].num_rows, i))
+    for i in order:
+        r = min(range(world), key=lambda k: (load[k], k))
+        load[r] += groups[i].num_rows
+        if r == rank:
+            mine.add(i)
+    return [g for i, g in enumerate(groups) if i in mine]
+
+
+def placed(op: Operator, state) -> Operator:
+    """``op`` as it runs on this rank: rows on rank 0 only are nothing on the others (their
+    exchanges still run: the driver walks through the stand-in)."""
+    if state.world > 1 and state.rank != 0 and op.distribution == SINGLE and not isinstance(op, OffRankOp):
+        off = OffRankOp(op)
+        off.distribution = SINGLE
+        return off
+    return op
+
+
+def gather(op: Operator, state) -> Operator:
+    """``op``'s rows on rank 0."""
+    if op.distribution == SINGLE:
+        return op
+    out = ExchangeOp(op, "gather")
+    out.distribution = SINGLE
+    return placed(out, state)
+
+
+def exchange(op: Operator, keys: tuple, types: tuple, state) -> Operator:
+    """``op``'s rows on the rank their keys hash to."""
+    out = ExchangeOp(op, "hash", tuple(keys), tuple(types))
+    out.distribution = hashed(keys)
+    return out
+
+
+def broadcast(op: Operator) -> Operator:
+    """``op``'s rows on every rank."""
+    out = ExchangeOp(op, "broadcast")
+    out.distribution = BROADCAST
+    return out
+
+
+def _build_bytes(node) -> float:
+    rows, _ = estimate(node)
+    return rows * sum(_WIDTH.get(t.kind, 8) for t in node.schema.values())
+
+
+def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, state):
+    """(probe, build, distribution of the join's output) with the exchanges the join needs."""
+    if probe.distribution == SINGLE and build.distribution == SINGLE:
+        return probe, build, SINGLE
+    emits_build = c.mode in BUILD_EMITTING
+    global_build = plan.null_aware or c.mode == JoinMode.MARK or plan.single_row or not c.probe_keys
+    if global_build:
+        if emits_build or c.mode == JoinMode.FULL:
+            return gather(probe, state), gather(build, state), SINGLE
+        return probe, broadcast(build), probe.distribution
+    limit = state.config.broadcast_bytes
+    small = limit < 0 or (limit > 0 and _build_bytes(c.build) <= limit)
+    if small and not emits_build:
+        return probe, broadcast(build), probe.distribution
+    types = tuple(_key_type(p.type, b.type) for p, b in zip(c.probe_keys, c.build_keys))
+    return exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state), ANY
