@@ -4,6 +4,12 @@ settings: default, tiny chunks, forced spilling, staging and pushdown scans) and
 prints every query whose answers differ, or that sluice fails on while DuckDB answers.
 
     python bench/fuzz_sql.py SEED [QUERIES] [-v]     # -v: also DuckDB's own rejections
+    python bench/fuzz_sql.py SEED [QUERIES] --ranks 3  # also every query on 2..3 local ranks
+
+``--ranks N`` runs the queries DuckDB answered again on 2..N local ranks (one job per batch of
+queries, each under a random exchange, join placement, chunk size or forced spilling); this is
+how the final aggregation phase that left two rows of an empty global aggregate (one per
+rank's partial state, spilled) was found.
 
 This found, on its first runs, NaN ordering, window float sums, a NULL sort-key tie and
 CASE branches that raised for rows they did not decide. ``query4`` generates the edges a
@@ -32,8 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sluice  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
 
-R = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
-N = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+RANKS = int(sys.argv[sys.argv.index("--ranks") + 1]) if "--ranks" in sys.argv else 1
+ARGS = [a for i, a in enumerate(sys.argv) if a != "--ranks" and (i == 0 or sys.argv[i - 1] != "--ranks")]
+R = random.Random(int(ARGS[1]) if len(ARGS) > 1 else 0)
+N = int(ARGS[2]) if len(ARGS) > 2 else 300
 root = Path(tempfile.mkdtemp(prefix="sluice-fuzz-"))
 def mk(n, seed):
     r = random.Random(seed)
@@ -335,6 +343,7 @@ def duck_fails_without_limit(q):
 fails = 0
 internal = 0
 dskip = 0
+answered: list[tuple[str, pa.Table]] = []  # (query, DuckDB's answer) for the ranks pass
 for i in range(N):
     q = query()
     try:
@@ -360,8 +369,42 @@ for i in range(N):
     try:
         if hasattr(theirs, "read_all"): theirs = theirs.read_all()
         compare(ours, theirs)
+        answered.append((q, theirs))
     except AssertionError as e:
         fails += 1
         print("WRONG", CFG[ci], str(e)[:400], "\n   ", q)
+
+RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {"chunk_rows": 7, "exchange": "blocking"},
+            {"broadcast_bytes": -1, "exchange": "chunked"}, {"host_memory_limit": 4 << 20, "chunk_rows": 3, "broadcast_bytes": 0}]
+
+
+def on_ranks(batch, ranks, cfg):
+    from sluice.dist.launch import run_job
+    job = {"kind": "queries", "data": str(root), "queries": [q for q, _ in batch],
+           "settings": {"device": "cpu", "dist_timeout_s": 60, **cfg}}
+    return run_job(ranks, job)
+
+
+if RANKS > 1:  # the same queries on several ranks: one job per batch, a query alone when its batch fails
+    for b in range(0, len(answered), 40):
+        batch, ranks, cfg = answered[b:b + 40], R.randint(2, RANKS), R.choice(RANK_CFG)
+        try:
+            results = on_ranks(batch, ranks, cfg)
+        except Exception:
+            results = []
+            for item in batch:
+                try:
+                    results.append(on_ranks([item], ranks, cfg)[0])
+                except Exception as e:
+                    results.append(e)
+        for (q, theirs), ours in zip(batch, results):
+            if isinstance(ours, Exception):
+                fails += 1
+                print("ERROR ranks", ranks, cfg, str(ours)[:300], "\n   ", q); continue
+            try:
+                compare(ours, theirs)
+            except AssertionError as e:
+                fails += 1
+                print("WRONG ranks", ranks, cfg, str(e)[:400], "\n   ", q)
 print("done", N, "fails", fails, "internal", internal, "duck-rejected", dskip)
 shutil.rmtree(root, ignore_errors=True)

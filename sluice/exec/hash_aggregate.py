@@ -114,8 +114,8 @@ class HashAggregateOp(Operator):
             unmerged, last_merged, rows_seen, compacting, pages = 0, 0, 0, True, 0
             passthrough = False
             for chunk in self.child.stream(ctx):
-                if self.phase == "final":  # pages of partial states from the partial phase
-                    page, dpages = chunk, {}
+                if self.phase == "final":  # partial states; one chunk may hold a group twice
+                    page, dpages = self._merge_rows(chunk), {}
                 else:
                     with shared_subexpressions():
                         page, dpages = self._partial(chunk, dev, passthrough)
@@ -214,10 +214,14 @@ class HashAggregateOp(Operator):
         return Chunk(cols, g), dpages
 
     def _merge_pages(self, pages: list[Chunk]) -> Chunk:
-        """Merge partial pages into one page with one row per group."""
+        """Merge partial pages (each already one row per group) into one page with one row
+        per group."""
         if len(pages) == 1:
             return pages[0]
-        data = concat_chunks(pages)
+        return self._merge_rows(concat_chunks(pages))
+
+    def _merge_rows(self, data: Chunk) -> Chunk:
+        """One row per group from rows of partial states (rows of one group merged)."""
         n = data.num_rows
         kcols = [data.columns[k] for k in self.key_names]
         ids, g = group_ids(kcols, n)

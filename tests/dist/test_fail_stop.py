@@ -1,0 +1,140 @@
+"""Fail-stop and the command line with several ranks: a rank killed with SIGKILL mid-query ends
+the job with one line naming it, a non-zero exit and nothing left behind (no process, no spill
+folder, no job folder); an error on the ranks is one line; bad input is refused before any rank
+starts; ``--explain`` shows the exchanges; ``sluice.connect(DIR, ranks=N)`` answers like one
+process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import sluice
+from sluice.testing.oracle import compare, duckdb_connect
+
+SLOW = ("select count(*) from lineitem a join lineitem b on a.l_partkey = b.l_partkey "
+        "join lineitem c on c.l_partkey = a.l_partkey")
+
+
+def _env(tmp: Path, mark: str) -> dict:
+    return {**os.environ, "TMPDIR": str(tmp), "SLUICE_TEST_MARK": mark, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+
+def _procs_with(mark: str) -> list[int]:
+    """Processes whose environment carries ``mark`` (the command and every rank it started)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            if f"SLUICE_TEST_MARK={mark}".encode() in (p / "environ").read_bytes().split(b"\0"):
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+
+
+def _rank_pid(mark: str, rank: int) -> int | None:
+    for pid in _procs_with(mark):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"RANK={rank}".encode() in env and b"sluice.dist.worker" in cmd:
+            return pid
+    return None
+
+
+def _sluice(*args) -> list[str]:
+    return [sys.executable, "-m", "sluice", *args]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
+def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_path):
+    mark = uuid.uuid4().hex
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
+                  "--set", "broadcast_bytes=0", "--set", f"spill_dir={spill}", "--set", "force_spill=true",
+                  "--set", "dist_timeout_s=30", SLOW)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp, mark))
+    try:
+        deadline = time.time() + 60
+        pid = None
+        while pid is None and time.time() < deadline and proc.poll() is None:
+            pid = _rank_pid(mark, 1)
+            time.sleep(0.1)
+        assert pid is not None, "rank 1 never started"
+        time.sleep(2.5)  # well into the query: joined, scanning and exchanging
+        assert proc.poll() is None, "the query ended before rank 1 could be killed"
+        killed_at = time.time()
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        took = time.time() - killed_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "rank 1" in lines[0] and "SIGKILL" in lines[0], lines[0]
+    assert out == ""
+    assert took < 20, f"the job took {took:.1f}s to stop"
+    time.sleep(0.5)
+    assert _procs_with(mark) == [], "processes left behind"
+    assert list(spill.iterdir()) == [], "spill folders left behind"
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("sluice-")] == [], "job folders left behind"
+
+
+def test_an_error_on_every_rank_is_one_line(tpch_spread, tmp_path):
+    res = subprocess.run(_sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
+                                 "select sum(l_orderkey * 4611686018427387904) from lineitem"),
+                         capture_output=True, text=True, timeout=120, env=_env(tmp_path, uuid.uuid4().hex))
+    assert res.returncode == 1
+    assert res.stdout == ""
+    assert len(res.stderr.strip().splitlines()) == 1 and "overflow" in res.stderr.lower(), res.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["selec 1"], "syntax"),
+    (["select nope from lineitem"], "nope"),
+    (["--ranks", "0", "select 1"], "ranks"),
+])
+def test_bad_input_with_ranks_is_refused_before_any_rank_starts(args, words, tpch_spread, tmp_path):
+    argv = ["query", "--data", str(tpch_spread), "--device", "cpu"]
+    argv += args if "--ranks" in args else ["--ranks", "2", *args]
+    t = time.time()
+    res = subprocess.run(_sluice(*argv), capture_output=True, text=True, timeout=60, env=_env(tmp_path, "x"))
+    assert res.returncode == 1, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and words in res.stderr.lower(), res.stderr
+    assert time.time() - t < 15
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("sluice-")] == []
+
+
+def test_explain_with_ranks_shows_where_rows_move(tpch_spread):
+    res = subprocess.run(_sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu", "--explain",
+                                 "-f", str(Path(sluice.__file__).parent / "queries" / "tpch" / "q03.sql")),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    assert "Gather to rank 0" in text and "Broadcast to every rank" in text and "Exchange hash(" in text
+    assert "HashAggregate(partial)" in text and "HashAggregate(final)" in text
+
+
+def test_connect_with_ranks_answers_as_one_process(tpch_spread):
+    sql = ("select o_orderpriority, count(*) c, sum(o_totalprice) s from orders join customer on o_custkey = c_custkey "
+           "where c_acctbal > 0 group by 1 order by 1")
+    con = sluice.connect(tpch_spread, device="cpu", ranks=2, broadcast_bytes=0)
+    ours = con.sql(sql).to_arrow()
+    compare(ours, duckdb_connect(tpch_spread).sql(sql).to_arrow_table(), [0])
+    assert ours.equals(sluice.connect(tpch_spread, device="cpu").sql(sql).to_arrow())

@@ -1,0 +1,45 @@
+"""Several machines are several torchrun launchers: two on this machine acting as two nodes
+(``--nnodes 2``, c10d rendezvous on 127.0.0.1) run ``-m sluice query``; rank 0 writes the
+answer, which equals DuckDB's, and the other node prints nothing."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+
+from sluice.testing.oracle import compare, duckdb_connect
+from sluice.testing.queries import tpch_queries
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
+    sql = tpch_queries()["q05"]
+    out = tmp_path / "q05.parquet"
+    port = _free_port()
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"t{port}",
+           "-m", "sluice", "query", "--data", str(tpch_spread), "--device", "cpu", "--set", "broadcast_bytes=0",
+           "--set", "dist_timeout_s=60", "-o", str(out), sql]
+    env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "OMP_NUM_THREADS": "1"}
+    nodes = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    try:
+        done = [p.communicate(timeout=120) for p in nodes]
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                p.kill()
+    for p, (_, err) in zip(nodes, done):
+        assert p.returncode == 0, err
+    assert sorted("wrote" in err for _, err in done) == [False, True]  # rank 0 reports the file
+    assert all(o == "" for o, _ in done)
+    compare(pq.read_table(out), duckdb_connect(tpch_spread).sql(sql).to_arrow_table(), [0])
