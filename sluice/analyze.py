@@ -39,6 +39,10 @@ def stage_utilisation(ctx: ExecContext) -> tuple[dict, str]:
         "h2d": {"busy": busy["h2d"], "bytes": nbytes["h2d"], "capacity": 1},
         "compute": {"busy": max(0.0, wall - main_other), "bytes": 0, "capacity": 1},
     }
+    net = [e for e in events if e.stage == "network"]
+    if net:  # transfers between ranks, from issue to completion (one at a time per rank)
+        stages["network"] = {"busy": sum(e.end - e.start for e in net), "bytes": sum(e.nbytes for e in net),
+                             "capacity": 1}
     for st in stages.values():
         st["util"] = st["busy"] / (wall * st["capacity"])
     return stages, max(stages, key=lambda k: stages[k]["util"])
@@ -52,21 +56,59 @@ def stage_summary(op: Operator, ctx: ExecContext) -> dict:
             "bytes_read": sum(s.bytes_read for s in scans), "bytes_h2d": ctx.recorder.total_bytes("h2d")}
 
 
-def t_min(summary: dict, data_dir: Path, device: str) -> dict | None:
+def t_min(summary: dict, data_dir: Path, device: str, ranks: list[dict] | None = None) -> dict | None:
+    """The bound: the busiest rank's bytes read over the storage bandwidth, bytes copied over
+    the host->device bandwidth and, with several ranks, bytes it exchanged over the all-to-all
+    bandwidth ``sluice calibrate --ranks N`` measured."""
     cal = load_calibration(data_dir)
     if cal is None:
         return None
+    read = max([summary["bytes_read"]] + [r["bytes_read"] for r in ranks or []])
+    a2a = (cal.get("all_to_all_bps") or {}).get(str(len(ranks))) if ranks else None
     out = {}
     for kind in ("cached", "cold"):
         bw = cal.get(f"read_{kind}_bps")
         if not bw:
             continue
-        t = summary["bytes_read"] / bw
+        t = read / bw
         h2d = cal.get("h2d_bps")
         if device.startswith("cuda") and h2d:
             t = max(t, summary["bytes_h2d"] / h2d)
+        if a2a:
+            t = max(t, max(_exchanged(r) for r in ranks) / a2a)
         out[kind] = (t, t / summary["wall"] if summary["wall"] else 0.0)
     return out
+
+
+def _exchanged(rank: dict) -> int:
+    """Bytes one rank sent to other ranks and received from them."""
+    return sum(sum(e["bytes_sent"]) + e["bytes_received"] for e in rank["exchanges"])
+
+
+def ranks_report(ranks: list[dict]) -> list[str]:
+    """``--analyze`` with several ranks: what each rank did, and each exchange's size matrix
+    (rows from each rank to each rank: skew shows as one heavy column)."""
+    lines = [f"ranks: {len(ranks)}",
+             f"  {'rank':>4} {'wall':>9} {'rows scanned':>13} {'read':>10} {'sent':>10} {'received':>10} "
+             f"{'network busy':>13} {'peak memory':>12}"]
+    for i, r in enumerate(ranks):
+        sent = sum(sum(e["bytes_sent"]) for e in r["exchanges"])
+        got = sum(e["bytes_received"] for e in r["exchanges"])
+        net = sum(e["network_s"] for e in r["exchanges"])
+        lines.append(f"  {i:>4} {r['wall_s'] * 1000:>7.1f}ms {r['rows_scanned']:>13,} {fmt_bytes(r['bytes_read']):>10} "
+                     f"{fmt_bytes(sent):>10} {fmt_bytes(got):>10} {net * 1000:>11.1f}ms {fmt_bytes(r['peak_memory']):>12}")
+    for k, e in enumerate(ranks[0]["exchanges"]):
+        per = [r["exchanges"][k] for r in ranks]
+        moved = sum(sum(x["bytes_sent"]) for x in per)
+        stage = max(x["stage_s"] for x in per)
+        lines.append(f"  {e['op']}: {sum(x['rows_sent'] for x in per):,} rows, {fmt_bytes(moved)} between ranks "
+                     f"in {max(x['rounds'] for x in per)} rounds; stage {stage * 1000:.1f} ms "
+                     f"({fmt_rate(moved / stage if stage > 0 else 0.0)}), network wait "
+                     f"{max(x['network_s'] for x in per) * 1000:.1f} ms on the slowest rank")
+        lines.append("      " + "rows from \\ to".rjust(15) + "".join(f"{d:>12}" for d in range(len(ranks))))
+        for i, x in enumerate(per):
+            lines.append(f"      {i:>15}" + "".join(f"{v:>12,}" for v in x["rows_to"]))
+    return lines
 
 
 def memory_plan(op: Operator, config) -> list[str]:
@@ -132,6 +174,12 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
     st = ctx.memory_stats.get(id(op))
     if st is not None:
         desc += f"\n{'  ' * (depth + 1)}  {_memory_line(st)}"
+    ex = getattr(ctx, "exchange_stats", {}).get(id(op))
+    if ex is not None:
+        desc += (f"\n{'  ' * (depth + 1)}  this rank: sent {ex.rows_sent:,} rows ({fmt_bytes(sum(ex.bytes_sent))} "
+                 f"to other ranks), received {ex.rows_received:,} rows ({fmt_bytes(ex.bytes_received)}) in "
+                 f"{ex.rounds} rounds; partitioning {ex.partition_s * 1000:.1f} ms, network wait "
+                 f"{ex.network_s * 1000:.1f} ms")
     if isinstance(op, ScanOp) and id(op) in ctx.readers:
         s = ctx.readers[id(op)].stats
         desc += (f"\n{'  ' * (depth + 1)}  read {fmt_bytes(s.bytes_read)} compressed, decoded "
@@ -196,12 +244,18 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
         lines.append(f"  spill: wrote {fmt_bytes(sm.bytes_written)} of pages as {fmt_bytes(sm.bytes_stored)} "
                      f"({ratio:.2f}x; codecs {sm.codec.summary()}) at {fmt_rate(wbw)}, "
                      f"read back {fmt_bytes(sm.bytes_read)} at {fmt_rate(rbw)}, {sm.files} files")
-    tm = t_min(summ, data_dir, str(ctx.device))
+    ranks = getattr(ctx, "rank_stats", None)
+    if ranks:
+        lines.extend(ranks_report(ranks))
+    tm = t_min(summ, data_dir, str(ctx.device), ranks)
     if tm is None:
         lines.append("  T_min: run `sluice calibrate --data DIR` to measure this machine's bandwidths")
     else:
         for kind, (t, frac) in tm.items():
             lines.append(f"  T_min ({kind} storage) = {t * 1000:.1f} ms; achieved {frac * 100:.1f}% of the bound")
+        cal = load_calibration(data_dir) or {}
+        if ranks and str(len(ranks)) not in (cal.get("all_to_all_bps") or {}):
+            lines.append(f"  T_min has no network term: run `sluice calibrate --data DIR --ranks {len(ranks)}`")
     return "\n".join(lines)
 
 
@@ -215,7 +269,7 @@ def plot_timeline(op: Operator, ctx: ExecContext, path: str, title: str = "") ->
     summ = stage_summary(op, ctx)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     colors = {"read": "tab:blue", "decode": "tab:orange", "h2d": "tab:green", "spill_write": "tab:brown",
-              "spill_read": "tab:pink"}
+              "spill_read": "tab:pink", "network": "tab:cyan"}
     for stage, c in colors.items():
         if any(bw[stage]):
             ax1.plot([t * 1000 for t in centres], [b / 2**30 for b in bw[stage]], label=stage, color=c)

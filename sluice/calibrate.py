@@ -4,7 +4,9 @@
   (``posix_fadvise(DONTNEED)``, no root needed for clean pages), then read sequentially in
   8 MiB requests;
 - storage read, page-cached: the same files read again;
-- host -> device: pinned 256 MiB copies (CUDA only).
+- host -> device: pinned 256 MiB copies (CUDA only);
+- all-to-all between N local ranks (``--ranks N``): the network term of T_min
+  (:mod:`sluice.dist.bandwidth`), kept per number of ranks at the exchange's batch size.
 
 Results are cached in ``$XDG_CACHE_HOME/sluice/calibration.json`` (default ``~/.cache``),
 keyed by the data directory's real path.
@@ -98,16 +100,39 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
         "device": str(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     path = cache_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         allres = json.loads(path.read_text()) if path.exists() else {}
     except (OSError, ValueError):
         allres = {}
+    old = allres.get(str(data)) or {}
+    if old.get("all_to_all_bps"):
+        result["all_to_all_bps"] = old["all_to_all_bps"]
     allres[str(data)] = result
+    _save(path, allres)
+    return result
+
+
+def save_all_to_all(data: str | Path, ranks: int, rates: dict[int, float], batch_bytes: int = 4 << 20) -> float:
+    """Keep the all-to-all rate of ``ranks`` ranks (at the size nearest the exchange's batch,
+    split over the destinations) in ``data``'s calibration; returns it."""
+    per_dest = max(1, batch_bytes // max(1, ranks - 1))
+    size = min(rates, key=lambda n: abs(n - per_dest))
+    path = cache_file()
+    try:
+        allres = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        allres = {}
+    rec = allres.setdefault(str(Path(data).resolve()), {})
+    rec.setdefault("all_to_all_bps", {})[str(ranks)] = rates[size]
+    _save(path, allres)
+    return rates[size]
+
+
+def _save(path: Path, allres: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(allres, indent=1))
     os.replace(tmp, path)
-    return result
 
 
 def load_calibration(data: str | Path) -> dict | None:

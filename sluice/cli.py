@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("calibrate", help="measure storage and host->device bandwidth for T_min")
     c.add_argument("--data", default=".", help="directory whose Parquet files are read")
     c.add_argument("--device", default=None, help="device for the host->device measurement")
+    c.add_argument("--ranks", type=int, default=None, metavar="N",
+                   help="also measure the all-to-all bandwidth of N local ranks (T_min's network term)")
 
     e = sub.add_parser("explain", help="print the physical plan of a query")
     add_common(e)
@@ -370,6 +372,18 @@ def run(argv: list[str] | None = None) -> int:
               f"{r['bytes'] / 2**20:.0f} MiB)")
         print(f"storage read, page-cached:  {fmt_rate(r['read_cached_bps'])}")
         print(f"host -> device:             {fmt_rate(r['h2d_bps']) if r['h2d_bps'] else 'n/a (' + str(dev) + ')'}")
+        if args.ranks is not None:
+            if args.ranks < 2:
+                raise ConfigError(f"--ranks must be at least 2 to measure an all-to-all, not {args.ranks}")
+            from sluice.calibrate import save_all_to_all
+            from sluice.dist.launch import run_job
+            status: dict = {}
+            with _Status(f"measuring all-to-all between {args.ranks} ranks ..."):
+                run_job(args.ranks, {"kind": "bandwidth"}, status=status)
+            rates = {int(k): v for k, v in status["bandwidth"].items()}
+            save_all_to_all(args.data, args.ranks, rates)
+            print(f"all-to-all, {args.ranks} ranks:     " + ", ".join(
+                f"{fmt_rate(v)} at {k >> 10} KiB" for k, v in sorted(rates.items())) + " per rank to the others")
         print(f"saved to {cache_file()}")
         del torch
         return 0

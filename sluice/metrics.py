@@ -2,7 +2,8 @@
 
 Stages of the data path (PystachIO §4): ``read`` (storage -> host bytes, I/O threads),
 ``decode`` (Parquet pages -> Arrow -> host tensors, I/O threads), ``h2d`` (host -> device
-copies) and ``compute`` (operators on the consumer thread, i.e. not waiting for a scan).
+copies) and ``compute`` (operators on the consumer thread, i.e. not waiting for a scan);
+``network`` (an exchange's transfer between ranks, from its issue to its completion).
 Events are cheap tuples appended under a lock: a few per row-group task and per chunk.
 """
 
@@ -12,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-STAGES = ("read", "decode", "h2d", "compute", "wait", "spill_write", "spill_read")
+STAGES = ("read", "decode", "h2d", "compute", "wait", "spill_write", "spill_read", "network")
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Recorder:
                     continue
                 bw[e.stage][b] += e.nbytes * (ov / dur) / width
                 util[e.stage][b] += ov / width
-                if e.thread == "MainThread":
+                if e.thread == "MainThread" and e.stage != "network":  # a transfer flies beside compute
                     util["main_other"][b] += ov / width  # consumer thread not computing
         return centres, bw, util
 

@@ -36,9 +36,10 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None) -> list[pa.Table]:
-    """Run ``job`` (see :mod:`sluice.dist.worker`) on ``ranks`` local ranks; rank 0's results.
-    Raises the first rank's error (as its own category), or RankFailed naming the rank."""
+def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: dict | None = None) -> list[pa.Table]:
+    """Run ``job`` (see :mod:`sluice.dist.worker`) on ``ranks`` local ranks; rank 0's results
+    (and its status into ``status``). Raises the first rank's error (as its own category), or
+    RankFailed naming the rank."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -71,6 +72,8 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None) -> list[
             raise _first_error(errors)
         if 0 not in statuses:
             raise InternalError("rank 0 ended without a result")
+        if status is not None:
+            status.update(statuses[0])
         return [pa.ipc.open_file(str(folder / f"result-{i}.arrow")).read_all()
                 for i in range(statuses[0].get("results", 0))]
     finally:

@@ -1,6 +1,7 @@
 """One rank of a job the local launcher started (:mod:`sluice.dist.launch`): run it and
 write the outcome where the launcher reads it. Jobs: ``cli`` (a ``sluice`` command line;
-rank 0 prints) and ``queries`` (query texts on a data folder; rank 0 writes each result)."""
+rank 0 prints), ``queries`` (query texts on a data folder; rank 0 writes each result and,
+with ``analyze``, what every rank did) and ``bandwidth`` (the ranks' all-to-all rate)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def main(folder: str) -> int:
         if job["kind"] == "cli":
             from sluice.cli import run
             code = run(job["argv"])
+        elif job["kind"] == "bandwidth":
+            status["bandwidth"] = _bandwidth(job)
         else:
-            status["results"] = _queries(job, root, rank)
+            status.update(_queries(job, root, rank))
     except BaseException as e:  # noqa: BLE001 - every failure leaves as a status line
         from sluice.errors import InternalError, SluiceError
         err = e if isinstance(e, SluiceError) else InternalError(
@@ -46,13 +49,25 @@ def _queries(job: dict, root: Path, rank: int) -> int:
     con = sluice.connect(job["data"], **job.get("settings", {}))
     for name, path in job.get("registered", {}).items():
         con.register(name, path)
+    ranks = []
     for i, q in enumerate(job["queries"]):
-        table = con.sql(q).to_arrow()
+        rel = con.sql(q)
+        table = rel.to_arrow()
         if rank == 0:
             with pa.ipc.new_file(str(root / f"result-{i}.arrow"), table.schema) as w:
                 w.write_table(table)
+            if job.get("analyze"):  # what each rank did (bench/exchange.py reads it)
+                ranks.append(rel.last_run[1].rank_stats)
     con.close()
-    return len(job["queries"])
+    return {"results": len(job["queries"]), "rank_stats": ranks}
+
+
+def _bandwidth(job: dict) -> dict:
+    from sluice.dist.bandwidth import measure
+    from sluice.dist.group import current_group
+    g = current_group()
+    rates = measure(g.group, tuple(job["sizes"])) if job.get("sizes") else measure(g.group)
+    return {str(n): bps for n, bps in rates.items()}
 
 
 if __name__ == "__main__":

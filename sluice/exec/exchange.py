@@ -47,12 +47,14 @@ class ExchangeStats:
     """What one exchange moved on this rank."""
 
     rows_sent: int = 0
-    bytes_sent: list = field(default_factory=list)  # to each rank (this rank's row of the size matrix)
+    rows_to: list = field(default_factory=list)  # rows to each rank, itself included (a row of the size matrix)
+    bytes_sent: list = field(default_factory=list)  # serialised bytes to each other rank
     bytes_received: int = 0
     rows_received: int = 0
     rounds: int = 0
     network_s: float = 0.0  # time waiting in collectives
     partition_s: float = 0.0  # splitting and serialising
+    stage_s: float = 0.0  # the whole stage: producing the input, partitioning, moving, receiving
 
 
 @dataclass
@@ -92,12 +94,13 @@ class ExchangeOp(Operator):
         if id(self) in ctx.state:
             return
         g = ctx.dist
-        stats = ExchangeStats(bytes_sent=[0] * g.world)
+        stats = ExchangeStats(rows_to=[0] * g.world, bytes_sent=[0] * g.world)
         ctx.exchange_stats[id(self)] = stats
         mstats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
         mat = Materializer(ctx, f"{self.label} received",
                            lambda p: hash_columns(list(p.columns.values()), p.num_rows), stats=mstats)
         ctx.state[id(self)] = mat
+        t0 = time.perf_counter()
         try:
             self._shuffle(ctx, g, mat, stats)
         except SluiceError:
@@ -105,6 +108,7 @@ class ExchangeOp(Operator):
         except RuntimeError as e:  # a collective failed: a peer died, hung or aborted
             raise g.fail(e) from None
         mat.finish()
+        stats.stage_s = time.perf_counter() - t0
 
     def _destinations(self, chunk: Chunk, world: int) -> list[tuple[int, Chunk]]:
         n = chunk.num_rows
@@ -145,6 +149,7 @@ class ExchangeOp(Operator):
                     st.rows_sent += chunk.num_rows
                     wire = None
                     for d, part in self._destinations(chunk, world):
+                        st.rows_to[d] += part.num_rows
                         if d == rank:  # rows for this rank skip the wire
                             mat.add(part)
                             continue
@@ -161,10 +166,12 @@ class ExchangeOp(Operator):
                 got = torch.empty_like(header)
                 t1 = time.perf_counter()
                 _all_to_all(got, header, g)
+                t_header = time.perf_counter()
+                st.network_s += t_header - t1
+                ctx.recorder.add("wait", t1, t_header, 0, f"{self.label} counts")
                 if inflight is not None:  # deferred: the previous transfer flew meanwhile
                     self._receive(ctx, inflight, mat, st)
                     inflight = None
-                st.network_s += time.perf_counter() - t1
                 recv_sizes = got[:, 0].tolist()
                 send = np.concatenate([b for d in range(world) for b in pending[d]]) if held else \
                     np.zeros(0, dtype=np.uint8)
@@ -197,7 +204,8 @@ class ExchangeOp(Operator):
         t1 = time.perf_counter()
         st.network_s += t1 - t0
         nbytes = int(out.numel())
-        ctx.recorder.add("network", t_issued, t1, nbytes, self.label)
+        ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
+        ctx.recorder.add("network", t_issued, t1, nbytes + int(_send.nbytes), self.label)
         st.bytes_received += nbytes
         for page in bytes_to_chunks(out, ctx.device):
             st.rows_received += page.num_rows
@@ -258,16 +266,19 @@ class OffRankOp(Operator):
 
 
 def rank_summary(root: Operator, ctx) -> dict:
-    """What this rank did, for ``--analyze`` on rank 0: rows out of each scan, and each
-    exchange's bytes per destination, rounds and network time (plan order)."""
+    """What this rank did, for ``--analyze`` on rank 0 (plain data, gathered once at the end):
+    rows scanned and bytes read, peak memory, and each exchange's rows and bytes per
+    destination, rounds and network time (plan order)."""
     from sluice.exec.operators import ScanOp
-    scans = [(o.describe().split(" [")[0], ctx.stats[id(o)].rows if id(o) in ctx.stats else 0)
-             for o in root.walk() if isinstance(o, ScanOp)]
+    scans = [o for o in root.walk() if isinstance(o, ScanOp)]
     ex = []
     for e in exchanges_in_order(root):
         st = ctx.exchange_stats.get(id(e))
         if st is not None:
-            ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "bytes_sent": list(st.bytes_sent),
-                       "rows_received": st.rows_received, "rounds": st.rounds, "network_s": st.network_s,
-                       "partition_s": st.partition_s})
-    return {"scans": scans, "exchanges": ex, "wall_s": ctx.recorder.wall}
+            ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "rows_to": list(st.rows_to),
+                       "bytes_sent": list(st.bytes_sent), "rows_received": st.rows_received,
+                       "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
+                       "partition_s": st.partition_s, "stage_s": st.stage_s})
+    return {"rows_scanned": sum(ctx.stats[id(o)].rows for o in scans if id(o) in ctx.stats),
+            "bytes_read": sum(ctx.readers[id(o)].stats.bytes_read for o in scans if id(o) in ctx.readers),
+            "peak_memory": ctx.memory.peak, "exchanges": ex, "wall_s": ctx.recorder.wall}

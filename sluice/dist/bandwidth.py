@@ -1,0 +1,34 @@
+"""The all-to-all bandwidth of this job's ranks: what T_min's network term divides by
+(``sluice calibrate --ranks N``) and the raw baseline ``bench/exchange.py`` compares the
+exchange with. Each rank sends ``nbytes`` to every other rank in one ``all_to_all_single``;
+the rate is the bytes a rank sends to others per second, timed on the slowest rank."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+#: Message sizes per destination: below a few MiB the rate falls (PystachIO Fig. 7).
+SIZES = (64 << 10, 1 << 20, 4 << 20, 16 << 20)
+
+
+def all_to_all_rate(group, nbytes: int, repeats: int = 5) -> float:
+    """Bytes per second one rank sends to the others with ``nbytes`` per destination."""
+    import torch.distributed as dist
+    world = dist.get_world_size(group)
+    send = torch.ones(nbytes * world, dtype=torch.uint8)
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send, group=group)  # warm-up: connections, buffers
+    dist.barrier(group=group)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        dist.all_to_all_single(recv, send, group=group)
+    took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+    dist.all_reduce(took, op=dist.ReduceOp.MAX, group=group)
+    return nbytes * (world - 1) * repeats / float(took)
+
+
+def measure(group, sizes=SIZES) -> dict[int, float]:
+    """Rate per message size; the same on every rank (the slowest rank's time)."""
+    return {n: all_to_all_rate(group, n, repeats=max(3, min(20, (64 << 20) // max(n, 1)))) for n in sizes}

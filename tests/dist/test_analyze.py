@@ -1,0 +1,41 @@
+"""``--analyze`` with several ranks: every rank's rows and bytes, each exchange's size matrix
+(its entries add up to the rows the ranks sent), a network stage, and T_min's network term
+once ``sluice calibrate --ranks N`` measured the all-to-all bandwidth."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from sluice.testing.oracle import duckdb_connect
+
+
+def _sluice(args, env=None):
+    return subprocess.run([sys.executable, "-m", "sluice", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_analyze_shows_each_rank_and_the_size_matrix(tpch_spread, tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    cal = _sluice(["calibrate", "--data", str(tpch_spread), "--ranks", "2"], env)
+    assert cal.returncode == 0, cal.stderr
+    assert "all-to-all, 2 ranks" in cal.stdout
+    sql = "select l_returnflag, count(*) from lineitem group by 1 order by 1"
+    res = _sluice(["query", "--data", str(tpch_spread), "--device", "cpu", "--ranks", "2", "--analyze", sql], env)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "network  busy" in out and "T_min (cached storage)" in out and "no network term" not in out
+    table = out[out.index("ranks: 2"):]
+    rows = [ln.split() for ln in table.splitlines()[2:4]]
+    assert [r[0] for r in rows] == ["0", "1"]
+    scanned = sum(int(r[2].replace(",", "")) for r in rows)
+    assert scanned == duckdb_connect(tpch_spread).sql("select count(*) from lineitem").fetchall()[0][0]
+    m = re.search(r"Exchange hash\(lineitem.l_returnflag\): ([\d,]+) rows.*\n.*from \\ to\s+0\s+1\n(.*)\n(.*)\n",
+                  table)
+    assert m, table
+    sent = int(m.group(1).replace(",", ""))
+    matrix = [[int(v.replace(",", "")) for v in ln.split()[1:]] for ln in (m.group(2), m.group(3))]
+    assert sum(map(sum, matrix)) == sent and sent > 0
+    assert all(len(r) == 2 for r in matrix)
