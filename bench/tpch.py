@@ -1,6 +1,7 @@
 """TPC-H (or SSB, or TPC-DS) in sluice and DuckDB side by side on the same files and thread count.
 
     python bench/tpch.py --sf 1 [--device cpu|cuda|auto] [--threads N] [--runs 3] [--ssb | --tpcds]
+    python bench/tpch.py --sf 10 --ranks 1,2,4     # sluice on 1, 2 and 4 local ranks, and DuckDB
 
 Generates data under ``data/`` when missing, checks every sluice result against DuckDB, and
 prints per-query times (best of --runs, after one warm-up), the ratio sluice/DuckDB and the
@@ -38,6 +39,7 @@ def main() -> None:
     ap.add_argument("--tpcds", action="store_true", help="run the 99 TPC-DS queries instead (needs dsqgen)")
     ap.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--ranks", default=None, help="comma-separated rank counts, e.g. 1,2,4: one job each")
     args = ap.parse_args()
 
     kind = "ssb" if args.ssb else "tpcds" if args.tpcds else "tpch"
@@ -57,6 +59,8 @@ def main() -> None:
         queries = {k: v for k, v in queries.items() if k in wanted}
 
     settings = dict(s.split("=", 1) for s in args.set)
+    if args.ranks:
+        return by_ranks(data, queries, [int(x) for x in args.ranks.split(",")], settings, args)
     con = sluice.connect(data, device=args.device, threads=args.threads, **settings)
     duck = duckdb_connect(data, threads=args.threads)
     print(f"{kind} sf={args.sf:g} device={con.device} threads={args.threads} runs={args.runs} (best of)")
@@ -79,6 +83,48 @@ def main() -> None:
         print(f"{name:<8}{ts:>10.3f}{td:>10.3f}{r:>8.2f}  {check}", flush=True)
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"{'geomean':<8}{'':>10}{'':>10}{geo:>8.2f}  (sluice time / duckdb time)")
+
+
+def by_ranks(data: Path, queries: dict[str, str], counts: list[int], settings: dict, args) -> None:
+    """Each rank count is one job answering every query runs + 1 times (the first is the
+    warm-up); per query the best time on rank 0 (every rank has finished by then)."""
+    from sluice.dist.launch import run_job
+    duck = duckdb_connect(data, threads=args.threads)
+    names = list(queries)
+    times: dict[int, dict[str, float]] = {}
+    for n in counts:
+        st: dict = {}
+        job = {"kind": "queries", "data": str(data.resolve()), "settings": {"device": args.device, **settings},
+               "queries": [queries[q] for q in names for _ in range(args.runs + 1)]}
+        try:
+            results = run_job(n, job, status=st)
+        except Exception as e:  # noqa: BLE001 -- a bench reports and goes on
+            print(f"{n} ranks: ERROR {str(e).splitlines()[0][:120]}", flush=True)
+            continue
+        times[n] = {}
+        for i, q in enumerate(names):
+            k = i * (args.runs + 1)
+            times[n][q] = min(st["seconds"][k + 1:k + args.runs + 1])
+            try:
+                compare(results[k], duck.sql(queries[q]).to_arrow_table(), order_by_columns(queries[q], results[k].column_names))
+            except AssertionError as e:
+                print(f"{q} on {n} ranks: MISMATCH {str(e).splitlines()[0][:80]}", flush=True)
+        print(f"{n} ranks done", file=sys.stderr, flush=True)
+    base = counts[0]
+    print(f"sluice per query (best of {args.runs}) on " + ", ".join(f"{n} ranks" for n in times) + "; DuckDB "
+          f"threads={args.threads}")
+    print(f"{'query':<8}" + "".join(f"{f'{n} ranks s':>12}" for n in times) + f"{'duckdb s':>10}" +
+          "".join(f"{f'x{n}/x{base}':>9}" for n in times if n != base))
+    logs: dict[int, list[float]] = {n: [] for n in times}
+    for q in names:
+        td, _ = best_of(lambda: duck.sql(queries[q]).to_arrow_table(), args.runs)
+        row = f"{q:<8}" + "".join(f"{times[n][q]:>12.3f}" for n in times) + f"{td:>10.3f}"
+        if base in times:
+            row += "".join(f"{times[base][q] / times[n][q]:>9.2f}" for n in times if n != base)
+        for n in times:
+            logs[n].append(math.log(times[n][q] / td))
+        print(row, flush=True)
+    print("geomean sluice/duckdb: " + ", ".join(f"{n} ranks {math.exp(sum(v) / len(v)):.2f}" for n, v in logs.items()))
 
 
 if __name__ == "__main__":

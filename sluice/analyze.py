@@ -178,7 +178,8 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
     if ex is not None:
         desc += (f"\n{'  ' * (depth + 1)}  this rank: sent {ex.rows_sent:,} rows ({fmt_bytes(sum(ex.bytes_sent))} "
                  f"to other ranks), received {ex.rows_received:,} rows ({fmt_bytes(ex.bytes_received)}) in "
-                 f"{ex.rounds} rounds; partitioning {ex.partition_s * 1000:.1f} ms, network wait "
+                 f"{ex.rounds} rounds; input {ex.input_s * 1000:.1f} ms, partitioning "
+                 f"{ex.partition_s * 1000:.1f} ms, network wait "
                  f"{ex.network_s * 1000:.1f} ms")
     if isinstance(op, ScanOp) and id(op) in ctx.readers:
         s = ctx.readers[id(op)].stats

@@ -44,6 +44,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device("cpu")
 
 
+def _local_ranks() -> int:
+    """Ranks of this job on this machine (torchrun's LOCAL_WORLD_SIZE)."""
+    return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+
+
 class Connection:
     """A data directory plus settings. Thread-compatible, not thread-safe."""
 
@@ -64,8 +69,11 @@ class Connection:
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         elif self.group is not None:  # the ranks on this machine share its cores
-            local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local)))
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // _local_ranks()))
+        if self.group is not None and not self.config.host_memory_limit:  # ... and its memory
+            from dataclasses import replace
+            from sluice.io.memory import default_host_limit
+            self.config = replace(self.config, host_memory_limit=default_host_limit() // _local_ranks())
         self.cache = MetadataCache()
         self._registered: dict[str, str] = {}
         self._tables: dict[str, tuple[TableInfo, list]] = {}

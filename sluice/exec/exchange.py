@@ -54,6 +54,7 @@ class ExchangeStats:
     rounds: int = 0
     network_s: float = 0.0  # time waiting in collectives
     partition_s: float = 0.0  # splitting and serialising
+    input_s: float = 0.0  # pulling the input from the child (its scan and operators)
     stage_s: float = 0.0  # the whole stage: producing the input, partitioning, moving, receiving
 
 
@@ -142,7 +143,10 @@ class ExchangeOp(Operator):
             while True:
                 t0 = time.perf_counter()
                 while not local_done:
+                    ti = time.perf_counter()
                     chunk = next(source, None)
+                    st.input_s += time.perf_counter() - ti
+                    t0 += time.perf_counter() - ti  # producing the input is not partitioning
                     if chunk is None:
                         local_done = True
                         break
@@ -278,7 +282,7 @@ def rank_summary(root: Operator, ctx) -> dict:
             ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "rows_to": list(st.rows_to),
                        "bytes_sent": list(st.bytes_sent), "rows_received": st.rows_received,
                        "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
-                       "partition_s": st.partition_s, "stage_s": st.stage_s})
+                       "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s})
     return {"rows_scanned": sum(ctx.stats[id(o)].rows for o in scans if id(o) in ctx.stats),
             "bytes_read": sum(ctx.readers[id(o)].stats.bytes_read for o in scans if id(o) in ctx.readers),
             "peak_memory": ctx.memory.peak, "exchanges": ex, "wall_s": ctx.recorder.wall}

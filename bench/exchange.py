@@ -1,0 +1,79 @@
+"""The exchange against the network it runs on, side by side in one run (PystachIO Fig. 5, 7):
+
+    python bench/exchange.py [--sf 1] [--ranks 2,3,4] [--runs 3]
+
+For each number of local ranks (gloo on loopback):
+- raw ``all_to_all_single`` bandwidth (bytes a rank sends to the others per second) at the
+  message size the exchange sends (``exchange_batch_bytes`` split over the destinations) and
+  at 16 MiB;
+- sluice's exchange throughput: a partitioned join of lineitem and orders (both sides hashed
+  on the order key, ``broadcast_bytes=0``), bytes moved between ranks over the time of the
+  lineitem exchange stage (scan + partition + serialise + move + receive), slowest rank;
+- the join's effective bandwidth: the same bytes over the query's wall time;
+for ``exchange=blocking``, ``chunked`` and ``deferred``, with the ratios deferred/raw and
+deferred/blocking. Answers are checked against DuckDB. Nothing here asserts absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sluice.datagen.tpch import generate_tpch  # noqa: E402
+from sluice.dist.launch import run_job  # noqa: E402
+from sluice.metrics import fmt_rate  # noqa: E402
+from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
+
+JOIN = ("select count(*) c, sum(l_extendedprice) s from lineitem join orders on l_orderkey = o_orderkey "
+        "where o_orderdate >= date '1992-01-01'")
+VARIANTS = ("blocking", "chunked", "deferred")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--ranks", default="2,3,4")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per variant (best of), after one warm-up")
+    args = ap.parse_args()
+    data = Path(args.data or f"data/tpch-sf{args.sf:g}")
+    if not (data / "lineitem.parquet").exists():
+        print(f"generating tpch sf={args.sf:g} into {data} ...", file=sys.stderr)
+        generate_tpch(args.sf, data)
+    expected = duckdb_connect(data).sql(JOIN).to_arrow_table()
+    print(f"tpch sf={args.sf:g}: {JOIN}")
+    print(f"{'ranks':>5} {'variant':<9} {'raw a2a @batch':>15} {'raw a2a @16M':>13} {'exchange':>12} "
+          f"{'join eff.':>12} {'wall s':>8} {'exch/raw':>9} {'vs blocking':>12}")
+    for n in [int(x) for x in args.ranks.split(",")]:
+        st: dict = {}
+        batch = (4 << 20) // (n - 1)
+        run_job(n, {"kind": "bandwidth", "sizes": [batch, 16 << 20]}, status=st)
+        raw_batch, raw_16 = st["bandwidth"][str(batch)], st["bandwidth"][str(16 << 20)]
+        blocking = None
+        for variant in VARIANTS:
+            st = {}
+            res = run_job(n, {"kind": "queries", "data": str(data.resolve()), "queries": [JOIN] * (args.runs + 1),
+                              "analyze": True, "settings": {"exchange": variant, "broadcast_bytes": 0}}, status=st)
+            for t in res:
+                compare(t, expected)
+            best = None
+            for secs, ranks in list(zip(st["seconds"], st["rank_stats"]))[1:]:
+                ex = [r["exchanges"] for r in ranks]
+                k = max(range(len(ex[0])), key=lambda i: sum(sum(r[i]["bytes_sent"]) for r in ex))
+                moved = max(sum(r[k]["bytes_sent"]) for r in ex)  # the busiest sender
+                total = max(sum(sum(e["bytes_sent"]) for e in r) for r in ex)
+                stage = max(r[k]["stage_s"] for r in ex)
+                row = (secs, moved / stage, total / secs)
+                best = row if best is None or row[0] < best[0] else best
+            secs, rate, eff = best
+            if variant == "blocking":
+                blocking = rate
+            print(f"{n:>5} {variant:<9} {fmt_rate(raw_batch):>15} {fmt_rate(raw_16):>13} {fmt_rate(rate):>12} "
+                  f"{fmt_rate(eff):>12} {secs:>8.2f} {rate / raw_batch:>9.2f} {rate / blocking:>12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
