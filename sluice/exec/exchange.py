@@ -64,6 +64,10 @@ class ExchangeOp(Operator):
     kind: str  # "hash" | "gather" | "broadcast"
     keys: tuple = ()  # kind "hash": the key expressions
     key_types: tuple = ()  # kind "hash": the type each key hashes as (a join's two sides agree)
+    #: (build key expression, RuntimeFilter): this exchange feeds a join's build side, whose
+    #: probe scan lies beyond an exchange; the filter is built from every rank's input rows,
+    #: merged across ranks when the stage ends (set by physical/runtime_filters.py).
+    runtime_filters: list = field(default_factory=list)
     label = "Exchange"
 
     def __post_init__(self):
@@ -104,6 +108,8 @@ class ExchangeOp(Operator):
         t0 = time.perf_counter()
         try:
             self._shuffle(ctx, g, mat, stats)
+            for _, rf in self.runtime_filters:  # the whole build side's keys, on every rank
+                rf.publish_across(g.group)
         except SluiceError:
             raise
         except RuntimeError as e:  # a collective failed: a peer died, hung or aborted
@@ -151,6 +157,8 @@ class ExchangeOp(Operator):
                         local_done = True
                         break
                     st.rows_sent += chunk.num_rows
+                    for key, rf in self.runtime_filters:
+                        rf.add(evaluate(key, chunk), chunk.num_rows)
                     wire = None
                     for d, part in self._destinations(chunk, world):
                         st.rows_to[d] += part.num_rows
@@ -231,7 +239,8 @@ def exchanges_in_order(root: Operator) -> list[ExchangeOp]:
         if id(op) in seen:
             return
         seen.add(id(op))
-        for c in op.children:
+        build = getattr(op, "build", None)  # a join's build side first: its runtime filters
+        for c in sorted(op.children, key=lambda c: c is not build):  # are merged before the probe scans
             visit(c)
         if isinstance(op, ExchangeOp):
             out.append(op)

@@ -90,6 +90,37 @@ class RuntimeFilter:
         self._chunks = []
         self.ready = True
 
+    def publish_across(self, group) -> None:
+        """A build side spread over ranks (each saw a part): merge every rank's range (min of
+        the lows, max of the highs) and Bloom bits (OR), sized by the keys of all ranks, then
+        publish the same filter on every rank. Collectives: every rank calls this in the same
+        order (the exchange stage that feeds it)."""
+        import numpy as np
+        import torch.distributed as dist
+        i64 = torch.iinfo(torch.int64)
+        lo = torch.tensor([self.lo if self.lo is not None else i64.max], dtype=torch.int64)
+        hi = torch.tensor([self.hi if self.hi is not None else i64.min], dtype=torch.int64)
+        keys = torch.tensor([self.keys], dtype=torch.int64)
+        dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
+        dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
+        dist.all_reduce(keys, op=dist.ReduceOp.SUM, group=group)
+        self.keys = int(keys)
+        self.lo, self.hi = (int(lo), int(hi)) if self.keys else (None, None)
+        if self.bloom and self.keys:
+            bits = 1
+            while bits < 16 * self.keys and bits < _MAX_BITS:
+                bits <<= 1
+            table = torch.zeros(bits, dtype=torch.bool)
+            for v in self._chunks:
+                a, b = _slots(v, bits)
+                table[a] = True
+                table[b] = True
+            packed = torch.from_numpy(np.packbits(table.numpy()))
+            dist.all_reduce(packed, op=dist.ReduceOp.BOR, group=group)
+            self.bits = torch.from_numpy(np.unpackbits(packed.numpy()).astype(bool))
+        self._chunks = []
+        self.ready = True
+
     # ---------------------------------------------------------------- probe
 
     def excludes_range(self, lo, hi) -> bool:

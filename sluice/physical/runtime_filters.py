@@ -6,11 +6,15 @@ Only where it cannot change an answer: the join must drop probe rows without a m
 reaches the join unchanged from one scan, through filters, renaming projections and the
 probe sides of other joins (whatever those do to a row, the row keeps its key, which this
 join would reject). Keys are integers, dates or decimals of one scale on both sides
-(compared as int64 values).
+(compared as int64 values). Across ranks: where the probe key reaches the join through an
+exchange, the scan's rows go to other ranks' joins, so the filter comes from the build side's
+exchange -- every rank's build input, merged (min/max, OR of Bloom bits) before the probe
+stage runs.
 """
 
 from __future__ import annotations
 
+from sluice.exec.exchange import ExchangeOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
@@ -31,12 +35,16 @@ def _comparable(a: LType, b: LType) -> bool:
 
 
 def _trace(op: Operator, name: str):
-    """(scan, file column) where column ``name`` of ``op``'s output comes from, unchanged."""
+    """(scan, file column, whether an exchange lies between) where column ``name`` of ``op``'s
+    output comes from, unchanged (an exchange moves rows between ranks; it keeps their keys)."""
+    crossed = False
     while True:
         if isinstance(op, ScanOp):
-            return (op, op.columns[name]) if name in op.columns else None
+            return (op, op.columns[name], crossed) if name in op.columns else None
         if isinstance(op, FilterOp):
             op = op.child
+        elif isinstance(op, ExchangeOp):
+            op, crossed = op.child, True
         elif isinstance(op, ProjectOp):
             e = dict(op.exprs).get(name)
             if not isinstance(e, Col):
@@ -60,7 +68,12 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             hit = _trace(op.probe, pk.name)
             if hit is None:
                 continue
-            scan, column = hit
+            scan, column, crossed = hit
             rf = RuntimeFilter(f"join on {pk} = {bk}", column, bloom=bloom)
-            op.runtime_filters.append((k, rf))
+            if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
+                if not isinstance(op.build, ExchangeOp):
+                    continue
+                op.build.runtime_filters.append((bk, rf))  # every rank's build input, merged
+            else:
+                op.runtime_filters.append((k, rf))
             scan.runtime_filters.append(rf)

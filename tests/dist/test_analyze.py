@@ -39,3 +39,20 @@ def test_analyze_shows_each_rank_and_the_size_matrix(tpch_spread, tmp_path):
     matrix = [[int(v.replace(",", "")) for v in ln.split()[1:]] for ln in (m.group(2), m.group(3))]
     assert sum(map(sum, matrix)) == sent and sent > 0
     assert all(len(r) == 2 for r in matrix)
+
+
+def test_partitioned_join_filters_its_probe_scan_with_every_ranks_build_keys(tpch_spread):
+    """The probe scan lies beyond an exchange: its runtime filter holds the build keys of
+    every rank (merged), so it removes rows and the answer stays DuckDB's."""
+    sql = ("select count(*), sum(l_extendedprice) from lineitem join orders on l_orderkey = o_orderkey "
+           "where o_orderdate < date '1992-03-01'")
+    res = _sluice(["query", "--data", str(tpch_spread), "--device", "cpu", "--ranks", "3", "--set", "broadcast_bytes=0",
+                   "--analyze", sql])
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"runtime filter from join on lineitem.l_orderkey = orders.o_orderkey on l_orderkey "
+                  r"\[(\d+), (\d+)\].*removed ([\d,]+) of ([\d,]+) rows", res.stdout)
+    assert m, res.stdout
+    assert int(m.group(3).replace(",", "")) > 0
+    lo, hi = duckdb_connect(tpch_spread).sql("select min(o_orderkey), max(o_orderkey) from orders "
+                                             "where o_orderdate < date '1992-03-01'").fetchall()[0]
+    assert (int(m.group(1)), int(m.group(2))) == (lo, hi)  # the whole build side's range, not one rank's

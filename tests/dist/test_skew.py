@@ -43,6 +43,8 @@ QUERIES = {
     "empty_group": "select k, count(*) from empty group by k",
     "empty_global": "select count(*), sum(k), max(w) from empty",
     "tiny_join": "select t.k, count(*) c from fact f join tiny t on f.k = t.k group by t.k order by t.k",
+    "few_build_keys": "select d.name, count(*) c, sum(f.v) s from fact f join dim d on f.k = d.k "
+                      "where d.k in (0, 7, 4001) group by 1 order by 1",
     "top": "select id, k, v from fact where k = 0 order by v desc, id limit 7",
     "union": "select k from tiny union all select k from empty union all select k from dim where k < 3 order by k",
 }
