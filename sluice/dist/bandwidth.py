@@ -32,3 +32,20 @@ def all_to_all_rate(group, nbytes: int, repeats: int = 5) -> float:
 def measure(group, sizes=SIZES) -> dict[int, float]:
     """Rate per message size; the same on every rank (the slowest rank's time)."""
     return {n: all_to_all_rate(group, n, repeats=max(3, min(20, (64 << 20) // max(n, 1)))) for n in sizes}
+
+
+def main() -> None:
+    """``torchrun ... -m sluice.dist.bandwidth``: rank 0 prints the rates (bytes/s) as JSON."""
+    import json
+
+    from sluice.dist.group import current_group
+    g = current_group()
+    if g is None:
+        raise SystemExit("run under torchrun: torchrun --nproc-per-node N -m sluice.dist.bandwidth")
+    rates = measure(g.group)
+    if g.rank == 0:
+        print(json.dumps({str(n): r for n, r in rates.items()}))
+
+
+if __name__ == "__main__":
+    main()
