@@ -78,17 +78,21 @@ class RuntimeFilter:
     def publish(self) -> None:
         """The build side is complete: make the Bloom filter, then let scans use it."""
         if self._chunks and self.keys:
-            bits = 1
-            while bits < 16 * self.keys and bits < _MAX_BITS:
-                bits <<= 1
-            table = torch.zeros(bits, dtype=torch.bool)
-            for v in self._chunks:
-                a, b = _slots(v, bits)
-                table[a] = True
-                table[b] = True
-            self.bits = table
+            self.bits = self._table(self.keys)
         self._chunks = []
         self.ready = True
+
+    def _table(self, keys: int) -> torch.Tensor:
+        """The Bloom bits of this rank's keys, sized for ``keys`` keys in all."""
+        bits = 1
+        while bits < 16 * keys and bits < _MAX_BITS:
+            bits <<= 1
+        table = torch.zeros(bits, dtype=torch.bool)
+        for v in self._chunks:
+            a, b = _slots(v, bits)
+            table[a] = True
+            table[b] = True
+        return table
 
     def publish_across(self, group) -> None:
         """A build side spread over ranks (each saw a part): merge every rank's range (min of
@@ -107,15 +111,7 @@ class RuntimeFilter:
         self.keys = int(keys)
         self.lo, self.hi = (int(lo), int(hi)) if self.keys else (None, None)
         if self.bloom and self.keys:
-            bits = 1
-            while bits < 16 * self.keys and bits < _MAX_BITS:
-                bits <<= 1
-            table = torch.zeros(bits, dtype=torch.bool)
-            for v in self._chunks:
-                a, b = _slots(v, bits)
-                table[a] = True
-                table[b] = True
-            packed = torch.from_numpy(np.packbits(table.numpy()))
+            packed = torch.from_numpy(np.packbits(self._table(self.keys).numpy()))
             dist.all_reduce(packed, op=dist.ReduceOp.BOR, group=group)
             self.bits = torch.from_numpy(np.unpackbits(packed.numpy()).astype(bool))
         self._chunks = []

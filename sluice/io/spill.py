@@ -48,10 +48,12 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
     n = page.num_rows
     for name, c in page.columns.items():
         c = c.expand(n)
-        if c.wide is not None:
-            raise ResourcesExhausted("a SUM beyond 64 bits cannot be spilled")
         mask = None if c.valid is None else ~c.valid.cpu().numpy()
-        if c.type.kind == "string":
+        meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
+        if c.wide is not None:  # a SUM beyond 64 bits: its exact values, as decimal digits
+            arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
+            meta["w"] = "1"
+        elif c.type.kind == "string":
             codes = c.data.cpu().numpy().astype(np.int64, copy=False)
             values = c.dictionary.take(pa.array(codes)) if n else pa.array([], pa.string())
             arr = values if mask is None else _with_nulls(values, mask)
@@ -59,8 +61,7 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
             data = np.ascontiguousarray(c.data.cpu().numpy())
             arr = pa.array(data, mask=mask) if mask is not None else pa.array(data)
         arrays.append(arr)
-        fields.append(pa.field(name, arr.type, metadata={"k": c.type.kind, "s": str(c.type.scale),
-                                                         "p": str(c.type.precision)}))
+        fields.append(pa.field(name, arr.type, metadata=meta))
     if not arrays:  # rows without columns (SELECT 1 IN (...)'s probe side): keep their count
         arrays, fields = [pa.nulls(n)], [pa.field(_ROWS_ONLY, pa.null())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -86,7 +87,10 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
         valid = None
         if arr.null_count:
             valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
-        if t.kind == "string":
+        if md.get(b"w") == b"1":  # exact values of a SUM beyond 64 bits
+            wide = tuple(int(v) if v is not None else 0 for v in arr.to_pylist())
+            col = Column(torch.zeros(n, dtype=t.torch_dtype), t, valid, None, wide)
+        elif t.kind == "string":
             values = arr.fill_null("") if arr.null_count else arr
             col = Column(torch.arange(n, dtype=torch.int32), t, valid, values)
         else:
@@ -95,7 +99,7 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = Column(host_tensor(np.ascontiguousarray(np_arr)), t, valid)
         if device is not None and device.type != "cpu":
             col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
-                         col.dictionary)
+                         col.dictionary, col.wide)
         cols[f.name] = col
     return Chunk(cols, n)
 
