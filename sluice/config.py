@@ -158,9 +158,10 @@ class Config:
     side stays where it is); above it both sides are partitioned by the keys. 0 always
     partitions, -1 always broadcasts (where the join allows it)."""
 
-    dist_timeout_s: int = 120
-    """Seconds a rank waits in a collective before the query fails (a hung peer); a peer that
-    dies ends the query at once."""
+    dist_timeout_s: int = 1800
+    """Seconds a rank waits in a collective before the query fails: a peer that neither answers
+    nor dies (hung). Long, because a rank legitimately waits while rank 0 alone finishes the
+    query (a final sort, writing the result); a peer that fails or dies ends the query at once."""
 
     def __post_init__(self) -> None:
         if self.ranks < 1:

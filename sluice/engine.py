@@ -239,13 +239,21 @@ class Relation:
         return self._execute(lambda op, ctx: run_to_arrow(op, ctx, self._names, self.columns, self.plan.schema),
                              progress)
 
-    def _on_ranks(self) -> pa.Table:
-        """Run this query on ``ranks`` local ranks (:mod:`sluice.dist.launch`)."""
+    def _on_ranks(self, write: tuple[str, str] | None = None) -> pa.Table | int:
+        """Run this query on ``ranks`` local ranks (:mod:`sluice.dist.launch`): its result, or
+        with ``write`` (path, format) the rows rank 0 wrote."""
+        import json
+
         from sluice.dist.launch import run_job
         c = self._con
+        settings = json.loads(json.dumps({k: v for k, v in c._settings.items() if k != "ranks"}, default=str))
         job = {"kind": "queries", "data": str(c.root.resolve()), "queries": [self.query],
-               "settings": {k: v for k, v in c._settings.items() if k != "ranks"} | {"ranks": 1},
-               "registered": c._registered}
+               "settings": settings | {"ranks": 1}, "registered": {k: str(v) for k, v in c._registered.items()}}
+        if write is not None:
+            job["write"] = list(write)
+            status: dict = {}
+            run_job(c.config.ranks, job, c.config.spill_dirs(), status=status)
+            return status["written"][0]
         return run_job(c.config.ranks, job, c.config.spill_dirs())[0]
 
     def write(self, path: str | os.PathLike, fmt: str | None = None, progress=None) -> int:
@@ -254,6 +262,12 @@ class Relation:
         fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
         if fmt not in ("parquet", "csv"):
             raise ConfigError(f"cannot write {fmt!r} files; use .parquet or .csv")
+        if self._con.launches_ranks:  # rank 0 of the local ranks writes the file
+            return self._on_ranks((str(Path(path).resolve()), fmt))
+        if self._con.rank != 0:  # another rank of a distributed job: its part; rank 0 writes
+            self._execute(lambda op, ctx: sum(1 for _ in run_batches(op, ctx, self._names, self.columns,
+                                                                     self.plan.schema)), progress)
+            return 0
 
         def consume(op, ctx):
             rows = 0
@@ -276,6 +290,9 @@ class Relation:
     def analyze(self) -> str:
         """Run the query and return the plan annotated with what each operator and stage did."""
         from sluice.analyze import analyze_report
+        if self._con.launches_ranks:
+            raise UnsupportedError("analyze() of a connection with ranks; run "
+                                   "`sluice query --ranks N --analyze ...` (or analyze inside a torchrun job)")
         self.to_arrow()
         op, ctx = self.last_run
         return analyze_report(op, ctx, self._con.root)

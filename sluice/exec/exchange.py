@@ -249,6 +249,15 @@ def exchanges_in_order(root: Operator) -> list[ExchangeOp]:
     return out
 
 
+def plan_fingerprint(root: Operator) -> str:
+    """What must be the same on every rank: the exchanges in stage order with the runtime
+    filters each merges (collectives), and the row groups each scan shares out (a rank with
+    other files or another layout would read some rows twice and others never)."""
+    lines = [f"{e.describe()} filters={len(e.runtime_filters)}" for e in exchanges_in_order(root)]
+    lines += sorted(str(getattr(o, "shared_from", "")) for o in root.walk() if getattr(o, "shared_from", None))
+    return "\n".join(lines)
+
+
 def run_exchanges(root: Operator, ctx) -> None:
     """Run every exchange stage of the plan (see the module docstring)."""
     for ex in exchanges_in_order(root):

@@ -15,6 +15,10 @@ Joins (:func:`place_join`) need matching rows on one rank:
   stays where it was scanned) unless the join emits unmatched build rows; else both sides
   are exchanged by the hash of their keys, hashed as one type per key pair.
 
+A side whose rows are on rank 0 only (a recursive CTE, a CSV file, a gathered result) is not
+hashed out: a probe side there keeps the join on rank 0 (its probe streams, so a LIMIT above
+still stops an endless recursion), a build side there is broadcast.
+
 Scans split the row groups between ranks by rows (:func:`share`): the largest group first
 to the rank with fewest rows so far, the same answer on every rank.
 """
@@ -90,6 +94,12 @@ def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, stat
     if probe.distribution == SINGLE and build.distribution == SINGLE:
         return probe, build, SINGLE
     emits_build = c.mode in BUILD_EMITTING
+    if probe.distribution == SINGLE:  # on rank 0 only (a recursive CTE, a CSV file, a gathered
+        return probe, gather(build, state), SINGLE  # result): the join streams it there, as one process would
+    if build.distribution == SINGLE:
+        if emits_build or c.mode == JoinMode.FULL:
+            return gather(probe, state), build, SINGLE
+        return probe, broadcast(build), probe.distribution
     global_build = plan.null_aware or c.mode == JoinMode.MARK or plan.single_row or not c.probe_keys
     if global_build:
         if emits_build or c.mode == JoinMode.FULL:

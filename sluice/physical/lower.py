@@ -99,8 +99,11 @@ def _(plan: Scan, state):
     kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.row_group_pruning else groups
     pruned = len(groups) - len(kept)
     if state.distributed:  # this rank's share of the row groups
-        return _dist(ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
-                            pruned, plan.outputs), ANY)
+        scan = ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
+                      pruned, plan.outputs)
+        # What every rank must agree on before sharing (compared across ranks at the start).
+        scan.shared_from = f"{plan.table.name}: {len(kept)} row groups, {sum(g.num_rows for g in kept)} rows"
+        return _dist(scan, ANY)
     if state.world > 1 and state.rank != 0:  # local (rank 0 reads everything)
         kept = []
     return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, pruned, plan.outputs)

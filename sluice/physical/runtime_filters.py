@@ -19,6 +19,7 @@ from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
 from sluice.exec.runtime_filter import RuntimeFilter
+from sluice.physical.properties import SINGLE
 from sluice.expr.nodes import Col
 from sluice.types import LType
 
@@ -71,8 +72,8 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             scan, column, crossed = hit
             rf = RuntimeFilter(f"join on {pk} = {bk}", column, bloom=bloom)
             if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
-                if not isinstance(op.build, ExchangeOp):
-                    continue
+                if not isinstance(op.build, ExchangeOp) or op.distribution == SINGLE:
+                    continue  # (a join on rank 0 only: the other ranks' plans do not reach it)
                 op.build.runtime_filters.append((bk, rf))  # every rank's build input, merged
             else:
                 op.runtime_filters.append((k, rf))

@@ -138,3 +138,24 @@ def test_connect_with_ranks_answers_as_one_process(tpch_spread):
     ours = con.sql(sql).to_arrow()
     compare(ours, duckdb_connect(tpch_spread).sql(sql).to_arrow_table(), [0])
     assert ours.equals(sluice.connect(tpch_spread, device="cpu").sql(sql).to_arrow())
+
+
+def test_connect_with_ranks_writes_on_rank_0_and_refuses_analyze(tpch_spread, tmp_path):
+    from sluice.errors import UnsupportedError
+    import pyarrow.parquet as pq
+    sql = "select o_orderstatus, count(*) c from orders group by 1 order by 1"
+    con = sluice.connect(tpch_spread, device="cpu", ranks=2, spill_dir=tmp_path)  # a Path setting travels too
+    out = tmp_path / "r.parquet"
+    assert con.sql(sql).write(out) == 3
+    compare(pq.read_table(out), duckdb_connect(tpch_spread).sql(sql).to_arrow_table(), [0])
+    with pytest.raises(UnsupportedError, match="--ranks N --analyze"):
+        con.sql(sql).analyze()
+
+
+def test_a_probe_side_on_rank_0_only_streams_under_limit(tpch_spread):
+    """An endless recursive CTE (on rank 0 only) joined with a table: the join stays on rank 0
+    and streams, so the LIMIT stops it, as in one process."""
+    sql = ("with recursive r(n) as (select 1 union all select n + 1 from r) "
+           "select n, n_name from r join nation on n = n_nationkey limit 5")
+    con = sluice.connect(tpch_spread, device="cpu", ranks=2, broadcast_bytes=0, dist_timeout_s=60)
+    assert con.sql(sql).to_arrow().num_rows == 5

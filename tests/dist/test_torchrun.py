@@ -27,6 +27,7 @@ def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
     port = _free_port()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"t{port}",
+           "--log-dir", str(tmp_path / "logs"),  # torchrun's own logs, not a torchelastic_* folder in /tmp
            "-m", "sluice", "query", "--data", str(tpch_spread), "--device", "cpu", "--set", "broadcast_bytes=0",
            "--set", "dist_timeout_s=60", "-o", str(out), sql]
     env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "OMP_NUM_THREADS": "1"}
