@@ -86,27 +86,27 @@ def main() -> None:
 
 
 def by_ranks(data: Path, queries: dict[str, str], counts: list[int], settings: dict, args) -> None:
-    """Each rank count is one job answering every query runs + 1 times (the first is the
-    warm-up); per query the best time on rank 0 (every rank has finished by then)."""
+    """Per rank count and query one job answering it runs + 1 times (the first is the
+    warm-up; one query's error leaves the others measured); the best time on rank 0 (every
+    rank has finished by then)."""
     from sluice.dist.launch import run_job
     duck = duckdb_connect(data, threads=args.threads)
     names = list(queries)
     times: dict[int, dict[str, float]] = {}
     for n in counts:
-        st: dict = {}
-        job = {"kind": "queries", "data": str(data.resolve()), "settings": {"device": args.device, **settings},
-               "queries": [queries[q] for q in names for _ in range(args.runs + 1)]}
-        try:
-            results = run_job(n, job, status=st)
-        except Exception as e:  # noqa: BLE001 -- a bench reports and goes on
-            print(f"{n} ranks: ERROR {str(e).splitlines()[0][:120]}", flush=True)
-            continue
         times[n] = {}
-        for i, q in enumerate(names):
-            k = i * (args.runs + 1)
-            times[n][q] = min(st["seconds"][k + 1:k + args.runs + 1])
+        for q in names:
+            st: dict = {}
+            job = {"kind": "queries", "data": str(data.resolve()), "settings": {"device": args.device, **settings},
+                   "queries": [queries[q]] * (args.runs + 1)}
             try:
-                compare(results[k], duck.sql(queries[q]).to_arrow_table(), order_by_columns(queries[q], results[k].column_names))
+                results = run_job(n, job, status=st)
+            except Exception as e:  # noqa: BLE001 -- a bench reports and goes on
+                print(f"{q} on {n} ranks: ERROR {str(e).splitlines()[0][:120]}", flush=True)
+                continue
+            times[n][q] = min(st["seconds"][1:])
+            try:
+                compare(results[0], duck.sql(queries[q]).to_arrow_table(), order_by_columns(queries[q], results[0].column_names))
             except AssertionError as e:
                 print(f"{q} on {n} ranks: MISMATCH {str(e).splitlines()[0][:80]}", flush=True)
         print(f"{n} ranks done", file=sys.stderr, flush=True)
@@ -117,6 +117,8 @@ def by_ranks(data: Path, queries: dict[str, str], counts: list[int], settings: d
           "".join(f"{f'x{n}/x{base}':>9}" for n in times if n != base))
     logs: dict[int, list[float]] = {n: [] for n in times}
     for q in names:
+        if any(q not in times[n] for n in times):
+            continue
         td, _ = best_of(lambda: duck.sql(queries[q]).to_arrow_table(), args.runs)
         row = f"{q:<8}" + "".join(f"{times[n][q]:>12.3f}" for n in times) + f"{td:>10.3f}"
         if base in times:
