@@ -12,6 +12,7 @@ For each number of local ranks (gloo on loopback):
 - the join's effective bandwidth: the same bytes over the query's wall time;
 for ``exchange=blocking``, ``chunked`` and ``deferred``, with the ratios deferred/raw and
 deferred/blocking. Answers are checked against DuckDB. Nothing here asserts absolute times.
+``--strings``: string columns by value against a dictionary shipped beside codes.
 """
 
 from __future__ import annotations
@@ -32,17 +33,57 @@ JOIN = ("select count(*) c, sum(l_extendedprice) s from lineitem join orders on 
 VARIANTS = ("blocking", "chunked", "deferred")
 
 
+def strings(data: Path) -> None:
+    """Strings on the wire: by value (Arrow offsets + bytes, what sluice sends) against a
+    dictionary shipped beside int32 codes, per column: bytes and serialise + parse time for
+    one destination's share (half a chunk of 1 M rows, hashed on the order key)."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pyarrow.compute as pc
+    names = ("l_returnflag", "l_shipmode", "l_shipinstruct", "l_comment")
+    rows = pq.ParquetFile(data / "lineitem.parquet").read_row_group(0).slice(0, 1 << 20)
+    part = pa.table({n: rows.column(n).cast(pa.string()) for n in names}).filter(
+        pc.equal(pc.bit_wise_and(rows.column("l_orderkey"), 1), 0))
+
+    def wire(table):
+        t0 = time.perf_counter()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        buf = sink.getvalue()
+        pa.ipc.open_stream(buf).read_all()
+        return buf.size, time.perf_counter() - t0
+
+    print(f"strings on the wire, {part.num_rows:,} rows of lineitem (one destination's half of a 1 M-row chunk):")
+    print(f"  {'column':<15} {'distinct':>9} {'by value':>10} {'dict+codes':>11} {'value ms':>9} {'dict ms':>8}")
+    for name in names:
+        col = part.select([name])
+        vb, vt = wire(col)
+        enc = pa.table({name: col.column(0).combine_chunks().dictionary_encode()})
+        t0 = time.perf_counter()
+        enc = pa.table({name: col.column(0).combine_chunks().dictionary_encode()})
+        enc_s = time.perf_counter() - t0
+        db, dtm = wire(enc)
+        print(f"  {name:<15} {len(enc.column(0).chunk(0).dictionary):>9,} {vb / 2**20:>8.2f}MB {db / 2**20:>9.2f}MB "
+              f"{vt * 1000:>9.1f} {(dtm + enc_s) * 1000:>8.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", type=float, default=1.0)
     ap.add_argument("--data", default=None)
     ap.add_argument("--ranks", default="2,3,4")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per variant (best of), after one warm-up")
+    ap.add_argument("--strings", action="store_true", help="only: strings by value vs dictionary + codes")
     args = ap.parse_args()
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists():
         print(f"generating tpch sf={args.sf:g} into {data} ...", file=sys.stderr)
         generate_tpch(args.sf, data)
+    if args.strings:
+        return strings(data)
     expected = duckdb_connect(data).sql(JOIN).to_arrow_table()
     print(f"tpch sf={args.sf:g}: {JOIN}")
     print(f"{'ranks':>5} {'variant':<9} {'raw a2a @batch':>15} {'raw a2a @16M':>13} {'exchange':>12} "
