@@ -185,6 +185,10 @@ class ExchangeOp(Operator):
                     self._receive(ctx, inflight, mat, st)
                     inflight = None
                 recv_sizes = got[:, 0].tolist()
+                # The round's wire buffers (the joined send buffer, the receive buffer) count
+                # against the budget until its rows are received.
+                wire_res = ctx.memory.reservation(f"{self.label} wire buffers")
+                wire_res.force(held + sum(recv_sizes))
                 send = np.concatenate([b for d in range(world) for b in pending[d]]) if held else \
                     np.zeros(0, dtype=np.uint8)
                 out = torch.empty(sum(recv_sizes), dtype=torch.uint8)
@@ -193,7 +197,7 @@ class ExchangeOp(Operator):
                 for d in range(world):
                     st.bytes_sent[d] += sizes[d]
                 st.rounds += 1
-                inflight = (work, out, recv_sizes, t2, send)
+                inflight = (work, out, recv_sizes, t2, send, wire_res)
                 pending = [[] for _ in range(world)]
                 res.shrink(held)
                 held = 0
@@ -204,13 +208,16 @@ class ExchangeOp(Operator):
                 if not more:
                     break
             if inflight is not None:
-                self._receive(ctx, inflight, mat, st)
+                pending_round, inflight = inflight, None
+                self._receive(ctx, pending_round, mat, st)
         finally:
+            if inflight is not None:  # an error between issuing a round and receiving it
+                inflight[5].free()
             res.free()
 
     def _receive(self, ctx, inflight, mat: Materializer, st: ExchangeStats) -> None:
         from sluice.dist.wire import bytes_to_chunks
-        work, out, recv_sizes, t_issued, _send = inflight
+        work, out, recv_sizes, t_issued, _send, wire_res = inflight
         t0 = time.perf_counter()
         work.wait()
         t1 = time.perf_counter()
@@ -219,9 +226,12 @@ class ExchangeOp(Operator):
         ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
         ctx.recorder.add("network", t_issued, t1, nbytes + int(_send.nbytes), self.label)
         st.bytes_received += nbytes
-        for page in bytes_to_chunks(out, ctx.device):
-            st.rows_received += page.num_rows
-            mat.add(page)
+        try:
+            for page in bytes_to_chunks(out, ctx.device):
+                st.rows_received += page.num_rows
+                mat.add(page)
+        finally:
+            wire_res.free()
 
 
 def _all_to_all(out, inp, g, out_splits=None, in_splits=None, async_op: bool = False):

@@ -9,26 +9,25 @@
    after the probe side is exhausted (build_outer, build_semi, build_anti).
 
 Joins without keys (cross joins, scalar subqueries, EXISTS with only non-equality
-correlation) pair every probe row with every build row, in batches of about a chunk -- or,
-with an inequality between the sides, only the rows it allows (:mod:`sluice.exec.range_join`).
+correlation) build the same way and then run as a nested loop (:mod:`sluice.exec.nested_loop`);
+null extension of unmatched rows is :mod:`sluice.exec.null_extend`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
-from sluice.errors import ExecutionError
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.kernels.hash import hash_columns, partition_of
 from sluice.kernels.keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
+from sluice.exec.null_extend import empty_chunk, null_extended
+from sluice.exec.nested_loop import nested_loop_join
 from sluice.exec.operators import Operator
-from sluice.exec.range_join import SortedBuild, find_range_condition
 from sluice.expr.nodes import Expr
 from sluice.types import BOOL, LType, common_numeric
 
@@ -47,21 +46,6 @@ class _BuildInfo:
 
 def _any_null_key(cols: list[Column], n: int) -> bool:
     return any(c.valid is not None and not bool(c.valid.expand(n).all()) for c in cols)
-
-
-def null_column(t: LType, n: int, device: torch.device, dictionary=None) -> Column:
-    d = dictionary if (dictionary is not None and len(dictionary)) else \
-        (pa.array([""], pa.string()) if t.kind == "string" else None)
-    return Column(torch.zeros(n, dtype=t.torch_dtype, device=device), t,
-                  torch.zeros(n, dtype=torch.bool, device=device), d)
-
-
-def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
-    cols = {}
-    for k, t in schema.items():
-        cols[k] = Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
-                         pa.array([], pa.string()) if t.kind == "string" else None)
-    return Chunk(cols, 0)
 
 
 def _key_type(a: LType, b: LType) -> LType:
@@ -340,11 +324,9 @@ class HashJoinOp(Operator):
             unmatched = chunk.filter(~matched)
             if unmatched.num_rows == 0:
                 return inner
-            ext = dict(unmatched.columns)
-            for k, t in self.build_schema.items():
-                ext[k] = null_column(t, unmatched.num_rows, ok.device, build.columns[k].dictionary)
-            return concat_chunks([inner, Chunk(ext, unmatched.num_rows, chunk.seq)]) if inner.num_rows \
-                else Chunk(ext, unmatched.num_rows, chunk.seq)
+            ext = null_extended(unmatched, self.build_schema, ok.device,
+                                {k: build.columns[k].dictionary for k in self.build_schema}, chunk.seq)
+            return concat_chunks([inner, ext]) if inner.num_rows else ext
         return None  # build_semi / build_anti emit at the end
 
     def _marked(self, chunk: Chunk, matched: torch.Tensor, m: int, build_has_null: bool, pcols) -> Chunk:
@@ -359,6 +341,9 @@ class HashJoinOp(Operator):
         cols[self.mark] = Column(matched, BOOL, valid)
         return Chunk(cols, chunk.num_rows, chunk.seq)
 
+    def _no_keys(self, ctx, build: Chunk):
+        return nested_loop_join(self, ctx, build)
+
     def _emit_build(self, build: Chunk, flags, dev):
         mode = self.mode
         if mode == JoinMode.BUILD_SEMI:
@@ -368,106 +353,7 @@ class HashJoinOp(Operator):
         unmatched = build.filter(~flags)  # build_outer / full
         if unmatched.num_rows == 0:
             return None
-        ext = dict(unmatched.columns)
-        for k, t in self.probe_schema.items():
-            ext[k] = null_column(t, unmatched.num_rows, dev)
-        return Chunk(ext, unmatched.num_rows)
-
-    def _no_keys(self, ctx, build: Chunk):
-        m = build.num_rows
-        dev = ctx.device
-        if self.single_row:
-            if m > 1:
-                raise ExecutionError("a scalar subquery returned more than one row")
-            if m == 0:
-                consts = {k: null_column(t, 1, dev, None) for k, t in self.build_schema.items()}
-            else:
-                consts = dict(build.columns)
-            for chunk in self.probe.stream(ctx):
-                cols = dict(chunk.columns)
-                for k, c in consts.items():
-                    cols[k] = c.expand(1).take(torch.zeros(chunk.num_rows, dtype=torch.long, device=dev)) \
-                        if chunk.num_rows else c.filter(torch.zeros(1, dtype=torch.bool, device=dev))
-                yield Chunk(cols, chunk.num_rows, chunk.seq)
-            return
-        flags = torch.zeros(m, dtype=torch.bool, device=dev)
-        cond = find_range_condition(self.residual, set(self.probe_schema), set(self.build_schema))
-        ranged = SortedBuild(cond, build) if cond is not None and m else None
-        residual = cond.rest if ranged is not None else self.residual
-        emits_pairs = self.mode in (JoinMode.INNER, JoinMode.CROSS, JoinMode.BUILD_OUTER, JoinMode.PROBE_OUTER, JoinMode.FULL)
-        with ctx.state_pool.reservation(f"{self.label} pairs") as res:
-            batch = self._pair_batch(ctx, res, m)
-            yield from self._pairs_out(ctx, build, m, flags, ranged, residual, emits_pairs, batch)
-        if self.mode in BUILD_EMITTING:
-            out = self._emit_build(build, flags, dev)
-            if out is not None and out.num_rows:
-                yield out
-
-    def _pair_batch(self, ctx, res, m: int) -> int:
-        """Pairs made at a time: a chunk's worth, fewer where the budget cannot hold them (the
-        pairs' columns, their indices and the residual's temporaries, reserved), never below
-        a floor that keeps the work in tensors."""
-        cols = [t for k, t in {**self.probe_schema, **self.build_schema}.items()
-                if self._pair_cols is None or k in self._pair_cols]
-        per_pair = 3 * (16 + sum(t.torch_dtype.itemsize + 1 for t in cols))
-        batch = max(min(ctx.config.chunk_rows, _MAX_PAIR_BATCH), 1)
-        while batch > _MIN_PAIR_BATCH and not res.try_grow(batch * per_pair):
-            batch //= 2
-        if res.size == 0:
-            res.force(batch * per_pair)  # the floor: counted, past the budget (throttled, not killed)
-        return max(batch, 1)
-
-    def _pairs_out(self, ctx, build: Chunk, m: int, flags, ranged, residual, emits_pairs: bool, batch: int):
-        dev = ctx.device
-        for chunk in self.probe.stream(ctx):
-            n = chunk.num_rows
-            matched = torch.zeros(n, dtype=torch.bool, device=dev)
-            # Pairs are made (and emitted) a batch of about a chunk at a time: memory stays
-            # bounded whatever the result's size.
-            for p, b in (ranged.pairs(chunk, batch) if ranged is not None else _all_pairs(n, m, batch, dev)):
-                pair = self._pair(chunk, build, p, b)
-                if residual is not None:
-                    keep = evaluate_predicate(residual, pair)
-                    p, b = p[keep], b[keep]
-                    pair = pair.filter(keep)
-                matched[p] = True
-                flags[b] = True
-                if emits_pairs and pair.num_rows:
-                    yield pair
-            outs = []
-            if self.mode == JoinMode.SEMI:
-                outs = [chunk.filter(matched)]
-            elif self.mode == JoinMode.MARK:
-                outs = [self._marked(chunk, matched, m, False, [])]
-            elif self.mode == JoinMode.ANTI:
-                outs = [chunk.filter(~matched)]
-            elif self.mode in (JoinMode.PROBE_OUTER, JoinMode.FULL):
-                um = chunk.filter(~matched)
-                if um.num_rows:
-                    ext = dict(um.columns)
-                    for k, t in self.build_schema.items():
-                        ext[k] = null_column(t, um.num_rows, dev)
-                    outs.append(Chunk(ext, um.num_rows))
-            for o in outs:
-                if o.num_rows:
-                    yield o
-
-
-#: Pairs of a non-equi join made at once, at least: below this the per-batch overhead dominates.
-_MIN_PAIR_BATCH = 4096
-#: ... and at most: each pair's columns are gathered and the condition's temporaries made per
-#: batch. Three 1,000-row tables joined on < (115 M result rows), RSS above an idle process:
-#: 1 M pairs a batch peaked 370-550 MB higher, 256 K 180-290 MB, in 9-10 s either way.
-_MAX_PAIR_BATCH = 1 << 18
-
-
-def _all_pairs(n: int, m: int, batch: int, dev):
-    """Every (probe row, build row) pair of ``n`` x ``m``, about ``batch`` pairs at a time."""
-    rows = max(1, batch // max(m, 1))
-    for s in range(0, n, rows):
-        e = min(n, s + rows)
-        yield torch.arange(s, e, device=dev).repeat_interleave(m), torch.arange(m, device=dev).repeat(e - s)
-
+        return null_extended(unmatched, self.probe_schema, dev)
 
 def ok_nonnull(cols: list[Column], n: int, dev) -> torch.Tensor:
     keep = torch.ones(n, dtype=torch.bool, device=dev)
