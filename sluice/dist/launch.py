@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import uuid
@@ -32,7 +33,8 @@ _CATEGORIES = {cls.category: cls for cls in SluiceError.__subclasses__()}
 def _quiet() -> None:
     """The launcher's own warnings ("Terminating process ...") are not ours to print."""
     for name in ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing",
-                 "torch.distributed.run"):
+                 "torch.distributed.run", "torch.distributed.elastic.agent.server.api",
+                 "torch.distributed.elastic.multiprocessing.api"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
@@ -41,6 +43,7 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
     (and its status into ``status``). Raises the first rank's error (as its own category), or
     RankFailed naming the rank."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -57,6 +60,10 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
         except ChildFailedError as e:
             rank, f = min(e.failures.items(), key=lambda kv: kv[1].timestamp)
             failure = (rank, f.exitcode)
+        except SignalException as e:  # Ctrl-C (or a kill) of this process: the ranks are stopped
+            if e.sigval == signal.SIGINT:
+                raise KeyboardInterrupt from None
+            raise RankFailed(f"stopped by {signal.Signals(e.sigval).name}; the query stopped on every rank") from None
         except Exception as e:  # noqa: BLE001 - the launcher itself failed (rendezvous, spawn)
             raise RankFailed(f"could not start {ranks} ranks: {str(e).strip().splitlines()[0][:200]}") from None
         statuses = {}
@@ -82,7 +89,6 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
 
 def _exit_text(code: int) -> str:
     if code is not None and code < 0:
-        import signal
         try:
             return f"was killed by {signal.Signals(-code).name}"
         except ValueError:

@@ -17,30 +17,40 @@ def main(folder: str) -> int:
     job = json.loads((root / "job.json").read_text())
     rank = int(os.environ.get("RANK", "0"))
     status: dict = {}
-    code = 0
     try:
         if job["kind"] == "cli":
             from sluice.cli import run
-            code = run(job["argv"])
+            run(job["argv"])  # errors raise: a cli run's own exit code is not used here
         elif job["kind"] == "bandwidth":
             status["bandwidth"] = _bandwidth(job)
         else:
             status.update(_queries(job, root, rank))
     except BaseException as e:  # noqa: BLE001 - every failure leaves as a status line
-        from sluice.errors import InternalError, SluiceError
-        err = e if isinstance(e, SluiceError) else InternalError(
-            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        status = {"error": str(err), "category": err.category}
-        from sluice.dist.group import current_group
-        g = current_group()
-        if g is not None:
-            g.abort()  # peers waiting on this rank fail now, not at the timeout
-        code = 2 if isinstance(err, InternalError) else 1
+        try:
+            status = _failure(e)
+        except BaseException:  # noqa: BLE001 - e.g. interrupted mid-import: still one status, no traceback
+            status = {"error": "interrupted" if isinstance(e, KeyboardInterrupt) else
+                      f"internal error: {type(e).__name__}", "category": "internal error"}
     tmp = root / f".status-{rank}.json"
     tmp.write_text(json.dumps(status))
     tmp.rename(root / f"status-{rank}.json")
     sys.stdout.flush()
     os._exit(0)  # the status file says how it went (the launcher would report a non-zero exit as a crash)
+
+
+def _failure(e: BaseException) -> dict:
+    """The status of a rank that failed; its process group aborted, so peers waiting on it
+    fail now, not at the timeout."""
+    from sluice.errors import InternalError, SluiceError
+    if isinstance(e, KeyboardInterrupt):  # the launcher stops its ranks (Ctrl-C): it reports that
+        return {"error": "interrupted", "category": "interrupted"}
+    err = e if isinstance(e, SluiceError) else InternalError(
+        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    from sluice.dist.group import current_group
+    g = current_group()
+    if g is not None:
+        g.abort()
+    return {"error": str(err), "category": err.category}
 
 
 def _queries(job: dict, root: Path, rank: int) -> int:

@@ -159,3 +159,26 @@ def test_a_probe_side_on_rank_0_only_streams_under_limit(tpch_spread):
            "select n, n_name from r join nation on n = n_nationkey limit 5")
     con = sluice.connect(tpch_spread, device="cpu", ranks=2, broadcast_bytes=0, dist_timeout_s=60)
     assert con.sql(sql).to_arrow().num_rows == 5
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
+def test_ctrl_c_stops_every_rank(tpch_spread, tmp_path):
+    mark = uuid.uuid4().hex
+    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
+                  "--set", "broadcast_bytes=0", SLOW)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path, mark))
+    try:
+        deadline = time.time() + 60
+        while _rank_pid(mark, 1) is None and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(1.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.strip() == "interrupted", err
+    time.sleep(0.5)
+    assert _procs_with(mark) == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("sluice-")] == []
