@@ -415,6 +415,15 @@ def run(argv: list[str] | None = None) -> int:
             if con.rank == 0:
                 print(rel.explain())
             return 0
+        # Bad options are refused here, before any rank starts.
+        for path, suffix in ((args.plot, ".png"), (args.trace, ".json")):
+            if path and not path.lower().endswith(suffix):
+                raise ConfigError(f"{path!r} should end in {suffix}")
+        if args.output and getattr(args, "verify", False):
+            raise ConfigError("--verify checks a printed result; run it without -o")
+        suffix = Path(args.output).suffix.lower() if args.output else ""
+        if args.output and suffix not in (".parquet", ".csv"):
+            raise ConfigError(f"output must end in .parquet or .csv, not {Path(args.output).name!r}")
         if con.launches_ranks:  # the same command on each of N local ranks; rank 0 prints
             if args.output and not Path(args.output).resolve().parent.exists():
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
@@ -423,16 +432,8 @@ def run(argv: list[str] | None = None) -> int:
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
             rel.to_arrow()
             return 0
-        for path, suffix in ((args.plot, ".png"), (args.trace, ".json")):
-            if path and not path.lower().endswith(suffix):
-                raise ConfigError(f"{path!r} should end in {suffix}")
         t0 = time.perf_counter()
-        if args.output and getattr(args, "verify", False):
-            raise ConfigError("--verify checks a printed result; run it without -o")
         if args.output:
-            suffix = Path(args.output).suffix.lower()
-            if suffix not in (".parquet", ".csv"):
-                raise ConfigError(f"output must end in .parquet or .csv, not {Path(args.output).name!r}")
             written = []
             with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root)) as bar:
                 # Streamed chunk by chunk into a temporary file, renamed when complete.

@@ -109,6 +109,8 @@ def test_an_error_on_every_rank_is_one_line(tpch_spread, tmp_path):
     (["selec 1"], "syntax"),
     (["select nope from lineitem"], "nope"),
     (["--ranks", "0", "select 1"], "ranks"),
+    (["-o", "out.txt", "select 1"], "parquet or .csv"),
+    (["--plot", "t.jpg", "select 1"], ".png"),
 ])
 def test_bad_input_with_ranks_is_refused_before_any_rank_starts(args, words, tpch_spread, tmp_path):
     argv = ["query", "--data", str(tpch_spread), "--device", "cpu"]
