@@ -112,8 +112,3 @@ def run_cli(ranks: int, argv: list[str], spill_dirs: list[str] | None = None) ->
     """``sluice query ... --ranks N``: the same command on N ranks; rank 0 prints."""
     run_job(ranks, {"kind": "cli", "argv": argv}, spill_dirs)
     return 0
-
-
-def os_cpu_threads(ranks: int) -> int:
-    """Torch threads per rank so that the ranks together use the machine's cores once."""
-    return max(1, (os.cpu_count() or 1) // ranks)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -197,7 +197,7 @@ class ExchangeOp(Operator):
                 for d in range(world):
                     st.bytes_sent[d] += sizes[d]
                 st.rounds += 1
-                inflight = (work, out, recv_sizes, t2, send, wire_res)
+                inflight = _Round(work, out, send, t2, wire_res)
                 pending = [[] for _ in range(world)]
                 res.shrink(held)
                 held = 0
@@ -212,26 +212,35 @@ class ExchangeOp(Operator):
                 self._receive(ctx, pending_round, mat, st)
         finally:
             if inflight is not None:  # an error between issuing a round and receiving it
-                inflight[5].free()
+                inflight.res.free()
             res.free()
 
-    def _receive(self, ctx, inflight, mat: Materializer, st: ExchangeStats) -> None:
+    def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
         from sluice.dist.wire import bytes_to_chunks
-        work, out, recv_sizes, t_issued, _send, wire_res = inflight
         t0 = time.perf_counter()
-        work.wait()
+        rnd.work.wait()
         t1 = time.perf_counter()
         st.network_s += t1 - t0
-        nbytes = int(out.numel())
+        nbytes = int(rnd.out.numel())
         ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
-        ctx.recorder.add("network", t_issued, t1, nbytes + int(_send.nbytes), self.label)
+        ctx.recorder.add("network", rnd.issued, t1, nbytes + int(rnd.send.nbytes), self.label)
         st.bytes_received += nbytes
         try:
-            for page in bytes_to_chunks(out, ctx.device):
+            for page in bytes_to_chunks(rnd.out, ctx.device):
                 st.rows_received += page.num_rows
                 mat.add(page)
         finally:
-            wire_res.free()
+            rnd.res.free()
+
+
+class _Round(NamedTuple):
+    """One round's transfer in flight: its collective, buffers, issue time and reservation."""
+
+    work: object  # the async all_to_all_single
+    out: torch.Tensor  # the receive buffer
+    send: np.ndarray  # the send buffer (kept alive until the transfer completes)
+    issued: float
+    res: object  # the wire buffers' reservation
 
 
 def _all_to_all(out, inp, g, out_splits=None, in_splits=None, async_op: bool = False):

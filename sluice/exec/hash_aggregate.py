@@ -87,13 +87,6 @@ class HashAggregateOp(Operator):
         if self.phase != "single":
             self.label = f"HashAggregate({self.phase})"
 
-    def state_columns(self) -> list[str]:
-        """The columns of a partial page: the keys, then each accumulator's state."""
-        cols = list(self.key_names)
-        for acc in self.accs.values():
-            cols.extend(acc.identity(0, torch.device("cpu")))
-        return cols
-
     def describe(self):
         return (f"{self.label} keys=[" + ", ".join(str(e) for _, e in self.keys) + "] aggs=[" +
                 ", ".join(str(a) for _, a in self.aggs) + "]")
