@@ -48,6 +48,9 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     _quiet()
+    # The ranks' C++ logs (gloo's "Rank 1 failed to pass monitoredBarrier" when a peer stops)
+    # are not ours to print: each rank reports its failure as a status, the launcher one line.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     folder = Path(tempfile.mkdtemp(prefix="sluice-ranks-"))
     try:
         (folder / "job.json").write_text(json.dumps(job))
