@@ -57,6 +57,28 @@ def release_to_os() -> None:
         _libc.malloc_trim(0)
 
 
+#: pyarrow's allocator (mimalloc) keeps a heap per thread, and a buffer freed on another thread
+#: returns to its owner's heap only when the owner next collects: the I/O threads' decoded row
+#: groups, freed by the consumer, stayed resident. Measured on the 16 MiB-budget spill test
+#: (SF 0.1, 2 I/O threads): peak RSS growth 147-176 MiB, 131-137 MiB when each I/O thread
+#: collects before a read under pressure. Collecting costs page faults later (unconditionally:
+#: TPC-H SF 1 geomean 0.21 s -> 0.31 s), so it happens only under pressure, at most this often.
+ARROW_COLLECT_INTERVAL = 0.05
+_collected = threading.local()
+
+
+def release_thread_cache() -> None:
+    """Return what this thread's pyarrow heap holds freed (by other threads) to the OS, at most
+    every ARROW_COLLECT_INTERVAL seconds per thread."""
+    now = time.monotonic()
+    if now - getattr(_collected, "at", 0.0) < ARROW_COLLECT_INTERVAL:
+        return
+    _collected.at = now
+    import pyarrow
+
+    pyarrow.default_memory_pool().release_unused()
+
+
 # ---------------------------------------------------------------------------- budgets
 
 #: Default host budget: this share of the machine's (or the container's) memory after

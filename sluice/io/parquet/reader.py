@@ -29,7 +29,7 @@ from sluice.errors import DataError
 from sluice.io.parquet.decoders import make_decoder, partition_column
 from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
 from sluice.io.parquet.ranges import column_chunk_ranges
-from sluice.io.memory import release_to_os
+from sluice.io.memory import release_thread_cache, release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
 from sluice.expr.evaluate import evaluate_predicate
@@ -195,6 +195,8 @@ class ScanReader:
         """
         if mode == "skip":  # a runtime filter's range rules out every row group of the slice
             return None, None, 0, 0, True
+        if self.reservation is not None and self.reservation.pool.under_pressure():
+            release_thread_cache()
         return self._load(i, mode)
 
     def _excluded(self, rg: RowGroup) -> bool:
