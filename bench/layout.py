@@ -119,8 +119,8 @@ def main() -> None:
                     except AssertionError:
                         ok = "!"
                     op, ctx = rel.last_run
-                    read = sum(r.stats.bytes_read for r in ctx.readers.values())
-                    decoded = sum(r.stats.bytes_decoded for r in ctx.readers.values())
+                    read = sum(r.stats.bytes_read for r in ctx.readers())
+                    decoded = sum(r.stats.bytes_decoded for r in ctx.readers())
                     points.append({"sf": sf, "table": table, "layout": layout, "query": name, "time": t,
                                    "read": read, "decoded": decoded})
                     cells.append(f"{t:.3f} [{td:.3f}]{ok}")

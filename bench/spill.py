@@ -48,7 +48,7 @@ if engine == "sluice":
     rel = con.sql(sql); table = rel.to_arrow()
     op, ctx = rel.last_run
     sm = ctx.spill_manager
-    info = {"spilled": sum(s.spilled_bytes for s in ctx.memory_stats.values()),
+    info = {"spilled": ctx.spilled_bytes(),
             "stored": sm.bytes_stored if sm else 0, "codecs": sm.codec.summary() if sm else "",
             "pool_peak": ctx.memory.peak}
 else:

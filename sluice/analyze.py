@@ -14,7 +14,8 @@ from sluice.metrics import fmt_bytes, fmt_rate
 
 
 def _scan_stats(op: Operator, ctx: ExecContext):
-    return [ctx.readers[id(o)].stats for o in op.walk() if isinstance(o, ScanOp) and id(o) in ctx.readers]
+    runs = [ctx.runs.get(o) for o in op.walk() if isinstance(o, ScanOp)]
+    return [r.reader.stats for r in runs if r is not None and r.reader is not None]
 
 
 def stage_utilisation(ctx: ExecContext) -> tuple[dict, str]:
@@ -162,27 +163,29 @@ def _memory_line(st) -> str:
 
 
 def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
-    st = ctx.stats.get(id(op))
+    run = ctx.runs.get(op)
+    st = run.stats if run is not None else None
     desc = op.describe()
     if st is not None:
         # Own time: inclusive time minus the time spent pulling from children.
-        own = st.inclusive_s - sum(ctx.stats[id(c)].inclusive_s for c in op.children if id(c) in ctx.stats)
+        kids = [ctx.runs[c].stats for c in op.children if c in ctx.runs and ctx.runs[c].stats is not None]
+        own = st.inclusive_s - sum(k.inclusive_s for k in kids)
         own = max(0.0, own)
         rate = st.nbytes / own if own > 0 else 0.0
         desc += (f"  [rows={st.rows:,} chunks={st.chunks} out={fmt_bytes(st.nbytes)} "
                  f"time={own * 1000:.1f}ms ({fmt_rate(rate)})]")
-    st = ctx.memory_stats.get(id(op))
+    st = run.memory if run is not None else None
     if st is not None:
         desc += f"\n{'  ' * (depth + 1)}  {_memory_line(st)}"
-    ex = getattr(ctx, "exchange_stats", {}).get(id(op))
+    ex = run.exchange if run is not None else None
     if ex is not None:
         desc += (f"\n{'  ' * (depth + 1)}  this rank: sent {ex.rows_sent:,} rows ({fmt_bytes(sum(ex.bytes_sent))} "
                  f"to other ranks), received {ex.rows_received:,} rows ({fmt_bytes(ex.bytes_received)}) in "
                  f"{ex.rounds} rounds; input {ex.input_s * 1000:.1f} ms, partitioning "
                  f"{ex.partition_s * 1000:.1f} ms, network wait "
                  f"{ex.network_s * 1000:.1f} ms")
-    if isinstance(op, ScanOp) and id(op) in ctx.readers:
-        s = ctx.readers[id(op)].stats
+    if run is not None and run.reader is not None:
+        s = run.reader.stats
         desc += (f"\n{'  ' * (depth + 1)}  read {fmt_bytes(s.bytes_read)} compressed, decoded "
                  f"{fmt_bytes(s.bytes_decoded)}, {s.rows:,} rows, row groups {s.row_groups - s.pruned}/"
                  f"{s.row_groups} (pruned {s.pruned}), waited {s.wait_s * 1000:.1f}ms, "

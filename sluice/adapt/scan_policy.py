@@ -53,18 +53,18 @@ class Coordinator:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._owner: int | None = None
+        self._owner: object | None = None
 
-    def acquire(self, who: int) -> bool:
+    def acquire(self, who: object) -> bool:
         with self._lock:
-            if self._owner in (None, who):
+            if self._owner is None or self._owner is who:
                 self._owner = who
                 return True
             return False
 
-    def release(self, who: int) -> None:
+    def release(self, who: object) -> None:
         with self._lock:
-            if self._owner == who:
+            if self._owner is who:
                 self._owner = None
 
 
@@ -73,7 +73,7 @@ class ScanPolicy:
 
     def __init__(self, modes: tuple[str, ...] = MODES, *, burst: int = 4, warm: int = 2, alpha: float = 0.05,
                  window: int = 8, drift: float = 0.15, margin: float = 0.05, headroom: float = 0.25,
-                 coordinator: Coordinator | None = None, ident: int = 0) -> None:
+                 coordinator: Coordinator | None = None) -> None:
         self.modes = tuple(modes)
         self.burst = max(2, burst)
         self.warm = min(max(1, warm), self.burst - 1)
@@ -83,7 +83,6 @@ class ScanPolicy:
         self.headroom = headroom
         self.margin = margin
         self.coordinator = coordinator
-        self.ident = ident
         self.estimate: dict[str, float] = {}        # smoothed rows/s per mode
         self._cost: dict[str, float] = {}           # ... kept as smoothed seconds per row
         self.current = self.modes[0]
@@ -101,7 +100,7 @@ class ScanPolicy:
     # ------------------------------------------------------------------ decisions
 
     def _start_sampling(self, slice_idx: int) -> None:
-        if self.coordinator is not None and not self.coordinator.acquire(self.ident):
+        if self.coordinator is not None and not self.coordinator.acquire(self):
             return  # another scan is sampling: keep the current mode, try again later
         self._sampling = True
         self._last_sampled = None
@@ -206,7 +205,7 @@ class ScanPolicy:
         rates = {m: _rate(r) for m, r in self._sample_rates.items() if r}
         self._sampling = False
         if self.coordinator is not None:
-            self.coordinator.release(self.ident)
+            self.coordinator.release(self)
         if not rates:
             return
         for m, r in rates.items():
@@ -239,7 +238,7 @@ class ScanPolicy:
             self._awaiting.clear()
             self._warm.clear()
             if self.coordinator is not None:
-                self.coordinator.release(self.ident)
+                self.coordinator.release(self)
         self._pending_resample = True
 
     @property
@@ -253,7 +252,7 @@ class ScanPolicy:
         self._sampling = False
         self._plan.clear()
         if self.coordinator is not None:
-            self.coordinator.release(self.ident)
+            self.coordinator.release(self)
 
 
 def _rate(slices) -> float:

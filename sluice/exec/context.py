@@ -1,7 +1,9 @@
 """What every operator can reach while running: settings, device, the shared I/O pool,
 the metadata cache, the memory budget and spill files, the timeline recorder and
-per-operator statistics. One context per query run; operators keep their run state here
-(or in their generators), never on themselves."""
+each operator's run record. One context per query run; operators are not changed after
+lowering and keep their run state in their :class:`OperatorRun` (or in their generators),
+never on themselves. A run record is found by the operator object itself (operators compare
+and hash by identity), never by a memory address that a later object could reuse."""
 
 from __future__ import annotations
 
@@ -15,10 +17,24 @@ import torch
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import SluiceError, internal_error, is_resource_error
+from sluice.exec.materialize import MaterializeStats
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.spill import SpillManager
 from sluice.metrics import OperatorStats, Recorder
+
+
+@dataclass(eq=False)
+class OperatorRun:
+    """One operator's record of one run: what it counted (rows and time, memory and spill, the
+    scan's reader with its statistics, an exchange's traffic) and the result it keeps for a
+    second pull (a shared subplan's rows, an exchange's received partitions)."""
+
+    stats: OperatorStats | None = None
+    reader: object | None = None  # a scan's ScanReader
+    memory: MaterializeStats | None = None
+    exchange: object | None = None  # an exchange's ExchangeStats
+    result: object | None = None
 
 
 @dataclass
@@ -28,17 +44,15 @@ class ExecContext:
     pool: ThreadPoolExecutor
     cache: MetadataCache
     recorder: Recorder = field(default_factory=Recorder)
-    stats: dict[int, OperatorStats] = field(default_factory=dict)  # id(operator) -> stats
-    readers: dict[int, object] = field(default_factory=dict)       # id(scan operator) -> ScanReader
+    runs: dict[object, OperatorRun] = field(default_factory=dict)  # operator -> its run record
     progress: Callable[[int], None] | None = None
     memory: MemoryPool | None = None                              # the host budget
     device_memory: MemoryPool | None = None                       # the device budget (CUDA)
     device_tier: bool = False                                     # simulate the device tier on the CPU (tests)
-    memory_stats: dict[int, object] = field(default_factory=dict)  # id(operator) -> MaterializeStats
-    state: dict[int, object] = field(default_factory=dict)         # id(operator) -> run state (shared results)
     scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
     dist: object | None = None                                     # the DistGroup of a distributed run
-    exchange_stats: dict[int, object] = field(default_factory=dict)  # id(exchange) -> ExchangeStats
+    recursive_work: dict[str, list] = field(default_factory=dict)  # recursive CTE -> rows of its last step
+    scan_coordinator: object | None = None                          # shares CPU time among adaptive scans
     rank_stats: list | None = None                                 # rank 0 of a distributed run: each rank's summary
     _spill: SpillManager | None = None
 
@@ -50,6 +64,28 @@ class ExecContext:
             limit = self.config.device_memory_limit or (
                 default_device_limit(self.device) if self.device.type == "cuda" else self.memory.limit)
             self.device_memory = MemoryPool(limit, "device_memory_limit", "device")
+
+    def run(self, op) -> OperatorRun:
+        """``op``'s run record (created on first use)."""
+        r = self.runs.get(op)
+        if r is None:
+            r = self.runs[op] = OperatorRun()
+        return r
+
+    def memory_stats(self, op):
+        """``op``'s MaterializeStats (created on first use)."""
+        r = self.run(op)
+        if r.memory is None:
+            r.memory = MaterializeStats()
+        return r.memory
+
+    def readers(self) -> list:
+        """The scan readers of this run, in the order the scans started."""
+        return [r.reader for r in self.runs.values() if r.reader is not None]
+
+    def spilled_bytes(self) -> int:
+        """Bytes every operator of this run wrote to spill."""
+        return sum(r.memory.spilled_bytes for r in self.runs.values() if r.memory is not None)
 
     @property
     def state_pool(self) -> MemoryPool:

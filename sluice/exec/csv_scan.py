@@ -14,7 +14,7 @@ from sluice.io.parquet.metadata import TableInfo
 from sluice.expr.nodes import Expr
 
 
-@dataclass
+@dataclass(eq=False)
 class CsvScanOp(Operator):
     table: TableInfo
     columns: dict[str, str]  # internal name -> CSV column

@@ -32,7 +32,7 @@ import torch
 
 from sluice.chunk import Chunk
 from sluice.errors import InternalError, SluiceError
-from sluice.exec.materialize import Materializer, MaterializeStats
+from sluice.exec.materialize import Materializer
 from sluice.exec.operators import Operator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
@@ -58,7 +58,7 @@ class ExchangeStats:
     stage_s: float = 0.0  # the whole stage: producing the input, partitioning, moving, receiving
 
 
-@dataclass
+@dataclass(eq=False)
 class ExchangeOp(Operator):
     child: Operator
     kind: str  # "hash" | "gather" | "broadcast"
@@ -84,7 +84,7 @@ class ExchangeOp(Operator):
     # ------------------------------------------------------------------ run
 
     def execute(self, ctx) -> Iterator[Chunk]:
-        mat = ctx.state.get(id(self))
+        mat = ctx.run(self).result
         if mat is None:
             raise InternalError("an exchange was pulled before its stage ran")
         try:
@@ -96,15 +96,15 @@ class ExchangeOp(Operator):
 
     def run_stage(self, ctx) -> None:
         """Send this rank's input, receive every rank's rows for it (once per run)."""
-        if id(self) in ctx.state:
+        run = ctx.run(self)
+        if run.result is not None:
             return
         g = ctx.dist
-        stats = ExchangeStats(rows_to=[0] * g.world, bytes_sent=[0] * g.world)
-        ctx.exchange_stats[id(self)] = stats
-        mstats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        stats = run.exchange = ExchangeStats(rows_to=[0] * g.world, bytes_sent=[0] * g.world)
+        mstats = ctx.memory_stats(self)
         mat = Materializer(ctx, f"{self.label} received",
                            lambda p: hash_columns(list(p.columns.values()), p.num_rows), stats=mstats)
-        ctx.state[id(self)] = mat
+        run.result = mat
         t0 = time.perf_counter()
         try:
             self._shuffle(ctx, g, mat, stats)
@@ -252,12 +252,12 @@ def exchanges_in_order(root: Operator) -> list[ExchangeOp]:
     """The plan's exchanges, children before parents, each once: the order every rank runs
     them in (the plan is the same on every rank)."""
     out: list[ExchangeOp] = []
-    seen: set[int] = set()
+    seen: set[Operator] = set()
 
     def visit(op: Operator) -> None:
-        if id(op) in seen:
+        if op in seen:
             return
-        seen.add(id(op))
+        seen.add(op)
         build = getattr(op, "build", None)  # a join's build side first: its runtime filters
         for c in sorted(op.children, key=lambda c: c is not build):  # are merged before the probe scans
             visit(c)
@@ -283,7 +283,7 @@ def run_exchanges(root: Operator, ctx) -> None:
         ex.run_stage(ctx)
 
 
-@dataclass
+@dataclass(eq=False)
 class OffRankOp(Operator):
     """Rows that live on rank 0 only (a gathered result, a CSV file read there): on every other
     rank this stands in for the operator and yields nothing. Its exchanges still run as
@@ -314,12 +314,13 @@ def rank_summary(root: Operator, ctx) -> dict:
     scans = [o for o in root.walk() if isinstance(o, ScanOp)]
     ex = []
     for e in exchanges_in_order(root):
-        st = ctx.exchange_stats.get(id(e))
+        st = ctx.run(e).exchange
         if st is not None:
             ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "rows_to": list(st.rows_to),
                        "bytes_sent": list(st.bytes_sent), "rows_received": st.rows_received,
                        "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
                        "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s})
-    return {"rows_scanned": sum(ctx.stats[id(o)].rows for o in scans if id(o) in ctx.stats),
-            "bytes_read": sum(ctx.readers[id(o)].stats.bytes_read for o in scans if id(o) in ctx.readers),
+    runs = [ctx.run(o) for o in scans]
+    return {"rows_scanned": sum(r.stats.rows for r in runs if r.stats is not None),
+            "bytes_read": sum(r.reader.stats.bytes_read for r in runs if r.reader is not None),
             "peak_memory": ctx.memory.peak, "exchanges": ex, "wall_s": ctx.recorder.wall}

@@ -37,7 +37,7 @@ from sluice.exec.aggregates import MOMENTS, Accumulator, make_accumulator
 from sluice.expr.evaluate import evaluate, shared_subexpressions
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import first_rows, group_ids
-from sluice.exec.materialize import Materializer, MaterializeStats
+from sluice.exec.materialize import Materializer
 from sluice.exec.operators import Operator
 from sluice.expr.nodes import Expr
 from sluice.plan.logical import AggCall
@@ -54,7 +54,7 @@ COMPACT_PAGES = 256
 PASSTHROUGH_RATIO = 0.5
 
 
-@dataclass
+@dataclass(eq=False)
 class HashAggregateOp(Operator):
     child: Operator
     keys: tuple[tuple[str, Expr], ...]
@@ -98,7 +98,7 @@ class HashAggregateOp(Operator):
 
     def execute(self, ctx):
         dev = ctx.device
-        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        stats = ctx.memory_stats(self)
         main = Materializer(ctx, self.label, self._hash(self.key_names), stats=stats, combine=self._merge_pages)
         dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT", self._hash(self.key_names + ["__x"]),
                                    stats=stats, combine=self._dedupe_pages) for arg in self.distinct_args}

@@ -24,7 +24,7 @@ from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.kernels.hash import hash_columns, partition_of
 from sluice.kernels.keys import BuildKeys, JoinTable
-from sluice.exec.materialize import PARTITION_BITS, Materializer, MaterializeStats
+from sluice.exec.materialize import PARTITION_BITS, Materializer
 from sluice.exec.null_extend import empty_chunk, null_extended
 from sluice.exec.nested_loop import nested_loop_join
 from sluice.exec.operators import Operator
@@ -54,7 +54,7 @@ def _key_type(a: LType, b: LType) -> LType:
     return common_numeric(a, b)
 
 
-@dataclass
+@dataclass(eq=False)
 class HashJoinOp(Operator):
     probe: Operator
     build: Operator
@@ -102,7 +102,7 @@ class HashJoinOp(Operator):
 
     def _execute(self, ctx):
         dev = ctx.device
-        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        stats = ctx.memory_stats(self)
         types = [_key_type(p.type, b.type) for p, b in zip(self.probe_keys, self.build_keys)]
         bmat = Materializer(ctx, f"{self.label} build", self._hasher(self.build_keys, types), stats=stats)
         pmat = None

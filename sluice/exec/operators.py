@@ -37,10 +37,11 @@ class Operator(abc.ABC):
         """Pull chunks from the children and yield this operator's output chunks."""
 
     def stream(self, ctx: ExecContext) -> Iterator[Chunk]:
-        """``execute`` with rows, bytes and time counted in ``ctx.stats``; parents pull this."""
-        st = ctx.stats.get(id(self))
+        """``execute`` with rows, bytes and time counted in its run record (``ctx.run(op).stats``); parents pull this."""
+        run = ctx.run(self)
+        st = run.stats
         if st is None:
-            st = ctx.stats[id(self)] = OperatorStats(self.label)
+            st = run.stats = OperatorStats(self.label)
         return timed(self.execute(ctx), st, ctx.recorder)
 
     def start(self, ctx: ExecContext) -> None:
@@ -53,12 +54,12 @@ class Operator(abc.ABC):
 
     def walk(self) -> Iterator["Operator"]:
         """This operator and every one below it, each once (a shared subplan has two parents)."""
-        seen: set[int] = set()
+        seen: set[Operator] = set()
         stack: list[Operator] = [self]
         while stack:
             o = stack.pop()
-            if id(o) not in seen:
-                seen.add(id(o))
+            if o not in seen:
+                seen.add(o)
                 yield o
                 stack.extend(o.children)
 
@@ -67,7 +68,7 @@ class Operator(abc.ABC):
 SCAN_SHARE = 4
 
 
-@dataclass
+@dataclass(eq=False)
 class ScanOp(Operator):
     table: TableInfo
     columns: dict[str, str]  # internal -> file column
@@ -79,7 +80,8 @@ class ScanOp(Operator):
     label = "Scan"
 
     def reader(self, ctx: ExecContext) -> ScanReader:
-        r = ctx.readers.get(id(self))
+        run = ctx.run(self)
+        r = run.reader
         if r is None:
             stats = ScanStats(self.table.name, len(self.row_groups) + self.pruned, self.pruned)
             cols = sorted(set(self.columns.values()))
@@ -100,10 +102,11 @@ class ScanOp(Operator):
             mode = ctx.config.scan_mode
             policy = None
             if mode == "auto" and (predicate is not None or self.runtime_filters):
-                coordinator = ctx.state.setdefault("scan coordinator", Coordinator())
-                policy = ScanPolicy(coordinator=coordinator, ident=id(self))
+                if ctx.scan_coordinator is None:
+                    ctx.scan_coordinator = Coordinator()
+                policy = ScanPolicy(coordinator=ctx.scan_coordinator)
                 stats.switches = policy.switches
-            r = ctx.readers[id(self)] = ScanReader(
+            r = run.reader = ScanReader(
                 self.table, cols, self.row_groups, config=ctx.config,
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
@@ -131,7 +134,7 @@ class ScanOp(Operator):
                 f"row_groups={len(self.row_groups)} pruned={self.pruned}")
 
 
-@dataclass
+@dataclass(eq=False)
 class OneRowOp(Operator):
     label = "OneRow"
 
@@ -139,7 +142,7 @@ class OneRowOp(Operator):
         yield Chunk({}, 1)
 
 
-@dataclass
+@dataclass(eq=False)
 class FilterOp(Operator):
     child: Operator
     predicate: Expr
@@ -162,7 +165,7 @@ class FilterOp(Operator):
         return f"Filter {self.predicate}"
 
 
-@dataclass
+@dataclass(eq=False)
 class ProjectOp(Operator):
     child: Operator
     exprs: tuple[tuple[str, Expr], ...]
@@ -184,7 +187,7 @@ class ProjectOp(Operator):
         return "Project " + ", ".join(n if str(e) == n else f"{n}={e}" for n, e in self.exprs)
 
 
-@dataclass
+@dataclass(eq=False)
 class LimitOp(Operator):
     child: Operator
     limit: int | None
@@ -219,7 +222,7 @@ class LimitOp(Operator):
         return f"Limit {self.limit} offset {self.offset}"
 
 
-@dataclass
+@dataclass(eq=False)
 class RepeatOp(Operator):
     """Each row ``count`` times, in order (the bag result of INTERSECT/EXCEPT ALL); output
     chunks are cut to ``chunk_rows`` however many copies one row asks for."""
@@ -243,7 +246,7 @@ class RepeatOp(Operator):
         return f"Repeat {self.count} times"
 
 
-@dataclass
+@dataclass(eq=False)
 class UnionOp(Operator):
     inputs: tuple[Operator, ...]
     label = "UnionAll"
@@ -265,7 +268,7 @@ class _SharedResult:
     res: object
 
 
-@dataclass
+@dataclass(eq=False)
 class SharedOp(Operator):
     """Materialises its input on first use and replays the chunks to every consumer.
 
@@ -279,11 +282,11 @@ class SharedOp(Operator):
         self.children = (self.child,)
 
     def execute(self, ctx):
-        from sluice.exec.materialize import MaterializeStats
         from sluice.io.spill import page_nbytes
-        st = ctx.state.get(id(self))
+        run = ctx.run(self)
+        st = run.result
         if st is None:
-            stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+            stats = ctx.memory_stats(self)
             st = _SharedResult([], None, ctx.state_pool.reservation(self.label))
             for chunk in self.child.stream(ctx):
                 nb = page_nbytes(chunk)
@@ -303,7 +306,7 @@ class SharedOp(Operator):
                 else:
                     st.held.append(chunk)
                 stats.peak_reserved = max(stats.peak_reserved, st.res.size)
-            ctx.state[id(self)] = st
+            run.result = st
         yield from st.held
         if st.file is not None:
             yield from st.file.read(ctx.device)

@@ -22,19 +22,19 @@ from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.operators import Operator, ScanOp, SharedOp
 
 
-@dataclass
+@dataclass(eq=False)
 class WorkTableOp(Operator):
     key: int
     label = "WorkTable"
 
     def execute(self, ctx):
-        yield from ctx.state.get(("work", self.key), [])
+        yield from ctx.recursive_work.get(self.key, [])
 
     def describe(self):
         return f"WorkTable (rows of the previous iteration of recursive CTE #{self.key})"
 
 
-@dataclass
+@dataclass(eq=False)
 class RecursiveUnionOp(Operator):
     anchor: Operator
     step: Operator
@@ -67,7 +67,7 @@ class RecursiveUnionOp(Operator):
                 if runs > limit:
                     raise ExecutionError(f"recursive CTE still adds rows after {limit} iterations "
                                          f"(recursion_limit); is its stop condition right?")
-                ctx.state[("work", self.key)] = work
+                ctx.recursive_work[self.key] = work
                 self._reset(ctx)
                 work = [c for c in self.step.stream(ctx) if c.num_rows]
 
@@ -75,9 +75,9 @@ class RecursiveUnionOp(Operator):
         """Let the step's operators run again: new scan readers, recomputed shared subplans."""
         for op in self.step.walk():
             if isinstance(op, ScanOp):
-                ctx.readers.pop(id(op), None)
+                ctx.run(op).reader = None
             elif isinstance(op, SharedOp):
-                ctx.state.pop(id(op), None)
+                ctx.run(op).result = None
 
 
 def _new_rows(chunks: list[Chunk], seen: Chunk | None, names: list[str]) -> tuple[list[Chunk], Chunk | None]:

@@ -58,7 +58,7 @@ def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
     return perm
 
 
-@dataclass
+@dataclass(eq=False)
 class SortOp(Operator):
     child: Operator
     keys: tuple[SortKey, ...]
@@ -78,7 +78,7 @@ class SortOp(Operator):
         if self.limit is not None:
             yield from self._top_k(ctx)
             return
-        stats = ctx.memory_stats.setdefault(id(self), MaterializeStats())
+        stats = ctx.memory_stats(self)
         res = ctx.state_pool.reservation(self.label)
         runs: list[SpillFile] = []
         held: list[Chunk] = []

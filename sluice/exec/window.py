@@ -26,7 +26,7 @@ from sluice.expr.nodes import Expr
 from sluice.plan.logical import MOMENTS, SortKey, WindowCall
 
 
-@dataclass
+@dataclass(eq=False)
 class WindowOp(Operator):
     child: Operator
     partition: tuple[Expr, ...]

@@ -47,7 +47,7 @@ def test_staging_skips_pages_without_a_kept_row(decoder, budget, tpch_dir, tpch_
     ours = rel.to_arrow()
     compare(ours, tpch_duck.sql(sql).to_arrow_table(), [])
     _, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     if decoder == "device":
         assert 0 < reader.stats.pages_skipped < reader.stats.pages_selected
     else:
@@ -58,7 +58,7 @@ def test_every_column_on_the_device_decoder(tpch_dir, connect):
     rel = connect(tpch_dir, decoder="device").sql("select count(*), max(l_comment), sum(l_tax) from lineitem")
     rel.to_arrow()
     _, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     assert reader.stats.decoder == "device" and reader.stats.fallbacks == {}
 
 
@@ -77,7 +77,7 @@ def test_fallback_is_counted_and_answers_stay(odd_dir, connect):
     ours = rel.to_arrow()
     compare(ours, duckdb_connect(odd_dir).sql(sql).to_arrow_table(), [0])
     _, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     assert reader.stats.fallbacks == {"ts": "timestamp unit ns"}
 
 

@@ -31,7 +31,7 @@ def test_blocking_reads_everything_before_computing(tpch_dir, connect):
     rel = con.sql("select count(*) from lineitem where l_quantity > 10")
     rel.to_arrow()
     op, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     # the whole table was held at once, and no read ran on the I/O pool
     assert reader.stats.peak_buffered >= reader.stats.bytes_decoded
     assert all(e.thread == "MainThread" for e in ctx.recorder.events if e.stage in ("read", "decode"))
@@ -42,7 +42,7 @@ def test_overlapped_reads_on_io_threads_within_budget(tpch_dir, connect):
     rel = con.sql("select sum(l_quantity), count(l_comment) from lineitem")
     rel.to_arrow()
     op, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     one_task = max(reader.estimates)
     assert reader.stats.peak_buffered <= max(2 << 20, one_task) + one_task
     assert any(e.thread != "MainThread" for e in ctx.recorder.events if e.stage == "decode")

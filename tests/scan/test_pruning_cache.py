@@ -32,12 +32,12 @@ def test_pruning_skips_row_groups_on_sorted_dates(sorted_dir, connect):
     ours = rel.to_arrow()
     compare(ours, duckdb_connect(sorted_dir).sql(sql).to_arrow_table())
     op, ctx = rel.last_run
-    (reader,) = ctx.readers.values()
+    (reader,) = ctx.readers()
     st = reader.stats
     assert st.pruned >= st.row_groups - 3  # a month of 7 years sorted: all but ~1-2 groups skipped
     unpruned = connect(sorted_dir, row_group_pruning=False).sql(sql)
     compare(unpruned.to_arrow(), ours)
-    (r2,) = unpruned.last_run[1].readers.values()
+    (r2,) = unpruned.last_run[1].readers()
     assert r2.stats.pruned == 0 and r2.stats.bytes_read > 5 * st.bytes_read
 
 

@@ -79,7 +79,7 @@ def test_bloom_drops_rows_in_pushdown_and_staging_modes(mode, query, rf_dir, con
     scan, rf = found[0]
     assert scan.table.name == "fact" and rf.ready and rf.bits is not None
     assert rf.rows_removed > 0.9 * rf.rows_in  # five keys of 5000
-    stats = rel.last_run[1].readers[id(scan)].stats.modes[mode]
+    stats = rel.last_run[1].runs[scan].reader.stats.modes[mode]
     assert stats.rows_out < 0.1 * stats.rows_in  # dropped in the scan, not by the join
 
 

@@ -26,4 +26,4 @@ rows = [list(r.values()) for r in rel.to_arrow().to_pylist()]
 peak = peak_rss()
 op, ctx = rel.last_run
 print(json.dumps({"base": base, "peak": peak, "rows": rows,
-                  "spilled": sum(s.spilled_bytes for s in ctx.memory_stats.values())}))
+                  "spilled": ctx.spilled_bytes()}))

@@ -41,14 +41,14 @@ def run_and_check(con, duck, sql, spill_every_operator: bool):
     ours = rel.to_arrow()
     compare(ours, duck.sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))
     op, ctx = rel.last_run
-    stats = ctx.memory_stats
     if spill_every_operator:
         for o in spilling_operators(op):
-            st = stats.get(id(o))
-            ran = ctx.stats.get(id(o)) is not None and (o.children and ctx.stats[id(o.children[0])].rows > 0)
+            run = ctx.runs.get(o)
+            child = ctx.runs.get(o.children[0]) if o.children else None
+            ran = run is not None and run.stats is not None and child is not None and child.stats is not None and child.stats.rows > 0
             if ran:
-                assert st is not None and st.spilled_bytes > 0, f"{o.describe()} did not spill"
-    return sum(s.spilled_bytes for s in stats.values())
+                assert run.memory is not None and run.memory.spilled_bytes > 0, f"{o.describe()} did not spill"
+    return ctx.spilled_bytes()
 
 
 @pytest.mark.parametrize("name", sorted(TPCH))

@@ -80,7 +80,7 @@ def test_single_mode_never_samples():
 
 def test_scans_stagger_their_sampling():
     c = Coordinator()
-    a, b = ScanPolicy(coordinator=c, ident=1), ScanPolicy(coordinator=c, ident=2)
+    a, b = ScanPolicy(coordinator=c), ScanPolicy(coordinator=c)
     assert a.sampling and not b.sampling  # b waits, using its default mode
     assert b.assign(0) == "direct"
     run(a, lambda m, i: 10.0 if m == "staging" else 1.0, 14)
@@ -93,7 +93,7 @@ def test_a_scan_that_ends_while_sampling_lets_the_others_sample():
     # A small scan (one slice) ends mid-sample; the fact table's scan must still get to sample
     # and find its best mode (it stayed in direct mode for good before).
     c = Coordinator()
-    small, big = ScanPolicy(coordinator=c, ident=1), ScanPolicy(coordinator=c, ident=2)
+    small, big = ScanPolicy(coordinator=c), ScanPolicy(coordinator=c)
     run(small, lambda m, i: 1.0, 1)
     assert small.sampling
     small.close()
