@@ -1,8 +1,15 @@
 """One frozen, validated configuration.
 
-Every setting is a field of :class:`Config`. It can be given as a keyword of
-``sluice.connect(...)``, as ``--set key=value`` on the CLI, or as an environment variable
-``SLUICE_<KEY>`` (upper case). Precedence: keyword / --set > environment > default.
+Every setting is a field of :class:`Config` and belongs to one area (:data:`AREAS`: engine,
+scan, transfer, memory, spill, adapt, dist). It can be given as a keyword of
+``sluice.connect(...)``, as ``--set key=value`` or ``--set area.key=value`` on the CLI, or as an
+environment variable ``SLUICE__<AREA>__<KEY>`` or ``SLUICE_<KEY>`` (upper case). Precedence:
+keyword / --set > environment > default.
+
+The settings stay one flat set of distinct names (as DuckDB's): code reads ``cfg.chunk_rows``
+and users type ``chunk_rows``; the area says where a setting belongs (documentation, the
+environment's names) and is checked where it is given, so a setting named in the wrong area is
+an error rather than ignored.
 """
 
 from __future__ import annotations
@@ -17,6 +24,22 @@ from sluice.errors import ConfigError
 #: Rows per chunk. A million rows amortises Python overhead per chunk while keeping a
 #: chunk of lineitem (16 columns) around 100 MiB on the device.
 DEFAULT_CHUNK_ROWS = 1 << 20
+
+
+#: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
+#: area or key, or a key in another area, is an error (a typo in a variable is not ignored).
+AREAS: dict[str, tuple[str, ...]] = {
+    "engine": ("device", "threads", "pipeline", "recursion_limit"),
+    "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
+             "row_group_pruning", "decoder", "strict_device"),
+    "transfer": ("pinned_memory", "copy_stream"),
+    "memory": ("host_memory_limit", "device_memory_limit"),
+    "spill": ("spill_dir", "force_spill", "spill_compression"),
+    "adapt": ("scan_mode", "runtime_filters"),
+    "dist": ("ranks", "exchange", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
+}
+AREA_OF = {key: area for area, keys in AREAS.items() for key in keys}
+ENV_PREFIX = "SLUICE__"
 
 
 def _parse_size(text: str) -> int:
@@ -220,7 +243,8 @@ class Config:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None = None,
                       environ: Mapping[str, str] | None = None) -> "Config":
-        """Build a config from keyword settings layered over ``SLUICE_*`` variables."""
+        """Build a config from keyword settings layered over ``SLUICE__AREA__KEY`` and
+        ``SLUICE_KEY`` variables."""
         environ = os.environ if environ is None else environ
         known = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
@@ -228,8 +252,16 @@ class Config:
             env = environ.get(f"SLUICE_{name.upper()}")
             if env is not None:
                 values[name] = _coerce(name, env, known[name].type)
+        for var, env in environ.items():
+            if var.startswith(ENV_PREFIX):
+                key = _area_key(var[len(ENV_PREFIX):].lower().split("__", 1), var)
+                if f"SLUICE_{key.upper()}" in environ and environ[f"SLUICE_{key.upper()}"] != env:
+                    raise ConfigError(f"{var} and SLUICE_{key.upper()} give {key} two values")
+                values[key] = _coerce(key, env, known[key].type)
         for name, value in (settings or {}).items():
             key = name.replace("-", "_")
+            if "." in key:
+                key = _area_key(key.split(".", 1), name)
             if key not in known:
                 raise ConfigError(f"unknown setting {name!r}; known: {', '.join(known)}")
             values[key] = _coerce(key, value, known[key].type)
@@ -237,6 +269,19 @@ class Config:
 
     def replace(self, **changes: Any) -> "Config":
         return Config.from_settings({**dataclasses.asdict(self), **changes}, environ={})
+
+
+def _area_key(parts: list[str], given: str) -> str:
+    """The setting that ``area`` + ``key`` name (checked: the key must be in that area)."""
+    if len(parts) != 2 or parts[0] not in AREAS:
+        raise ConfigError(f"{given!r} names no settings area; areas: {', '.join(AREAS)}")
+    area, key = parts
+    if key not in AREA_OF:
+        raise ConfigError(f"{given!r}: unknown setting {key!r} in area {area}; "
+                          f"known there: {', '.join(AREAS[area])}")
+    if AREA_OF[key] != area:
+        raise ConfigError(f"{given!r}: {key} is a setting of area {AREA_OF[key]}, not {area}")
+    return key
 
 
 def _coerce(name: str, value: Any, typ: Any) -> Any:

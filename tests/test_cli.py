@@ -102,9 +102,26 @@ def test_missing_query_file(tpch_dir):
     ("nosuchsetting=1", "unknown setting"),
     ("device=tpu", "device"),
     ("row_group_pruning=maybe", "true or false"),
+    ("scan.host_memory_limit=1GiB", "area memory, not scan"),
+    ("scans.chunk_rows=5", "names no settings area"),
 ])
 def test_bad_settings(tpch_dir, setting, expect):
     assert_one_line_error(*sluice("query", "--data", str(tpch_dir), "--set", setting, "select 1"), expect)
+
+
+def test_settings_by_area_from_set_and_environment(tpch_dir):
+    sql = "select count(*) from lineitem"
+    rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--set", "scan.chunk_rows=5000",
+                          "--analyze", sql)
+    assert rc == 0, err
+    rc, out, err = sluice_env({"SLUICE__SCAN__CHUNK_ROWZ": "5000"}, "query", "--data", str(tpch_dir), sql)
+    assert_one_line_error(rc, out, err, "unknown setting 'chunk_rowz' in area scan")
+
+
+def sluice_env(env, *args):
+    r = subprocess.run([sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONWARNINGS": "ignore", **env})
+    return r.returncode, r.stdout, r.stderr
 
 
 def test_bad_output_suffix(tpch_dir, tmp_path):

@@ -15,6 +15,41 @@ def test_env_overrides_and_keywords_win():
     assert c.chunk_rows == 4096 and c.io_threads == 3
 
 
+def test_area_environment_and_dotted_settings():
+    env = {"SLUICE__MEMORY__HOST_MEMORY_LIMIT": "1GiB", "SLUICE__DIST__EXCHANGE": "chunked"}
+    c = Config.from_settings({"scan.chunk_rows": 5000}, environ=env)
+    assert (c.host_memory_limit, c.exchange, c.chunk_rows) == (1 << 30, "chunked", 5000)
+    # the same value under both names is fine; keywords still win over the environment
+    c = Config.from_settings({"exchange": "blocking"}, environ={**env, "SLUICE_EXCHANGE": "chunked"})
+    assert c.exchange == "blocking"
+
+
+@pytest.mark.parametrize("environ,settings,expect", [
+    ({"SLUICE__SCAN__HOST_MEMORY_LIMIT": "1GiB"}, {}, "area memory, not scan"),
+    ({"SLUICE__SCANS__CHUNK_ROWS": "5"}, {}, "names no settings area"),
+    ({"SLUICE__SCAN__CHUNK_ROWZ": "5"}, {}, "unknown setting 'chunk_rowz'"),
+    ({"SLUICE__SCAN": "5"}, {}, "names no settings area"),
+    ({"SLUICE__SCAN__CHUNK_ROWS": "5", "SLUICE_CHUNK_ROWS": "6"}, {}, "two values"),
+    ({}, {"memory.chunk_rows": 5}, "area scan, not memory"),
+    ({}, {"scan.chunk_rows": 0}, "chunk_rows must be at least 1"),
+])
+def test_bad_area_settings(environ, settings, expect):
+    with pytest.raises(ConfigError, match=expect):
+        Config.from_settings(settings, environ=environ)
+
+
+def test_every_setting_has_one_area_and_the_readme_says_which():
+    from pathlib import Path
+
+    from sluice.config import AREAS, AREA_OF
+    listed = [k for keys in AREAS.values() for k in keys]
+    assert sorted(listed) == sorted(Config.keys())  # each once
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    rows = {ln.split("|")[2].strip().strip("`"): ln.split("|")[1].strip()
+            for ln in readme.splitlines() if ln.startswith("| ") and ln.count("|") == 5}
+    assert {k: rows.get(k) for k in AREA_OF} == AREA_OF
+
+
 def test_sizes_parse():
     c = Config.from_settings({"host_memory_limit": "2GiB", "device_memory_limit": "512MiB"}, environ={})
     assert c.host_memory_limit == 2 << 30 and c.device_memory_limit == 512 << 20
