@@ -34,7 +34,7 @@ import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.exec.aggregates import MOMENTS, Accumulator, make_accumulator
-from sluice.expr.evaluate import evaluate, shared_subexpressions
+from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -110,8 +110,7 @@ class HashAggregateOp(Operator):
                 if self.phase == "final":  # partial states; one chunk may hold a group twice
                     page, dpages = self._merge_rows(chunk), {}
                 else:
-                    with shared_subexpressions():
-                        page, dpages = self._partial(chunk, dev, passthrough)
+                    page, dpages = self._partial(chunk, dev, passthrough)
                 if rows_seen == 0 and self.keys and self.phase != "final" and \
                         page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
                     # Nearly every row its own group (l_comment, keys unique per chunk): grouping
@@ -177,7 +176,8 @@ class HashAggregateOp(Operator):
 
     def _partial(self, chunk: Chunk, dev, passthrough: bool = False) -> tuple[Chunk, dict[Expr, Chunk]]:
         n = chunk.num_rows
-        kcols = [evaluate(e, chunk).expand(n) for _, e in self.keys]
+        memo: dict = {}  # sub-expressions shared by keys and arguments, computed once
+        kcols = [evaluate(e, chunk, memo).expand(n) for _, e in self.keys]
         if passthrough:  # each row a group of its own
             ids, g = torch.arange(n, device=dev), n
             rows = torch.ones(n, dtype=torch.int64, device=dev)
@@ -194,11 +194,11 @@ class HashAggregateOp(Operator):
             if distinct:
                 cols.update(acc.identity(g, dev))
                 continue
-            col = evaluate(arg, chunk).expand(n) if arg is not None else None
+            col = evaluate(arg, chunk, memo).expand(n) if arg is not None else None
             cols.update(acc.update(col, ids, g, rows))
         dpages = {}
         for arg in self.distinct_args:
-            x = evaluate(arg, chunk).expand(n)
+            x = evaluate(arg, chunk, memo).expand(n)
             pair_ids, k = group_ids([Column(ids, _INT64), x], n)
             firsts = first_rows(pair_ids.to(dev), k)
             dcols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}

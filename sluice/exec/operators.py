@@ -15,7 +15,7 @@ import torch
 
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
-from sluice.expr.evaluate import evaluate, evaluate_predicate, shared_subexpressions
+from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.io.parquet.metadata import RowGroup, TableInfo
 from sluice.adapt.scan_policy import Coordinator, ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
@@ -176,11 +176,10 @@ class ProjectOp(Operator):
 
     def execute(self, ctx):
         for chunk in self.child.stream(ctx):
-            cols = {}
-            with shared_subexpressions():
-                for name, e in self.exprs:
-                    c = evaluate(e, chunk)
-                    cols[name] = c.expand(chunk.num_rows) if c.is_const else c
+            cols, memo = {}, {}  # sub-expressions shared by the expressions, computed once
+            for name, e in self.exprs:
+                c = evaluate(e, chunk, memo)
+                cols[name] = c.expand(chunk.num_rows) if c.is_const else c
             yield Chunk(cols, chunk.num_rows, chunk.seq)
 
     def describe(self):

@@ -8,9 +8,6 @@ AND/OR/CASE/COALESCE/IS NULL. Equal sub-expressions over one chunk are computed 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import torch
 
 from sluice.chunk import Chunk, Column
@@ -22,39 +19,24 @@ from sluice.expr.nodes import Col, Expr, Func, Lit
 _CPU = torch.device("cpu")
 
 
-#: Per-chunk results of sub-expressions, so an expression used twice (TPC-H Q1's
-#: ``l_extendedprice * (1 - l_discount)``) is computed once: (id(chunk), expr) -> Column.
-_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sluice_eval_memo", default=None)
-
-
-@contextlib.contextmanager
-def shared_subexpressions():
-    """Within this block, evaluating equal expressions over the same chunk reuses results."""
-    token = _MEMO.set({})
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
-
-
-def evaluate(e: Expr, chunk: Chunk) -> Column:
+def evaluate(e: Expr, chunk: Chunk, memo: dict | None = None) -> Column:
+    """``e`` over ``chunk``. With a ``memo`` (a dict the caller keeps for one chunk), equal
+    sub-expressions of the expressions evaluated with it are computed once (TPC-H Q1's
+    ``l_extendedprice * (1 - l_discount)``, in two aggregates)."""
     if isinstance(e, Col):
         return chunk.columns[e.name]
     if isinstance(e, Lit):
         return literal_column(e, _device_of(chunk))
-    memo = _MEMO.get()
     if memo is not None:
-        key = (id(chunk), e)
-        hit = memo.get(key)
+        hit = memo.get(e)
         if hit is not None:
-            return hit[1]
-        out = _evaluate_func(e, chunk)
-        memo[key] = (chunk, out)  # holding the chunk keeps its id from being reused
+            return hit
+        out = memo[e] = _evaluate_func(e, chunk, memo)
         return out
     return _evaluate_func(e, chunk)
 
 
-def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
+def _evaluate_func(e: Expr, chunk: Chunk, memo: dict | None = None) -> Column:
     """The function's kernel (:mod:`sluice.expr.functions`) over its evaluated arguments."""
     assert isinstance(e, Func)
     for a in e.args:
@@ -63,7 +45,7 @@ def _evaluate_func(e: Expr, chunk: Chunk) -> Column:
     fn = find(e.op)
     if fn is None:
         raise UnsupportedError(f"function {e.op} is not supported")
-    args = _guarded_args(e, chunk) if e.op in _GUARDED else [evaluate(a, chunk) for a in e.args]
+    args = _guarded_args(e, chunk) if e.op in _GUARDED else [evaluate(a, chunk, memo) for a in e.args]
     return fn.kernel(e, args, chunk)
 
 

@@ -37,6 +37,10 @@ class DeferredChecks:
                 raise error(message)
 
 
+#: The one context variable left in sluice, on purpose: the sink is scoped to the query's
+#: thread (the driver opens it), and a kernel that raises is twenty call levels below anything
+#: that could carry it. A thread it does not reach (an I/O thread evaluating a pushed-down
+#: predicate) raises at once instead of deferring: one sync on that thread, never a lost check.
 _CHECKS: contextvars.ContextVar[DeferredChecks | None] = contextvars.ContextVar("sluice_checks", default=None)
 
 
