@@ -36,6 +36,7 @@ from sluice.expr.nodes import Col, Expr, Lit
 from sluice.plan.logical import Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Scan, Filter, OneRow, Shared
 from sluice.sql.scope import Correlation, Ctx, Domain, EmptyGroup, Outer, Rel
 from sluice.sql.syntax import _outer_aggs, _outer_windows
+from sluice.sql.windows import null_safe_zero
 from sluice.types import BOOL, INT64
 
 #: Passes over one subquery, each finding outer references the last could not reach; real
@@ -98,11 +99,10 @@ def _cheap(plan: PlanNode) -> bool:
 
 def null_safe_keys(left: list[Expr], right: list[Expr]) -> tuple[list[Expr], list[Expr]]:
     """Join keys under which NULL matches NULL: each key as ``(k IS NULL, coalesce(k, zero))``."""
-    from sluice.sql.aggregation import _zero_of
     lk: list[Expr] = []
     rk: list[Expr] = []
     for a, b in zip(left, right):
-        zero = _zero_of(b.type)
+        zero = null_safe_zero(b.type)
         if zero is None:
             raise UnsupportedError(f"a correlated subquery over a {b.type} outer value")
         lk += [E.make_func("is_null", [a]), E.make_func("coalesce", [a, zero])]

@@ -38,6 +38,7 @@ from sluice.sql.sources import _references
 from sluice.plan.joins import extract_common_or
 from sluice.sql.sources import FromClause
 from sluice.sql.aggregation import Aggregation
+from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
 from sluice.sql.dependent import Dependent
 from sluice.sql.expressions import Expressions
@@ -45,7 +46,7 @@ from sluice.sql.expressions import Expressions
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, Aggregation, Subqueries, Dependent, Expressions):
+class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files
