@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _dec
+from dataclasses import dataclass, field
 
 from typing import Callable
 
@@ -271,10 +272,31 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
     # ------------------------------------------------------------------ SELECT
 
     def select(self, sel: exp.Select, parent: Scope | None, corr: Correlation | None) -> Rel:
-        domain = self._domains.pop(id(sel), None)
-        empty = self._empty_groups.pop(id(sel), None)
-        scope = Scope(parent)
-        ctx = Ctx(scope, aliases={it.alias.lower(): it.this for it in sel.expressions if isinstance(it, exp.Alias)})
+        """One SELECT, clause by clause in SQL's logical order: FROM and WHERE, GROUP BY and
+        HAVING, subqueries in the select list, windows and QUALIFY, the select list, DISTINCT
+        (ON), ORDER BY, LIMIT / OFFSET."""
+        st = _Select(sel, Scope(parent), corr, self._domains.pop(id(sel), None), self._empty_groups.pop(id(sel), None))
+        st.ctx = st.post_ctx = Ctx(st.scope, aliases={it.alias.lower(): it.this for it in sel.expressions
+                                                      if isinstance(it, exp.Alias)})
+        items, specs = self._from_items(st)
+        st.plan = self._from_where(st, items, specs)
+        self._group_having(st)
+        for it in st.select_items:  # scalar subqueries as a value, EXISTS / IN as a mark column
+            st.plan = self._join_subqueries(it, st.plan, st.post_ctx)
+        self._windows_qualify(st)
+        self._select_list(st)
+        on_keys = self._distinct_on(st)
+        hidden = self._order_by(st) + on_keys
+        return self._finish(st, on_keys, hidden)
+
+    def _post_or_expr(self, node: exp.Expression, st: "_Select") -> Expr:
+        """``node`` over the aggregation's output (when the SELECT aggregates) or its rows."""
+        return self._post(node, st.post_ctx) if st.aggregated else self.expr(node, st.post_ctx)
+
+    def _from_items(self, st: "_Select") -> tuple[list[PlanNode], list]:
+        """The FROM clause's relations in order, each with its JOIN (None: the first, a LATERAL
+        already joined, the correlation domain); their sources are added to the scope."""
+        sel, scope, ctx = st.sel, st.scope, st.ctx
         frm = _from(sel)
         joins = sel.args.get("joins") or []
         items: list[PlanNode] = []
@@ -318,16 +340,21 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
                 specs.append(j)
         if sel.args.get("laterals"):
             raise UnsupportedError("LATERAL")
-        if domain is not None:
+        if st.domain is not None:
             # The outer references' distinct values, cross-joined in: each answers as its
             # domain column (sluice.sql.dependent), a local column of this SELECT.
-            scope.add(Source("\x00domain", {f"\x00{c.name}": c for c in domain.cols.values()}))
-            items.insert(0, domain.plan)
+            scope.add(Source("\x00domain", {f"\x00{c.name}": c for c in st.domain.cols.values()}))
+            items.insert(0, st.domain.plan)
             specs.insert(0, None)
+        return items, specs
 
-        # WHERE: plain conjuncts vs. subquery predicates. An inner join's ON conditions with a
-        # subquery join it as WHERE conditions do (the same rows when every later join keeps
-        # the rows it is given: inner, cross or LEFT).
+    def _from_where(self, st: "_Select", items: list[PlanNode], specs: list) -> PlanNode:
+        """FROM joined with WHERE: plain conjuncts join the FROM items (placed by the rules),
+        subquery predicates are decorrelated above them. An inner join's ON conditions with a
+        subquery join it as WHERE conditions do (the same rows when every later join keeps the
+        rows it is given: inner, cross or LEFT); correlated conjuncts go to ``st.corr``."""
+        sel, scope, ctx, corr = st.sel, st.scope, st.ctx, st.corr
+        joins = sel.args.get("joins") or []
         plain: list[Expr] = []
         subq: list[exp.Expression] = []
         moved: list[exp.Expression] = []
@@ -360,178 +387,172 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
                 if c.type.kind != "bool":
                     raise PlanError(f"WHERE needs a boolean condition, got {c.type}")
                 local_plain.append(c)
-
         plan = self._plan_from(items, specs, local_plain, ctx)
         for c in subq:
             plan = self.subquery_predicate(c, plan, ctx, where_scope=scope, corr=corr)
+        return plan
 
-        # Aggregation.
-        select_items = self._expand_star(sel, scope)
+    def _group_having(self, st: "_Select") -> None:
+        """GROUP BY, the aggregates of every clause, HAVING: ``st.plan`` becomes the groups and
+        ``st.post_ctx`` reads expressions over them."""
+        sel, ctx, corr, domain = st.sel, st.ctx, st.corr, st.domain
+        select_items = st.select_items = self._expand_star(sel, st.scope)
         having = sel.args.get("having")
-        order = _order_by_all(sel.args.get("order"), len(select_items))
+        order = st.order = _order_by_all(sel.args.get("order"), len(select_items))
         group = _group_by_all(sel.args.get("group"), select_items)
-        agg_nodes = []
-        for it in select_items:
-            agg_nodes += _outer_aggs(it)
-        if having is not None:
-            agg_nodes += _outer_aggs(having)
-        if order is not None:
-            for o in order.expressions:
-                agg_nodes += _outer_aggs(o)
-        grouping_nodes = [n for it in select_items for n in _grouping_calls(it)]
-        if having is not None:
-            grouping_nodes += _grouping_calls(having)
-        if order is not None:
-            grouping_nodes += [n for o in order.expressions for n in _grouping_calls(o)]
-        aggregated = bool(group) or bool(agg_nodes)
-        alias_map = {}
-        for it in select_items:
-            if isinstance(it, exp.Alias):
-                alias_map[it.alias.lower()] = it.this
-
+        clauses = list(select_items) + ([having] if having is not None else []) + \
+            (list(order.expressions) if order is not None else [])
+        agg_nodes = [n for c in clauses for n in _outer_aggs(c)]
+        grouping_nodes = [n for c in clauses for n in _grouping_calls(c)]
+        st.aggregated = bool(group) or bool(agg_nodes)
+        alias_map = {it.alias.lower(): it.this for it in select_items if isinstance(it, exp.Alias)}
         if corr is not None and corr.pairs:
             # Inner side of each correlation pair becomes an output (and a group key).
             for _, inner in corr.pairs:
-                if isinstance(inner, Col):
-                    corr.inner_key_cols.append(inner.name)
-                else:
-                    corr.inner_key_cols.append(self.fresh("corr_key"))
-
-        post_ctx = ctx
-        if empty is not None and (not aggregated or group is not None):
-            empty = None  # rows come only from groups: no row is what no rows give
-        having_flag: Expr | None = None
-        if aggregated:
-            plan, post_ctx = self._aggregate(plan, ctx, select_items, group, agg_nodes, alias_map, corr,
-                                             grouping_nodes, domain_keys=list(domain.cols.values()) if domain else [])
+                corr.inner_key_cols.append(inner.name if isinstance(inner, Col) else self.fresh("corr_key"))
+        if st.empty is not None and (not st.aggregated or group is not None):
+            st.empty = None  # rows come only from groups: no row is what no rows give
+        if not st.aggregated:
             if having is not None:
-                for c in _split_and(having):
-                    if _contains_subquery(c):
-                        if empty is not None:
-                            raise UnsupportedError("a subquery in the HAVING clause of a correlated scalar subquery")
-                        plan = self.subquery_predicate(c, plan, post_ctx, where_scope=None, corr=None)
-                    elif empty is not None:  # keep the group, with HAVING's verdict (EmptyGroup)
-                        having_flag = E.and_all([having_flag, self._post(c, post_ctx)])
-                    else:
-                        plan = Filter(plan, self._post(c, post_ctx))
-        elif having is not None:
-            raise PlanError("HAVING without aggregation")
+                raise PlanError("HAVING without aggregation")
+            return
+        st.plan, st.post_ctx = self._aggregate(st.plan, ctx, select_items, group, agg_nodes, alias_map, corr,
+                                               grouping_nodes,
+                                               domain_keys=list(domain.cols.values()) if domain else [])
+        for c in _split_and(having) if having is not None else []:
+            if _contains_subquery(c):
+                if st.empty is not None:
+                    raise UnsupportedError("a subquery in the HAVING clause of a correlated scalar subquery")
+                st.plan = self.subquery_predicate(c, st.plan, st.post_ctx, where_scope=None, corr=None)
+            elif st.empty is not None:  # keep the group, with HAVING's verdict (EmptyGroup)
+                st.having_flag = E.and_all([st.having_flag, self._post(c, st.post_ctx)])
+            else:
+                st.plan = Filter(st.plan, self._post(c, st.post_ctx))
 
-        # Subqueries in the SELECT list: scalar ones as a value, EXISTS / IN as a mark column.
-        for it in select_items:
-            plan = self._join_subqueries(it, plan, post_ctx)
-
-        # Window functions (after grouping and HAVING), then QUALIFY on their results.
-        qualify = sel.args.get("qualify")
-        windows = [w for it in select_items for w in _outer_windows(it)]
+    def _windows_qualify(self, st: "_Select") -> None:
+        """Window functions (after grouping and HAVING), then QUALIFY on their results."""
+        qualify = st.sel.args.get("qualify")
+        windows = [w for it in st.select_items for w in _outer_windows(it)]
         if qualify is not None:
             windows += _outer_windows(qualify)
-        if order is not None:
-            windows += [w for o in order.expressions for w in _outer_windows(o)]
+        if st.order is not None:
+            windows += [w for o in st.order.expressions for w in _outer_windows(o)]
         if windows:
-            if domain is not None:
+            if st.domain is not None:
                 raise UnsupportedError("window functions in a correlated subquery")
-            plan = self._windows(plan, windows, post_ctx, aggregated)
+            st.plan = self._windows(st.plan, windows, st.post_ctx, st.aggregated)
         if qualify is not None:
-            c = self._post(qualify.this, post_ctx) if aggregated else self.expr(qualify.this, post_ctx)
+            c = self._post_or_expr(qualify.this, st)
             if c.type.kind != "bool":
                 raise PlanError(f"QUALIFY needs a boolean condition, got {c.type}")
-            plan = Filter(plan, c)
+            st.plan = Filter(st.plan, c)
 
-        outputs_exprs: list[tuple[str, str, Expr]] = []
-        for it in select_items:
+    def _select_list(self, st: "_Select") -> None:
+        """The select list as (user name, internal name, expression), and the columns that
+        travel with it: correlation keys and residual inputs, domain columns, the empty-group
+        report."""
+        outputs = st.outputs
+        for it in st.select_items:
             name = it.alias_or_name if isinstance(it, (exp.Alias, exp.Column)) else it.sql(dialect="duckdb")
-            e = self._post(it.this if isinstance(it, exp.Alias) else it, post_ctx) if aggregated \
-                else self.expr(it.this if isinstance(it, exp.Alias) else it, post_ctx)
+            e = self._post_or_expr(it.this if isinstance(it, exp.Alias) else it, st)
             # A column shown twice (``select ename, ename as path``) gets a name of its own for
             # the second: each output must be its own column (a recursive step fills them).
-            reuse = isinstance(e, Col) and all(e.name != internal for _, internal, _ in outputs_exprs)
-            outputs_exprs.append((name, e.name if reuse else self.fresh(name), e))
-
-        # Correlation outputs (keys and residual inputs) travel with the projection.
-        extra: list[tuple[str, Expr]] = []
-        if corr is not None:
-            sch = plan.schema
-            for (outer, inner), kname in zip(corr.pairs, corr.inner_key_cols):
-                if aggregated:
-                    extra.append((kname, Col(kname, sch[kname])))
-                elif isinstance(inner, Col):
-                    extra.append((kname, inner))
-                else:
-                    extra.append((kname, inner))
-            for r in corr.residual:
-                for cname in sorted(r.columns() & scope.local):
+            reuse = isinstance(e, Col) and all(e.name != internal for _, internal, _ in outputs)
+            outputs.append((name, e.name if reuse else self.fresh(name), e))
+        extra = st.extra
+        if st.corr is not None:
+            sch = st.plan.schema
+            for (outer, inner), kname in zip(st.corr.pairs, st.corr.inner_key_cols):
+                extra.append((kname, Col(kname, sch[kname]) if st.aggregated else inner))
+            for r in st.corr.residual:
+                for cname in sorted(r.columns() & st.scope.local):
                     if cname in sch:
                         extra.append((cname, Col(cname, sch[cname])))
-        if domain is not None:
-            extra += [(d.name, Col(d.name, d.type)) for d in domain.cols.values()]
-        if empty is not None:
-            self._report_empty(empty, plan, outputs_exprs, having_flag, domain)
-            extra.append((empty.present, Lit(True, BOOL)))
-            if having_flag is not None:
-                extra.append((empty.having_col, having_flag))
+        if st.domain is not None:
+            extra += [(d.name, Col(d.name, d.type)) for d in st.domain.cols.values()]
+        if st.empty is not None:
+            self._report_empty(st.empty, st.plan, outputs, st.having_flag, st.domain)
+            extra.append((st.empty.present, Lit(True, BOOL)))
+            if st.having_flag is not None:
+                extra.append((st.empty.having_col, st.having_flag))
 
-        distinct = sel.args.get("distinct")
-        on_keys: list[tuple[str, Expr]] = []
-        if distinct is not None and distinct.args.get("on"):
-            # DISTINCT ON (k): the first row of each k in ORDER BY's order, kept by a
-            # row_number() window over k; the keys travel as hidden columns.
-            on = distinct.args["on"]
-            by_alias = {u.lower(): e for u, _, e in reversed(outputs_exprs)}
-            for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
-                if isinstance(k, exp.Literal) and not k.is_string:  # a position in the select list
-                    pos = int(k.this) if k.this.isdigit() else 0
-                    if not 1 <= pos <= len(outputs_exprs):
-                        raise PlanError(f"DISTINCT ON position {k.this} is not in the select list")
-                    e = outputs_exprs[pos - 1][2]
-                elif isinstance(k, exp.Column) and not k.table and k.name.lower() in by_alias:
-                    e = by_alias[k.name.lower()]  # a select-list name, as ORDER BY reads it
-                else:
-                    e = self._post(k, post_ctx) if aggregated else self.expr(k, post_ctx)
-                on_keys.append((self.fresh("distinct_on"), e))
-            distinct = None
-        proj_exprs = [(internal, e) for _, internal, e in outputs_exprs]
+    def _distinct_on(self, st: "_Select") -> list[tuple[str, Expr]]:
+        """DISTINCT ON (k): the keys, as hidden columns (the first row of each k in ORDER BY's
+        order is kept by a row_number() window in ``_finish``); ``st.distinct`` is then None."""
+        distinct = st.distinct = st.sel.args.get("distinct")
+        if distinct is None or not distinct.args.get("on"):
+            return []
+        on = distinct.args["on"]
+        by_alias = {u.lower(): e for u, _, e in reversed(st.outputs)}
+        on_keys = []
+        for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+            if isinstance(k, exp.Literal) and not k.is_string:  # a position in the select list
+                pos = int(k.this) if k.this.isdigit() else 0
+                if not 1 <= pos <= len(st.outputs):
+                    raise PlanError(f"DISTINCT ON position {k.this} is not in the select list")
+                e = st.outputs[pos - 1][2]
+            elif isinstance(k, exp.Column) and not k.table and k.name.lower() in by_alias:
+                e = by_alias[k.name.lower()]  # a select-list name, as ORDER BY reads it
+            else:
+                e = self._post_or_expr(k, st)
+            on_keys.append((self.fresh("distinct_on"), e))
+        st.distinct = None
+        return on_keys
+
+    def _order_by(self, st: "_Select") -> list[tuple[str, Expr]]:
+        """ORDER BY as sort keys over the projection (``st.sort_keys``): a position or a
+        select-list name is that output, an expression equal to an output is that output, any
+        other expression a hidden column (returned)."""
+        hidden: list[tuple[str, Expr]] = []
+        if st.order is None:
+            return hidden
+        outputs = st.outputs
+        out_by_alias = {}
+        for (u, internal, e) in outputs:
+            out_by_alias.setdefault(u.lower(), (internal, e))
+        for o in st.order.expressions:
+            t = o.this
+            target: Expr | None = None
+            if isinstance(t, exp.Literal) and not t.is_string:
+                k = int(t.this) if t.this.isdigit() else 0
+                if not 1 <= k <= len(outputs):
+                    raise PlanError(f"ORDER BY position {k} is not in the select list")
+                _, internal, e = outputs[k - 1]
+                target = Col(internal, e.type)
+            elif isinstance(t, exp.Column) and not t.table and t.name.lower() in out_by_alias:
+                internal, e = out_by_alias[t.name.lower()]
+                if len({str(x) for (u, _, x) in outputs if u.lower() == t.name.lower()}) > 1:
+                    raise UnsupportedError(f"ORDER BY {t.name}: several select-list items have that name")
+                target = Col(internal, e.type)
+            else:
+                e = self._post_or_expr(t, st)
+                for (_, internal, oe) in outputs:
+                    if oe == e:
+                        target = Col(internal, e.type)
+                        break
+                if target is None:
+                    if st.distinct is not None:
+                        raise PlanError("ORDER BY expressions must appear in the select list with DISTINCT")
+                    hn = self.fresh("sort_key")
+                    hidden.append((hn, e))
+                    target = Col(hn, e.type)
+            st.sort_keys.append(self._sort_key(o, target))
+        return hidden
+
+    def _finish(self, st: "_Select", on_keys: list[tuple[str, Expr]], hidden: list[tuple[str, Expr]]) -> Rel:
+        """The projection (outputs, the columns that travel with them, hidden sort and DISTINCT
+        ON keys), then LIMIT / OFFSET (per outer row in a correlated subquery), DISTINCT ON,
+        DISTINCT, ORDER BY; hidden columns dropped last."""
+        domain, empty = st.domain, st.empty
+        proj_exprs = [(internal, e) for _, internal, e in st.outputs]
         seen = {n for n, _ in proj_exprs}
-        for n, e in extra:
+        for n, e in st.extra:
             if n not in seen:
                 proj_exprs.append((n, e))
                 seen.add(n)
-        limit, offset = self._limit_offset(sel)
-        hidden: list[tuple[str, Expr]] = []
-        sort_keys: list[SortKey] = []
-        if order is not None:
-            out_by_alias = {}
-            for (u, internal, e) in outputs_exprs:
-                out_by_alias.setdefault(u.lower(), (internal, e))
-            for o in order.expressions:
-                t = o.this
-                target: Expr | None = None
-                if isinstance(t, exp.Literal) and not t.is_string:
-                    k = int(t.this) if t.this.isdigit() else 0
-                    if not 1 <= k <= len(outputs_exprs):
-                        raise PlanError(f"ORDER BY position {k} is not in the select list")
-                    _, internal, e = outputs_exprs[k - 1]
-                    target = Col(internal, e.type)
-                elif isinstance(t, exp.Column) and not t.table and t.name.lower() in out_by_alias:
-                    internal, e = out_by_alias[t.name.lower()]
-                    if len({str(x) for (u, _, x) in outputs_exprs if u.lower() == t.name.lower()}) > 1:
-                        raise UnsupportedError(f"ORDER BY {t.name}: several select-list items have that name")
-                    target = Col(internal, e.type)
-                else:
-                    e = self._post(t, post_ctx) if aggregated else self.expr(t, post_ctx)
-                    for (_, internal, oe) in outputs_exprs:
-                        if oe == e:
-                            target = Col(internal, e.type)
-                            break
-                    if target is None:
-                        if distinct is not None:
-                            raise PlanError("ORDER BY expressions must appear in the select list with DISTINCT")
-                        hn = self.fresh("sort_key")
-                        hidden.append((hn, e))
-                        target = Col(hn, e.type)
-                sort_keys.append(self._sort_key(o, target))
-        hidden += on_keys
-        plan = Project(plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
+        limit, offset = self._limit_offset(st.sel)
+        sort_keys = st.sort_keys
+        plan = Project(st.plan, tuple(proj_exprs + [h for h in hidden if h[0] not in seen]))
         if empty is not None and (limit == 0 or offset):
             raise UnsupportedError("LIMIT 0 or OFFSET on a correlated aggregate subquery")
         if domain is not None and (limit is not None or offset):
@@ -553,7 +574,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             plan = Window(plan, tuple(Col(n, e.type) for n, e in on_keys), tuple(sort_keys),
                           ((rn, WindowCall("row_number", ())),))
             plan = Filter(plan, E.make_compare("=", Col(rn, INT64), Lit(1, INT64)))
-        if distinct is not None:
+        if st.distinct is not None:
             sch = plan.schema
             plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs), ())
         if sort_keys:
@@ -563,7 +584,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
         if hidden:
             sch = plan.schema
             plan = Project(plan, tuple((n, Col(n, sch[n])) for n, _ in proj_exprs))
-        return Rel(plan, [(u, internal) for u, internal, _ in outputs_exprs])
+        return Rel(plan, [(u, internal) for u, internal, _ in st.outputs])
 
     def _report_empty(self, empty: EmptyGroup, plan: PlanNode, outputs_exprs, having: Expr | None,
                       domain: Domain | None) -> None:
@@ -642,3 +663,26 @@ def _inside(node: exp.Expression, root: exp.Expression) -> bool:
             return True
         node = node.parent
     return False
+
+
+@dataclass
+class _Select:
+    """What the steps of :meth:`Translator.select` hand on: the SELECT, its scope and
+    correlation, and the plan and outputs as each clause adds to them."""
+
+    sel: exp.Select
+    scope: Scope
+    corr: Correlation | None
+    domain: Domain | None  # the outer references' values a correlated subquery runs over
+    empty: EmptyGroup | None  # a scalar aggregate subquery's report of an empty group
+    ctx: Ctx | None = None  # names over the FROM clause's rows
+    post_ctx: Ctx | None = None  # names over the aggregation's output (ctx when not aggregated)
+    plan: PlanNode | None = None
+    select_items: list = field(default_factory=list)
+    order: exp.Order | None = None
+    aggregated: bool = False
+    having_flag: Expr | None = None
+    distinct: exp.Distinct | None = None
+    outputs: list[tuple[str, str, Expr]] = field(default_factory=list)  # (user name, internal, expr)
+    extra: list[tuple[str, Expr]] = field(default_factory=list)  # columns that travel with the outputs
+    sort_keys: list[SortKey] = field(default_factory=list)
