@@ -297,7 +297,14 @@ def query():
         return q
     if k < 0.7:  # joins
         jt = R.choice(["join", "left join", "right join", "full join"])
-        on = R.choice(["t.a = u.a", "t.g = u.g", "t.a = u.g and t.s = u.s", "t.s = u.s", "t.a = u.a and t.b < u.b", "t.g = u.a + 1"])
+        on = R.choice(["t.a = u.a", "t.g = u.g", "t.a = u.g and t.s = u.s", "t.s = u.s", "t.a = u.a and t.b < u.b", "t.g = u.a + 1",
+                       # ON conjuncts on one side alone: push_filters moves those on the
+                       # null-extended side below an outer join, the others stay in it
+                       f"t.a = u.a and {pred('u')}", f"t.g = u.g and {pred('t')}",
+                       f"t.a = u.a and {pred('t')} and {pred('u')}"])
+        if R.random() < .15:  # a WHERE over a run of inner joins below an outer join (filters_into_join_runs)
+            return (f"select t.g, count(*), sum(u.b), max(t2.s) from t join u on {on} {jt} t t2 on t2.g = u.g and "
+                    f"{pred('t2')} where {pred(R.choice(['t', 'u', 't2']))} and {pred(R.choice(['t', 'u']))} group by t.g")
         if R.random() < .4:
             return f"select t.g, u.g, count(*), sum(t.b), max(u.d) from t {jt} u on {on}" + (f" where {pred(R.choice(['t','u']))}" if R.random()<.5 else "") + " group by t.g, u.g"
         return f"select t.b, u.b, t.s, u.a from t {jt} u on {on}" + (f" where {pred(R.choice(['t','u']))}" if R.random()<.5 else "")

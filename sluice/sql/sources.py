@@ -15,7 +15,7 @@ from sluice.sql.coverage import construct_name
 from sluice.io.parquet.metadata import TableInfo
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr
-from sluice.plan.logical import (Filter, InnerJoins, Join, JoinKind, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
+from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
@@ -267,15 +267,10 @@ class FromClause:
 
 
     def _plan_from(self, items, specs, conjuncts: list[Expr], ctx: Ctx) -> PlanNode:
-        """Join the FROM items. Each run of inner joins (the plan so far counting as one item
-        after an outer join) is ordered by ``plan_inner_joins``, with its ON conditions and
-        the WHERE conjuncts it can evaluate; outer joins keep their written order.
-
-        A WHERE conjunct moves into a run when its columns are all there and every later
-        join is inner or LEFT: later joins then only drop rows or extend them with columns
-        it does not read, so filtering earlier is the same. This gives the join orderer the
-        selective dimension filters of a query written with JOIN ... ON (TPC-DS Q72).
-        """
+        """Join the FROM items: each run of inner joins (the plan so far counting as one item
+        after an outer join) is one InnerJoins with its ON conditions, for the ``order_joins``
+        rule to order; outer joins keep their written order. The WHERE conjuncts filter the
+        whole; where each one goes is the ``push_filters`` rules' decision."""
         for j in specs:
             kind = ((j.kind or "").upper() if j is not None else "")
             if kind in ("ASOF", "POSITIONAL") or (kind in ("SEMI", "ANTI") and (j.side or "")):
@@ -300,31 +295,20 @@ class FromClause:
                 if specs[k] is not None:
                     conds += [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
                 k += 1
-            if all(s in ("", "left") for s in sides[k:]):
-                names = set().union(*(p.schema for p in run))
-                moved = [c for c in conjuncts if c.columns() and c.columns() <= names]
-                conds += moved
-                conjuncts = [c for c in conjuncts if not any(c is m for m in moved)]
             plan = InnerJoins(tuple(run), tuple(conds)) if len(run) > 1 or conds else run[0]
         if conjuncts:
             plan = Filter(plan, E.and_all(conjuncts))
         return plan
 
     def _outer_join(self, plan: PlanNode, p: PlanNode, side: str, conds: list[Expr]) -> PlanNode:
-        """One LEFT / RIGHT / FULL join in written order; a condition on the null-extended
-        side alone filters that side before the join."""
+        """One LEFT / RIGHT / FULL / SEMI / ANTI join in written order: its equalities between
+        the sides are its keys, the rest its residual (``push_filters`` moves a conjunct on the
+        null-extended side alone below the join)."""
         kind = {"left": "left", "right": "right", "full": "full", "semi": "semi", "anti": "anti"}[side]
         left_names = set(plan.schema)
         right_names = set(p.schema)
         lk, rk, resid = [], [], []
         for c in conds:
-            cols = c.columns()
-            if kind in (JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI) and cols and cols <= right_names:
-                p = Filter(p, c)
-                continue
-            if kind == JoinKind.RIGHT and cols and cols <= left_names:
-                plan = Filter(plan, c)
-                continue
             pair = equi_pair(c, left_names, right_names)
             if pair is not None:
                 lk.append(pair[0])

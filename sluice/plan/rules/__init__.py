@@ -7,13 +7,13 @@ from sluice.plan.logical import PlanNode
 from sluice.plan.rules.filter_shared_ctes import filter_shared_ctes
 from sluice.plan.rules.order_joins import order_joins
 from sluice.plan.rules.prune_columns import prune_columns
-from sluice.plan.rules.push_filters import push_filters
+from sluice.plan.rules.push_filters import filters_into_join_runs, push_filters
 from sluice.plan.rules.push_semi_joins import push_semi_joins
 from sluice.plan.rules.semi_join_reduction import semi_join_reduction
 from sluice.plan.rules.simplify_outer_joins import inner_joins_below_left_joins, simplify_outer_joins
 
-RULES = (simplify_outer_joins, inner_joins_below_left_joins, order_joins, push_semi_joins, semi_join_reduction,
-         push_filters, filter_shared_ctes, prune_columns)
+RULES = (filters_into_join_runs, simplify_outer_joins, inner_joins_below_left_joins, order_joins, push_semi_joins,
+         semi_join_reduction, push_filters, filter_shared_ctes, prune_columns)
 
 
 def optimize(plan: PlanNode) -> PlanNode:

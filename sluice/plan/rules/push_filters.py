@@ -1,6 +1,16 @@
-"""Push filter conjuncts as far down as they can go: through projections (by substitution),
-into the sides of joins where that keeps outer-join semantics, below aggregations when they
-only test group keys, and finally into scans (where they also prune row groups).
+"""Where filters go -- decided here only (the translator leaves WHERE as one Filter above the
+FROM clause and an outer join's ON conditions in the join). Two rules:
+
+- :func:`filters_into_join_runs`, before join ordering: each WHERE conjunct joins the lowest
+  run of inner joins whose relations it reads, through the preserved side of LEFT joins
+  (later joins then only drop rows or extend them with columns it does not read, so filtering
+  earlier is the same), so that ``order_joins`` sees the selective dimension filters of a
+  query written with JOIN ... ON (TPC-DS Q72).
+- :func:`push_filters`, after it: every conjunct as far down as it can go -- through
+  projections (by substitution), into the sides of joins where that keeps outer-join
+  semantics (an outer join's ON conjunct on its null-extended side alone filters that side),
+  below aggregations when they only test group keys, and finally into scans (where they also
+  prune row groups).
 
 >>> # Filter(Project(Scan)) with a condition on a projected column ends as Scan(filter=...)
 """
@@ -12,7 +22,42 @@ from functools import singledispatch
 from sluice.expr import nodes as E
 from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
-from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Sort, Limit, Union, Window
+from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared,
+                                 Sort, Limit, Union, Window)
+
+
+def filters_into_join_runs(plan: PlanNode) -> PlanNode:
+    """Each Filter's conjuncts into the lowest run of inner joins (InnerJoins) below it that
+    has every column they read, through InnerJoins inputs and LEFT joins' preserved side;
+    a conjunct with no column, or none such run, stays where it is."""
+    if plan.children:
+        plan = plan.reconstruct([filters_into_join_runs(c) for c in plan.children])
+    if not isinstance(plan, Filter):
+        return plan
+    child, keep = plan.child, []
+    for c in E.conjuncts(plan.predicate):
+        placed = _into_run(child, c) if c.columns() else None
+        if placed is None:
+            keep.append(c)
+        else:
+            child = placed
+    return _wrap(child, keep)
+
+
+def _into_run(plan: PlanNode, c: Expr) -> PlanNode | None:
+    """``plan`` with ``c`` in the lowest run below it that reads its columns (None: none)."""
+    if not (c.columns() <= set(plan.schema)):
+        return None
+    if isinstance(plan, Join) and plan.kind == JoinKind.LEFT:
+        left = _into_run(plan.left, c)
+        return None if left is None else plan.reconstruct([left, plan.right])
+    if isinstance(plan, InnerJoins):
+        for k, p in enumerate(plan.inputs):
+            lower = _into_run(p, c)
+            if lower is not None:
+                return InnerJoins(plan.inputs[:k] + (lower,) + plan.inputs[k + 1:], plan.conditions)
+        return InnerJoins(plan.inputs, plan.conditions + (c,))
+    return None
 
 
 def push_filters(plan: PlanNode) -> PlanNode:
@@ -86,6 +131,19 @@ def _(plan: Join, conds):
     left_names = set(plan.left.schema)
     right_names = set(plan.right.schema)
     to_left, to_right, keep = [], [], []
+    if plan.residual is not None and not plan.null_aware and not plan.single_row and \
+            plan.kind in (JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.RIGHT):
+        # An ON conjunct on the null-extended (or only tested) side alone filters that side
+        # first: a row it rejects matches nothing either way.
+        side = right_names if plan.kind != JoinKind.RIGHT else left_names
+        stay = []
+        for c in E.conjuncts(plan.residual):
+            if c.columns() and c.columns() <= side:
+                (to_left if plan.kind == JoinKind.RIGHT else to_right).append(c)
+            else:
+                stay.append(c)
+        if len(stay) < len(E.conjuncts(plan.residual)):
+            plan = replace(plan, residual=E.and_all(stay))
     for c in conds:
         cols = c.columns()
         if cols and cols <= left_names and plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS, JoinKind.MARK):
@@ -118,8 +176,7 @@ def _(plan: Join, conds):
         if len(lk) != len(plan.left_keys):
             plan = replace(plan, kind=JoinKind.INNER, left_keys=tuple(lk), right_keys=tuple(rk))
             keep = rest
-    # The residual of semi/anti/outer joins stays where it is; its single-side inner-join
-    # conjuncts were already placed by the translator.
+    # The rest of an outer join's residual stays in it.
     return _wrap(replace(plan, left=_push(plan.left, to_left), right=_push(plan.right, to_right)), keep)
 
 

@@ -102,3 +102,18 @@ Project nation.n_name, COUNT(*)
           Join left [nation.n_regionkey = region.r_regionkey]
             Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment] filter=(nation.n_name = 'FRANCE')
             Scan region [region.r_regionkey, region.r_name, region.r_comment]
+
+-- case: an ON conjunct on the null-extended side of a LEFT JOIN alone filters that side; one on the preserved side stays in the join
+select count(*) from nation left join supplier on s_nationkey = n_nationkey and s_acctbal > 0 and n_regionkey = 1;
+-- before
+Project COUNT(*)
+  Aggregate keys=[] aggs=[COUNT(*) := count(*)]
+    Join left [nation.n_nationkey = supplier.s_nationkey] residual=((supplier.s_acctbal > 0) AND (nation.n_regionkey = 1))
+      Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
+      Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment]
+-- after
+Project COUNT(*)
+  Aggregate keys=[] aggs=[COUNT(*) := count(*)]
+    Join left [nation.n_nationkey = supplier.s_nationkey] residual=(nation.n_regionkey = 1)
+      Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
+      Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment] filter=(supplier.s_acctbal > 0)
