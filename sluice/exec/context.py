@@ -18,6 +18,7 @@ from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import SluiceError, internal_error, is_resource_error
 from sluice.exec.materialize import MaterializeStats
+from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.spill import SpillManager
@@ -51,6 +52,7 @@ class ExecContext:
     device_tier: bool = False                                     # simulate the device tier on the CPU (tests)
     scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
     dist: object | None = None                                     # the DistGroup of a distributed run
+    filters: dict[object, RuntimeFilter] = field(default_factory=dict)  # RuntimeFilterSpec -> this run's filter
     recursive_work: dict[str, list] = field(default_factory=dict)  # recursive CTE -> rows of its last step
     scan_coordinator: object | None = None                          # shares CPU time among adaptive scans
     rank_stats: list | None = None                                 # rank 0 of a distributed run: each rank's summary
@@ -71,6 +73,13 @@ class ExecContext:
         if r is None:
             r = self.runs[op] = OperatorRun()
         return r
+
+    def runtime_filter(self, spec) -> RuntimeFilter:
+        """This run's filter for a RuntimeFilterSpec (created empty on first use)."""
+        rf = self.filters.get(spec)
+        if rf is None:
+            rf = self.filters[spec] = RuntimeFilter(spec.join, spec.column, bloom=spec.bloom)
+        return rf
 
     def memory_stats(self, op):
         """``op``'s MaterializeStats (created on first use)."""

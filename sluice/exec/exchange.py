@@ -108,8 +108,8 @@ class ExchangeOp(Operator):
         t0 = time.perf_counter()
         try:
             self._shuffle(ctx, g, mat, stats)
-            for _, rf in self.runtime_filters:  # the whole build side's keys, on every rank
-                rf.publish_across(g.group)
+            for _, spec in self.runtime_filters:  # the whole build side's keys, on every rank
+                ctx.runtime_filter(spec).publish_across(g.group)
         except SluiceError:
             raise
         except RuntimeError as e:  # a collective failed: a peer died, hung or aborted
@@ -157,8 +157,8 @@ class ExchangeOp(Operator):
                         local_done = True
                         break
                     st.rows_sent += chunk.num_rows
-                    for key, rf in self.runtime_filters:
-                        rf.add(evaluate(key, chunk), chunk.num_rows)
+                    for key, spec in self.runtime_filters:
+                        ctx.runtime_filter(spec).add(evaluate(key, chunk), chunk.num_rows)
                     wire = None
                     for d, part in self._destinations(chunk, world):
                         st.rows_to[d] += part.num_rows

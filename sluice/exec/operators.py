@@ -76,7 +76,7 @@ class ScanOp(Operator):
     row_groups: list[RowGroup]
     pruned: int = 0
     outputs: tuple[str, ...] | None = None  # emitted columns (None: all)
-    runtime_filters: list = field(default_factory=list)  # RuntimeFilters joins publish for this scan
+    runtime_filters: list = field(default_factory=list)  # RuntimeFilterSpecs of the joins that filter this scan
     label = "Scan"
 
     def reader(self, ctx: ExecContext) -> ScanReader:
@@ -111,7 +111,7 @@ class ScanOp(Operator):
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
                 predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
-                runtime=self.runtime_filters,
+                runtime=[ctx.runtime_filter(spec) for spec in self.runtime_filters],
                 decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory)
         return r
 

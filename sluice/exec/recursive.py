@@ -72,8 +72,11 @@ class RecursiveUnionOp(Operator):
                 work = [c for c in self.step.stream(ctx) if c.num_rows]
 
     def _reset(self, ctx) -> None:
-        """Let the step's operators run again: new scan readers, recomputed shared subplans."""
+        """Let the step's operators run again: new scan readers, recomputed shared subplans,
+        empty runtime filters (the last step's keys are not this one's)."""
         for op in self.step.walk():
+            for spec in getattr(op, "runtime_filters", ()):
+                ctx.filters.pop(spec[1] if isinstance(spec, tuple) else spec, None)
             if isinstance(op, ScanOp):
                 ctx.run(op).reader = None
             elif isinstance(op, SharedOp):

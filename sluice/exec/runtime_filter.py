@@ -40,9 +40,22 @@ def _slots(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     return (h >> 40) & mask, (h >> 20) & mask
 
 
+@dataclass(frozen=True, eq=False)
+class RuntimeFilterSpec:
+    """What lowering decides: a filter from one join key (``join`` names it) for one scan
+    column, with or without a Bloom filter. The join and the scan hold the same spec; each run
+    has its own :class:`RuntimeFilter` for it (``ExecContext.runtime_filter``), so a plan runs
+    again -- a recursive CTE's step, a second query -- from an empty filter."""
+
+    join: str
+    column: str  # the scan's file column
+    bloom: bool = True
+
+
 @dataclass
 class RuntimeFilter:
-    """Built from one join key's build-side values; applied to one scan column."""
+    """One run's filter for a spec: built from the join key's build-side values; applied to the
+    scan column."""
 
     join: str
     column: str                   # the scan's file column

@@ -18,7 +18,7 @@ from sluice.exec.exchange import ExchangeOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
-from sluice.exec.runtime_filter import RuntimeFilter
+from sluice.exec.runtime_filter import RuntimeFilterSpec
 from sluice.physical.properties import SINGLE
 from sluice.expr.nodes import Col
 from sluice.types import LType
@@ -70,7 +70,7 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             if hit is None:
                 continue
             scan, column, crossed = hit
-            rf = RuntimeFilter(f"join on {pk} = {bk}", column, bloom=bloom)
+            rf = RuntimeFilterSpec(f"join on {pk} = {bk}", column, bloom=bloom)
             if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
                 if not isinstance(op.build, ExchangeOp) or op.distribution == SINGLE:
                     continue  # (a join on rank 0 only: the other ranks' plans do not reach it)

@@ -52,8 +52,8 @@ def test_runtime_filter_answers(name, settings, rf_dir, connect):
 
 def _filters(rel):
     rel.to_arrow()
-    op, _ = rel.last_run
-    return [(o, rf) for o in op.walk() if isinstance(o, ScanOp) for rf in o.runtime_filters]
+    op, ctx = rel.last_run
+    return [(o, ctx.runtime_filter(spec)) for o in op.walk() if isinstance(o, ScanOp) for spec in o.runtime_filters]
 
 
 def test_preserved_sides_are_never_filtered(rf_dir, connect):

@@ -87,3 +87,18 @@ def test_recursion_without_end_read_under_a_limit(sql, settings, tpch_dir, tpch_
 def test_bad_recursive_ctes(sql, error, message, tpch_dir, connect):
     with pytest.raises(error, match=message):
         connect(tpch_dir).sql(sql).to_arrow()
+
+
+def test_each_step_builds_its_own_runtime_filter(tpch_dir, tpch_duck, connect):
+    # The step joins the work table (build) to lineitem (probe), whose scan gets the join's
+    # runtime filter: each step's filter holds that step's keys only (run state, reset with the
+    # step), not every step's so far -- the last step's build side is empty.
+    from sluice.exec.operators import ScanOp
+    sql = ("with recursive r(k, d) as (select 1, 0 union select l.l_orderkey, r.d + 1 from r "
+           "join lineitem l on l.l_orderkey = r.k + 1 where r.d < 6) select * from r")
+    rel = connect(tpch_dir, scan_mode="pushdown").sql(sql)
+    compare(rel.to_arrow(), tpch_duck.sql(sql).to_arrow_table())
+    op, ctx = rel.last_run
+    (spec,) = [s for o in op.walk() if isinstance(o, ScanOp) for s in o.runtime_filters]
+    rf = ctx.runtime_filter(spec)
+    assert rf.ready and rf.lo is None and rf.keys == 0
