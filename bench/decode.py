@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from sluice.io.parquet.convert import arrow_to_column  # noqa: E402
+from sluice.arrow import arrow_to_column  # noqa: E402
 from sluice.io.parquet.decode.column import column_spec, decode_column  # noqa: E402
 from sluice.io.parquet.ranges import fetch_chunks  # noqa: E402
 from sluice.io.pinned import columns_nbytes  # noqa: E402

@@ -1,7 +1,7 @@
 """Rows on the wire: a chunk as bytes and back, for the exchange's ``all_to_all_single``.
 
 A chunk travels as one Arrow IPC stream (schema + one record batch) -- the spill page format
-(:func:`sluice.io.spill.page_to_batch`): every type crosses intact (decimals as scaled
+(:func:`sluice.arrow.page_to_batch`): every type crosses intact (decimals as scaled
 int64, dates as int32 days, validity as Arrow validity) and strings travel by value, as
 offsets + bytes. Host dictionaries cannot ride a tensor collective; shipping each chunk's
 dictionary beside its codes would save bytes only where a chunk repeats strings, and most
@@ -15,7 +15,7 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk
-from sluice.io.spill import batch_to_page, page_to_batch
+from sluice.arrow import batch_to_page, page_to_batch
 
 
 _FRAME = 8  # each stream is preceded by its length (little-endian uint64)

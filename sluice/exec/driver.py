@@ -12,7 +12,7 @@ from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges
 from sluice.exec.operators import Operator, ScanOp
-from sluice.io.parquet.convert import column_to_arrow
+from sluice.arrow import column_to_arrow
 from sluice.types import to_arrow
 
 

@@ -25,83 +25,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
-import numpy as np
 import pyarrow as pa
 import torch
 
 from sluice.adapt.spill_codec import SpillCodec
-from sluice.chunk import Chunk, Column, host_tensor
+from sluice.arrow import batch_to_page, page_to_batch
+from sluice.chunk import Chunk, Column
 from sluice.errors import ResourcesExhausted
-from sluice.types import LType
 
 PREFIX = "sluice-spill-"
 #: Pages being written at once (their memory is held until the write completes).
 MAX_IN_FLIGHT = 4
 _FRAME = struct.Struct("<Q")
-
-
-# ---------------------------------------------------------------- page <-> record batch
-
-
-def page_to_batch(page: Chunk) -> pa.RecordBatch:
-    arrays, fields = [], []
-    n = page.num_rows
-    for name, c in page.columns.items():
-        c = c.expand(n)
-        mask = None if c.valid is None else ~c.valid.cpu().numpy()
-        meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
-        if c.wide is not None:  # a SUM beyond 64 bits: its exact values, as decimal digits
-            arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
-            meta["w"] = "1"
-        elif c.type.kind == "string":
-            codes = c.data.cpu().numpy().astype(np.int64, copy=False)
-            values = c.dictionary.take(pa.array(codes)) if n else pa.array([], pa.string())
-            arr = values if mask is None else _with_nulls(values, mask)
-        else:
-            data = np.ascontiguousarray(c.data.cpu().numpy())
-            arr = pa.array(data, mask=mask) if mask is not None else pa.array(data)
-        arrays.append(arr)
-        fields.append(pa.field(name, arr.type, metadata=meta))
-    if not arrays:  # rows without columns (SELECT 1 IN (...)'s probe side): keep their count
-        arrays, fields = [pa.nulls(n)], [pa.field(_ROWS_ONLY, pa.null())]
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-
-
-#: The one field of a spilled page that has rows but no columns.
-_ROWS_ONLY = "\x00rows"
-
-
-def _with_nulls(values: pa.Array, mask: np.ndarray) -> pa.Array:
-    import pyarrow.compute as pc
-    return pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), values)
-
-
-def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> Chunk:
-    cols = {}
-    n = batch.num_rows
-    for f, arr in zip(batch.schema, batch.columns):
-        if f.name == _ROWS_ONLY:
-            continue
-        md = f.metadata or {}
-        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()))
-        valid = None
-        if arr.null_count:
-            valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
-        if md.get(b"w") == b"1":  # exact values of a SUM beyond 64 bits
-            wide = tuple(int(v) if v is not None else 0 for v in arr.to_pylist())
-            col = Column(torch.zeros(n, dtype=t.torch_dtype), t, valid, None, wide)
-        elif t.kind == "string":
-            values = arr.fill_null("") if arr.null_count else arr
-            col = Column(torch.arange(n, dtype=torch.int32), t, valid, values)
-        else:
-            filled = arr.fill_null(False if t.kind == "bool" else 0) if arr.null_count else arr
-            np_arr = filled.to_numpy(zero_copy_only=False)
-            col = Column(host_tensor(np.ascontiguousarray(np_arr)), t, valid)
-        if device is not None and device.type != "cpu":
-            col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
-                         col.dictionary, col.wide)
-        cols[f.name] = col
-    return Chunk(cols, n)
 
 
 def page_nbytes(page: Chunk) -> int:

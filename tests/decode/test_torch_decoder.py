@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from sluice.io.parquet.convert import arrow_to_column
+from sluice.arrow import arrow_to_column
 from sluice.chunk import Column
 from sluice.io.parquet.decode.column import (NotDecodable, _batches, _page_cost, _read_headers, column_spec,
                                              decode_column, decode_rows)

@@ -12,7 +12,7 @@ from sluice.chunk import Chunk, Column
 from sluice.errors import ResourcesExhausted
 from sluice.kernels.hash import hash_columns, partition_of, string_hashes
 from sluice.io.memory import MemoryPool
-from sluice.io.spill import batch_to_page, page_to_batch
+from sluice.arrow import batch_to_page, page_to_batch
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, decimal
 
 

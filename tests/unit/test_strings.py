@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import torch
 
 from sluice.chunk import Column, concat_columns, unify_dictionaries
-from sluice.io.parquet.convert import arrow_to_column, column_to_arrow
+from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.io.parquet.decoders import read_as_dictionary as _read_as_dictionary
 from sluice.types import LType
 

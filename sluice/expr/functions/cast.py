@@ -19,6 +19,7 @@ from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text
 from sluice.types import LType
+from sluice.arrow import arrow_to_column, column_to_arrow
 
 _DAY_US = 86_400_000_000
 
@@ -272,7 +273,6 @@ def _beyond_plain(strings: pa.Array, t: LType) -> pa.Array:
 def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     """Each dictionary entry cast with Arrow, then gathered by code (``lenient``: TRY_CAST,
     entries that do not cast are NULL)."""
-    from sluice.io.parquet.convert import arrow_to_column
     target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
               "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
     target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
@@ -329,7 +329,6 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
 
 
 def _to_strings(a: Column, t: LType) -> Column:
-    from sluice.io.parquet.convert import column_to_arrow
     if a.type.is_float:
         return _float_to_string(a, t)
     if a.type.is_temporal:

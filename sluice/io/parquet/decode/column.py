@@ -26,6 +26,7 @@ from sluice.io.parquet.decode.delta import decode_delta
 from sluice.io.parquet.decode.hybrid import decode_hybrid
 from sluice.io.parquet.thrift import read_page_headers
 from sluice.types import LType
+from sluice.arrow import widen_timestamps
 
 #: Parquet codec names -> pyarrow codecs (LZ4 is the Hadoop-framed variant, see _decompress).
 CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli",
@@ -589,7 +590,6 @@ def _convert(raw: torch.Tensor, spec: ColumnSpec) -> torch.Tensor:
         return v.to(lt.torch_dtype)
     v = raw.view(torch.int64).reshape(-1)
     if pa.types.is_timestamp(t) and t.unit == "ms":
-        from sluice.io.parquet.convert import widen_timestamps
         return widen_timestamps(v, 1000, None)
     return v.to(lt.torch_dtype)
 
