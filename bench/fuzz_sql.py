@@ -285,6 +285,9 @@ def query():
         sel = ", ".join(numexpr("t") if R.random()<.6 else strexpr("t") for _ in range(R.randint(1, 3)))
         q = f"select {sel} from t where {pred('t')}"
         if R.random() < .3: q = f"select t.b, {sel} from t where {pred('t')} order by 2 desc nulls first, t.b limit {R.randint(0,20)}"
+        elif R.random() < .5:  # a top-k on a scan column: its k-th key bounds the scan (topk_filters)
+            q = (f"select t.b, {sel} from t where {pred('t')} order by t.b {R.choice(['', 'desc', 'asc nulls last'])} "
+                 f"limit {R.randint(0, 20)}" + (f" offset {R.randint(1, 5)}" if R.random() < .3 else ""))
         if R.random() < .2: q = f"with x as ({q}) select count(*), count(distinct x.b) from x"
         return q
     if k < 0.5:  # group by
@@ -330,7 +333,9 @@ def query():
     return f"select t.a, t.s from t where {pred('t')} {op} select u.a, u.s from u where {pred('u')}"
 
 CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mode": "staging", "chunk_rows": 5}, {"scan_mode": "pushdown"},
-       {"host_memory_limit": 4 << 20, "chunk_rows": 3}]
+       {"host_memory_limit": 4 << 20, "chunk_rows": 3},
+       # on demand: row groups read after a top-k bound is known meet it
+       {"chunk_rows": 10, "prefetch": False}, {"chunk_rows": 10, "prefetch": False, "scan_mode": "pushdown"}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **c) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 

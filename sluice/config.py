@@ -35,7 +35,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit"),
     "spill": ("spill_dir", "force_spill", "spill_compression"),
-    "adapt": ("scan_mode", "runtime_filters"),
+    "adapt": ("scan_mode", "runtime_filters", "topk_filters"),
     "dist": ("ranks", "exchange", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 AREA_OF = {key: area for area, keys in AREAS.items() for key in keys}
@@ -146,6 +146,12 @@ class Config:
     """A join's build side, once read, gives the probe side's scan its key range (to skip row
     groups by their statistics) and a Bloom filter (to drop rows before the join), where that
     cannot change the answer (inner, semi and build-preserving joins)."""
+
+    topk_filters: bool = True
+    """ORDER BY ... LIMIT k: once k rows are known, the k-th row's leading key bounds the scan
+    that key comes from: row groups whose statistics lie beyond it are skipped, and in pushdown
+    slices rows beyond it are dropped on the I/O threads (DuckDB's top-N dynamic filter). At
+    SF 10, ``order by l_extendedprice desc limit 5``: see the README."""
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross

@@ -107,6 +107,22 @@ class RuntimeFilter:
             table[b] = True
         return table
 
+    def narrow(self, lo: int | None = None, hi: int | None = None) -> None:
+        """A top-k's bound (ORDER BY key LIMIT k): once k rows are known, no row whose key is
+        beyond the k-th one's can make the result. The range only narrows; it applies from here
+        on (row groups not yet read are skipped by their statistics, in pushdown mode rows are
+        dropped on the I/O threads)."""
+        i64 = torch.iinfo(torch.int64)
+        if lo is not None and (self.lo is None or lo > self.lo or not self.ready):
+            self.lo = lo
+        if hi is not None and (self.hi is None or hi < self.hi or not self.ready):
+            self.hi = hi
+        if self.lo is None:
+            self.lo = i64.min
+        if self.hi is None:
+            self.hi = i64.max
+        self.ready = True
+
     def publish_across(self, group) -> None:
         """A build side spread over ranks (each saw a part): merge every rank's range (min of
         the lows, max of the highs) and Bloom bits (OR), sized by the keys of all ranks, then

@@ -14,7 +14,10 @@
    from the step before, and emits the rows that are <= the smallest last row among the
    loaded pages (no later row of any run can precede them); the others are left over.
 3. With a LIMIT, only ``offset + limit`` rows are kept between chunks, and a chunk is first
-   cut to the rows whose leading key can still make it (one ``topk`` per chunk).
+   cut to the rows whose leading key can still make it (one ``topk`` per chunk). Once that
+   many rows are known, the last one's leading key bounds the scan it comes from (a runtime
+   filter lowering aimed there: :func:`sluice.physical.runtime_filters.attach_topk_filters`):
+   row groups whose statistics lie beyond it are not read (DuckDB's top-N dynamic filter).
 
 The order within one key is a stable sort per key, last key first; NULLs placed by one more
 stable sort on the null flag.
@@ -22,7 +25,7 @@ stable sort on the null flag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
@@ -64,6 +67,8 @@ class SortOp(Operator):
     keys: tuple[SortKey, ...]
     limit: int | None = None
     offset: int = 0
+    #: With a limit: the RuntimeFilterSpec the leading key's k-th value bounds (set when lowered).
+    runtime_filters: list = field(default_factory=list)
     label = "Sort"
 
     def __post_init__(self):
@@ -173,16 +178,34 @@ class SortOp(Operator):
         if keep == 0:
             return
         best: Chunk | None = None
+        bound = [ctx.runtime_filter(spec) for spec in self.runtime_filters]
         for chunk in self.child.stream(ctx):
             chunk = self._candidates(chunk, keep)
             both = concat_chunks([best, chunk]) if best is not None else chunk
             perm = sort_permutation(both, self.keys)[:keep]
             best = both.take(perm)
+            if bound and best.num_rows == keep:
+                self._narrow(bound, best)
         if best is None:
             return
         out = best.slice(self.offset, keep)
         if out.num_rows:
             yield out
+
+    def _narrow(self, bound: list, best: Chunk) -> None:
+        """The k-th row's leading key (``best`` is sorted) bounds the filters; a NULL there
+        (NULLS LAST: fewer than k rows with a value so far) bounds nothing yet."""
+        k0 = self.keys[0]
+        col = evaluate(k0.expr, best).expand(best.num_rows)
+        last = best.num_rows - 1
+        if col.valid is not None and not bool(col.valid[last]):
+            return
+        kth = int(col.data[last])
+        for rf in bound:
+            if k0.ascending:
+                rf.narrow(hi=kth)
+            else:
+                rf.narrow(lo=kth)
 
     def _candidates(self, chunk: Chunk, keep: int) -> Chunk:
         """The rows of ``chunk`` whose leading key is within its ``keep`` best (ties kept)."""

@@ -34,7 +34,7 @@ from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
 from sluice.physical.distribute import exchange, gather, place_join, placed, share
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
-from sluice.physical.runtime_filters import attach_runtime_filters
+from sluice.physical.runtime_filters import attach_runtime_filters, attach_topk_filters
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
                                  Shared, Sort, SortKey, Union, Window, WorkTable)
@@ -66,6 +66,8 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1) -> Op
             op = placed(gather(op, state), state)
         if cfg.runtime_filters:
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
+        if cfg.topk_filters:
+            attach_topk_filters(op)
         return op
     except SluiceError:
         raise

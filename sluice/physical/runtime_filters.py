@@ -18,6 +18,7 @@ from sluice.exec.exchange import ExchangeOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
+from sluice.exec.sort import SortOp
 from sluice.exec.runtime_filter import RuntimeFilterSpec
 from sluice.physical.properties import SINGLE
 from sluice.expr.nodes import Col
@@ -78,3 +79,25 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             else:
                 op.runtime_filters.append((k, rf))
             scan.runtime_filters.append(rf)
+
+
+def attach_topk_filters(root: Operator) -> None:
+    """Give every top-k (a Sort with a LIMIT) whose leading key is a column that comes unchanged
+    from one scan a range filter on that scan, bounded by the k-th row once k rows are known.
+    Dropping a row there cannot change the answer: every row it would have produced sorts after
+    k rows already found. Not where NULLs sort first (a NULL key is never dropped then), and not
+    across an exchange (the other ranks' scans feed it too)."""
+    for op in root.walk():
+        if not isinstance(op, SortOp) or op.limit is None or not op.keys:
+            continue
+        k0 = op.keys[0]
+        if k0.nulls_first or not isinstance(k0.expr, Col) or not _comparable(k0.expr.type, k0.expr.type):
+            continue
+        hit = _trace(op.child, k0.expr.name)
+        if hit is None or hit[2]:
+            continue
+        scan, column, _ = hit
+        keep = op.offset + op.limit
+        spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column, bloom=False)
+        op.runtime_filters.append(spec)
+        scan.runtime_filters.append(spec)
