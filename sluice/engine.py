@@ -24,7 +24,8 @@ from sluice.exec.driver import explain as explain_ops, result_schema, run_batche
 from sluice.physical.lower import lower_plan
 from sluice.io.memory import configure_allocator
 from sluice.io.spill import clean_stale
-from sluice.io.parquet.metadata import MetadataCache, TableInfo, files_matching, load_table, table_files
+from sluice.catalog import TableInfo
+from sluice.io.parquet.metadata import MetadataCache, files_matching, load_table, table_files
 from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
 from sluice.sql.parse import parse_sql

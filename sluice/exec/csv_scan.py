@@ -10,7 +10,7 @@ from sluice.expr.evaluate import evaluate_predicate
 from sluice.exec.operators import Operator
 from sluice.io.csv import read_csv_batches
 from sluice.arrow import arrow_to_column, to_device
-from sluice.io.parquet.metadata import TableInfo
+from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
 
 

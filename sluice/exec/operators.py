@@ -16,7 +16,7 @@ import torch
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.expr.evaluate import evaluate, evaluate_predicate
-from sluice.io.parquet.metadata import RowGroup, TableInfo
+from sluice.catalog import RowGroup, TableInfo
 from sluice.adapt.scan_policy import Coordinator, ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
 from sluice.metrics import OperatorStats, ScanStats

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from sluice.errors import DataError, PlanError
-from sluice.io.parquet.metadata import RowGroup, TableInfo, _types
+from sluice.catalog import RowGroup, TableInfo
+from sluice.io.parquet.metadata import _types
 
 BLOCK_BYTES = 16 << 20
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ClassVar, Sequence
 
-from sluice.io.parquet.metadata import TableInfo
+from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
 from sluice.types import BOOL, LType, INT64, FLOAT64, STRING
 

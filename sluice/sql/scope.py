@@ -11,7 +11,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.io.parquet.metadata import TableInfo
+from sluice.catalog import TableInfo
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (PlanNode)
 

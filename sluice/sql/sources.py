@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
-from sluice.io.parquet.metadata import TableInfo
+from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)

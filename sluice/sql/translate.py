@@ -26,7 +26,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import check_supported, construct_name
 from sluice.sql.normalize import normalize
-from sluice.io.parquet.metadata import TableInfo
+from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,

@@ -24,7 +24,7 @@ from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
 from sluice.arrow import arrow_to_column, refuse_infinite
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
-from sluice.io.parquet.metadata import RowGroup
+from sluice.catalog import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
 from sluice.io.pinned import columns_nbytes
 

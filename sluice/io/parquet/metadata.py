@@ -9,48 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sluice.catalog import RowGroup, TableInfo
 from sluice.errors import DataError, PlanError, UnsupportedError
 from sluice.types import LType, from_arrow
-
-
-@dataclass(frozen=True, slots=True)
-class RowGroup:
-    """One row group of one file, with per-column (min, max) statistics where present."""
-
-    path: str
-    index: int
-    num_rows: int
-    stats: dict[str, tuple[object, object]]
-    nbytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class TableInfo:
-    name: str
-    files: tuple[str, ...]
-    arrow_schema: pa.Schema
-    types: dict[str, LType]
-    row_groups: tuple[RowGroup, ...]
-    #: Columns of a type sluice cannot process (lists, structs, maps, binary): name -> type.
-    #: The others stay queryable; naming one of these is refused.
-    unsupported: dict[str, str] = field(default_factory=dict)
-    #: ``parquet`` or ``csv`` (sluice.io.csv; read by its own scan, one pseudo row group a file).
-    format: str = "parquet"
-    #: Reader options as (name, value) pairs (CSV: header, delim).
-    options: tuple = ()
-    #: Hive partition columns (``key=value`` folders): name -> {file path: value}; the
-    #: columns are in ``types`` and ``arrow_schema`` but not in the files.
-    partitions: dict[str, dict[str, object]] = field(default_factory=dict)
-
-    @property
-    def num_rows(self) -> int:
-        return sum(rg.num_rows for rg in self.row_groups)
 
 
 class MetadataCache:

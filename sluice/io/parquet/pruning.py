@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from sluice.io.parquet.metadata import RowGroup
+from sluice.catalog import RowGroup
 from sluice.expr import nodes as E
 from sluice.expr.nodes import Col, Expr, Func, Lit
 

@@ -27,7 +27,8 @@ from sluice.chunk import Chunk, Column
 from sluice.config import Config
 from sluice.errors import DataError
 from sluice.io.parquet.decoders import make_decoder, partition_column
-from sluice.io.parquet.metadata import MetadataCache, RowGroup, TableInfo
+from sluice.catalog import RowGroup, TableInfo
+from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_thread_cache, release_to_os
 from sluice.io.pinned import columns_nbytes, to_device, wait_for
