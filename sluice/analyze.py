@@ -248,7 +248,7 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
         lines.append(f"  spill: wrote {fmt_bytes(sm.bytes_written)} of pages as {fmt_bytes(sm.bytes_stored)} "
                      f"({ratio:.2f}x; codecs {sm.codec.summary()}) at {fmt_rate(wbw)}, "
                      f"read back {fmt_bytes(sm.bytes_read)} at {fmt_rate(rbw)}, {sm.files} files")
-    ranks = getattr(ctx, "rank_stats", None)
+    ranks = ctx.rank_stats
     if ranks:
         lines.extend(ranks_report(ranks))
     tm = t_min(summ, data_dir, str(ctx.device), ranks)

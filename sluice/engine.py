@@ -188,9 +188,12 @@ class Relation:
         self.columns = out_names
         self.last_run: tuple | None = None  # (operator tree, context) of the latest run
 
-    def _context(self, progress=None) -> ExecContext:
+    def _context(self, progress=None, op=None) -> ExecContext:
+        """A run's context: for the operators ``op`` (its scans share the read-ahead memory)."""
+        from sluice.exec.operators import ScanOp
         c = self._con
-        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress)
+        scans = sum(1 for o in op.walk() if isinstance(o, ScanOp)) if op is not None else 1
+        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group)
 
     def bytes_to_scan(self) -> int:
         """Compressed bytes the scans of this plan will read (after row-group pruning)."""
@@ -212,8 +215,7 @@ class Relation:
     def _execute(self, consume, progress=None):
         """Run the plan, handing its batches to ``consume``; errors become one-line errors."""
         op = self._lower()
-        ctx = self._context(progress)
-        ctx.dist = self._con.group
+        ctx = self._context(progress, op)
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)

@@ -74,7 +74,7 @@ def _queries(job: dict, root: Path, rank: int) -> int:
             with pa.ipc.new_file(str(root / f"result-{i}.arrow"), table.schema) as w:
                 w.write_table(table)
             if job.get("analyze"):  # what each rank did (bench/exchange.py reads it)
-                ranks.append(rel.last_run[1].rank_stats)
+                ranks.append(rel.last_run[1].rank_stats or None)
     con.close()
     return {"results": 0 if job.get("write") else len(job["queries"]), "rank_stats": ranks, "seconds": seconds,
             "written": written}

@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from sluice.adapt.scan_policy import Coordinator
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import SluiceError, internal_error, is_resource_error
@@ -38,8 +39,11 @@ class OperatorRun:
     result: object | None = None
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class ExecContext:
+    """Frozen: what a run is given is fixed when it starts; what it produces goes into the
+    containers it holds (``runs``, ``filters``, ``rank_stats``, ...), never into new fields."""
+
     config: Config
     device: torch.device
     pool: ThreadPoolExecutor
@@ -54,18 +58,19 @@ class ExecContext:
     dist: object | None = None                                     # the DistGroup of a distributed run
     filters: dict[object, RuntimeFilter] = field(default_factory=dict)  # RuntimeFilterSpec -> this run's filter
     recursive_work: dict[str, list] = field(default_factory=dict)  # recursive CTE -> rows of its last step
-    scan_coordinator: object | None = None                          # shares CPU time among adaptive scans
-    rank_stats: list | None = None                                 # rank 0 of a distributed run: each rank's summary
-    _spill: SpillManager | None = None
+    scan_coordinator: Coordinator = field(default_factory=Coordinator)  # one adaptive scan samples at a time
+    rank_stats: list = field(default_factory=list)                 # rank 0 of a distributed run: each rank's summary
+    _spill: list = field(default_factory=list)                     # this run's SpillManager, once created
 
     def __post_init__(self) -> None:
+        # The budgets are derived from the config once, here (frozen: set through object).
         if self.memory is None:
             limit = self.config.host_memory_limit or default_host_limit()
-            self.memory = MemoryPool(limit, "host_memory_limit", "host")
+            object.__setattr__(self, "memory", MemoryPool(limit, "host_memory_limit", "host"))
         if self.device_memory is None and (self.device.type == "cuda" or self.device_tier):
             limit = self.config.device_memory_limit or (
                 default_device_limit(self.device) if self.device.type == "cuda" else self.memory.limit)
-            self.device_memory = MemoryPool(limit, "device_memory_limit", "device")
+            object.__setattr__(self, "device_memory", MemoryPool(limit, "device_memory_limit", "device"))
 
     def run(self, op) -> OperatorRun:
         """``op``'s run record (created on first use)."""
@@ -112,19 +117,19 @@ class ExecContext:
 
     def spills(self) -> SpillManager:
         """This query's spill files (created on first use)."""
-        if self._spill is None:
+        if not self._spill:
             codec = SpillCodec(self.config.spill_compression)
-            self._spill = SpillManager(self.config.spill_dirs(), codec, self.recorder)
-        return self._spill
+            self._spill.append(SpillManager(self.config.spill_dirs(), codec, self.recorder))
+        return self._spill[0]
 
     @property
     def spill_manager(self) -> SpillManager | None:
-        return self._spill
+        return self._spill[0] if self._spill else None
 
     def close(self) -> None:
         """Remove every spill file of the run (on success, error or interrupt)."""
-        if self._spill is not None:
-            self._spill.close()
+        if self._spill:
+            self._spill[0].close()
 
 
 def chunk_nbytes(chunk) -> int:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges
-from sluice.exec.operators import Operator, ScanOp
+from sluice.exec.operators import Operator
 from sluice.arrow import column_to_arrow
 from sluice.types import to_arrow
 
@@ -24,7 +24,6 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
                 schema: dict) -> Iterator[pa.RecordBatch]:
     """Run the plan, yielding each output chunk as an Arrow batch (strings decoded) as soon as
     it is produced; value checks deferred on a GPU are read before the run ends."""
-    ctx.scan_count = sum(1 for o in op.walk() if isinstance(o, ScanOp))
     arrow_schema = result_schema(names, out_names, schema)
     with deferred_checks() as checks:
         try:
@@ -37,7 +36,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
                 arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
                 yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
             if ctx.dist is not None:  # per-rank counts to rank 0 (and every rank finished)
-                ctx.rank_stats = ctx.dist.gather_objects(rank_summary(op, ctx))
+                ctx.rank_stats.extend(ctx.dist.gather_objects(rank_summary(op, ctx)) or ())
         except BaseException:
             if ctx.dist is not None:
                 ctx.dist.abort()  # peers waiting on this rank fail now, not at the timeout

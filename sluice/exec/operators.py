@@ -17,7 +17,7 @@ from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.catalog import RowGroup, TableInfo
-from sluice.adapt.scan_policy import Coordinator, ScanPolicy
+from sluice.adapt.scan_policy import ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
 from sluice.metrics import OperatorStats, ScanStats
 from sluice.expr.nodes import Col, Expr, substitute
@@ -102,8 +102,6 @@ class ScanOp(Operator):
             mode = ctx.config.scan_mode
             policy = None
             if mode == "auto" and (predicate is not None or self.runtime_filters):
-                if ctx.scan_coordinator is None:
-                    ctx.scan_coordinator = Coordinator()
                 policy = ScanPolicy(coordinator=ctx.scan_coordinator)
                 stats.switches = policy.switches
             r = run.reader = ScanReader(

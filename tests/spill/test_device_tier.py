@@ -18,9 +18,9 @@ QUERIES = ["q03", "q18"]
 
 @pytest.fixture
 def simulated_device(monkeypatch):
-    def context(self, progress=None):
+    def context(self, progress=None, op=None):
         c = self._con
-        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, device_tier=True)
+        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, device_tier=True, dist=c.group)
     monkeypatch.setattr(engine.Relation, "_context", context)
     targets = []
     orig = HostPages.__init__
