@@ -34,8 +34,9 @@ VARIANTS = ("blocking", "chunked", "deferred")
 
 
 def strings(data: Path) -> None:
-    """Strings on the wire: by value (Arrow offsets + bytes, what sluice sends) against a
-    dictionary shipped beside int32 codes, per column: bytes and serialise + parse time for
+    """Strings on the wire: by value (Arrow offsets + bytes: what sluice sends for a column whose
+    dictionary is not small beside the rows) against a dictionary shipped beside int32 codes
+    (what it sends for one that is: sluice.arrow.PAGE_DICTIONARY_SHARE), per column: bytes and serialise + parse time for
     one destination's share (half a chunk of 1 M rows, hashed on the order key)."""
     import time
 

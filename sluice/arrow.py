@@ -4,8 +4,9 @@ from it (scans and CSV files, results, CAST of strings, spill pages, rows betwee
 Two forms. The *value* form (:func:`arrow_to_column`, :func:`column_to_arrow`) is what a user
 reads and a file holds: decimals as decimal128(38, s), dates as date32, a SUM past 64 bits as its
 exact decimal. The *page* form (:func:`page_to_batch`, :func:`batch_to_page`) is exact for
-sluice's own representation -- every column's type in field metadata, strings as values, a SUM
-past 64 bits as its digits, rows without columns counted -- for spill files and the exchange.
+sluice's own representation -- every column's type in field metadata, strings as values (or, for
+a low-cardinality column, its dictionary and codes), a SUM past 64 bits as its digits, rows
+without columns counted -- for spill files and the exchange.
 
 Decimals become int64 scaled integers by viewing the decimal128 value buffer as int64 pairs
 and keeping the low words (checked: the high word must be the low word's sign extension).
@@ -225,9 +226,7 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
             arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
             meta["w"] = "1"
         elif c.type.kind == "string":
-            codes = c.data.cpu().numpy().astype(np.int64, copy=False)
-            values = c.dictionary.take(pa.array(codes)) if n else pa.array([], pa.string())
-            arr = values if mask is None else _with_nulls(values, mask)
+            arr = _page_strings(c, n, mask)
         else:
             data = np.ascontiguousarray(c.data.cpu().numpy())
             arr = numpy_to_arrow(data, pa.from_numpy_dtype(data.dtype), mask)
@@ -236,6 +235,25 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
     if not arrays:  # rows without columns (SELECT 1 IN (...)'s probe side): keep their count
         arrays, fields = [pa.nulls(n)], [pa.field(_ROWS_ONLY, pa.null())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+#: A page's string column travels as its dictionary and int32 codes when the dictionary has at
+#: most this share of the rows' count (a low-cardinality column read from a dictionary page, or
+#: a partition of one): each row then costs 4 bytes instead of its string. Otherwise -- plain
+#: strings (identity codes), or a big dictionary a small page points into -- by value.
+PAGE_DICTIONARY_SHARE = 0.5
+
+
+def _page_strings(c: Column, n: int, mask: np.ndarray | None) -> pa.Array:
+    d = c.dictionary
+    if 0 < len(d) <= PAGE_DICTIONARY_SHARE * n:
+        codes = c.data.cpu().numpy()
+        if codes.dtype != np.int32:
+            codes = codes.astype(np.int32)
+        return pa.DictionaryArray.from_arrays(numpy_to_arrow(codes, pa.int32(), mask), d)
+    codes = c.data.cpu().numpy().astype(np.int64, copy=False)
+    values = d.take(pa.array(codes)) if n else pa.array([], pa.string())
+    return values if mask is None else _with_nulls(values, mask)
 
 
 #: The one field of a spilled page that has rows but no columns.
@@ -260,6 +278,9 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
         if md.get(b"w") == b"1":  # exact values of a SUM beyond 64 bits
             wide = tuple(int(v) if v is not None else 0 for v in arr.to_pylist())
             col = Column(torch.zeros(n, dtype=t.torch_dtype), t, valid, None, wide)
+        elif t.kind == "string" and pa.types.is_dictionary(arr.type):  # dictionary + codes
+            codes = arr.indices.fill_null(0) if arr.null_count else arr.indices
+            col = Column(host_tensor(codes.to_numpy(zero_copy_only=False)), t, valid, arr.dictionary)
         elif t.kind == "string":
             values = arr.fill_null("") if arr.null_count else arr
             col = Column(torch.arange(n, dtype=torch.int32), t, valid, values)

@@ -2,10 +2,11 @@
 
 A chunk travels as one Arrow IPC stream (schema + one record batch) -- the spill page format
 (:func:`sluice.arrow.page_to_batch`): every type crosses intact (decimals as scaled
-int64, dates as int32 days, validity as Arrow validity) and strings travel by value, as
-offsets + bytes. Host dictionaries cannot ride a tensor collective; shipping each chunk's
-dictionary beside its codes would save bytes only where a chunk repeats strings, and most
-exchanged strings (keys, names) are near-unique per chunk after partitioning.
+int64, dates as int32 days, validity as Arrow validity). A string column whose dictionary is
+small beside the rows (a flag, a ship mode, a nation name) travels as that dictionary and int32
+codes (Arrow's dictionary array, in the same stream); others by value, as offsets + bytes: most
+exchanged keys and names are near-unique per chunk, and a page never ships a big dictionary
+for a few of its entries.
 """
 
 from __future__ import annotations

@@ -98,6 +98,33 @@ def test_page_round_trip_keeps_values_types_and_nulls():
     assert back.columns["t"].type == DATE
 
 
+def _strings(col: Column) -> list:
+    return [None if col.valid is not None and not v else col.dictionary[int(k)].as_py()
+            for k, v in zip(col.data.tolist(), (col.valid if col.valid is not None else [True] * col.data.numel()))]
+
+
+def test_low_cardinality_strings_travel_as_dictionary_and_codes():
+    # A flag-like column (3 entries for 12 rows) travels as its dictionary and codes, through an
+    # IPC stream as spill files and the exchange write it; plain strings (identity codes) and a
+    # big dictionary that a few rows point into travel by value.
+    import pyarrow.ipc as ipc
+    flags = Column(torch.tensor([0, 1, 2, 1] * 3, dtype=torch.int32), STRING,
+                   torch.tensor([True, True, False, True] * 3), pa.array(["A", "N", "R"]))
+    plain = Column(torch.arange(12, dtype=torch.int32), STRING, None, pa.array([f"c{i}" for i in range(12)]))
+    big = Column(torch.tensor([5, 7] * 6, dtype=torch.int32), STRING, None, pa.array([f"x{i}" for i in range(100)]))
+    page = Chunk({"f": flags, "p": plain, "b": big}, 12)
+    batch = page_to_batch(page)
+    assert pa.types.is_dictionary(batch.schema.field("f").type)
+    assert batch.schema.field("p").type == pa.string() and batch.schema.field("b").type == pa.string()
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    back = batch_to_page(ipc.open_stream(sink.getvalue()).read_next_batch())
+    for name, col in page.columns.items():
+        assert _strings(back.columns[name]) == _strings(col), name
+        assert back.columns[name].type == STRING
+
+
 def test_pool_reservations_and_errors():
     pool = MemoryPool(1000)
     a, b = pool.reservation("A"), pool.reservation("B")
