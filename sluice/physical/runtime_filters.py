@@ -3,9 +3,10 @@ a runtime filter is and how a scan applies it).
 
 Only where it cannot change an answer: the join must drop probe rows without a match
 (inner, semi, and the build-preserving outer join), and the probe key must be a column that
-reaches the join unchanged from one scan, through filters, renaming projections and the
-probe sides of other joins (whatever those do to a row, the row keeps its key, which this
-join would reject). Keys are integers, dates or decimals of one scale on both sides
+reaches the join unchanged from one scan, through filters, renaming projections, the probe
+sides of other joins (whatever those do to a row, the row keeps its key, which this join would
+reject) and group keys of aggregations (a group whose key the join rejects is made only of rows
+with that key). Keys are integers, dates or decimals of one scale on both sides
 (compared as int64 values). Across ranks: where the probe key reaches the join through an
 exchange, the scan's rows go to other ranks' joins, so the filter comes from the build side's
 exchange -- every rank's build input, merged (min/max, OR of Bloom bits) before the probe
@@ -15,6 +16,7 @@ stage runs.
 from __future__ import annotations
 
 from sluice.exec.exchange import ExchangeOp
+from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
@@ -54,6 +56,13 @@ def _trace(op: Operator, name: str):
             op, name = op.child, e.name
         elif isinstance(op, HashJoinOp) and name in op.probe_schema:
             op = op.probe
+        elif isinstance(op, HashAggregateOp):
+            # A group key is its rows' value: the rows a filter on it drops form only groups
+            # the join would drop (TPC-H Q17: lineitem's rows of 200 parts, not 200 K groups).
+            e = dict(op.keys).get(name)
+            if not isinstance(e, Col):
+                return None
+            op, name = op.child, e.name
         else:
             return None
 

@@ -37,6 +37,11 @@ QUERIES = {
     "full": "select count(*), count(k), count(dk) from fact full join dim on k = dk",
     "range_skips_row_groups": "select count(*), sum(w) from sorted join dim on k = dk where name in ('a', 'b')",
     "filter_then_join": "select name, sum(v) from fact join dim on k = dk where v % 3 = 0 group by name",
+    # the probe key is an aggregation's group key: the filter reaches the scan below it
+    "group_key_below_join": "select name, s, c from (select k, sum(v) s, count(*) c from fact group by k) a "
+                            "join dim on a.k = dk",
+    "group_key_semi": "select count(*), sum(s) from (select k, g, sum(v) s from (select k, v % 3 g, v from fact) "
+                      "group by k, g) where k in (select dk from dim where name <> 'e')",
 }
 
 
@@ -89,3 +94,8 @@ def test_range_skips_row_groups(rf_dir, connect):
     assert scan.table.name == "sorted" and rf.lo == 3 and rf.hi == 17
     assert rf.groups_skipped >= 15  # keys 3..17 lie in the first of 20 row groups
 
+
+def test_filter_reaches_the_scan_below_a_group_key(rf_dir, connect):
+    rel = connect(rf_dir, scan_mode="pushdown", reader_combining=False).sql(QUERIES["group_key_below_join"])
+    (scan, rf), = _filters(rel)
+    assert scan.table.name == "fact" and rf.ready and rf.rows_removed > 0.9 * rf.rows_in
