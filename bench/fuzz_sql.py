@@ -317,6 +317,11 @@ def query():
             f"select t.b from t where t.a not in (select u.a from u where {pred('u')})",
             f"select t.b from t where exists (select 1 from u where u.g = t.g and {pred('u')})",
             f"select t.b from t where not exists (select 1 from u where u.a = t.a and {pred('u')})",
+            # the outer side smaller: it builds and is emitted (build semi / anti), the subquery's
+            # scan is filtered by its keys
+            f"select u.b, u.s from u where exists (select 1 from t where t.g = u.g and t.a <> u.a and {pred('t')})",
+            f"select u.b from u where not exists (select 1 from t where t.a = u.a and {pred('t')})",
+            f"select u.b from u where u.a not in (select t.a from t where {pred('t')})",
             f"select t.b, (select max(u.b) from u where u.g = t.g) from t where {pred('t')}",
             "select t.b from t where t.b > (select avg(u.b) from u where u.a = t.a)",
             f"select t.b from t where {pred('t')} or t.a in (select u.g from u)",

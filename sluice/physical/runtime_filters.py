@@ -2,7 +2,8 @@
 a runtime filter is and how a scan applies it).
 
 Only where it cannot change an answer: the join must drop probe rows without a match
-(inner, semi, and the build-preserving outer join), and the probe key must be a column that
+(inner, semi, and the build-preserving outer join) or emit only build rows (build semi and
+anti, not a NOT IN's), and the probe key must be a column that
 reaches the join unchanged from one scan, through filters, renaming projections, the probe
 sides of other joins (whatever those do to a row, the row keeps its key, which this join would
 reject) and group keys of aggregations (a group whose key the join rejects is made only of rows
@@ -18,7 +19,7 @@ from __future__ import annotations
 from sluice.exec.exchange import ExchangeOp
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
-from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE
+from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE, JoinMode
 from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
 from sluice.exec.sort import SortOp
 from sluice.exec.runtime_filter import RuntimeFilterSpec
@@ -67,11 +68,22 @@ def _trace(op: Operator, name: str):
             return None
 
 
+def _filterable(op: HashJoinOp) -> bool:
+    """Whether a probe row without a matching build key may be dropped before the join: where
+    such a row would not be emitted (inner, semi, build-preserving outer), or where only build
+    rows are emitted and a probe row counts only by matching one (build semi / anti: TPC-H Q21's
+    EXISTS and NOT EXISTS over lineitem) -- but not a NOT IN's build anti join, where a NULL
+    probe key (which a filter drops) changes every answer."""
+    if op.mode in DROPS_UNMATCHED_PROBE:
+        return True
+    return op.mode in (JoinMode.BUILD_SEMI, JoinMode.BUILD_ANTI) and not op.null_aware
+
+
 def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
     """Give every filtering hash join a runtime filter per usable key, aimed at the scan its
     probe key comes from."""
     for op in root.walk():
-        if not isinstance(op, HashJoinOp) or op.mode not in DROPS_UNMATCHED_PROBE or not op.probe_keys:
+        if not isinstance(op, HashJoinOp) or not op.probe_keys or not _filterable(op):
             continue
         for k, (pk, bk) in enumerate(zip(op.probe_keys, op.build_keys)):
             if not isinstance(pk, Col) or not _comparable(pk.type, bk.type):

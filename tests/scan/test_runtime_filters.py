@@ -37,6 +37,10 @@ QUERIES = {
     "full": "select count(*), count(k), count(dk) from fact full join dim on k = dk",
     "range_skips_row_groups": "select count(*), sum(w) from sorted join dim on k = dk where name in ('a', 'b')",
     "filter_then_join": "select name, sum(v) from fact join dim on k = dk where v % 3 = 0 group by name",
+    # the small side builds and is emitted (build semi / anti): the fact side is filtered
+    "exists_builds_dim": "select name from dim where exists (select * from fact where k = dk and v % 2 = 0)",
+    "not_exists_builds_dim": "select name from dim where not exists (select * from fact where k = dk and v > 100)",
+    "not_in_keeps_null_keys": "select name from dim where dk not in (select k from fact where v > 100)",
     # the probe key is an aggregation's group key: the filter reaches the scan below it
     "group_key_below_join": "select name, s, c from (select k, sum(v) s, count(*) c from fact group by k) a "
                             "join dim on a.k = dk",
@@ -99,3 +103,16 @@ def test_filter_reaches_the_scan_below_a_group_key(rf_dir, connect):
     rel = connect(rf_dir, scan_mode="pushdown", reader_combining=False).sql(QUERIES["group_key_below_join"])
     (scan, rf), = _filters(rel)
     assert scan.table.name == "fact" and rf.ready and rf.rows_removed > 0.9 * rf.rows_in
+
+
+@pytest.mark.parametrize("name,mode,filtered", [("exists_builds_dim", "build_semi", True),
+                                                ("not_exists_builds_dim", "build_anti", True),
+                                                ("not_in_keeps_null_keys", "anti", False)])
+def test_build_semi_and_anti_filter_the_probe_but_not_in_does_not(name, mode, filtered, rf_dir, connect):
+    # A NOT IN's anti join is NULL-aware: a NULL key on the subquery's side (which a filter
+    # would drop) empties it; it probes with the outer rows, which an anti join keeps unmatched.
+    rel = connect(rf_dir, scan_mode="pushdown").sql(QUERIES[name])
+    rel.to_arrow()
+    joins = [o for o in rel.last_run[0].walk() if isinstance(o, HashJoinOp)]
+    assert [j.mode for j in joins] == [mode]
+    assert bool(_filters(rel)) == filtered
