@@ -200,7 +200,8 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
                 desc += (f"; staging skipped {s.pages_skipped:,} of {s.pages_selected:,} data pages "
                          f"({fmt_bytes(s.page_bytes_skipped)} compressed) holding no kept row")
         for spec in op.runtime_filters:
-            desc += f"\n{'  ' * (depth + 1)}  {ctx.runtime_filter(spec).describe()}"
+            if spec in ctx.filters:
+                desc += f"\n{'  ' * (depth + 1)}  {ctx.filters[spec].describe()}"
     lines.append("  " * depth + desc)
     for c in op.children:
         _tree(c, ctx, depth + 1, lines)

@@ -258,19 +258,24 @@ class Config:
             env = environ.get(f"SLUICE_{name.upper()}")
             if env is not None:
                 values[name] = _coerce(name, env, known[name].type)
+        given: dict[str, str] = {}  # setting -> the name that gave it
         for var, env in environ.items():
             if var.startswith(ENV_PREFIX):
                 key = _area_key(var[len(ENV_PREFIX):].lower().split("__", 1), var)
-                if f"SLUICE_{key.upper()}" in environ and environ[f"SLUICE_{key.upper()}"] != env:
+                value = _coerce(key, env, known[key].type)
+                if key in values and values[key] != value:
                     raise ConfigError(f"{var} and SLUICE_{key.upper()} give {key} two values")
-                values[key] = _coerce(key, env, known[key].type)
+                values[key] = value
         for name, value in (settings or {}).items():
             key = name.replace("-", "_")
             if "." in key:
                 key = _area_key(key.split(".", 1), name)
             if key not in known:
                 raise ConfigError(f"unknown setting {name!r}; known: {', '.join(known)}")
-            values[key] = _coerce(key, value, known[key].type)
+            value = _coerce(key, value, known[key].type)
+            if key in given and values[key] != value:
+                raise ConfigError(f"{given[key]} and {name} give {key} two values")
+            values[key], given[key] = value, name
         return cls(**values)
 
     def replace(self, **changes: Any) -> "Config":

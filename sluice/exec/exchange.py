@@ -64,7 +64,7 @@ class ExchangeOp(Operator):
     kind: str  # "hash" | "gather" | "broadcast"
     keys: tuple = ()  # kind "hash": the key expressions
     key_types: tuple = ()  # kind "hash": the type each key hashes as (a join's two sides agree)
-    #: (build key expression, RuntimeFilter): this exchange feeds a join's build side, whose
+    #: (build key expression, RuntimeFilterSpec): this exchange feeds a join's build side, whose
     #: probe scan lies beyond an exchange; the filter is built from every rank's input rows,
     #: merged across ranks when the stage ends (set by physical/runtime_filters.py).
     runtime_filters: list = field(default_factory=list)
@@ -314,13 +314,13 @@ def rank_summary(root: Operator, ctx) -> dict:
     scans = [o for o in root.walk() if isinstance(o, ScanOp)]
     ex = []
     for e in exchanges_in_order(root):
-        st = ctx.run(e).exchange
+        st = ctx.runs[e].exchange if e in ctx.runs else None
         if st is not None:
             ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "rows_to": list(st.rows_to),
                        "bytes_sent": list(st.bytes_sent), "rows_received": st.rows_received,
                        "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
                        "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s})
-    runs = [ctx.run(o) for o in scans]
+    runs = [r for r in (ctx.runs.get(o) for o in scans) if r is not None]
     return {"rows_scanned": sum(r.stats.rows for r in runs if r.stats is not None),
             "bytes_read": sum(r.reader.stats.bytes_read for r in runs if r.reader is not None),
             "peak_memory": ctx.memory.peak, "exchanges": ex, "wall_s": ctx.recorder.wall}

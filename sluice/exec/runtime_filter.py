@@ -42,14 +42,16 @@ def _slots(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 @dataclass(frozen=True, eq=False)
 class RuntimeFilterSpec:
-    """What lowering decides: a filter from one join key (``join`` names it) for one scan
-    column, with or without a Bloom filter. The join and the scan hold the same spec; each run
-    has its own :class:`RuntimeFilter` for it (``ExecContext.runtime_filter``), so a plan runs
-    again -- a recursive CTE's step, a second query -- from an empty filter."""
+    """What lowering decides: a filter from one join key, or a top-k's bound (``join`` names
+    it), for one scan column, with or without a Bloom filter. The join (or sort) and the scan
+    hold the same spec; each run has its own :class:`RuntimeFilter` for it
+    (``ExecContext.runtime_filter``), so a plan runs again -- a recursive CTE's step, a second
+    query -- from an empty filter."""
 
     join: str
     column: str  # the scan's file column
     bloom: bool = True
+    topk: bool = False  # a top-k's bound (it narrows as the top-k fills: never idle)
 
 
 @dataclass
@@ -64,6 +66,7 @@ class RuntimeFilter:
     bits: torch.Tensor | None = None
     keys: int = 0
     bloom: bool = True            # build a Bloom filter (only pushdown uses it: else range only)
+    topk: bool = False            # a top-k's bound: it narrows as the top-k fills, so it never goes idle
     ready: bool = False
     rows_in: int = 0
     rows_removed: int = 0
@@ -183,14 +186,17 @@ class RuntimeFilter:
             keep &= valid
         self.rows_in += n
         self.rows_removed += n - int(keep.sum())
-        if self.rows_in >= self.IDLE_AFTER and self.rows_removed < self.IDLE_SHARE * self.rows_in:
+        if not self.topk and self.rows_in >= self.IDLE_AFTER and self.rows_removed < self.IDLE_SHARE * self.rows_in:
             self.idle = True
         return keep
 
     def describe(self) -> str:
         if not self.ready:
             return f"runtime filter from {self.join} on {self.column}: not ready before the scan ended"
+        i64 = torch.iinfo(torch.int64)
         rng = "no keys" if self.lo is None else f"[{self.lo}, {self.hi}]"
+        if self.topk and self.lo is not None:
+            rng = f">= {self.lo}" if self.hi == i64.max else f"<= {self.hi}"
         bloom = f", Bloom {self.bits.numel() // 8 // 1024} KiB" if self.bits is not None else ""
         idle = " (then stopped: it removed too little)" if self.idle else ""
         return (f"runtime filter from {self.join} on {self.column} {rng}{bloom}: removed "

@@ -60,7 +60,7 @@ def release_to_os() -> None:
 #: pyarrow's allocator (mimalloc) keeps a heap per thread, and a buffer freed on another thread
 #: returns to its owner's heap only when the owner next collects: the I/O threads' decoded row
 #: groups, freed by the consumer, stayed resident. Measured on the 16 MiB-budget spill test
-#: (SF 0.1, 2 I/O threads): peak RSS growth 147-176 MiB, 131-137 MiB when each I/O thread
+#: (SF 0.1, 2 I/O threads): peak RSS growth 147-176 MiB, 127-142 MiB when each I/O thread
 #: collects before a read under pressure. Collecting costs page faults later (unconditionally:
 #: TPC-H SF 1 geomean 0.21 s -> 0.31 s), so it happens only under pressure, at most this often.
 ARROW_COLLECT_INTERVAL = 0.05

@@ -1,5 +1,5 @@
-"""Which scans a join's runtime filters reach (:mod:`sluice.exec.runtime_filter` says what
-a runtime filter is and how a scan applies it).
+"""Which scans a join's runtime filters reach, and a top-k's (:mod:`sluice.exec.runtime_filter`
+says what a runtime filter is and how a scan applies it).
 
 Only where it cannot change an answer: the join must drop probe rows without a match
 (inner, semi, and the build-preserving outer join) or emit only build rows (build semi and
@@ -39,7 +39,7 @@ def _comparable(a: LType, b: LType) -> bool:
     return ka is not None and ka == kb
 
 
-def _trace(op: Operator, name: str):
+def _trace(op: Operator, name: str, through_aggregates: bool = True):
     """(scan, file column, whether an exchange lies between) where column ``name`` of ``op``'s
     output comes from, unchanged (an exchange moves rows between ranks; it keeps their keys)."""
     crossed = False
@@ -57,7 +57,7 @@ def _trace(op: Operator, name: str):
             op, name = op.child, e.name
         elif isinstance(op, HashJoinOp) and name in op.probe_schema:
             op = op.probe
-        elif isinstance(op, HashAggregateOp):
+        elif isinstance(op, HashAggregateOp) and through_aggregates:
             # A group key is its rows' value: the rows a filter on it drops form only groups
             # the join would drop (TPC-H Q17: lineitem's rows of 200 parts, not 200 K groups).
             e = dict(op.keys).get(name)
@@ -106,19 +106,21 @@ def attach_topk_filters(root: Operator) -> None:
     """Give every top-k (a Sort with a LIMIT) whose leading key is a column that comes unchanged
     from one scan a range filter on that scan, bounded by the k-th row once k rows are known.
     Dropping a row there cannot change the answer: every row it would have produced sorts after
-    k rows already found. Not where NULLs sort first (a NULL key is never dropped then), and not
-    across an exchange (the other ranks' scans feed it too)."""
+    k rows already found. Not where NULLs sort first (a filter drops NULL keys, and those would
+    come first), not below an aggregation (it reads all its input before the top-k sees a row),
+    and not across an exchange (the other ranks' scans feed it too)."""
     for op in root.walk():
         if not isinstance(op, SortOp) or op.limit is None or not op.keys:
             continue
         k0 = op.keys[0]
         if k0.nulls_first or not isinstance(k0.expr, Col) or not _comparable(k0.expr.type, k0.expr.type):
             continue
-        hit = _trace(op.child, k0.expr.name)
+        hit = _trace(op.child, k0.expr.name, through_aggregates=False)
         if hit is None or hit[2]:
             continue
         scan, column, _ = hit
         keep = op.offset + op.limit
-        spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column, bloom=False)
+        spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column,
+                                 bloom=False, topk=True)
         op.runtime_filters.append(spec)
         scan.runtime_filters.append(spec)

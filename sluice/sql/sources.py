@@ -279,7 +279,6 @@ class FromClause:
         # columns are not in the result. They keep their written place, as outer joins do.
         sides = [((j.side or j.kind or "").lower() if j is not None else "") for j in specs]
         sides = [s if s in ("left", "right", "full", "semi", "anti") else "" for s in sides]
-        conjuncts = list(conjuncts)
         plan = None
         k = 0
         while k < len(items):

@@ -20,7 +20,9 @@ QUERIES = ["q03", "q18"]
 def simulated_device(monkeypatch):
     def context(self, progress=None, op=None):
         c = self._con
-        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, device_tier=True, dist=c.group)
+        scans = sum(1 for o in op.walk() if o.label == "Scan") if op is not None else 1
+        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, device_tier=True, dist=c.group,
+                           scan_count=scans)
     monkeypatch.setattr(engine.Relation, "_context", context)
     targets = []
     orig = HostPages.__init__

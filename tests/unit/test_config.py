@@ -19,9 +19,12 @@ def test_area_environment_and_dotted_settings():
     env = {"SLUICE__MEMORY__HOST_MEMORY_LIMIT": "1GiB", "SLUICE__DIST__EXCHANGE": "chunked"}
     c = Config.from_settings({"scan.chunk_rows": 5000}, environ=env)
     assert (c.host_memory_limit, c.exchange, c.chunk_rows) == (1 << 30, "chunked", 5000)
-    # the same value under both names is fine; keywords still win over the environment
-    c = Config.from_settings({"exchange": "blocking"}, environ={**env, "SLUICE_EXCHANGE": "chunked"})
-    assert c.exchange == "blocking"
+    # the same value under both names is fine (compared as values: true is 1); keywords still
+    # win over the environment
+    c = Config.from_settings({"exchange": "blocking", "scan.prefetch": "on", "prefetch": True},
+                             environ={**env, "SLUICE_EXCHANGE": "chunked", "SLUICE__SCAN__PREFETCH": "true",
+                                      "SLUICE_PREFETCH": "1"})
+    assert c.exchange == "blocking" and c.prefetch
 
 
 @pytest.mark.parametrize("environ,settings,expect", [
@@ -32,6 +35,7 @@ def test_area_environment_and_dotted_settings():
     ({"SLUICE__SCAN__CHUNK_ROWS": "5", "SLUICE_CHUNK_ROWS": "6"}, {}, "two values"),
     ({}, {"memory.chunk_rows": 5}, "area scan, not memory"),
     ({}, {"scan.chunk_rows": 0}, "chunk_rows must be at least 1"),
+    ({}, {"scan.chunk_rows": 5, "chunk_rows": 7}, "scan.chunk_rows and chunk_rows give chunk_rows two values"),
 ])
 def test_bad_area_settings(environ, settings, expect):
     with pytest.raises(ConfigError, match=expect):
