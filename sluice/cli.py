@@ -100,8 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
 
     d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
-    d.add_argument("benchmark", choices=["tpch", "ssb", "tpcds"])
+    d.add_argument("benchmark", choices=["tpch", "ssb", "tpcds", "clickbench"])
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    d.add_argument("--rows", type=int, default=10_000_000, help="clickbench only: hits to write (default 10 M)")
     d.add_argument("--out", required=True, help="output directory")
     d.add_argument("--parts", type=int, default=None, help="TPC-H only: files per table (NAME/ folders)")
     d.add_argument("--force", action="store_true", help="replace this benchmark's tables already in --out")
@@ -396,15 +397,20 @@ def run(argv: list[str] | None = None) -> int:
         from sluice.datagen.folders import prepare_folder
         prepare_folder(args.benchmark, args.out, args.force)
         t0 = time.perf_counter()
-        with _Status(f"generating {args.benchmark} sf={args.sf:g} into {args.out} ..."):
-            if args.benchmark == "tpch":
+        size = f"rows={args.rows:,}" if args.benchmark == "clickbench" else f"sf={args.sf:g}"
+        if args.benchmark == "clickbench" and args.rows < 1:
+            raise ConfigError(f"--rows must be at least 1, not {args.rows}")
+        with _Status(f"generating {args.benchmark} {size} into {args.out} ..."):
+            if args.benchmark == "clickbench":
+                from sluice.datagen.clickbench import generate_clickbench
+                generate_clickbench(args.rows, args.out)
+            elif args.benchmark == "tpch":
                 generate_tpch(args.sf, args.out, parts=args.parts)
             elif args.benchmark == "tpcds":
                 generate_tpcds(args.sf, args.out)
             else:
                 generate_ssb(args.sf, args.out)
-        print(f"wrote {args.benchmark} sf={args.sf:g} to {args.out} in {time.perf_counter() - t0:.1f}s",
-              file=sys.stderr)
+        print(f"wrote {args.benchmark} {size} to {args.out} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         return 0
     import sluice
     sql = _query_text(args)
