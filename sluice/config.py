@@ -31,7 +31,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "row_group_pruning", "decoder", "strict_device"),
+             "row_group_pruning", "stats_aggregates", "decoder", "strict_device"),
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit"),
     "spill": ("spill_dir", "force_spill", "spill_compression"),
@@ -131,6 +131,11 @@ class Config:
 
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
+
+    stats_aggregates: bool = True
+    """``MIN`` / ``MAX`` of a column and ``COUNT(*)`` over a whole Parquet table, without GROUP BY
+    or WHERE, are answered from the row groups' statistics where those are exact (signed
+    integers, dates, decimals): no row is read."""
 
     scan_mode: str = "auto"
     """How a scan with a pushed filter moves data (A-Scan): ``direct`` (decode and ship every

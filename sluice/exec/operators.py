@@ -15,6 +15,7 @@ import torch
 
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
+from sluice.expr.constants import literal_column
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.catalog import RowGroup, TableInfo
 from sluice.adapt.scan_policy import ScanPolicy
@@ -138,6 +139,22 @@ class OneRowOp(Operator):
 
     def execute(self, ctx):
         yield Chunk({}, 1)
+
+
+@dataclass(eq=False)
+class StatisticsOp(Operator):
+    """One row of aggregates that lowering answered from a table's row-group statistics
+    (:mod:`sluice.physical.statistics`): no row of the table is read."""
+
+    table: str
+    values: tuple  # (output name, Lit) per aggregate
+    label = "Statistics"
+
+    def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
+        yield Chunk({n: literal_column(v, ctx.device).expand(1) for n, v in self.values}, 1)
+
+    def describe(self) -> str:
+        return f"Statistics of {self.table} (no row read): " + ", ".join(f"{n}={v.value}" for n, v in self.values)
 
 
 @dataclass(eq=False)

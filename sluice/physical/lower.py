@@ -35,6 +35,7 @@ from sluice.physical.joins import choose_build_side
 from sluice.physical.distribute import exchange, gather, place_join, placed, share
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.runtime_filters import attach_runtime_filters, attach_topk_filters
+from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
                                  Shared, Sort, SortKey, Union, Window, WorkTable)
@@ -204,6 +205,10 @@ def _(plan: Union, state):
 
 @_lower.register
 def _(plan: Aggregate, state):
+    if state.world == 1 and state.config.stats_aggregates:
+        answered = statistics_aggregate(plan)
+        if answered is not None:
+            return answered
     child = lower(plan.child, state)
     if child.distribution == SINGLE:
         return _estimated(HashAggregateOp(child, plan.keys, plan.aggs), plan)
