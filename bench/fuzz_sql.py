@@ -293,6 +293,9 @@ def query():
     if k < 0.5:  # group by
         keys = R.sample(["t.g", "t.s", "t.a", "t.dt", "(t.a % 3)", "t.a > 2", "upper(t.s)", "extract(year from t.dt)", "t.d"], R.randint(0, 3))
         aggs = ", ".join(agg("t") for _ in range(R.randint(1, 3)))
+        if R.random() < .2:  # sums of one narrow column plus constants (the sum_offsets rule)
+            c = "t.g"
+            aggs += ", " + ", ".join(f"sum({c} {R.choice(['+', '-'])} {R.randint(-5, 40)})" for _ in range(R.randint(2, 3)))
         q = f"select {', '.join(keys + [aggs])} from t"
         if R.random() < .6: q += f" where {pred('t')}"
         if keys: q += f" group by {', '.join(keys)}"
