@@ -291,7 +291,8 @@ def query():
         if R.random() < .2: q = f"with x as ({q}) select count(*), count(distinct x.b) from x"
         return q
     if k < 0.5:  # group by
-        keys = R.sample(["t.g", "t.s", "t.a", "t.dt", "(t.a % 3)", "t.a > 2", "upper(t.s)", "extract(year from t.dt)", "t.d"], R.randint(0, 3))
+        keys = R.sample(["t.g", "t.s", "t.a", "t.dt", "(t.a % 3)", "t.a > 2", "upper(t.s)", "extract(year from t.dt)", "t.d",
+                         "t.a + 1", "t.g * 2 - 1"], R.randint(0, 3))  # (keys from another key: dependent_group_keys)
         aggs = ", ".join(agg("t") for _ in range(R.randint(1, 3)))
         if R.random() < .2:  # sums of one narrow column plus constants (the sum_offsets rule)
             c = "t.g"

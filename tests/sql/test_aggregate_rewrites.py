@@ -1,5 +1,7 @@
-"""SUM(x + c) rewritten as SUM(x) + c * COUNT(x) (plan rule ``sum_offsets``): equal to DuckDB with
-NULLs, all-NULL groups, negative and constant-first offsets, and groups."""
+"""Aggregations the plan rules rewrite, against DuckDB: SUM(x + c) as SUM(x) + c * COUNT(x)
+(``sum_offsets``: NULLs, all-NULL groups, negative and constant-first offsets, groups) and
+GROUP BY keys computed from another key per group (``dependent_group_keys``: NULL keys, casts,
+grouping sets, a key used in HAVING and ORDER BY)."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +27,10 @@ QUERIES = [
     "select g, sum(x + 1), sum(x + 100), sum(y + 1), sum(y - 7), avg(x) from t group by g order by g",
     "select g, sum(x + 1) a, sum(x + 2) b from t where g = 6 group by g",  # every x NULL: NULL sums
     "select sum(x + 1) filter (where g < 3), sum(x + 2) filter (where g < 3) from t",
+    "select x, x - 1, x * 2 + 1, count(*), sum(y) from t group by x, x - 1, x * 2 + 1 order by x nulls first",
+    "select x, cast(x as bigint) + 7 k, count(*) c from t group by x, k having k > 0 order by k desc, x limit 20",
+    "select g, x, x + 1, count(*) from t group by grouping sets ((g, x, x + 1), (g), ()) "
+    "order by g nulls first, x nulls first, 3 nulls first",
 ]
 
 
