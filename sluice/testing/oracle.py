@@ -60,7 +60,9 @@ def _key(row):
             out.append((0, 0))
         elif isinstance(v, float) and math.isnan(v):
             out.append((1.5, 0))  # NaN sorts above every number (a NaN in the key breaks sorted())
-        elif isinstance(v, (int, float, decimal.Decimal)):
+        elif isinstance(v, float):  # to 12 digits: values equal within rounding sort alike
+            out.append((1, float(f"{v:.12g}")))
+        elif isinstance(v, (int, decimal.Decimal)):
             out.append((1, float(v)))
         elif isinstance(v, dt.datetime):
             out.append((2, v.isoformat()))
