@@ -17,19 +17,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
+from timing import median_of  # noqa: E402
 from sluice.datagen.clickbench import generate_clickbench  # noqa: E402
 from sluice.errors import UnsupportedError  # noqa: E402
 from sluice.testing.oracle import compare, compare_limited, duckdb_connect  # noqa: E402
 from sluice.testing.queries import clickbench_queries, limit_parts  # noqa: E402
 
-
-def median(f, runs: int) -> float:
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return sorted(ts)[len(ts) // 2]
 
 
 def main() -> None:
@@ -69,8 +62,8 @@ def main() -> None:
             check = "ok" if ours.num_rows else "ok (empty)"
         except AssertionError as e:
             check = "DIFF " + str(e).splitlines()[0][:80]
-        ts = median(lambda: con.sql(sql).to_arrow(), args.runs)
-        td = median(lambda: duck.sql(sql).fetchall(), args.runs)
+        ts = median_of(lambda: con.sql(sql).to_arrow(), args.runs)
+        td = median_of(lambda: duck.sql(sql).fetchall(), args.runs)
         ratios.append(ts / td)
         print(f"{name:6} {ts:9.3f} {td:9.3f} {ts / td:7.2f}  {check}", flush=True)
     if ratios:

@@ -1,4 +1,4 @@
-"""Shared by the benchmarks: best-of-N timing after one warm-up run."""
+"""Shared by the benchmarks: best-of-N timing after one warm-up run, and the median of N."""
 
 from __future__ import annotations
 
@@ -18,3 +18,13 @@ def best_of(fn: Callable[[], object], runs: int, before: Callable[[], None] | No
         fn()
         best = min(best, time.perf_counter() - t0)
     return best, result
+
+
+def median_of(fn: Callable[[], object], runs: int) -> float:
+    """Seconds of the median of ``runs`` timed calls of ``fn``."""
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return sorted(ts)[len(ts) // 2]

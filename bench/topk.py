@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -16,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import duckdb  # noqa: E402
 
 import sluice  # noqa: E402
+from sluice.testing.queries import limit_parts  # noqa: E402
+from timing import median_of  # noqa: E402
 
 QUERIES = [
     "select l_orderkey, l_extendedprice from lineitem order by l_extendedprice desc limit 5",
@@ -23,14 +24,6 @@ QUERIES = [
     "select o_orderkey, o_totalprice from orders where o_orderstatus = 'F' order by o_totalprice limit 3",
 ]
 
-
-def median(f, runs: int = 3) -> float:
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return sorted(ts)[len(ts) // 2]
 
 
 def main() -> None:
@@ -46,10 +39,13 @@ def main() -> None:
     on = sluice.connect(args.data, device="cpu", threads=args.threads)
     print(f"{'query':72} {'off s':>7} {'on s':>7} {'duckdb s':>8} {'on/duck':>7}")
     for q in QUERIES:
-        assert on.sql(q).to_arrow().column(1).to_pylist() == [r[1] for r in duck.sql(q).fetchall()], q
-        t_off = median(lambda: off.sql(q).to_arrow())
-        t_on = median(lambda: on.sql(q).to_arrow())
-        t_duck = median(lambda: duck.sql(q).fetchall())
+        ours, theirs = on.sql(q).to_arrow(), duck.sql(q).fetchall()
+        keys = limit_parts(q, ours.column_names)[1]  # ties past the k-th row may pick other rows
+        rows = [list(x.values()) for x in ours.to_pylist()]
+        assert [[r[c] for c in keys] for r in rows] == [[r[c] for c in keys] for r in theirs], q
+        t_off = median_of(lambda: off.sql(q).to_arrow(), 3)
+        t_on = median_of(lambda: on.sql(q).to_arrow(), 3)
+        t_duck = median_of(lambda: duck.sql(q).fetchall(), 3)
         print(f"{q[:72]:72} {t_off:7.3f} {t_on:7.3f} {t_duck:8.3f} {t_on / t_duck:7.2f}")
 
 

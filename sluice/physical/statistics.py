@@ -22,15 +22,12 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
     """The one-row answer of ``plan`` from row-group statistics, or None where it is not exact."""
     if plan.keys or not plan.aggs:
         return None
-    child, rename = plan.child, {}
-    while isinstance(child, Project):  # output name -> the column below it
-        exprs = dict(child.exprs)
-        rename = {k: exprs[v].name if isinstance(exprs.get(v), Col) else None for k, v in rename.items()} \
-            if rename else {k: e.name for k, e in exprs.items() if isinstance(e, Col)}
-        child = child.child
-    if not isinstance(child, Scan) or child.filter is not None or child.table.format != "parquet":
+    scan = plan.child
+    while isinstance(scan, Project):
+        scan = scan.child
+    if not isinstance(scan, Scan) or scan.filter is not None or scan.table.format != "parquet":
         return None
-    groups = [rg for rg in child.table.row_groups if rg.num_rows]
+    groups = [rg for rg in scan.table.row_groups if rg.num_rows]
     if not groups:
         return None
     values = []
@@ -40,18 +37,27 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
             continue
         if call.func not in ("min", "max") or not isinstance(call.arg, Col):
             return None
-        col = call.arg.name
-        if rename:
-            col = rename.get(col) if col in rename else col
-        file_col = child.columns.get(col) if col is not None else None
-        if file_col is None or not _orders_as_sql(child.table.arrow_schema.field(file_col).type):
+        col = _scan_column(plan.child, call.arg.name)
+        file_col = scan.columns.get(col) if col is not None else None
+        if file_col is None or not _orders_as_sql(scan.table.arrow_schema.field(file_col).type):
             return None
         bounds = [rg.stats.get(file_col) for rg in groups]
         if any(b is None or b[0] is None or b[1] is None for b in bounds):
             return None
         v = min(b[0] for b in bounds) if call.func == "min" else max(b[1] for b in bounds)
         values.append((name, Lit(int(v), call.type)))
-    return StatisticsOp(child.table.name, tuple(values))
+    return StatisticsOp(scan.table.name, tuple(values))
+
+
+def _scan_column(plan, name: str) -> str | None:
+    """The scan column that output ``name`` of ``plan`` is, through renaming projections
+    (None: an expression computes it)."""
+    while isinstance(plan, Project):
+        e = dict(plan.exprs).get(name)
+        if not isinstance(e, Col):
+            return None
+        plan, name = plan.child, e.name
+    return name
 
 
 def _orders_as_sql(t: pa.DataType) -> bool:
