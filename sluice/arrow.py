@@ -292,4 +292,4 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
                          col.dictionary, col.wide)
         cols[f.name] = col
-    return Chunk(cols, n)
+    return Chunk(cols, n, home=device if device is not None else torch.device("cpu"))

@@ -91,7 +91,9 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
             os.close(fd)
     n, cold = _read_all(files, drop_cache=False)
     n2, warm = _read_all(files, drop_cache=False)
-    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device is None:
+        from sluice.devices import resolve_device
+        device = resolve_device("auto")
     result = {
         "data": str(data), "bytes": n, "files": len(files),
         "read_cold_bps": n / cold if cold > 0 else None,

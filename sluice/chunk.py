@@ -84,27 +84,44 @@ def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, 
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A batch of rows: named columns, all of ``num_rows`` rows on one device."""
+    """A batch of rows: named columns, all of ``num_rows`` rows on one device.
+
+    A chunk with no columns (``count(*)`` over a scan, ``VALUES``' one row before its literals)
+    still lives on a device: ``home`` names it, and constructing one without it is an internal
+    error. Before, such chunks fell back to the CPU, and the literals evaluated over them met
+    CUDA columns in joins, concatenations and sorts."""
 
     columns: Mapping[str, Column]
     num_rows: int
     seq: int = 0
+    home: torch.device | None = None
+
+    def __post_init__(self) -> None:
+        if self.home is None and not self.columns:
+            from sluice.errors import InternalError
+            raise InternalError("a chunk with no columns was made without its device")
+
+    @property
+    def device(self) -> torch.device:
+        for c in self.columns.values():
+            return c.data.device
+        return self.home
 
     def __getitem__(self, name: str) -> Column:
         return self.columns[name]
 
     def select(self, names) -> "Chunk":
-        return Chunk({n: self.columns[n] for n in names}, self.num_rows, self.seq)
+        return Chunk({n: self.columns[n] for n in names}, self.num_rows, self.seq, self.device)
 
     def filter(self, mask: torch.Tensor) -> "Chunk":
         idx = mask.nonzero().squeeze(1)
         n = int(idx.numel())
         if n == self.num_rows:
             return self  # nothing filtered out: no copies
-        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, n, self.seq)
+        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, n, self.seq, self.home)
 
     def take(self, idx: torch.Tensor) -> "Chunk":
-        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, int(idx.numel()), self.seq)
+        return Chunk({k: c.take(idx) for k, c in self.columns.items()}, int(idx.numel()), self.seq, self.home)
 
     def slice(self, start: int, stop: int) -> "Chunk":
         cols = {}
@@ -115,7 +132,7 @@ class Chunk:
                 v = None if c.valid is None else c.valid[start:stop]
                 w = None if c.wide is None else c.wide[start:stop]
                 cols[k] = Column(c.data[start:stop], c.type, v, c.dictionary, w)
-        return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq)
+        return Chunk(cols, max(0, min(stop, self.num_rows) - start), self.seq, self.home)
 
 
 
@@ -133,7 +150,7 @@ def compact_strings(chunk: "Chunk") -> "Chunk":
             changed = True
         else:
             cols[k] = c
-    return Chunk(cols, chunk.num_rows, chunk.seq) if changed else chunk
+    return Chunk(cols, chunk.num_rows, chunk.seq, chunk.home) if changed else chunk
 
 
 # ---------------------------------------------------------------- dictionaries
@@ -287,4 +304,4 @@ def concat_chunks(chunks: list[Chunk], names=None, unify: bool = True) -> Chunk 
     for k in names:
         parts = [c.columns[k].expand(c.num_rows) for c in chunks]
         cols[k] = concat_columns(parts, unify)
-    return Chunk(cols, n, chunks[0].seq)
+    return Chunk(cols, n, chunks[0].seq, chunks[0].device)

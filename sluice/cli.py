@@ -362,7 +362,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.cmd == "calibrate":
         import torch
         from sluice.calibrate import cache_file, calibrate
-        from sluice.engine import resolve_device
+        from sluice.devices import resolve_device
         from sluice.metrics import fmt_rate
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")

@@ -17,6 +17,7 @@ import pyarrow as pa
 import torch
 
 from sluice.config import Config
+from sluice.devices import resolve_device
 from sluice.errors import (ConfigError, DataError, ExecutionError, InternalError, PlanError, SluiceError,
                            UnsupportedError, internal_error)
 from sluice.exec.context import ExecContext
@@ -30,19 +31,6 @@ from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
 from sluice.sql.parse import parse_sql
 from sluice.sql.translate import Translator
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ConfigError("device 'cuda' was asked for but no CUDA device is available")
-        dev = torch.device(name)
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ConfigError(f"{name} does not exist ({torch.cuda.device_count()} CUDA devices)")
-        return dev
-    return torch.device("cpu")
 
 
 def _local_ranks() -> int:
@@ -65,7 +53,7 @@ class Connection:
         self.group = current_group(self.config.dist_timeout_s)
         self.device = resolve_device(self.config.device)
         if self.group is not None:
-            self.device = device_for_rank(self.device)
+            self.device = device_for_rank(self.device, self.config.device)
         clean_stale(self.config.spill_dirs())  # spill folders of killed processes
         if self.config.threads:
             torch.set_num_threads(self.config.threads)

@@ -102,3 +102,133 @@ def test_cuda_scan_device_memory_bounded_by_budget(tpch_dir):
     blocking = _device_growth(tpch_dir, pipeline="blocking")  # the whole table on the device
     assert growth <= budget + overhead, f"grew {growth / 2**20:.1f} MiB"
     assert blocking > budget + overhead, f"blocking grew only {blocking / 2**20:.1f} MiB"
+
+
+# ------------------------------------------------------------------ issue 29, items 1-3 on the CPU
+
+def _fake_cuda(monkeypatch, count=2, current=0):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: current)
+
+
+def test_cuda_spellings_resolve_to_one_indexed_device(monkeypatch):
+    # torch.device("cuda") != torch.device("cuda:0"): a stream cache keyed by the unindexed
+    # spelling never hit, and tensors (which report cuda:0) never equal the context's device.
+    from sluice.devices import resolve_device
+    _fake_cuda(monkeypatch, current=1)
+    assert resolve_device("cuda") == torch.device("cuda", 1)
+    assert resolve_device("auto") == torch.device("cuda", 1)
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_device("cuda:2")
+    with pytest.raises(ConfigError, match="not a device name"):
+        resolve_device("cuda:x")
+
+
+@pytest.mark.parametrize("setting,local_rank,want", [("cuda", "1", 1), ("auto", "3", 1), ("cuda:0", "1", 0)])
+def test_each_rank_takes_its_local_gpu_unless_one_is_named(monkeypatch, setting, local_rank, want):
+    from sluice.devices import resolve_device
+    from sluice.dist.group import device_for_rank
+    _fake_cuda(monkeypatch)
+    monkeypatch.setenv("LOCAL_RANK", local_rank)
+    assert device_for_rank(resolve_device(setting), setting) == torch.device("cuda", want)
+
+
+def test_a_chunk_without_columns_names_its_device():
+    from sluice.chunk import Chunk
+    from sluice.errors import InternalError
+    with pytest.raises(InternalError, match="without its device"):
+        Chunk({}, 3)
+    c = Chunk({}, 3, home=torch.device("meta"))
+    assert c.device == torch.device("meta") and c.select([]).device == torch.device("meta")
+    assert c.slice(0, 2).device == torch.device("meta")
+
+
+def test_an_operator_output_on_another_device_is_an_internal_error():
+    # The CPU-side check for "literal rows stay on the CPU on a CUDA connection": every
+    # operator's output passes through timed(), which compares it with the query's device
+    # (here a fake second device, meta).
+    from sluice.chunk import Chunk, Column
+    from sluice.errors import InternalError
+    from sluice.exec.context import timed
+    from sluice.metrics import OperatorStats
+    from sluice.types import INT64
+    meta = torch.device("meta")
+    on_cpu = Chunk({"a": Column(torch.zeros(2, dtype=torch.int64), INT64)}, 2)
+    with pytest.raises(InternalError, match="operator Values made a chunk on cpu"):
+        list(timed(iter([on_cpu]), OperatorStats("Values"), None, meta))
+    mixed = Chunk({"a": Column(torch.zeros(2, dtype=torch.int64, device=meta), INT64),
+                   "b": Column(torch.zeros(2, dtype=torch.int64), INT64)}, 2)
+    with pytest.raises(InternalError, match="operator Join made column b on cpu"):
+        list(timed(iter([mixed]), OperatorStats("Join"), None, meta))
+    with pytest.raises(InternalError, match="made a chunk on cpu"):
+        list(timed(iter([Chunk({}, 1, home=torch.device("cpu"))]), OperatorStats("OneRow"), None, meta))
+    ok = Chunk({"a": Column(torch.zeros(2, dtype=torch.int64, device=meta), INT64)}, 2)
+    assert list(timed(iter([ok]), OperatorStats("Values"), None, meta)) == [ok]
+
+
+@pytest.mark.parametrize("sql", [
+    "select 5 as x",
+    "select (select 5) as x, count(*) as n from nation",
+    "select * from (values (1, 'a'), (2, 'b')) v(k, s) join nation on n_nationkey = k order by k",
+    "select 1 as k union all select n_nationkey from nation order by k limit 3",
+    "select count(*) from lineitem where l_quantity > 10",
+    "select count(*) from (select 1 from nation, region)",
+])
+def test_literal_rows_live_on_the_query_device(sql, tpch_dir, tpch_duck, connect):
+    # Each chunk made here passes the device check above (the test fails with an
+    # InternalError otherwise); on a GPU (--device cuda) the same queries run on CUDA.
+    compare(connect(tpch_dir).sql(sql).to_arrow(), tpch_duck.sql(sql).to_arrow_table())
+
+
+def test_transferred_tensors_are_recorded_on_the_consuming_stream(monkeypatch):
+    # Tensors copied on the side stream, consumed on another: record_stream() on every one
+    # (data and validity), else the allocator may hand their memory to the next copy while
+    # kernels queued on the consumer still read it.
+    from sluice.io import pinned
+
+    class FakeTensor:
+        device = torch.device("cuda", 0)
+
+        def __init__(self):
+            self.recorded = []
+
+        def record_stream(self, s):
+            self.recorded.append(s)
+
+    class FakeStream:
+        waited = []
+
+        def wait_event(self, e):
+            self.waited.append(e)
+
+    stream = FakeStream()
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: stream)
+    cols = {k: types_ns(FakeTensor(), FakeTensor() if k == "b" else None) for k in "ab"}
+    pinned.wait_for("event", cols)
+    assert stream.waited == ["event"]
+    assert all(c.data.recorded == [stream] for c in cols.values())
+    assert cols["b"].valid.recorded == [stream]
+    pinned.wait_for(None, cols)  # no side stream: nothing to hand over
+    assert all(len(c.data.recorded) == 1 for c in cols.values())
+
+
+def types_ns(data, valid):
+    import types
+    return types.SimpleNamespace(data=data, valid=valid)
+
+
+@needs_cuda
+@pytest.mark.parametrize("spelling", ["cuda", "cuda:0"])
+@pytest.mark.parametrize("settings", [
+    dict(copy_stream=True, pinned_memory=True), dict(copy_stream=False, pinned_memory=True),
+    dict(copy_stream=True, pinned_memory=False), dict(decoder="device"), dict(scan_mode="staging")])
+def test_race_probe_one_answer_in_ten_runs(tpch_dir, spelling, settings):
+    # Issue 29's race probe: small chunks keep the copy stream's allocator busy; a block handed
+    # back too early shows as a different answer in one of the runs.
+    con = sluice.connect(tpch_dir, device=spelling, chunk_rows=65536, **settings)
+    sql = ("select l_returnflag, sum(l_extendedprice * (1 - l_discount)) as s, count(*) as n, "
+           "max(l_comment) as c from lineitem where l_quantity < 40 group by 1 order by 1")
+    answers = {str(con.sql(sql).to_arrow().to_pylist()) for _ in range(10)}
+    assert len(answers) == 1

@@ -100,8 +100,9 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     return _GROUP
 
 
-def device_for_rank(device: torch.device) -> torch.device:
-    """One GPU per rank: a rank on a CUDA machine takes the GPU of its local rank."""
-    if device.type == "cuda" and device.index is None:
+def device_for_rank(device: torch.device, setting: str = "cuda") -> torch.device:
+    """One GPU per rank: a rank on a CUDA machine takes the GPU of its local rank, unless the
+    setting named one (``cuda:1``); ``device`` is the resolved (indexed) device."""
+    if device.type == "cuda" and ":" not in setting:
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % max(1, torch.cuda.device_count()))
     return device

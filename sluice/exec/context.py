@@ -17,7 +17,7 @@ import torch
 from sluice.adapt.scan_policy import Coordinator
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
-from sluice.errors import SluiceError, internal_error, is_resource_error
+from sluice.errors import InternalError, SluiceError, internal_error, is_resource_error
 from sluice.exec.materialize import MaterializeStats
 from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
@@ -140,11 +140,13 @@ def chunk_nbytes(chunk) -> int:
     return n
 
 
-def timed(gen, st: OperatorStats, recorder=None):
+def timed(gen, st: OperatorStats, recorder=None, device: torch.device | None = None):
     """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them.
 
     An unexpected exception leaves as an InternalError naming the operator that raised it (the
-    innermost one: its parents see a SluiceError and let it pass)."""
+    innermost one: its parents see a SluiceError and let it pass). With ``device``, a chunk
+    with a column elsewhere is an InternalError too: on a GPU a CPU column would meet CUDA
+    columns in the parent's kernels (literal rows once did), so it is caught where it is made."""
     it = iter(gen)
     while True:
         t0 = time.perf_counter()
@@ -163,7 +165,19 @@ def timed(gen, st: OperatorStats, recorder=None):
         st.inclusive_s += t1 - t0
         if recorder is not None:  # an operator span in --trace (nested in its parent's)
             recorder.add("operator", t0, t1, 0, st.name)
+        if device is not None:
+            check_device(chunk, device, st.name)
         st.rows += chunk.num_rows
         st.chunks += 1
         st.nbytes += chunk_nbytes(chunk)
         yield chunk
+
+
+def check_device(chunk, device: torch.device, who: str) -> None:
+    """Every tensor of ``chunk`` (and the chunk itself, when it has no column) on ``device``."""
+    if chunk.device != device:
+        raise InternalError(f"operator {who} made a chunk on {chunk.device}, the query runs on {device}")
+    for name, c in chunk.columns.items():
+        if c.data.device != device or (c.valid is not None and c.valid.device != device):
+            raise InternalError(f"operator {who} made column {name} on {c.data.device}, "
+                                f"the query runs on {device}")

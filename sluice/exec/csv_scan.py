@@ -41,12 +41,12 @@ class CsvScanOp(Operator):
                     if ctx.device.type == "cuda":
                         decoded = {c: to_device(col, ctx.device) for c, col in decoded.items()}
                     cols = {k: decoded[v] for k, v in self.columns.items()}
-                    out = Chunk(cols, n, seq)
+                    out = Chunk(cols, n, seq, ctx.device)
                     seq += 1
                     if self.filter is not None:
                         mask = evaluate_predicate(self.filter, out)
                         if self.outputs is not None:
-                            out = Chunk({k: cols[k] for k in self.outputs}, n, out.seq)
-                        out = out.filter(mask) if out.columns else Chunk({}, int(mask.sum()), out.seq)
+                            out = Chunk({k: cols[k] for k in self.outputs}, n, out.seq, ctx.device)
+                        out = out.filter(mask) if out.columns else Chunk({}, int(mask.sum()), out.seq, ctx.device)
                     if out.num_rows:
                         yield out

@@ -203,8 +203,8 @@ class HashAggregateOp(Operator):
             firsts = first_rows(pair_ids.to(dev), k)
             dcols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
             dcols["__x"] = x.take(firsts)
-            dpages[arg] = Chunk(dcols, int(firsts.numel()))
-        return Chunk(cols, g), dpages
+            dpages[arg] = Chunk(dcols, int(firsts.numel()), home=dev)
+        return Chunk(cols, g, home=dev), dpages
 
     def _merge_pages(self, pages: list[Chunk]) -> Chunk:
         """Merge partial pages (each already one row per group) into one page with one row
@@ -218,7 +218,7 @@ class HashAggregateOp(Operator):
         n = data.num_rows
         kcols = [data.columns[k] for k in self.key_names]
         ids, g = group_ids(kcols, n)
-        ids = ids.to(_device_of(data))
+        ids = ids.to(data.device)
         cols: dict[str, Column] = {}
         if self.keys:
             firsts = first_rows(ids, g)
@@ -226,20 +226,20 @@ class HashAggregateOp(Operator):
         for acc in self.accs.values():
             state = {k: v for k, v in data.columns.items() if k.startswith(acc.prefix + "#")}
             cols.update(acc.merge(state, ids, g))
-        return Chunk(cols, g)
+        return Chunk(cols, g, home=data.device)
 
     def _dedupe_pages(self, pages: list[Chunk]) -> Chunk:
         """(keys, value) pages as one page of distinct pairs."""
         data = concat_chunks(pages)
         cols = [data.columns[k] for k in self.key_names] + [data.columns["__x"]]
         pair_ids, k = group_ids(cols, data.num_rows)
-        return data.take(first_rows(pair_ids.to(_device_of(data)), k))
+        return data.take(first_rows(pair_ids.to(data.device), k))
 
     def _identity_page(self, g: int, dev) -> Chunk:
         cols: dict[str, Column] = {}
         for acc in self.accs.values():
             cols.update(acc.identity(g, dev))
-        return Chunk(cols, g)
+        return Chunk(cols, g, home=dev)
 
     def _distinct_states(self, part, arg: Expr, dev) -> Iterator[Chunk]:
         """Pages of group states of the DISTINCT aggregates over ``arg`` from one partition of
@@ -262,11 +262,11 @@ class HashAggregateOp(Operator):
             kcols = [data.columns[k] for k in self.key_names]
             x = data.columns["__x"]
             pair_ids, k = group_ids(kcols + [x], n)
-            firsts = first_rows(pair_ids.to(_device_of(data)), k)
+            firsts = first_rows(pair_ids.to(data.device), k)
             kcols = [c.take(firsts) for c in kcols]
             x = x.take(firsts)
             ids, g = group_ids(kcols, int(firsts.numel()))
-            ids = ids.to(_device_of(data))
+            ids = ids.to(data.device)
             rows = torch.bincount(ids, minlength=g)
             cols: dict[str, Column] = {}
             if self.keys:
@@ -277,7 +277,7 @@ class HashAggregateOp(Operator):
                     cols.update(acc.update(x, ids, g, rows))
                 else:
                     cols.update(acc.identity(g, dev))
-        yield Chunk(cols, g)
+        yield Chunk(cols, g, home=data.device)
 
     def _finalize(self, page: Chunk) -> Chunk:
         cols = {k: page.columns[k] for k in self.key_names}
@@ -285,17 +285,11 @@ class HashAggregateOp(Operator):
             acc = self.accs[key]
             state = {k: v for k, v in page.columns.items() if k.startswith(acc.prefix + "#")}
             cols[name] = acc.finalize(state, func, call.type)
-        return Chunk(cols, page.num_rows)
+        return Chunk(cols, page.num_rows, home=page.device)
 
 
 def _as_is(page: Chunk) -> Chunk:
     return page
-
-
-def _device_of(chunk: Chunk) -> torch.device:
-    for c in chunk.columns.values():
-        return c.data.device
-    return torch.device("cpu")
 
 
 def _held_rows(mat: Materializer) -> int:

@@ -178,7 +178,7 @@ class HashJoinOp(Operator):
 
     def _concat(self, pages: list[Chunk], dev) -> Chunk:
         build = concat_chunks(pages) or empty_chunk(self.build_schema, dev)
-        return Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows)
+        return Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows, home=dev)
 
     def _all_in_memory(self, bmat: Materializer, dev) -> Chunk:
         pages = []
@@ -301,7 +301,7 @@ class HashJoinOp(Operator):
         keep = self._pair_cols
         cols = {k: c.take(p) for k, c in chunk.columns.items() if keep is None or k in keep}
         cols.update({k: c.take(b) for k, c in build.columns.items() if keep is None or k in keep})
-        return Chunk(cols, int(p.numel()), chunk.seq)
+        return Chunk(cols, int(p.numel()), chunk.seq, chunk.device)
 
     def _emit_probe(self, chunk, build, p, b, pair, ok, m, build_has_null, pcols):
         mode = self.mode
@@ -340,7 +340,7 @@ class HashJoinOp(Operator):
             valid = None if bool(known.all()) else known
         cols = dict(chunk.columns)
         cols[self.mark] = Column(matched, BOOL, valid)
-        return Chunk(cols, chunk.num_rows, chunk.seq)
+        return Chunk(cols, chunk.num_rows, chunk.seq, chunk.device)
 
     def _no_keys(self, ctx, build: Chunk):
         return nested_loop_join(self, ctx, build)

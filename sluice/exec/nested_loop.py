@@ -35,7 +35,7 @@ def nested_loop_join(op, ctx, build: Chunk) -> Iterator[Chunk]:
             for k, c in consts.items():
                 cols[k] = c.expand(1).take(torch.zeros(chunk.num_rows, dtype=torch.long, device=dev)) \
                     if chunk.num_rows else c.filter(torch.zeros(1, dtype=torch.bool, device=dev))
-            yield Chunk(cols, chunk.num_rows, chunk.seq)
+            yield Chunk(cols, chunk.num_rows, chunk.seq, dev)
         return
     flags = torch.zeros(m, dtype=torch.bool, device=dev)
     cond = find_range_condition(op.residual, set(op.probe_schema), set(op.build_schema))

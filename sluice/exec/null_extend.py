@@ -24,7 +24,7 @@ def null_extended(rows: Chunk, other: dict[str, LType], device: torch.device,
     cols = dict(rows.columns)
     for k, t in other.items():
         cols[k] = null_column(t, rows.num_rows, device, (dictionaries or {}).get(k))
-    return Chunk(cols, rows.num_rows, seq)
+    return Chunk(cols, rows.num_rows, seq, device)
 
 
 def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
@@ -33,4 +33,4 @@ def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
     for k, t in schema.items():
         cols[k] = Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
                          pa.array([], pa.string()) if t.kind == "string" else None)
-    return Chunk(cols, 0)
+    return Chunk(cols, 0, home=device)

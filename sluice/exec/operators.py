@@ -43,7 +43,7 @@ class Operator(abc.ABC):
         st = run.stats
         if st is None:
             st = run.stats = OperatorStats(self.label)
-        return timed(self.execute(ctx), st, ctx.recorder)
+        return timed(self.execute(ctx), st, ctx.recorder, ctx.device)
 
     def start(self, ctx: ExecContext) -> None:
         """Called on every operator before the query runs (scans begin reading here)."""
@@ -123,7 +123,7 @@ class ScanOp(Operator):
         # read are dropped here.
         keep = self.outputs if self.outputs is not None else tuple(self.columns)
         for chunk in self.reader(ctx):
-            out = Chunk({k: chunk.columns[self.columns[k]] for k in keep}, chunk.num_rows, chunk.seq)
+            out = Chunk({k: chunk.columns[self.columns[k]] for k in keep}, chunk.num_rows, chunk.seq, ctx.device)
             if out.num_rows:
                 yield out
 
@@ -138,7 +138,7 @@ class OneRowOp(Operator):
     label = "OneRow"
 
     def execute(self, ctx):
-        yield Chunk({}, 1)
+        yield Chunk({}, 1, home=ctx.device)
 
 
 @dataclass(eq=False)
@@ -151,7 +151,7 @@ class StatisticsOp(Operator):
     label = "Statistics"
 
     def execute(self, ctx: ExecContext) -> Iterator[Chunk]:
-        yield Chunk({n: literal_column(v, ctx.device).expand(1) for n, v in self.values}, 1)
+        yield Chunk({n: literal_column(v, ctx.device).expand(1) for n, v in self.values}, 1, home=ctx.device)
 
     def describe(self) -> str:
         return f"Statistics of {self.table} (no row read): " + ", ".join(f"{n}={v.value}" for n, v in self.values)
@@ -170,7 +170,7 @@ class FilterOp(Operator):
         for chunk in self.child.stream(ctx):
             mask = evaluate_predicate(self.predicate, chunk)
             if not chunk.columns:
-                out = Chunk({}, int(mask.sum()), chunk.seq)
+                out = Chunk({}, int(mask.sum()), chunk.seq, chunk.device)
             else:
                 out = chunk.filter(mask)
             if out.num_rows:
@@ -195,7 +195,7 @@ class ProjectOp(Operator):
             for name, e in self.exprs:
                 c = evaluate(e, chunk, memo)
                 cols[name] = c.expand(chunk.num_rows) if c.is_const else c
-            yield Chunk(cols, chunk.num_rows, chunk.seq)
+            yield Chunk(cols, chunk.num_rows, chunk.seq, chunk.device)
 
     def describe(self):
         return "Project " + ", ".join(n if str(e) == n else f"{n}={e}" for n, e in self.exprs)

@@ -88,7 +88,7 @@ def _new_rows(chunks: list[Chunk], seen: Chunk | None, names: list[str]) -> tupl
     ``seen`` with them added."""
     if not chunks:
         return [], seen
-    parts = ([seen] if seen is not None else []) + [Chunk({k: c.columns[k] for k in names}, c.num_rows) for c in chunks]
+    parts = ([seen] if seen is not None else []) + [Chunk({k: c.columns[k] for k in names}, c.num_rows, home=c.device) for c in chunks]
     data = concat_chunks(parts)
     n = data.num_rows
     cols = [data.columns[k].expand(n) for k in names]
@@ -100,6 +100,6 @@ def _new_rows(chunks: list[Chunk], seen: Chunk | None, names: list[str]) -> tupl
         return [], seen
     fresh, _ = torch.sort(fresh)
     added = Chunk({k: data.columns[k].expand(n).take(fresh.to(cols[0].data.device) if cols else fresh)
-                   for k in names}, int(fresh.numel()))
-    everything = Chunk({k: data.columns[k].expand(n).take(torch.sort(firsts)[0]) for k in names}, g)
+                   for k in names}, int(fresh.numel()), home=data.device)
+    everything = Chunk({k: data.columns[k].expand(n).take(torch.sort(firsts)[0]) for k in names}, g, home=data.device)
     return [added], everything

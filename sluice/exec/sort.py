@@ -44,7 +44,7 @@ RUN_PAGE_ROWS = 1 << 16
 
 def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
     n = chunk.num_rows
-    dev = next(iter(chunk.columns.values())).data.device if chunk.columns else torch.device("cpu")
+    dev = chunk.device
     perm = torch.arange(n, device=dev)
     for k in reversed(keys):
         col = evaluate(k.expr, chunk).expand(n)
@@ -153,7 +153,7 @@ class SortOp(Operator):
             for p in pages:
                 offsets.append(off + p.num_rows - 1)
                 off += p.num_rows
-            tail = window.take(torch.tensor(offsets, device=_dev(window)))
+            tail = window.take(torch.tensor(offsets, device=window.device))
             first_last = int(sort_permutation(tail, self.keys)[0])
             bound = offsets[first_last]
             nb = page_nbytes(window)
@@ -247,10 +247,4 @@ def _skip(chunks: Iterator[Chunk], offset: int) -> Iterator[Chunk]:
             c = c.slice(offset, c.num_rows)
             offset = 0
         yield c
-
-
-def _dev(chunk: Chunk) -> torch.device:
-    for c in chunk.columns.values():
-        return c.data.device
-    return torch.device("cpu")
 

@@ -67,12 +67,12 @@ class WindowOp(Operator):
         row 0 continues the held rows); rows before it complete every held partition."""
         n = chunk.num_rows
         cols = [evaluate(e, chunk).expand(n) for e in self.partition]
-        starts = K.row_starts(cols, n, _device(chunk))
+        starts = K.row_starts(cols, n, chunk.device)
         if pending:
             prev = pending[-1]
             edge = concat_chunks([prev.slice(prev.num_rows - 1, prev.num_rows), chunk.slice(0, 1)])
             two = [evaluate(e, edge).expand(2) for e in self.partition]
-            starts[0] = bool(K.row_starts(two, 2, _device(chunk))[1])
+            starts[0] = bool(K.row_starts(two, 2, chunk.device)[1])
         else:
             starts[0] = False
         hits = torch.nonzero(starts).flatten()
@@ -80,7 +80,7 @@ class WindowOp(Operator):
 
     def _compute(self, data: Chunk) -> Iterator[Chunk]:
         n = data.num_rows
-        dev = _device(data)
+        dev = data.device
         pcols = [evaluate(e, data).expand(n) for e in self.partition]
         part_starts = K.row_starts(pcols, n, dev)
         part = K.Segments.of(part_starts)
@@ -94,13 +94,7 @@ class WindowOp(Operator):
         cols = dict(data.columns)
         for name, call in self.calls:
             cols[name] = _call(call, data, idx, part, peers, dev, key)
-        yield Chunk(cols, n, data.seq)
-
-
-def _device(chunk: Chunk):
-    for c in chunk.columns.values():
-        return c.data.device
-    return torch.device("cpu")
+        yield Chunk(cols, n, data.seq, dev)
 
 
 _OFFSET = ("preceding", "following")

@@ -26,7 +26,7 @@ def evaluate(e: Expr, chunk: Chunk, memo: dict | None = None) -> Column:
     if isinstance(e, Col):
         return chunk.columns[e.name]
     if isinstance(e, Lit):
-        return literal_column(e, _device_of(chunk))
+        return literal_column(e, chunk.device)
     if memo is not None:
         hit = memo.get(e)
         if hit is not None:
@@ -83,7 +83,7 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
 
 def _on_deciding_rows(e: Func, i: int, prev: list[Column], chunk: Chunk) -> Column:
     """Argument ``i`` of ``e`` evaluated over the rows where ``prev`` leave the result open."""
-    dev = _device_of(chunk)
+    dev = chunk.device
     need = _deciding_rows(e.op, prev, len(e.args), chunk.num_rows, dev)
     idx = need.nonzero().squeeze(1)
     a = e.args[i]
@@ -144,11 +144,7 @@ def evaluate_predicate(e: Expr, chunk: Chunk) -> torch.Tensor:
 
 
 def evaluate_constant(e: Func) -> Lit:
-    c = evaluate(e, Chunk({}, 1))
+    c = evaluate(e, Chunk({}, 1, home=_CPU))
     return Lit(column_scalar(c), e.type)
 
 
-def _device_of(chunk: Chunk) -> torch.device:
-    for c in chunk.columns.values():
-        return c.data.device
-    return _CPU

@@ -20,6 +20,8 @@ _local = threading.local()
 
 
 def _stream(device: torch.device):
+    """This thread's copy stream for ``device`` (made once per thread: ``device`` is indexed,
+    see ``engine.normalize_device``, so it compares equal to the stream's)."""
     s = getattr(_local, "stream", None)
     if s is None or s.device != device:
         s = torch.cuda.Stream(device=device)
@@ -61,7 +63,26 @@ def to_device(cols: dict[str, Column], device: torch.device, *, pinned: bool, co
     return out, (event if copy_stream else None)
 
 
-def wait_for(event) -> None:
-    """Make the consumer's current stream wait for a transfer (no host sync)."""
-    if event is not None:
-        torch.cuda.current_stream().wait_event(event)
+def wait_for(event, cols: dict[str, Column] | None = None) -> None:
+    """Make the consumer's current stream wait for a transfer (no host sync) and hand it the
+    transferred tensors.
+
+    They were allocated on the copy stream: without ``record_stream`` the caching allocator
+    gives their memory back to the copy stream as soon as the consumer drops them, and the
+    next copy can overwrite it while kernels queued on the consumer's stream still read it
+    (a silent wrong answer). Recorded, the block waits for the consumer's queued work."""
+    if event is None:
+        return
+    stream = None
+    for c in (cols or {}).values():
+        if stream is None:
+            stream = torch.cuda.current_stream(c.data.device)
+        adopt(c, stream)
+    (stream or torch.cuda.current_stream()).wait_event(event)
+
+
+def adopt(col: Column, stream) -> None:
+    """Mark ``col``'s device tensors as used on ``stream`` (see :func:`wait_for`)."""
+    for t in (col.data, col.valid):
+        if t is not None and t.device.type == "cuda":
+            t.record_stream(stream)

@@ -286,7 +286,7 @@ def _to(page: Chunk, device: torch.device, pinned: bool = False) -> Chunk:
             data = data.clone()  # a simulated tier on the CPU: a copy, as a transfer would be
             valid = None if valid is None else valid.clone()
         cols[k] = Column(data, c.type, valid, c.dictionary, c.wide)
-    return Chunk(cols, page.num_rows, page.seq)
+    return Chunk(cols, page.num_rows, page.seq, device)
 
 
 class HostPages:

@@ -31,7 +31,7 @@ def cast_expr(a: Expr, t: LType) -> Expr:
     f = Func("cast", (a,), t, (t,))
     if not isinstance(a, Lit):
         return f
-    return Lit(column_scalar(cast(f, [literal_column(a, torch.device("cpu"))], Chunk({}, 1))), t)
+    return Lit(column_scalar(cast(f, [literal_column(a, torch.device("cpu"))], Chunk({}, 1, home=torch.device("cpu")))), t)
 
 
 def coerce(e: Expr, t: LType) -> Expr:

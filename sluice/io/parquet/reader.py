@@ -224,10 +224,10 @@ class ScanReader:
             first = self.pred_columns + [c for c in dict.fromkeys(filters) if c not in self.pred_columns]
             pcols, nread = self._decode(task, md, first)
             dcols, event = self._ship(pcols)
-            wait_for(event)
+            wait_for(event, dcols)
             pos = None  # positions of the rows kept, on the device; None: all of them
             if self.predicate is not None:
-                pos = evaluate_predicate(self.predicate, Chunk(dcols, n)).nonzero().squeeze(1)
+                pos = evaluate_predicate(self.predicate, Chunk(dcols, n, home=self.device)).nonzero().squeeze(1)
                 if pos.numel() < n:
                     dcols = {c: col.take(pos) for c, col in dcols.items()}
                 else:
@@ -253,7 +253,7 @@ class ScanReader:
         filtered = self.predicate is None
         if mode == "pushdown":
             if self.predicate is not None:
-                idx = evaluate_predicate(self.predicate, Chunk(cols, n)).nonzero().squeeze(1)
+                idx = evaluate_predicate(self.predicate, Chunk(cols, n, home=self.device)).nonzero().squeeze(1)
                 kept = int(idx.numel())
                 if kept < n:
                     cols = {c: col.take(idx) for c, col in cols.items()}
@@ -348,7 +348,7 @@ class ScanReader:
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
         cols, event, nread, n, filtered = loaded
         t_begin = time.perf_counter()
-        wait_for(event)
+        wait_for(event, cols)
         rows_in = sum(rg.num_rows for rg in self.tasks[i])
         st = self.stats.modes.setdefault(mode, ModeStats())
         st.slices += 1
@@ -365,7 +365,7 @@ class ScanReader:
                 # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
                 self._since_trim = 0
                 release_to_os()
-            whole = Chunk(cols, n, seq)
+            whole = Chunk(cols, n, seq, self.device)
             if not filtered and self.predicate is not None:  # direct: the consumer filters
                 whole = whole.filter(evaluate_predicate(self.predicate, whole))
                 n = whole.num_rows
