@@ -1,19 +1,32 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Fetch, on a machine with PyPI, the wheels a GPU machine without network needs to run sluice's
-# tests and benchmarks (Python 3.12, x86-64): .whl/ holds the test and run dependencies the
-# device image lacks (about 38 MB), .whl-gpu/ nvCOMP and KvikIO (about 35 MB). Each folder fits
-# one call's 64 MiB carry of the device tool; both are git-ignored. See scripts/gpu_check.sh.
-set -e
+# tests and benchmarks (its image: torch 2.11 + CUDA 13, Python 3.12, cupy, pyarrow, numpy,
+# pytest). Two folders, both git-ignored (.gitignore: a copy without git metadata works), so that each fits
+# the device tool's 64 MiB carry beside the working tree:
+#   .whl/      what the tests and benchmarks import that the image lacks (sqlglot, duckdb, the
+#              TPC-H/SSB data generator tpchgen-cli, ...)
+#   .whl-gpu/  nvCOMP (nvidia-nvcomp-cu13 + nvidia-libnvcomp-cu13) and KvikIO (kvikio-cu13 +
+#              libkvikio-cu13 + rapids-logger); cupy and the CUDA libraries come with the image.
+# scripts/gpu_check.sh installs whichever of them is there. Prints each folder's size.
+set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
-grep -qx '/.whl-gpu/' .git/info/exclude 2>/dev/null || echo /.whl-gpu/ >> .git/info/exclude
 get() {
   dest=$1; shift
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$dest" "$@"
 }
-get .whl sqlglot==30.30.0 duckdb==2.0.0 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 tpcgen-cli==4.0.0 \
-  prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers pexpect==4.9.0 ptyprocess
-get .whl-gpu nvidia-nvcomp-cu13 nvidia-libnvcomp-cu13 kvikio-cu13 libkvikio-cu13
+get .whl sqlglot==30.30.0 duckdb==2.0.0 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 \
+  prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers
+# The GPU wheels (37 MB) and .whl (31 MB, duckdb 24 of it) together pass 64 MiB: the GPU ones
+# travel as one xz tarball of what is imported (no headers, tools or other Pythons' builds),
+# 25 MB, unpacked into the same --target folder there.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+get "$tmp/w" nvidia-nvcomp-cu13==6.0.0.12 nvidia-libnvcomp-cu13==6.0.0.12 kvikio-cu13==26.10.0 \
+  libkvikio-cu13==26.10.0 rapids-logger==0.3.0
+mkdir -p "$tmp/site" .whl-gpu
+for w in "$tmp"/w/*.whl; do python3 -m zipfile -e "$w" "$tmp/site"; done
+rm -rf "$tmp"/site/nvidia/libnvcomp/bin "$tmp"/site/nvidia/libnvcomp/include "$tmp"/site/libkvikio/include
+find "$tmp/site" -name '*.cpython-3*-x86_64-linux-gnu.so' ! -name '*cpython-312*' -delete
+tar -C "$tmp/site" -cJf .whl-gpu/gpu-site.tar.xz .
 du -sh .whl .whl-gpu

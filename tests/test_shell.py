@@ -13,6 +13,7 @@ from sluice.render import format_rows, format_table
 from sluice.shell import split_statements
 
 pexpect = pytest.importorskip("pexpect")
+pytestmark = pytest.mark.tooling
 
 SLUICE = str(Path(sys.executable).with_name("sluice"))
 PROMPT = "sluice>"
