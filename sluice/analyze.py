@@ -241,6 +241,9 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
     lines.append(f"  bound by: {summ['bound']}")
     lines.append(f"  memory: peak {fmt_bytes(ctx.memory.peak)} reserved of the {fmt_bytes(ctx.memory.limit)} "
                  f"host budget")
+    if ctx.oom_reruns:
+        lines.append(f"  device out of memory: rerun {len(ctx.oom_reruns)}x, last under a "
+                     f"{fmt_bytes(ctx.oom_reruns[-1])} device budget")
     sm = ctx.spill_manager
     if sm is not None and sm.pages_written:
         wbw = sm.bytes_stored / sm.write_s if sm.write_s else 0.0

@@ -33,6 +33,18 @@ from sluice.sql.parse import parse_sql
 from sluice.sql.translate import Translator
 
 
+#: Reruns of a query that ran the GPU out of memory, each under a quarter of the last budget.
+OOM_RERUNS = 2
+
+
+def free_device_cache() -> None:
+    """Give the memory of a failed run back: collect its tensors, then empty torch's cache."""
+    import gc
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def _local_ranks() -> int:
     """Ranks of this job on this machine (torchrun's LOCAL_WORLD_SIZE)."""
     return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
@@ -176,12 +188,16 @@ class Relation:
         self.columns = out_names
         self.last_run: tuple | None = None  # (operator tree, context) of the latest run
 
-    def _context(self, progress=None, op=None) -> ExecContext:
-        """A run's context: for the operators ``op`` (its scans share the read-ahead memory)."""
+    def _context(self, progress=None, op=None, device_limit: int | None = None) -> ExecContext:
+        """A run's context: for the operators ``op`` (its scans share the read-ahead memory);
+        ``device_limit`` overrides the device budget (a rerun after the GPU ran out)."""
         from sluice.exec.operators import ScanOp
+        from sluice.io.memory import MemoryPool
         c = self._con
         scans = sum(1 for o in op.walk() if isinstance(o, ScanOp)) if op is not None else 1
-        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group)
+        dev_pool = None if device_limit is None else MemoryPool(device_limit, "device_memory_limit", "device")
+        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group,
+                           device_memory=dev_pool)
 
     def bytes_to_scan(self) -> int:
         """Compressed bytes the scans of this plan will read (after row-group pruning)."""
@@ -201,9 +217,38 @@ class Relation:
         return lower_plan(self.plan, self._con.config, g.rank if g else 0, g.world if g else 1)
 
     def _execute(self, consume, progress=None):
-        """Run the plan, handing its batches to ``consume``; errors become one-line errors."""
+        """Run the plan, handing its batches to ``consume``; errors become one-line errors.
+
+        When the GPU runs out of memory (the budget is an estimate: kernels' temporaries and
+        other processes are not in it), torch's cache is emptied and the query runs again, from
+        the start, under a quarter of the device budget it had -- so operator state spills to
+        pinned host memory and disk instead -- up to ``OOM_RERUNS`` times; then it is one line.
+        Only a single-process run reruns (``consume`` starts its output afresh: a result
+        collected, or a file reopened): a rank cannot rerun alone."""
+        device_limit = None
+        reruns = []
+        while True:
+            try:
+                return self._execute_once(consume, progress, device_limit, reruns)
+            except torch.cuda.OutOfMemoryError as e:
+                from sluice.errors import ResourcesExhausted
+                last = self._oom_limit
+                self._oom_limit = None
+                free_device_cache()
+                if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
+                    raise ResourcesExhausted(f"device memory exhausted: {str(e).splitlines()[0]}"
+                                             f"{'' if not reruns else f' (after {len(reruns)} reruns with less)'}; "
+                                             f"lower device_memory_limit") from None
+                device_limit = max(1, last // 4)
+                reruns.append(device_limit)
+
+    _oom_limit: int | None = None
+
+    def _execute_once(self, consume, progress, device_limit, reruns):
         op = self._lower()
-        ctx = self._context(progress, op)
+        ctx = self._context(progress, op, device_limit)
+        ctx.oom_reruns.extend(reruns)
+        self._oom_limit = ctx.device_memory.limit if ctx.device_memory is not None else None
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)
@@ -212,9 +257,8 @@ class Relation:
                 out = consume(op, ctx)
         except SluiceError:
             raise
-        except torch.cuda.OutOfMemoryError as e:  # pragma: no cover - GPU only
-            from sluice.errors import ResourcesExhausted
-            raise ResourcesExhausted(f"device memory exhausted: {str(e).splitlines()[0]}") from None
+        except torch.cuda.OutOfMemoryError:
+            raise  # _execute reruns or reports it
         except MemoryError:
             from sluice.errors import ResourcesExhausted
             raise ResourcesExhausted("host memory exhausted") from None

@@ -232,3 +232,12 @@ def test_race_probe_one_answer_in_ten_runs(tpch_dir, spelling, settings):
            "max(l_comment) as c from lineitem where l_quantity < 40 group by 1 order by 1")
     answers = {str(con.sql(sql).to_arrow().to_pylist()) for _ in range(10)}
     assert len(answers) == 1
+
+
+def test_device_budget_is_a_share_of_what_the_process_can_have(monkeypatch):
+    # Free memory now (another process may hold part of the card) plus what torch's cache holds
+    # reserved -- not a share of the card's total.
+    from sluice.io import memory
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 << 30, 80 << 30))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 2 << 30)
+    assert memory.default_device_limit(torch.device("cuda", 0)) == int((12 << 30) * memory.DEFAULT_DEVICE_SHARE)

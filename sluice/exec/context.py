@@ -61,6 +61,7 @@ class ExecContext:
     scan_coordinator: Coordinator = field(default_factory=Coordinator)  # one adaptive scan samples at a time
     rank_stats: list = field(default_factory=list)                 # rank 0 of a distributed run: each rank's summary
     _spill: list = field(default_factory=list)                     # this run's SpillManager, once created
+    oom_reruns: list = field(default_factory=list)                 # device budgets of reruns after the GPU ran out
 
     def __post_init__(self) -> None:
         # The budgets are derived from the config once, here (frozen: set through object).

@@ -90,12 +90,15 @@ class ScanOp(Operator):
             # table's decoded size, and all scans together at most a quarter of the budget --
             # or what is left; at least one row group is always read ahead. Under a small
             # budget the read tasks (so the chunks) shrink to fit it.
-            res = ctx.memory.reservation(f"Scan {self.table.name} queue")
-            share = ctx.memory.limit // (SCAN_SHARE * max(1, ctx.scan_count))
+            # On a GPU the queued tasks are on the device already (shipped by the I/O threads):
+            # the device budget holds them.
+            queue_pool = ctx.device_memory if ctx.device.type == "cuda" else ctx.memory
+            res = queue_pool.reservation(f"Scan {self.table.name} queue")
+            share = queue_pool.limit // (SCAN_SHARE * max(1, ctx.scan_count))
             total = estimate_decoded(self.table, self.row_groups, cols, ctx.cache) if self.row_groups else 0
             want = min(ctx.config.scan_buffer_bytes, share, total)
             if not res.try_grow(want):
-                res.try_grow(min(want, ctx.memory.available))
+                res.try_grow(min(want, queue_pool.available))
             predicate = None
             if self.filter is not None:  # over the file's column names, as the reader sees them
                 types = {k: self.table.types[v] for k, v in self.columns.items()}

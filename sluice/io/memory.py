@@ -140,9 +140,13 @@ def default_host_limit() -> int:
 
 
 def default_device_limit(device) -> int:
+    """A share of what this process can have of the GPU now: its free memory (other processes,
+    other ranks' contexts and the CUDA context itself already taken out) plus what torch's
+    caching allocator holds reserved and would hand out again -- not a share of the card's
+    total, which another process on the same GPU may be using."""
     import torch
-    total = torch.cuda.get_device_properties(device).total_memory
-    return int(total * DEFAULT_DEVICE_SHARE)
+    free, _total = torch.cuda.mem_get_info(device)
+    return int((free + torch.cuda.memory_reserved(device)) * DEFAULT_DEVICE_SHARE)
 
 
 class MemoryPool:

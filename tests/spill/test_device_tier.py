@@ -9,6 +9,7 @@ import pytest
 
 import sluice.engine as engine
 from sluice.exec.context import ExecContext
+from sluice.io.memory import MemoryPool
 from sluice.io.spill import HostPages
 from sluice.testing.oracle import compare
 from sluice.testing.queries import order_by_columns, tpch_queries
@@ -18,11 +19,12 @@ QUERIES = ["q03", "q18"]
 
 @pytest.fixture
 def simulated_device(monkeypatch):
-    def context(self, progress=None, op=None):
+    def context(self, progress=None, op=None, device_limit=None):
         c = self._con
         scans = sum(1 for o in op.walk() if o.label == "Scan") if op is not None else 1
+        pool = None if device_limit is None else MemoryPool(device_limit, "device_memory_limit", "device")
         return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, device_tier=True, dist=c.group,
-                           scan_count=scans)
+                           scan_count=scans, device_memory=pool)
     monkeypatch.setattr(engine.Relation, "_context", context)
     targets = []
     orig = HostPages.__init__
@@ -47,3 +49,45 @@ def test_device_to_host_to_disk(name, host, simulated_device, tpch_dir, tpch_duc
     assert simulated_device, "no partition left the device budget"
     went_to_disk = any(t.file is not None for t in simulated_device)
     assert went_to_disk == (host == "512KiB")
+
+
+def test_out_of_device_memory_reruns_under_a_smaller_budget(simulated_device, monkeypatch, tpch_dir, tpch_duck,
+                                                           connect):
+    # A GPU holds less than the budget says (kernels' temporaries, other processes): the
+    # simulated card here has 2 MiB, the budget 64 MiB. The first runs fail with CUDA's
+    # out-of-memory error; the query reruns under a quarter of the budget each time until its
+    # state spills instead, and answers right. (q03 holds ~5 MiB under a 16 MiB budget, under 1
+    # MiB under 4 MiB.)
+    import torch
+    physical = 2 << 20
+    grow = MemoryPool._grow
+
+    def card(self, n):
+        ok = grow(self, n)
+        if self.kind == "device" and self.used > physical:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return ok
+    monkeypatch.setattr(MemoryPool, "_grow", card)
+    sql = tpch_queries()["q03"]
+    con = connect(tpch_dir, device_memory_limit="64MiB", chunk_rows=50000)
+    rel = con.sql(sql)
+    ours = rel.to_arrow()
+    compare(ours, tpch_duck.sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))
+    _, ctx = rel.last_run
+    assert ctx.oom_reruns == [16 << 20, 4 << 20] and ctx.device_memory.limit == 4 << 20
+    assert "device out of memory: rerun 2x, last under a 4.0 MiB device budget" in rel.analyze()
+
+
+def test_out_of_device_memory_past_the_reruns_is_one_line(simulated_device, monkeypatch, tpch_dir, connect):
+    import torch
+    from sluice.errors import ResourcesExhausted
+
+    def card(self, n):
+        if self.kind == "device":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB\nmore text")
+        return True
+    monkeypatch.setattr(MemoryPool, "_grow", card)
+    con = connect(tpch_dir, device_memory_limit="64MiB")
+    with pytest.raises(ResourcesExhausted, match=r"device memory exhausted: CUDA out of memory. Tried to allocate "
+                                                  r"2.00 MiB \(after 2 reruns with less\); lower device_memory_limit"):
+        con.sql(tpch_queries()["q18"]).to_arrow()
