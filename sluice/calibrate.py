@@ -62,6 +62,14 @@ def _read_all(files: list[Path], drop_cache: bool) -> tuple[int, float]:
     return total, time.perf_counter() - t0
 
 
+def measure_decode(files: list[Path], device: torch.device) -> dict | None:
+    """On a GPU, each decoder's rate on the largest file (what ``decoder=auto`` compares)."""
+    if device.type != "cuda" or not files:
+        return None
+    from sluice.io.parquet.decode_rates import measure
+    return measure(max(files, key=lambda p: p.stat().st_size), device)
+
+
 def measure_h2d(device: torch.device, nbytes: int = 256 << 20, repeats: int = 5) -> float | None:
     if device.type != "cuda":
         return None
@@ -99,6 +107,7 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
         "read_cold_bps": n / cold if cold > 0 else None,
         "read_cached_bps": n2 / warm if warm > 0 else None,
         "h2d_bps": measure_h2d(device),
+        "decode_bps": measure_decode(files, device),
         "device": str(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     path = cache_file()

@@ -31,7 +31,8 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "row_group_pruning", "stats_aggregates", "decoder", "strict_device"),
+             "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
+             "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit"),
     "spill": ("spill_dir", "force_spill", "spill_compression"),
@@ -162,12 +163,24 @@ class Config:
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross
     to the device), ``device`` (sluice's torch decoder on the scan's device: on a GPU the pages
     cross as stored and decode there; a column it cannot decode goes to pyarrow, counted in
-    ``--analyze``), or ``auto`` (arrow for now: the device decoder has not yet been measured on
-    a GPU, and on a CPU pyarrow is the faster)."""
+    ``--analyze``), or ``auto``: ``device`` on a GPU where nvCOMP is installed (pages cross
+    PCIe compressed and decompress there), unless ``sluice calibrate`` measured pyarrow's scan
+    of this data faster on this machine; ``arrow`` everywhere else (on a CPU pyarrow is the
+    faster, and without nvCOMP the device decoder would decompress on the host anyway)."""
 
     strict_device: bool = False
-    """With ``decoder=device``: a column the device decoder cannot decode is an error instead of
-    a fallback to pyarrow."""
+    """With ``decoder=device``: a column the device decoder cannot decode, or a page it must
+    decompress on the host (a codec nvCOMP lacks), is an error instead of a fallback."""
+
+    device_decompress: bool = True
+    """The device decoder on a GPU with nvCOMP: column chunks cross as stored and every page of a
+    read task is decompressed there in one batch per codec. Off (or without nvCOMP): pages are
+    decompressed on the host's cores, then cross."""
+
+    kvikio: bool = True
+    """The device decoder on a GPU with KvikIO installed reads column chunks with KvikIO
+    (GPUDirect Storage where the system has it, else its compat mode: POSIX reads by its own
+    threads) into pinned memory; ``--analyze`` says which. Off: plain reads."""
 
     recursion_limit: int = 100_000
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion

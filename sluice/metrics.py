@@ -110,6 +110,10 @@ class ScanStats:
     switches: list = field(default_factory=list)  # the mode policy's decisions (adapt.scan_policy.Switch)
     decoder: str = "arrow"   # which decoder decoded the pages (io.parquet.decoders)
     fallbacks: dict = field(default_factory=dict)  # column -> why the device decoder left it to pyarrow
+    pages_device_decompressed: int = 0  # pages the device decoder had nvCOMP decompress on the GPU
+    pages_host_decompressed: int = 0    # ... and decompressed on the host (pyarrow's codecs)
+    host_decompress_why: dict = field(default_factory=dict)  # codec -> why its pages stayed on the host
+    reads: str = ""                     # how the device decoder read column chunks (kvikio / posix)
     pages_selected: int = 0      # data pages staging gave the device decoder a row selection for
     pages_skipped: int = 0       # ... of which none of the rows was kept: not decompressed, not decoded
     page_bytes_skipped: int = 0  # their compressed bytes

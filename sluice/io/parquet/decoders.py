@@ -55,10 +55,37 @@ def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) 
     return True
 
 
-def decoder_name(setting: str) -> str:
-    """``auto`` is pyarrow until the device decoder has been measured on a GPU (it decodes on
-    the host's cores faster than torch does there); ``device`` and ``arrow`` are taken as set."""
-    return "arrow" if setting == "auto" else setting
+def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
+    """``device`` and ``arrow`` are taken as set. ``auto``: the torch decoder on a GPU where
+    nvCOMP is installed (its pages cross PCIe compressed and decompress there, the host's cores
+    stay free), unless ``sluice calibrate`` measured pyarrow faster on this data directory
+    (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else (on a CPU
+    it decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host)."""
+    if setting != "auto":
+        return setting
+    if device is None or device.type != "cuda":
+        return "arrow"
+    from sluice.io.parquet.decode import nvcomp
+    if not nvcomp.available():
+        return "arrow"
+    rates = calibrated_rates(path)
+    if rates and rates.get("arrow", 0) > rates.get("device", 0):
+        return "arrow"
+    return "device"
+
+
+def calibrated_rates(path: str | None) -> dict | None:
+    """The decode rates ``sluice calibrate`` kept for the data directory holding ``path``."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from sluice.calibrate import load_calibration
+    for d in list(Path(path).resolve().parents)[:3]:
+        cal = load_calibration(d)
+        if cal and cal.get("decode_bps"):
+            return cal["decode_bps"]
+    return None
 
 
 class ArrowDecoder:
@@ -200,7 +227,8 @@ class TorchDecoder:
 
 
 def make_decoder(scan):
-    name = decoder_name(scan.cfg.decoder)
+    files = scan.table.files
+    name = decoder_name(scan.cfg.decoder, scan.device, str(files[0]) if files else None)
     scan.stats.decoder = name
     return TorchDecoder(scan) if name == "device" else ArrowDecoder(scan)
 
