@@ -196,6 +196,12 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
             left = "; ".join(f"{c} ({why})" for c, why in s.fallbacks.items())
             desc += f"\n{'  ' * (depth + 1)}  decoder {s.decoder}" + (
                 f", left to pyarrow: {left}" if left else ", every column on the device decoder")
+            if s.pages_device_decompressed or s.pages_host_decompressed:
+                why = ", ".join(f"{n:,} {w}" for w, n in s.host_decompress_why.items())
+                desc += (f"; pages decompressed: {s.pages_device_decompressed:,} on the device (nvCOMP), "
+                         f"{s.pages_host_decompressed:,} on the host" + (f" ({why})" if why else ""))
+            if s.reads:
+                desc += f"; reads: {s.reads}"
             if s.pages_selected:
                 desc += (f"; staging skipped {s.pages_skipped:,} of {s.pages_selected:,} data pages "
                          f"({fmt_bytes(s.page_bytes_skipped)} compressed) holding no kept row")

@@ -19,14 +19,36 @@ from sluice.chunk import Column
 _local = threading.local()
 
 
-def _stream(device: torch.device):
-    """This thread's copy stream for ``device`` (made once per thread: ``device`` is indexed,
-    see ``engine.normalize_device``, so it compares equal to the stream's)."""
-    s = getattr(_local, "stream", None)
+def _stream(device: torch.device, kind: str = "copy"):
+    """This thread's ``kind`` stream (copy, decode) for ``device``, made once per thread
+    (``device`` is indexed, see ``devices.normalize_device``, so it compares equal to the
+    stream's)."""
+    s = getattr(_local, kind, None)
     if s is None or s.device != device:
         s = torch.cuda.Stream(device=device)
-        _local.stream = s
+        setattr(_local, kind, s)
     return s
+
+
+def decode_stream(device: torch.device):
+    """The I/O thread's own stream for the torch decoder's kernels on ``device`` (None on a
+    CPU): decodes of different threads overlap each other and the consumer's kernels. Tensors
+    made on it reach the consumer through :func:`handed_over` (an event, then ``wait_for``)."""
+    return _stream(device, "decode") if device.type == "cuda" else None
+
+
+def handed_over(cols: dict[str, Column]):
+    """An event the consumer waits on before using ``cols`` (made on this thread's streams):
+    recorded on this thread's current stream after its decode stream, or None where every
+    column is on the host."""
+    if not any(c.data.device.type == "cuda" for c in cols.values()):
+        return None
+    dev = next(c.data.device for c in cols.values() if c.data.device.type == "cuda")
+    cur = torch.cuda.current_stream(dev)
+    cur.wait_stream(_stream(dev, "decode"))
+    event = torch.cuda.Event()
+    event.record(cur)
+    return event
 
 
 def columns_nbytes(cols: dict[str, Column]) -> int:

@@ -12,6 +12,7 @@ fetch -> decode -> transfer).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -26,7 +27,7 @@ from sluice.arrow import arrow_to_column, refuse_infinite
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
 from sluice.catalog import RowGroup
 from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
-from sluice.io.pinned import columns_nbytes
+from sluice.io.pinned import columns_nbytes, decode_stream
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 #: A column chunk whose dictionary page takes more than this share of its bytes is read as
@@ -129,6 +130,22 @@ class TorchDecoder:
         self.cannot: dict[str, str] = {}  # column -> why it is left to pyarrow
         self.specs: dict[tuple, object] = {}  # (file path, column) -> ColumnSpec, for this scan
         self._lock = threading.Lock()
+        self.on_device = None  # nvCOMP decompression (a GPU only)
+        if scan.device.type == "cuda":
+            from sluice.io.parquet.decode import nvcomp
+            wanted = scan.cfg.device_decompress
+            ok = wanted and nvcomp.available()
+            why = "" if ok else ("device_decompress=false" if not wanted else "nvCOMP not installed")
+            self.on_device = nvcomp.OnDevice(ok, why, strict=scan.cfg.strict_device)
+        # KvikIO reads into pinned memory, where the device decompression stages from.
+        self.kvikio = False
+        if self.on_device is not None and self.on_device.enabled and scan.cfg.kvikio:
+            from sluice.io import kvikio_read
+            if kvikio_read.available():
+                self.kvikio = True
+                compat = kvikio_read.compat_mode()
+                scan.stats.reads = "kvikio " + ("(compat mode: POSIX reads, no GPUDirect Storage)" if compat
+                                                 else "(GPUDirect Storage)")
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
@@ -154,29 +171,36 @@ class TorchDecoder:
         if ours:
             t0 = time.perf_counter()
             try:
-                chunks, nread = fetch_chunks(path, md, rg_idx, ours)
+                chunks, nread = fetch_chunks(path, md, rg_idx, ours, pinned=self.kvikio)
             except OSError as e:
                 raise DataError(f"cannot read {path}: {e}") from None
             t1 = time.perf_counter()
             s._record("read", t0, t1, nread)
-            for c in ours:
-                try:
-                    cols[c] = self._decode_column(chunks[c], self._spec(md, c, path), keep)
-                    if cols[c].type.is_temporal:
-                        refuse_infinite(cols[c])
-                except NotDecodable as e:  # an encoding met in the pages, not the footer
-                    self._fallback(c, str(e))
-                    rest.append(c)
-                except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
-                    # Garbage in a page (its header, a length, a run, compressed bytes).
-                    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-                    raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
+            stream = decode_stream(s.device)
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                self._decode_all(ours, chunks, md, path, keep, cols, rest)
             s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
             more, n2 = self.arrow.decode(task, md, rest, keep)
             cols.update(more)
             nread += n2
         return cols, nread
+
+    def _decode_all(self, ours, chunks, md, path, keep, cols, rest) -> None:
+        """Decode the columns ``ours`` into ``cols``; those the pages show it cannot decode go
+        to ``rest`` (for pyarrow)."""
+        for c in ours:
+            try:
+                cols[c] = self._decode_column(chunks[c], self._spec(md, c, path), keep)
+                if cols[c].type.is_temporal:
+                    refuse_infinite(cols[c])
+            except NotDecodable as e:  # an encoding met in the pages, not the footer
+                self._fallback(c, str(e))
+                rest.append(c)
+            except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
+                # Garbage in a page (its header, a length, a run, compressed bytes).
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
 
     def _decode_column(self, chunks, spec, keep: np.ndarray | None) -> Column:
         """Decode one column (only the pages holding a row of ``keep``, where given), its
@@ -190,10 +214,20 @@ class TorchDecoder:
                 st.pages_skipped += pages.skipped.pages
                 st.pages_selected += pages.skipped.of
                 st.page_bytes_skipped += pages.skipped.nbytes
-        device = self.scan.device
+        try:
+            return self._decode_pages(pages)
+        finally:
+            od = self.on_device
+            if od is not None:
+                st = self.scan.stats
+                st.pages_device_decompressed, st.pages_host_decompressed = od.pages_device, od.pages_host
+                st.host_decompress_why = dict(od.why)
+
+    def _decode_pages(self, pages: ColumnPages) -> Column:
+        device, od = self.scan.device, self.on_device
         pool = self.scan.decode_pool
         if pool is None:
-            return pages.decode(device)
+            return pages.decode(device, None, od)
         need, page = pages.estimate()
         with pool.reservation(f"Scan {self.scan.table.name} decode") as res:
             want = min(need, max(pool.limit // DECODE_SHARE, page))
@@ -201,12 +235,12 @@ class TorchDecoder:
                 res.try_grow(min(want, pool.available))
             budget = None if res.size >= need else res.size
             if res.size >= page:
-                return pages.decode(device, budget)
+                return pages.decode(device, budget, od)
             # Not even a page fits: decode a page at a time, counted past the budget, and one
             # decoder at a time in the whole pool (the others wait: throttled, not killed).
             with pool.overdraft:
                 res.force(page - res.size)
-                return pages.decode(device, budget)
+                return pages.decode(device, budget, od)
 
     def _spec(self, md, c: str, path: str):
         key = (path, c)

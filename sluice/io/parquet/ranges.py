@@ -67,7 +67,7 @@ def read_ranges(path: str, ranges: list[tuple[int, int]]) -> int:
     return total
 
 
-def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns: list[str]
+def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns: list[str], pinned: bool = False
                  ) -> tuple[dict[str, list[tuple[memoryview, str, int]]], int]:
     """Read the column chunks of ``columns`` in ``row_groups`` and keep their bytes, for a
     decoder of our own (the torch decoder): per column, (bytes as stored, codec, value count
@@ -82,6 +82,21 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
     merged = merge_spans({(s, ln) for _, s, ln, _, _ in want})
     blocks = []
     total = 0
+    if pinned:
+        # Into one page-locked buffer (KvikIO reads there when installed, else plain reads):
+        # what the device decompression stages from.
+        import torch
+
+        from sluice.io.kvikio_read import read_ranges_into
+        buf = torch.empty(max(1, sum(ln for _, ln in merged)), dtype=torch.uint8,
+                          pin_memory=torch.cuda.is_available())
+        total = read_ranges_into(path, merged, buf)
+        arr = buf.numpy()  # keeps the tensor alive as long as a view of it lives
+        at = 0
+        for off, ln in merged:
+            blocks.append((off, memoryview(arr[at:at + ln])))
+            at += ln
+        return _by_column(want, blocks, columns), total
     fd = os.open(path, os.O_RDONLY)
     try:
         for off, ln in merged:
@@ -93,9 +108,13 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
             total += got
     finally:
         os.close(fd)
+    return _by_column(want, blocks, columns), total
+
+
+def _by_column(want, blocks, columns) -> dict[str, list[tuple[memoryview, str, int]]]:
     out: dict[str, list[tuple[memoryview, str, int]]] = {c: [] for c in columns}
     starts = [o for o, _ in blocks]
     for c, s, ln, codec, nv in want:
         off, mv = blocks[bisect.bisect_right(starts, s) - 1]
         out[c].append((mv[s - off:s - off + ln], codec, nv))
-    return out, total
+    return out

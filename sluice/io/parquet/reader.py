@@ -31,7 +31,7 @@ from sluice.catalog import RowGroup, TableInfo
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_thread_cache, release_to_os
-from sluice.io.pinned import columns_nbytes, to_device, wait_for
+from sluice.io.pinned import columns_nbytes, handed_over, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
 from sluice.expr.evaluate import evaluate_predicate
 from sluice.metrics import ModeStats, Recorder, ScanStats
@@ -177,13 +177,19 @@ class ScanReader:
         return {c: cols[c] for c in names}, nread
 
     def _ship(self, cols: dict[str, Column]):
-        """Host columns to the device (the device decoder's are there already)."""
+        """Host columns to the device (the device decoder's are there already, made on this
+        thread's decode stream); the event the consumer waits on (and hands the tensors over
+        with, see ``pinned.wait_for``), or None."""
         host = {c: col for c, col in cols.items() if col.data.device.type == "cpu"}
-        if self.device.type == "cuda" and host:
+        if self.device.type != "cuda":
+            return cols, None
+        decoded = handed_over({c: col for c, col in cols.items() if c not in host})
+        if host:
             moved, event = to_device(host, self.device, pinned=self.cfg.on("pinned_memory"),
                                      copy_stream=self.cfg.on("copy_stream"), record=self._record)
-            return {c: moved.get(c, col) for c, col in cols.items()}, event
-        return cols, None
+            # A copy stream's event is complete already (its I/O thread waited for it).
+            return {c: moved.get(c, col) for c, col in cols.items()}, (decoded or event)
+        return cols, decoded
 
     def load(self, i: int, mode: str = "direct") -> tuple[dict[str, Column] | None, object, int, int, bool]:
         """Read + decode (+ h2d) task ``i`` in ``mode``; returns (columns, event, compressed

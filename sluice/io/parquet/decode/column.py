@@ -2,10 +2,11 @@
 
 Four steps: the layout (page headers read on the host from the bytes as read: where every page
 will lie once decompressed, from the headers' sizes alone), decompression into that layout
-(today pyarrow's codecs on the host, :func:`decompress_on_host`; nvCOMP on the device plugs in
-here, writing every page to its place in one batch), the levels' lengths of v1 pages (the one
-field read after decompression), and the decode proper: the page bodies cross to the device in
-one buffer and every step runs there over all pages of all chunks at once. Columns this decoder
+(nvCOMP on the GPU where it can, :mod:`~sluice.io.parquet.decode.nvcomp`, writing every page to
+its place in one batch per codec; else pyarrow's codecs on the host, :func:`decompress_on_host`,
+and the page bodies cross in one buffer), the levels' lengths of v1 pages (the one field read
+after decompression), and the decode proper: every step runs on the device over all pages of all
+chunks at once. Columns this decoder
 does not handle raise :class:`NotDecodable`, and the reader decodes them with pyarrow instead
 (counted, or an error under ``strict_device``).
 """
@@ -23,6 +24,7 @@ from sluice.errors import DataError
 from sluice.io.parquet.decode import strings
 from sluice.io.parquet.decode.bits import PAD, gather
 from sluice.io.parquet.decode.delta import decode_delta
+from sluice.io.parquet.decode.device_bytes import DeviceBytes
 from sluice.io.parquet.decode.hybrid import decode_hybrid
 from sluice.io.parquet.thrift import read_page_headers
 from sluice.types import LType
@@ -137,13 +139,20 @@ def _read_headers(chunks: list[tuple], spec: ColumnSpec) -> list[_Stored]:
     for ci, (data, codec, *expect) in enumerate(chunks):
         if CODECS.get(codec, "?") == "?":
             raise NotDecodable(f"codec {codec}")
-        headers = read_page_headers(data)
+        try:
+            headers = read_page_headers(data)
+        except IndexError:  # a header read past the chunk's bytes (on the host)
+            raise ValueError("corrupt page header: it runs past its column chunk") from None
         values = sum(h.num_values for h in headers if h.type in ("DATA_PAGE", "DATA_PAGE_V2"))
         if expect and values != expect[0]:
             raise ValueError(f"the pages hold {values} values, the footer says {expect[0]}")
         for h in headers:
             if h.type in ("DATA_PAGE", "DATA_PAGE_V2") and h.encoding not in VALUE_ENCODINGS:
                 raise NotDecodable(f"encoding {h.encoding}")
+            # v2 levels lie (uncompressed) at the start of the page, as Arrow checks.
+            if h.type == "DATA_PAGE_V2" and (min(h.rep_bytes, h.def_bytes) < 0 or
+                                             h.rep_bytes + h.def_bytes > min(h.compressed, h.uncompressed)):
+                raise ValueError("corrupt page header: its levels' lengths do not fit the page")
         out.append(_Stored(ci, codec, [(h, memoryview(data)[h.body:h.body + h.compressed]) for h in headers]))
     return out
 
@@ -289,10 +298,12 @@ class ColumnPages:
         costs = [_page_cost(h) for st in self.stored for h, _ in st.pages]
         return sum(costs), max(costs, default=0)
 
-    def decode(self, device: torch.device, budget: int | None = None) -> Column:
+    def decode(self, device: torch.device, budget: int | None = None, on_device=None) -> Column:
         """The column (its kept rows, after :meth:`select`), decoded in batches of pages whose
-        temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`)."""
-        col = _decode_pages(self.stored, self.spec, device, budget)
+        temporary tensors stay within ``budget`` bytes (see :func:`transient_bytes`); with
+        ``on_device`` (an :class:`~sluice.io.parquet.decode.nvcomp.OnDevice`) the pages are
+        decompressed on the device where it can."""
+        col = _decode_pages(self.stored, self.spec, device, budget, on_device)
         if self.keep is None:
             return col
         sub = self.keep[self.covered]
@@ -342,23 +353,33 @@ def _select_pages(stored: list[_Stored], keep: np.ndarray) -> tuple[list[_Stored
     return out, covered, skipped
 
 
-def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device, budget: int | None) -> Column:
+def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device, budget: int | None,
+                  on_device=None) -> Column:
     batches = [b for b in _batches(stored, budget)
                if any(h.type != "DICTIONARY_PAGE" for st in b for h, _ in st.pages)] or [stored]
-    parts = [_decode(_layout(b, spec), spec, device) for b in batches]
+    parts = [_decode(_layout(b, spec), spec, device, on_device) for b in batches]
     return parts[0] if len(parts) == 1 else concat_columns(parts, unify=False)
 
 
-def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device) -> Column:
-    # On a GPU the pages are decompressed into page-locked memory: the copy is asynchronous.
-    cuda = device.type == "cuda"
-    buf = torch.empty(lay.size + PAD, dtype=torch.uint8, pin_memory=cuda)
-    buf[lay.size:] = 0
-    host = memoryview(buf.numpy())[:lay.size]  # the host's view, for the few fields read there
-    decompress_on_host(lay, host)
-    _place_levels(lay, host, spec)
-    if cuda:
-        buf = buf.to(device, non_blocking=True)
+def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device, on_device=None) -> Column:
+    buf = on_device.pages(lay.parts, lay.size, device) if on_device is not None else None
+    if buf is not None:
+        # Decompressed on the device: the host reads its few fields through windows fetched
+        # per round (level lengths first, then the value starts they give).
+        host = DeviceBytes(buf, lay.size)
+        host.prefetch([p["at"] for p in lay.pages if p["v1"] and spec.max_def])
+        _place_levels(lay, host, spec)
+        host.prefetch([p["v"] for p in lay.pages])
+    else:
+        # On a GPU the pages are decompressed into page-locked memory: the copy is asynchronous.
+        cuda = device.type == "cuda"
+        buf = torch.empty(lay.size + PAD, dtype=torch.uint8, pin_memory=cuda)
+        buf[lay.size:] = 0
+        host = memoryview(buf.numpy())[:lay.size]  # the host's view, for the few fields read there
+        decompress_on_host(lay, host)
+        _place_levels(lay, host, spec)
+        if cuda:
+            buf = buf.to(device, non_blocking=True)
     pages = lay.pages
     P = len(pages)
     ns = [p["n"] for p in pages]
@@ -462,7 +483,12 @@ def _dict_values(ctx: _Ctx, w: int) -> tuple[torch.Tensor, torch.Tensor]:
     """All dictionaries' values as (entries, w) bytes, and each chunk's first entry."""
     dev = ctx.buf.device
     rows = []
-    for _ci, start, _end, count, _enc in ctx.lay.dicts:
+    for _ci, start, end, count, _enc in ctx.lay.dicts:
+        # The entries must lie in the page (checked on the host, from its header and size:
+        # gathered past the buffer, they would be a device-side assert).
+        if (count if ctx.spec.physical == "BOOLEAN" else count * w * 8) > (end - start) * 8:
+            raise ValueError(f"corrupt page: a dictionary page of {end - start} bytes cannot hold "
+                             f"{count} values")
         if ctx.spec.physical == "BOOLEAN":
             bits = torch.arange(count, device=dev) + start * 8
             rows.append(((gather(ctx.buf, bits >> 3) >> (bits & 7)) & 1)[:, None])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from sluice.io.parquet.decode.bits import chain_heads, le_bytes, spans, unpack, varint
+from sluice.io.parquet.decode.bits import PAD, chain_heads, le_bytes, spans, unpack, varint
 
 
 def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths: torch.Tensor,
@@ -20,6 +20,11 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     runs; default its bytes). Returns the values (int64) of all streams concatenated, and the
     offset of each stream's values in them."""
     dev = buf.device
+    # Every byte a run header (a varint of up to 5 bytes) is read from lies in the buffer and
+    # its padding: a stream outside it (levels' lengths from a corrupt header) is an error
+    # here, on the host, not a gather past the buffer (on CUDA, a device-side assert).
+    if any(s > e or (s < e and not 0 <= s < e <= buf.numel() - PAD) for s, e in zip(starts, ends)):
+        raise ValueError("an RLE/bit-packed stream lies outside the page buffer")
     counts = counts.to(dev).long()
     offsets = torch.cumsum(counts, 0) - counts
     pos, sid, first = spans(starts, ends, dev)

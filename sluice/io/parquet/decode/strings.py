@@ -54,8 +54,12 @@ def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
     counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
     seg = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts)
     seg_first = torch.cumsum(counts, 0) - counts
-    total = torch.zeros(len(hdrs), dtype=torch.long, device=dev).index_add_(0, seg, lengths)
-    if bool((lengths < 0).any()) or bool((data_at + total > torch.tensor(ends, device=dev)).any()):
+    # Each length within its page's bytes (so their sum cannot wrap past int64), then their sum:
+    # one check before any byte is gathered.
+    room = torch.tensor(ends, dtype=torch.long, device=dev) - data_at
+    fits = (lengths >= 0) & (lengths <= room[seg])
+    total = torch.zeros(len(hdrs), dtype=torch.long, device=dev).index_add_(0, seg, torch.where(fits, lengths, 0))
+    if not bool(torch.cat([fits, total <= room]).all()):
         raise ValueError("DELTA_LENGTH_BYTE_ARRAY lengths run past their page")
     return data_at[seg] + _segment_excl_cumsum(lengths, seg, seg_first), lengths
 
