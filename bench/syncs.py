@@ -63,12 +63,13 @@ def count_syncs(run) -> collections.Counter:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", type=float, default=1.0)
+    ap.add_argument("--data", default=None, help="TPC-H folder (default data/tpch-sfN; generated when absent)")
     ap.add_argument("--queries", nargs="+", default=["scan", "q01", "q06", "q12", "q14"])
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench/syncs.py needs a CUDA device", file=sys.stderr)
         raise SystemExit(2)
-    data = Path(f"data/tpch-sf{args.sf:g}")
+    data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists():
         generate_tpch(args.sf, data)
     con = sluice.connect(data, device="cuda")

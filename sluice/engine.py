@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 import threading
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ class Connection:
         self.device = resolve_device(self.config.device)
         if self.group is not None:
             self.device = device_for_rank(self.device, self.config.device)
+        if self.device.type == "cuda":
+            # Calls that take no device (current_stream, libraries' probes) mean this one.
+            torch.cuda.set_device(self.device)
         clean_stale(self.config.spill_dirs())  # spill folders of killed processes
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
@@ -231,16 +235,19 @@ class Relation:
             try:
                 return self._execute_once(consume, progress, device_limit, reruns)
             except torch.cuda.OutOfMemoryError as e:
+                # Keep the message only: the traceback's frames hold the failed run's tensors.
+                message = str(e).splitlines()[0] if str(e) else "CUDA out of memory"
+                traceback.clear_frames(e.__traceback__)
+            last = self._oom_limit
+            self._oom_limit = None
+            free_device_cache()  # outside the except block: nothing holds the failed run now
+            if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
                 from sluice.errors import ResourcesExhausted
-                last = self._oom_limit
-                self._oom_limit = None
-                free_device_cache()
-                if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
-                    raise ResourcesExhausted(f"device memory exhausted: {str(e).splitlines()[0]}"
-                                             f"{'' if not reruns else f' (after {len(reruns)} reruns with less)'}; "
-                                             f"lower device_memory_limit") from None
-                device_limit = max(1, last // 4)
-                reruns.append(device_limit)
+                raise ResourcesExhausted(f"device memory exhausted: {message}"
+                                         f"{'' if not reruns else f' (after {len(reruns)} reruns with less)'}; "
+                                         f"lower device_memory_limit")
+            device_limit = max(1, last // 4)
+            reruns.append(device_limit)
 
     _oom_limit: int | None = None
 

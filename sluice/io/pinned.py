@@ -44,10 +44,10 @@ def handed_over(cols: dict[str, Column]):
     if not any(c.data.device.type == "cuda" for c in cols.values()):
         return None
     dev = next(c.data.device for c in cols.values() if c.data.device.type == "cuda")
-    cur = torch.cuda.current_stream(dev)
-    cur.wait_stream(_stream(dev, "decode"))
+    # Recorded on the decode stream itself: a wait_stream of the (shared) default stream would
+    # make the consumer's later kernels wait for every I/O thread's decodes.
     event = torch.cuda.Event()
-    event.record(cur)
+    event.record(_stream(dev, "decode"))
     return event
 
 
@@ -97,9 +97,10 @@ def wait_for(event, cols: dict[str, Column] | None = None) -> None:
         return
     stream = None
     for c in (cols or {}).values():
-        if stream is None:
+        if stream is None and c.data.device.type == "cuda":
             stream = torch.cuda.current_stream(c.data.device)
-        adopt(c, stream)
+        if stream is not None:
+            adopt(c, stream)
     (stream or torch.cuda.current_stream()).wait_event(event)
 
 

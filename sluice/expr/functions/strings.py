@@ -165,7 +165,7 @@ def concat(e, cols, chunk) -> Column:
     valid = and_valid(*[c.valid for c in cols])
     if all(c.is_const for c in cols):
         s = "".join(c.dictionary[0].as_py() for c in cols)
-        return Column(torch.zeros((), dtype=torch.int32), e.type, valid, pa.array([s]))
+        return Column(torch.zeros((), dtype=torch.int32, device=cols[0].data.device), e.type, valid, pa.array([s]))
     # Materialise the strings of each row (Arrow, vectorised), then re-encode.
     parts = [pa.scalar(c.dictionary[0].as_py()) if c.is_const
              else c.dictionary.take(pa.array(c.data.cpu().numpy())) for c in cols]

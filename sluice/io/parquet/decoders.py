@@ -197,6 +197,8 @@ class TorchDecoder:
             except NotDecodable as e:  # an encoding met in the pages, not the footer
                 self._fallback(c, str(e))
                 rest.append(c)
+            except torch.cuda.OutOfMemoryError:
+                raise  # a RuntimeError, but not a corrupt page: the query reruns with less
             except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
                 # Garbage in a page (its header, a length, a run, compressed bytes).
                 msg = str(e).splitlines()[0] if str(e) else type(e).__name__

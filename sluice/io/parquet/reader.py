@@ -257,6 +257,9 @@ class ScanReader:
             return {c: out[c] for c in self.columns}, event, nread + more, kept, True
         cols, nread = self._decode(task, md, self.columns)
         filtered = self.predicate is None
+        if mode == "pushdown" and self.device.type == "cuda":
+            # The torch decoder's columns were made on this thread's decode stream.
+            wait_for(handed_over(cols), cols)
         if mode == "pushdown":
             if self.predicate is not None:
                 idx = evaluate_predicate(self.predicate, Chunk(cols, n, home=self.device)).nonzero().squeeze(1)

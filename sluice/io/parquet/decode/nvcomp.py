@@ -69,7 +69,7 @@ def available() -> bool:
             return False
         nvc = _nvcomp()
         _use_torch_allocator()
-        nvc.Codec(algorithm="Snappy", bitstream_kind=nvc.BitstreamKind.RAW)
+        nvc.Codec(algorithm="Snappy", device_id=torch.cuda.current_device(), bitstream_kind=nvc.BitstreamKind.RAW)
         return True
     except Exception:  # ImportError, OSError (libnvcomp), RuntimeError (driver): all mean "no"
         return False
