@@ -155,6 +155,19 @@ def test_dictionary_overflow_falls_back_to_plain_pages(tmp_path, device):
     assert check_file(path, device=device) == table.num_columns
 
 
+def test_delta_pages_without_values_last(tmp_path, device):
+    """Delta-encoded pages holding only NULLs at the end of a task (a row group of NULLs): their
+    streams are empty and their values' offset is the end of all values (it was gathered: an
+    IndexError, on CUDA a device-side assert, on a valid file)."""
+    vals = [i * 3 if i < 2000 else None for i in range(3000)]
+    t = pa.table({"x": pa.array(vals, pa.int64()), "s": pa.array([None if v is None else str(v) for v in vals]),
+                  "l": pa.array([None if v is None else "v" * (v % 7) for v in vals])})
+    path = tmp_path / "t.parquet"
+    pq.write_table(t, path, use_dictionary=False, row_group_size=1000, column_encoding={
+        "x": "DELTA_BINARY_PACKED", "s": "DELTA_BYTE_ARRAY", "l": "DELTA_LENGTH_BYTE_ARRAY"})
+    assert check_file(path, device=device) == 3
+
+
 @pytest.mark.parametrize("budget", [1, 60_000, 400_000])
 @pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
 def test_page_batches_equal_one_batch(tmp_path, scheme, budget, device):
