@@ -21,7 +21,7 @@ from sluice.io.parquet.decode.device_bytes import DeviceBytes
 from sluice.io.parquet.ranges import fetch_chunks
 from sluice.types import from_arrow
 from decode.test_device_codecs import HostDecoder
-from decode.test_torch_decoder import _encodings, _matrix_table, assert_same
+from decode.test_torch_decoder import _matrix_table, assert_same, write_matrix
 
 
 def stand_in(parts, size, device):
@@ -50,11 +50,7 @@ class Rounds:
 @pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 def test_pages_decompressed_on_the_device_decode_as_on_the_host(tmp_path, monkeypatch, codec, scheme, version):
-    table = _matrix_table()
-    path = tmp_path / "m.parquet"
-    pq.write_table(table, path, compression=codec, data_page_version=version, data_page_size=2048,
-                   row_group_size=1100, write_statistics=False,
-                   store_decimal_as_integer=scheme != "byte_stream_split", **_encodings(scheme, table))
+    path = write_matrix(tmp_path / "m.parquet", _matrix_table(), codec, scheme, version)
     md = pq.read_metadata(path)
     schema = md.schema.to_arrow_schema()
     groups = list(range(md.num_row_groups))

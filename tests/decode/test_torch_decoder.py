@@ -128,16 +128,21 @@ def _encodings(scheme: str, table: pa.Table) -> dict:
     return dict(use_dictionary=False, column_encoding=enc)
 
 
+def write_matrix(path, table: pa.Table, codec: str, scheme: str, version: str):
+    """``table`` in many pages per chunk (small pages), three row groups, a short last page in
+    each, with ``scheme``'s encodings."""
+    pq.write_table(table, path, compression=codec, data_page_version=version, data_page_size=2048,
+                   row_group_size=1100, write_statistics=False,
+                   store_decimal_as_integer=scheme != "byte_stream_split", **_encodings(scheme, table))
+    return path
+
+
 @pytest.mark.parametrize("codec", ["none", "snappy", "zstd", "lz4", "gzip", "brotli"])
 @pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 def test_encodings_codecs_pages(tmp_path, codec, scheme, version, device):
     table = _matrix_table()
-    path = tmp_path / "m.parquet"
-    # Many pages per chunk (small pages), three row groups, a short last page in each.
-    pq.write_table(table, path, compression=codec, data_page_version=version, data_page_size=2048,
-                   row_group_size=1100, write_statistics=False,
-                   store_decimal_as_integer=scheme != "byte_stream_split", **_encodings(scheme, table))
+    path = write_matrix(tmp_path / "m.parquet", table, codec, scheme, version)
     md = pq.read_metadata(path)
     assert md.num_row_groups == 3
     assert check_file(path, device=device) == table.num_columns
