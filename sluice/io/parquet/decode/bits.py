@@ -131,7 +131,11 @@ def chain_heads(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, s
                 ends: list[int], longest: int) -> torch.Tensor:
     """The records that follow one another from each stream's start, as indices into the
     positions of :func:`spans` -- given, at every position, where a record starting there would
-    end (``nxt_abs``, absolute; overwritten); ``longest`` bounds a stream's record count."""
+    end (``nxt_abs``, absolute; overwritten); ``longest`` bounds a stream's record count.
+
+    An end at or past its stream's end ends the chain; callers compute every end as at or
+    after its position (lengths are never negative, positions never wrap), so no end indexes
+    before the stream: :func:`follow`'s gathers and scatters stay in bounds on garbage too."""
     dev = nxt_abs.device
     st = torch.tensor(starts, dtype=torch.long, device=dev)
     en = torch.tensor(ends, dtype=torch.long, device=dev)
