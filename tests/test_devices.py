@@ -241,3 +241,31 @@ def test_device_budget_is_a_share_of_what_the_process_can_have(monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 << 30, 80 << 30))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 2 << 30)
     assert memory.default_device_limit(torch.device("cuda", 0)) == int((12 << 30) * memory.DEFAULT_DEVICE_SHARE)
+
+
+def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir):
+    # On a GPU the torch decoder's page buffer is pinned host memory: reserved on the host
+    # budget while the column decodes (forced past it if need be), released after.
+    import types
+
+    import pyarrow.parquet as pq
+
+    from sluice.io.memory import MemoryPool
+    from sluice.io.parquet.decode.column import ColumnPages, column_spec
+    from sluice.io.parquet.decoders import TorchDecoder
+    from sluice.io.parquet.ranges import fetch_chunks
+    from sluice.types import from_arrow
+    path = str(tpch_dir / "orders.parquet")
+    md = pq.read_metadata(path)
+    f = md.schema.to_arrow_schema().field("o_comment")
+    chunks, _ = fetch_chunks(path, md, [0], ["o_comment"])
+    pages = ColumnPages(chunks["o_comment"], column_spec(md, "o_comment", f.type, from_arrow(f.type)))
+    host = MemoryPool(1 << 10, "host_memory_limit", "host")  # smaller than the pages: forced past it
+    seen = []
+    dec = TorchDecoder.__new__(TorchDecoder)
+    dec.scan = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
+                                     table=types.SimpleNamespace(name="orders"))
+    monkeypatch.setattr(TorchDecoder, "_decode_reserved", lambda self, p: seen.append(host.used))
+    dec._decode_pages(pages)
+    assert seen == [pages.page_bytes()] and pages.page_bytes() > host.limit
+    assert host.used == 0

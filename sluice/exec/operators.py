@@ -114,7 +114,7 @@ class ScanOp(Operator):
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
                 predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
                 runtime=[ctx.runtime_filter(spec) for spec in self.runtime_filters],
-                decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory)
+                decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory, host_pool=ctx.memory)
         return r
 
     def start(self, ctx: ExecContext) -> None:

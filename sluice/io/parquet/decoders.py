@@ -226,6 +226,19 @@ class TorchDecoder:
                 st.host_decompress_why = dict(od.why)
 
     def _decode_pages(self, pages: ColumnPages) -> Column:
+        host = self.scan.host_pool
+        if self.scan.device.type != "cuda" or host is None:
+            return self._decode_reserved(pages)
+        # On a GPU the page buffer (or nvCOMP's staging of the compressed pages) is pinned host
+        # memory: counted against the host budget while it lives (past it if need be: it is
+        # short-lived, and other consumers see the pressure and spill).
+        with host.reservation(f"Scan {self.scan.table.name} pinned pages") as hres:
+            n = pages.page_bytes()
+            if not hres.try_grow(n):
+                hres.force(n)
+            return self._decode_reserved(pages)
+
+    def _decode_reserved(self, pages: ColumnPages) -> Column:
         device, od = self.scan.device, self.on_device
         pool = self.scan.decode_pool
         if pool is None:

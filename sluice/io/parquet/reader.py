@@ -105,10 +105,11 @@ class ScanReader:
                  recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
                  reservation=None, predicate: Expr | None = None, policy: ScanPolicy | None = None,
-                 mode: str = "direct", runtime: list | None = None, decode_pool=None) -> None:
+                 mode: str = "direct", runtime: list | None = None, decode_pool=None, host_pool=None) -> None:
         self.table = table
         # The budget the torch decoder's temporary tensors are reserved against (None: unbounded).
         self.decode_pool = decode_pool
+        self.host_pool = host_pool  # the host budget (pinned staging on a GPU counts there)
         # Runtime filters joins publish while this scan runs (sluice.exec.runtime_filter):
         # a slice whose row groups' statistics miss a filter's key range is not read (any
         # mode); in pushdown mode the I/O thread also drops the rows they rule out. (On the

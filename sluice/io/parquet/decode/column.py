@@ -293,6 +293,10 @@ class ColumnPages:
         self.keep = keep
         return self
 
+    def page_bytes(self) -> int:
+        """The pages' bytes once decompressed: the most the page buffer of a batch holds."""
+        return sum(h.uncompressed for st in self.stored for h, _ in st.pages)
+
     def estimate(self) -> tuple[int, int]:
         """The transient bytes of decoding the pages in one batch, and of the costliest page."""
         costs = [_page_cost(h) for st in self.stored for h, _ in st.pages]
