@@ -222,7 +222,9 @@ def column_to_arrow(col: Column) -> pa.Array:
 # ---------------------------------------------------------------- page <-> record batch
 
 
-def page_to_batch(page: Chunk) -> pa.RecordBatch:
+def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
+    """``page`` in the exact page form; with ``dictionaries`` low-cardinality strings as
+    dictionary + codes (``page_dictionaries``), else by value."""
     arrays, fields = [], []
     n = page.num_rows
     for name, c in page.columns.items():
@@ -233,7 +235,7 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
             arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
             meta["w"] = "1"
         elif c.type.kind == "string":
-            arr = _page_strings(c, n, mask)
+            arr = _page_strings(c, n, mask, dictionaries)
         else:
             data = np.ascontiguousarray(c.data.cpu().numpy())
             arr = numpy_to_arrow(data, pa.from_numpy_dtype(data.dtype), mask)
@@ -251,9 +253,9 @@ def page_to_batch(page: Chunk) -> pa.RecordBatch:
 PAGE_DICTIONARY_SHARE = 0.5
 
 
-def _page_strings(c: Column, n: int, mask: np.ndarray | None) -> pa.Array:
+def _page_strings(c: Column, n: int, mask: np.ndarray | None, dictionaries: bool = True) -> pa.Array:
     d = c.dictionary
-    if 0 < len(d) <= PAGE_DICTIONARY_SHARE * n:
+    if dictionaries and 0 < len(d) <= PAGE_DICTIONARY_SHARE * n:
         codes = c.data.cpu().numpy()
         if codes.dtype != np.int32:
             codes = codes.astype(np.int32)

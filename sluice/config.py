@@ -29,16 +29,21 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 #: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
 #: area or key, or a key in another area, is an error (a typo in a variable is not ignored).
 AREAS: dict[str, tuple[str, ...]] = {
-    "engine": ("device", "threads", "pipeline", "recursion_limit"),
+    "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit"),
-    "spill": ("spill_dir", "force_spill", "spill_compression"),
+    "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "runtime_filters", "topk_filters"),
     "dist": ("ranks", "exchange", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
+#: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
+#: without them (the other rules place filters and columns where later rules and lowering
+#: expect them). ``plan.rules`` checks each is one of its rules.
+OPTIONAL_RULES = ("push_semi_joins", "semi_join_reduction", "filter_shared_ctes", "sum_offsets",
+                  "dependent_group_keys")
 AREA_OF = {key: area for area, keys in AREAS.items() for key in keys}
 ENV_PREFIX = "SLUICE__"
 
@@ -130,6 +135,10 @@ class Config:
     levels to balance compression cost against write cost), or a fixed ``none``, ``lz4``,
     ``zstd``."""
 
+    page_dictionaries: bool = True
+    """A spilled or exchanged page's low-cardinality string column travels as its dictionary and
+    int32 codes (see ``arrow.PAGE_DICTIONARY_SHARE``); off: every string by value."""
+
     row_group_pruning: bool = True
     """Skip row groups whose min/max statistics cannot satisfy pushed predicates."""
 
@@ -182,6 +191,11 @@ class Config:
     (GPUDirect Storage where the system has it, else its compat mode: POSIX reads by its own
     threads) into pinned memory; ``--analyze`` says which. Off: plain reads."""
 
+    disabled_rules: str = ""
+    """Plan rewrites to skip, by name, comma-separated (as DuckDB's ``disabled_optimizers``):
+    any of ``OPTIONAL_RULES`` -- each is an optimization, so answers
+    do not change, only their cost."""
+
     recursion_limit: int = 100_000
     """Most iterations of a WITH RECURSIVE query before it stops with an error (a recursion
     whose stop condition never holds would otherwise run for ever)."""
@@ -228,6 +242,11 @@ class Config:
             raise ConfigError(f"scan_mode must be auto, direct, pushdown or staging, not {self.scan_mode!r}")
         if self.decoder not in ("auto", "arrow", "device"):
             raise ConfigError(f"decoder must be auto, arrow or device, not {self.decoder!r}")
+        if self.disabled_rules:
+            unknown = [r for r in self.disabled_rules.split(",") if r.strip() not in OPTIONAL_RULES]
+            if unknown:
+                raise ConfigError(f"disabled_rules: {unknown[0].strip()!r} is not a rule that can be disabled "
+                                  f"({', '.join(OPTIONAL_RULES)})")
         if self.recursion_limit < 1:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.chunk_rows < 1:

@@ -159,7 +159,7 @@ class Connection:
             raise UnsupportedError("query nested too deeply to plan") from None
         except Exception as e:  # noqa: BLE001 - a bug in translation: say so in one line
             raise internal_error("SQL translation", e) from e
-        plan = optimize(rel.plan)
+        plan = optimize(rel.plan, self.config.disabled_rules)
         out = Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
         out.query = query
         return out

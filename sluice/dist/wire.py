@@ -22,9 +22,10 @@ from sluice.arrow import batch_to_page, page_to_batch
 _FRAME = 8  # each stream is preceded by its length (little-endian uint64)
 
 
-def chunk_to_bytes(chunk: Chunk) -> np.ndarray:
-    """One chunk as a uint8 array: its length, then an Arrow IPC stream."""
-    batch = page_to_batch(chunk)
+def chunk_to_bytes(chunk: Chunk, dictionaries: bool = True) -> np.ndarray:
+    """One chunk as a uint8 array: its length, then an Arrow IPC stream (low-cardinality
+    strings as dictionary + codes with ``dictionaries``)."""
+    batch = page_to_batch(chunk, dictionaries)
     sink = pa.BufferOutputStream()
     sink.write(b"\0" * _FRAME)
     with pa.ipc.new_stream(sink, batch.schema) as w:

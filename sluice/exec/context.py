@@ -120,7 +120,8 @@ class ExecContext:
         """This query's spill files (created on first use)."""
         if not self._spill:
             codec = SpillCodec(self.config.spill_compression)
-            self._spill.append(SpillManager(self.config.spill_dirs(), codec, self.recorder))
+            self._spill.append(SpillManager(self.config.spill_dirs(), codec, self.recorder,
+                                            self.config.page_dictionaries))
         return self._spill[0]
 
     @property

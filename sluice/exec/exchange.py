@@ -166,7 +166,7 @@ class ExchangeOp(Operator):
                             mat.add(part)
                             continue
                         if self.kind != "broadcast" or wire is None:
-                            wire = chunk_to_bytes(part)
+                            wire = chunk_to_bytes(part, ctx.config.page_dictionaries)
                         pending[d].append(wire)
                         held += wire.nbytes
                         res.force(wire.nbytes)

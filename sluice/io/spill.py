@@ -84,7 +84,7 @@ class SpillFile:
         opts = pa.ipc.IpcWriteOptions(compression=None if name == "none" else pa.Codec(name, lv))
         frames = []
         for page in pages:
-            batch = page_to_batch(page)
+            batch = page_to_batch(page, self.manager.page_dictionaries)
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, batch.schema, options=opts) as w:
                 w.write_batch(batch)
@@ -136,8 +136,10 @@ class SpillFile:
 class SpillManager:
     """The spill folder(s), background writer and counters of one query."""
 
-    def __init__(self, dirs: list[str], codec: SpillCodec | None = None, recorder=None) -> None:
+    def __init__(self, dirs: list[str], codec: SpillCodec | None = None, recorder=None,
+                 page_dictionaries: bool = True) -> None:
         self.dirs = [Path(d) for d in dirs]
+        self.page_dictionaries = page_dictionaries
         self.codec = codec or SpillCodec()
         self.recorder = recorder
         self._folders: list[Path] = []

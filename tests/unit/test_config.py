@@ -123,3 +123,13 @@ def test_openmp_threads_wait_passively_unless_the_user_says_otherwise():
     out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+def test_disabled_rules_are_rules_that_can_be_disabled():
+    from sluice.config import OPTIONAL_RULES, Config
+    from sluice.errors import ConfigError
+    from sluice.plan.rules import RULES
+    assert set(OPTIONAL_RULES) <= {r.__name__ for r in RULES}
+    Config(disabled_rules="sum_offsets, push_semi_joins")
+    with pytest.raises(ConfigError, match="'prune_columns' is not a rule that can be disabled"):
+        Config(disabled_rules="sum_offsets,prune_columns")
