@@ -1,5 +1,7 @@
 """Where the CUDA path still synchronises with the host: run queries under
-``torch.cuda.set_sync_debug_mode("warn")`` and count the synchronising calls per sluice source line.
+``torch.cuda.set_sync_debug_mode("warn")`` and count the synchronising calls per sluice source line,
+under each decoder; with ``decoder=device`` also the torch decoder's calls per decoded column chunk
+(the decode loop's host syncs, issue 29 item 6).
 
     python bench/syncs.py --sf 1 [--queries scan q01 q06 q12 q14]
 
@@ -65,6 +67,8 @@ def main() -> None:
     ap.add_argument("--sf", type=float, default=1.0)
     ap.add_argument("--data", default=None, help="TPC-H folder (default data/tpch-sfN; generated when absent)")
     ap.add_argument("--queries", nargs="+", default=["scan", "q01", "q06", "q12", "q14"])
+    ap.add_argument("--decoders", nargs="+", default=["arrow", "device"],
+                    help="decoder settings to count under (device: per decoded column too)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench/syncs.py needs a CUDA device", file=sys.stderr)
@@ -72,15 +76,37 @@ def main() -> None:
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists():
         generate_tpch(args.sf, data)
-    con = sluice.connect(data, device="cuda")
-    for name in args.queries:
-        sql = FULL_SCAN if name == "scan" else tpch_queries()[name]
-        con.sql(sql).to_arrow()  # warm-up: allocator pools, metadata cache
-        counts = count_syncs(lambda: con.sql(sql).to_arrow())
-        total = sum(counts.values())
-        print(f"\n{name}: {total} synchronising calls")
-        for (thread, where), n in counts.most_common():
-            print(f"  {n:>6}  {thread:<12} {where}")
+    for decoder in args.decoders:
+        con = sluice.connect(data, device="cuda", decoder=decoder)
+        for name in args.queries:
+            sql = FULL_SCAN if name == "scan" else tpch_queries()[name]
+            con.sql(sql).to_arrow()  # warm-up: allocator pools, metadata cache
+            rel = con.sql(sql)
+            counts = count_syncs(lambda: rel.to_arrow())
+            total = sum(counts.values())
+            line = f"\n{name} (decoder={decoder}): {total} synchronising calls"
+            decoded = decoded_columns(rel)
+            if decoder == "device" and decoded:
+                in_decoder = sum(n for (_, where), n in counts.items() if where.startswith(DECODE_PACKAGE))
+                line += (f"; in the torch decoder {in_decoder} over {decoded} decoded column chunks "
+                         f"= {in_decoder / decoded:.1f} per decoded column")
+            print(line)
+            for (thread, where), n in counts.most_common():
+                print(f"  {n:>6}  {thread:<12} {where}")
+
+
+#: Where the torch decoder lives (its syncs are counted per decoded column chunk).
+DECODE_PACKAGE = "sluice/io/parquet/decode"
+
+
+def decoded_columns(rel) -> int:
+    """Column chunks the run's scans decoded: row groups read x columns, over every scan."""
+    _, ctx = rel.last_run
+    n = 0
+    for r in ctx.readers():
+        groups = sum(len(t) for t in r.tasks)
+        n += groups * len([c for c in r.columns if c not in r.stats.fallbacks])
+    return n
 
 
 if __name__ == "__main__":
