@@ -6,9 +6,9 @@ The table's columns are rewritten once per (encoding scheme, codec) into a tempo
 for each file, best-of-runs time to decode every column of every row group with pyarrow (then
 to sluice columns on the host, as ``decoder=arrow`` does) and with the torch decoder on
 ``--device`` (``decoder=device``), the decoded GB/s of each, their ratio, and the compressed
-bytes per second the device path takes in (on a GPU: what crosses PCIe once nvCOMP
-decompresses there; today pages are decompressed on the host first). Every decoded column is
-checked equal to pyarrow's.
+bytes per second the device path takes in (on a GPU with nvCOMP: what crosses PCIe, the pages
+decompressing there; ``--host-decompress`` decompresses them on the host first, to compare).
+Every decoded column is checked equal to pyarrow's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from sluice.arrow import arrow_to_column  # noqa: E402
-from sluice.io.parquet.decode.column import column_spec, decode_column  # noqa: E402
+from sluice.io.parquet.decode import nvcomp  # noqa: E402
+from sluice.io.parquet.decode.column import ColumnPages, column_spec  # noqa: E402
 from sluice.io.parquet.ranges import fetch_chunks  # noqa: E402
 from sluice.io.pinned import columns_nbytes  # noqa: E402
 from sluice.types import from_arrow  # noqa: E402
@@ -59,14 +60,17 @@ def decode_arrow(path: Path):
     return {c: arrow_to_column(t.column(c), from_arrow(t.schema.field(c).type)) for c in t.column_names}
 
 
-def decode_torch(path: Path, device: torch.device):
+def decode_torch(path: Path, device: torch.device, on_device=None):
+    """The torch decoder over every column; with ``on_device`` (nvCOMP on a GPU) the pages are
+    decompressed there and the chunks read into pinned memory, as a scan does."""
     md = pq.read_metadata(path)
     schema = md.schema.to_arrow_schema()
-    chunks, nread = fetch_chunks(str(path), md, list(range(md.num_row_groups)), schema.names)
+    chunks, nread = fetch_chunks(str(path), md, list(range(md.num_row_groups)), schema.names,
+                                 pinned=on_device is not None)
     out = {}
     for c in schema.names:
         t = schema.field(c).type
-        out[c] = decode_column(chunks[c], column_spec(md, c, t, from_arrow(t)), device)
+        out[c] = ColumnPages(chunks[c], column_spec(md, c, t, from_arrow(t))).decode(device, None, on_device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return out, nread
@@ -86,12 +90,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--codecs", nargs="+", default=["none", "snappy", "zstd", "lz4"])
     ap.add_argument("--schemes", nargs="+", default=list(SCHEMES))
+    ap.add_argument("--host-decompress", action="store_true",
+                    help="decompress on the host even where nvCOMP could on the device")
     args = ap.parse_args()
     device = torch.device(args.device)
     table = pq.read_table(args.data).slice(0, args.rows)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    on_device = nvcomp.OnDevice(True) if device.type == "cuda" and nvcomp.available() and not args.host_decompress \
+        else None
     print(f"decode {Path(args.data).name}: {table.num_rows:,} rows x {table.num_columns} columns; "
-          f"torch decoder on {name}, pyarrow on the host ({torch.get_num_threads()} threads)")
+          f"torch decoder on {name} (pages decompressed {'by nvCOMP on the device' if on_device else 'on the host'}), "
+          f"pyarrow on the host ({torch.get_num_threads()} threads)")
     print(f"{'scheme':18s} {'codec':7s} {'stored MB':>9s} {'decoded MB':>10s} {'arrow GB/s':>10s} "
           f"{'torch GB/s':>10s} {'torch/arrow':>11s} {'in GB/s':>8s}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +109,7 @@ def main() -> None:
                 path = Path(tmp) / f"{scheme}-{codec}.parquet"
                 write(table, path, scheme, codec)
                 ref = decode_arrow(path)
-                ours, nread = decode_torch(path, device)
+                ours, nread = decode_torch(path, device, on_device)
                 bad = [c for c in ref if not same(ours[c], ref[c])]
                 if bad:
                     raise SystemExit(f"{scheme}/{codec}: torch decoder differs from pyarrow on {bad}")
@@ -111,7 +120,7 @@ def main() -> None:
                     decode_arrow(path)
                     ta = min(ta, time.perf_counter() - t0)
                     t0 = time.perf_counter()
-                    decode_torch(path, device)
+                    decode_torch(path, device, on_device)
                     tt = min(tt, time.perf_counter() - t0)
                 print(f"{scheme:18s} {codec:7s} {nread / 1e6:9.1f} {nbytes / 1e6:10.1f} {nbytes / ta / 1e9:10.3f} "
                       f"{nbytes / tt / 1e9:10.3f} {ta / tt:11.2f} {nread / tt / 1e9:8.3f}")
