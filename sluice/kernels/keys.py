@@ -88,14 +88,14 @@ def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
-    """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls)."""
+    """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls): int32
+    where they come so (a dictionary's codes), else int64."""
     col = col.expand(n)
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
-        codes = codes.to(torch.int64)
         k = max(len(d), 1)  # codes index the deduplicated dictionary
     elif col.type.kind == "bool":
-        codes, k = col.data.to(torch.int64), 2
+        codes, k = col.data.to(torch.int32), 2
     else:
         codes, k = _int_codes(col.data)
     if col.valid is not None:
@@ -105,13 +105,20 @@ def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
 
 
 def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
+    """Group ids 0..g-1 (int64) for ``codes`` in 0..card-1, numbered in code order."""
     n = codes.numel()
+    if card <= n:
+        # Few codes (a chunk's flags, a date's year): mark, number with the -1 folded in, and one
+        # gather straight to int64 (q01's two flags, 114k rows: 0.33 -> 0.2 ms a chunk).
+        present = torch.zeros(card, dtype=torch.bool, device=codes.device).index_fill_(0, codes.long(), True)
+        remap = torch.cumsum(present, 0, dtype=torch.int64) - 1
+        return remap.index_select(0, codes), int(remap[-1]) + 1
     if card <= max(DIRECT_RANGE_FACTOR * n, DIRECT_RANGE_MIN):
         # Mark the codes present, number them in order: a prefix sum over the code range
         # (int32 while it fits: half the memory traffic of int64, measured 2x faster with
         # marking instead of bincount on 15M codes in a 60M range).
-        present = torch.zeros(card, dtype=torch.bool, device=codes.device)
-        present[codes] = True
+        # (index_fill_: half the time of a boolean index_put, which handles duplicates as writes)
+        present = torch.zeros(card, dtype=torch.bool, device=codes.device).index_fill_(0, codes.long(), True)
         dt = torch.int32 if card < (1 << 31) else torch.int64
         remap = torch.cumsum(present, 0, dtype=dt)
         g = int(remap[-1])
@@ -130,7 +137,9 @@ def group_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
         codes, k = column_codes(c, n)
         if card * k >= _LIMIT:
             combined, card = _densify(combined, card)
-        combined = combined * k + codes
+        # int32 while the combined codes fit: half the memory traffic.
+        dt = torch.int32 if card * k < (1 << 31) else torch.int64
+        combined = combined.to(dt) * k + codes.to(dt)
         card *= k
     return _densify(combined, card)
 
