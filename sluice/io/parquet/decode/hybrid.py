@@ -41,7 +41,8 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     r_sid, r_packed, r_n, r_w, r_hl, r_pos = sid[heads], packed[heads], n[heads], w[heads], hl[heads], pos[heads]
     # Each run's values, cut to what its stream still needs (a run claiming more -- the last
     # bit-packed group's padding, or garbage in a corrupt page -- never allocates past it).
-    r_claim = torch.clamp(torch.where(r_packed, r_n * 8, r_n), max=int(counts.max()) if counts.numel() else 0)
+    cmax = counts.max() if counts.numel() else torch.zeros((), dtype=torch.long, device=dev)
+    r_claim = torch.minimum(torch.where(r_packed, r_n * 8, r_n), cmax)
     csum = torch.cumsum(r_claim, 0)
     s_first = torch.zeros(len(starts), dtype=torch.long, device=dev).scatter_reduce(
         0, r_sid, csum - r_claim, "amin", include_self=False)
@@ -50,17 +51,26 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     r_first = torch.cumsum(r_count, 0) - r_count
     need = torch.where(r_packed, r_n * r_w, (r_w + 7) >> 3)  # the bytes each run says it holds
     ends_t = torch.tensor(ends, dtype=torch.long, device=dev)
-    if bool(((r_pos + r_hl + need) > ends_t[r_sid]).any()) or bool((r_w > 32).any()):
-        raise ValueError("a run of RLE/bit-packed values runs past its stream")
-    if int(r_count.sum()) != int(counts.sum()):
-        raise ValueError("RLE/bit-packed streams hold fewer values than their pages say")
     # An RLE run's value lies in ceil(width / 8) bytes; bits above the width mean a corrupt run
     # (pyarrow reads the whole bytes and refuses the level or index they make).
     r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << (((r_w + 7) >> 3) * 8)) - 1)
-    if bool(((r_value >> r_w) != 0).logical_and_(~r_packed).any()):
+    # Every check of the runs, and the values' total, cross to the host together: one
+    # synchronisation per call on a GPU (they were six), before anything is gathered.
+    # (The value reads above stay in the buffer's padding: every stream lies in the buffer.)
+    total = r_count.sum()
+    checks = torch.stack([(((r_pos + r_hl + need) > ends_t[r_sid]).any() | (r_w > 32).any()).long(),
+                          (total != counts.sum()).long(),
+                          ((r_value >> r_w) != 0).logical_and_(~r_packed).any().long(),
+                          total]).tolist()
+    if checks[0]:
+        raise ValueError("a run of RLE/bit-packed values runs past its stream")
+    if checks[1]:
+        raise ValueError("RLE/bit-packed streams hold fewer values than their pages say")
+    if checks[2]:
         raise ValueError("an RLE run's value does not fit its bit width")
-    run = torch.repeat_interleave(torch.arange(heads.numel(), device=dev), r_count)
-    j = torch.arange(run.numel(), device=dev) - r_first[run]
+    total = checks[3]
+    run = torch.repeat_interleave(torch.arange(heads.numel(), device=dev), r_count, output_size=total)
+    j = torch.arange(total, device=dev) - r_first[run]
     packed_v = r_packed[run]
     bitpos = torch.where(packed_v, (r_pos[run] + r_hl[run]) * 8 + j * r_w[run], 0)
     vals = torch.where(packed_v, unpack(buf, bitpos, r_w[run], wide=False), r_value[run])
