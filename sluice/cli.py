@@ -213,6 +213,8 @@ class _Progress:
             self._task = self._p.add_task("scan", total=total)
 
     def attach(self, ctx) -> None:
+        if self._ctx is not None and self._p is not None:
+            self._p.reset(self._task)  # the query runs again (after the GPU ran out of memory)
         self._ctx = ctx
 
     def bound(self) -> str | None:

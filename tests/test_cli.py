@@ -320,3 +320,25 @@ def test_progress_bar_shows_rate_t_min_fraction_bound_stage_and_time_left(tpch_d
     assert any(re.search(r"MiB/s \(\d+% of T_min\) bound by (read|decode|compute) .*left", b) for b in bars), bars
     want = duckdb_connect(tpch_dir).execute(sql).fetchall()[0]
     assert str(want[0]) in text
+
+
+def test_progress_starts_over_when_the_query_reruns():
+    # A rerun after a CUDA out-of-memory error scans again: the bar starts from zero, not past 100%.
+    from sluice.cli import _Progress
+
+    class Bar:
+        def __init__(self):
+            self.done = 0
+
+        def advance(self, task, n):
+            self.done += n
+
+        def reset(self, task):
+            self.done = 0
+    p = _Progress(0)
+    p._p, p._task = Bar(), 0
+    p.attach("first run")
+    p(100)
+    p.attach("rerun")
+    p(30)
+    assert p._p.done == 30
