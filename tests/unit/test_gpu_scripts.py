@@ -3,6 +3,7 @@
 the tests that need developer tools by marker. The GPU run itself happens on the device."""
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def test_gpu_check_deselects_tooling_tests_and_lists_every_import():
 
 
 def test_tooling_tests_carry_the_marker():
-    out = subprocess.run(["python", "-m", "pytest", "--collect-only", "-q", "-m", "tooling", "-p", "no:cacheprovider",
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "tooling", "-p", "no:cacheprovider",
                           "tests/test_lint.py", "tests/test_shell.py"],
                          cwd=ROOT, capture_output=True, text=True)
     assert "test_ruff_clean" in out.stdout
