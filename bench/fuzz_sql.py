@@ -1,6 +1,7 @@
 """Differential SQL fuzzing: random queries over two small tables with NULLs, NaN, infinities,
 empty strings and several row groups, run by sluice (each under a random one of several
-settings: default, tiny chunks, forced spilling, staging and pushdown scans) and by DuckDB;
+settings: default, tiny chunks, forced spilling, staging and pushdown scans, the torch decoder
+over tables written per seed as dictionary, plain or delta pages) and by DuckDB;
 prints every query whose answers differ, or that sluice fails on while DuckDB answers.
 
     python bench/fuzz_sql.py SEED [QUERIES] [-v]     # -v: also DuckDB's own rejections
@@ -54,8 +55,18 @@ def mk(n, seed):
         "f": pa.array([None if r.random()<.15 else r.choice([0.0,-0.0,1.5,float("nan"),float("inf"),r.uniform(-100,100),r.uniform(-100,100)]) for _ in range(n)], pa.float64()),
         "g": pa.array([r.randint(0, 4) for _ in range(n)], pa.int16()),
     })
-pq.write_table(mk(200, 1), root/"t.parquet", row_group_size=37)
-pq.write_table(mk(60, 2), root/"u.parquet", row_group_size=20)
+# t and u in one encoding scheme per seed (its own RNG: a seed's queries stay as they were), in
+# tiny pages (short last pages, some all NULL): what the torch decoder (``decoder=device``
+# below) meets in the wild. A delta page of only NULLs last in a read task once crashed it.
+SCHEME = random.Random(10_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0)).choice(["dictionary", "plain", "delta"])
+def encoded(table):
+    if SCHEME == "dictionary": return dict(use_dictionary=True)
+    if SCHEME == "plain": return dict(use_dictionary=False)
+    enc = {f.name: ("DELTA_BYTE_ARRAY" if pa.types.is_string(f.type) else "DELTA_BINARY_PACKED")
+           for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_date(f.type) or pa.types.is_string(f.type)}
+    return dict(use_dictionary=False, column_encoding=enc)
+pq.write_table(mk(200, 1), root/"t.parquet", row_group_size=37, data_page_size=64, **encoded(mk(0, 1)))
+pq.write_table(mk(60, 2), root/"u.parquet", row_group_size=20, data_page_size=64, **encoded(mk(0, 2)))
 pq.write_table(mk(0, 3), root/"e.parquet")  # empty, u's columns
 def mk_numbers(n, seed):  # every numeric type, their limits among the values
     r = random.Random(seed)
@@ -344,7 +355,9 @@ def query():
 CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mode": "staging", "chunk_rows": 5}, {"scan_mode": "pushdown"},
        {"host_memory_limit": 4 << 20, "chunk_rows": 3},
        # on demand: row groups read after a top-k bound is known meet it
-       {"chunk_rows": 10, "prefetch": False}, {"chunk_rows": 10, "prefetch": False, "scan_mode": "pushdown"}]
+       {"chunk_rows": 10, "prefetch": False}, {"chunk_rows": 10, "prefetch": False, "scan_mode": "pushdown"},
+       # the torch decoder (pages of every scheme above), also on a row selection
+       {"decoder": "device"}, {"decoder": "device", "scan_mode": "staging", "chunk_rows": 5}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **c) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 

@@ -72,6 +72,12 @@ class Column:
         return Column(self.data.reshape(()).expand(n), self.type, v, self.dictionary)
 
 
+def empty_column(t: LType, device: torch.device) -> Column:
+    """A column of type ``t`` with no rows (a string column with an empty dictionary)."""
+    return Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
+                  pa.array([], pa.string()) if t.kind == "string" else None)
+
+
 def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, Column]:
     """``cols`` (all of ``mask``'s length) less the rows where ``mask`` is false.
 

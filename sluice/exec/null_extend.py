@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Chunk, Column
+from sluice.chunk import Chunk, Column, empty_column
 from sluice.types import LType
 
 
@@ -29,8 +29,4 @@ def null_extended(rows: Chunk, other: dict[str, LType], device: torch.device,
 
 def empty_chunk(schema: dict[str, LType], device: torch.device) -> Chunk:
     """No rows, with ``schema``'s columns."""
-    cols = {}
-    for k, t in schema.items():
-        cols[k] = Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
-                         pa.array([], pa.string()) if t.kind == "string" else None)
-    return Chunk(cols, 0, home=device)
+    return Chunk({k: empty_column(t, device) for k, t in schema.items()}, 0, home=device)

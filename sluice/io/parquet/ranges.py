@@ -79,7 +79,9 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
         for c in columns:
             cc = r.column(names.index(c))
             want.append((c, *chunk_span(cc), cc.compression, cc.num_values))
-    merged = merge_spans({(s, ln) for _, s, ln, _, _ in want})
+    # A chunk of no values holds no page worth reading (pyarrow writes an empty row group's
+    # data page offset as 0: its "span" would be the file's first bytes).
+    merged = merge_spans({(s, ln) for _, s, ln, _, nv in want if nv})
     blocks = []
     total = 0
     if pinned:
@@ -115,6 +117,9 @@ def _by_column(want, blocks, columns) -> dict[str, list[tuple[memoryview, str, i
     out: dict[str, list[tuple[memoryview, str, int]]] = {c: [] for c in columns}
     starts = [o for o, _ in blocks]
     for c, s, ln, codec, nv in want:
+        if not nv:
+            out[c].append((memoryview(b""), codec, nv))
+            continue
         off, mv = blocks[bisect.bisect_right(starts, s) - 1]
         out[c].append((mv[s - off:s - off + ln], codec, nv))
     return out

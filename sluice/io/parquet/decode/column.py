@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, concat_columns
+from sluice.chunk import Column, concat_columns, empty_column
 from sluice.errors import DataError
 from sluice.io.parquet.decode import strings
 from sluice.io.parquet.decode.bits import PAD, gather
@@ -359,6 +359,8 @@ def _select_pages(stored: list[_Stored], keep: np.ndarray) -> tuple[list[_Stored
 
 def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device, budget: int | None,
                   on_device=None) -> Column:
+    if not any(h.type != "DICTIONARY_PAGE" for st in stored for h, _ in st.pages):
+        return empty_column(spec.ltype, device)  # empty row groups (or every page skipped)
     batches = [b for b in _batches(stored, budget)
                if any(h.type != "DICTIONARY_PAGE" for st in b for h, _ in st.pages)] or [stored]
     parts = [_decode(_layout(b, spec), spec, device, on_device) for b in batches]
