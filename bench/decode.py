@@ -24,12 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from sluice.arrow import arrow_to_column  # noqa: E402
-from sluice.io.parquet.decode import nvcomp  # noqa: E402
-from sluice.io.parquet.decode.column import ColumnPages, column_spec  # noqa: E402
-from sluice.io.parquet.ranges import fetch_chunks  # noqa: E402
+from sluice.io.parquet.decode_rates import device_decompression, specs_of, with_arrow, with_torch  # noqa: E402
 from sluice.io.pinned import columns_nbytes  # noqa: E402
-from sluice.types import from_arrow  # noqa: E402
 
 SCHEMES = {
     "dictionary": dict(use_dictionary=True),
@@ -56,21 +52,16 @@ def write(table, path: Path, scheme: str, codec: str) -> None:
 
 
 def decode_arrow(path: Path):
-    t = pq.read_table(path)
-    return {c: arrow_to_column(t.column(c), from_arrow(t.schema.field(c).type)) for c in t.column_names}
+    f = pq.ParquetFile(path)
+    return with_arrow(f, list(range(f.metadata.num_row_groups)), specs_of(f.metadata, f.schema_arrow))
 
 
 def decode_torch(path: Path, device: torch.device, on_device=None):
     """The torch decoder over every column; with ``on_device`` (nvCOMP on a GPU) the pages are
     decompressed there and the chunks read into pinned memory, as a scan does."""
     md = pq.read_metadata(path)
-    schema = md.schema.to_arrow_schema()
-    chunks, nread = fetch_chunks(str(path), md, list(range(md.num_row_groups)), schema.names,
-                                 pinned=on_device is not None)
-    out = {}
-    for c in schema.names:
-        t = schema.field(c).type
-        out[c] = ColumnPages(chunks[c], column_spec(md, c, t, from_arrow(t))).decode(device, None, on_device)
+    out, nread = with_torch(str(path), md, list(range(md.num_row_groups)), specs_of(md, md.schema.to_arrow_schema()),
+                            device, on_device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return out, nread
@@ -96,8 +87,7 @@ def main() -> None:
     device = torch.device(args.device)
     table = pq.read_table(args.data).slice(0, args.rows)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    on_device = nvcomp.OnDevice(True) if device.type == "cuda" and nvcomp.available() and not args.host_decompress \
-        else None
+    on_device = None if args.host_decompress else device_decompression(device)
     print(f"decode {Path(args.data).name}: {table.num_rows:,} rows x {table.num_columns} columns; "
           f"torch decoder on {name} (pages decompressed {'by nvCOMP on the device' if on_device else 'on the host'}), "
           f"pyarrow on the host ({torch.get_num_threads()} threads)")

@@ -32,34 +32,54 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def specs_of(md, schema, names=None) -> dict:
+    """Column -> ColumnSpec for the columns (default all) the torch decoder can decode."""
+    specs = {}
+    for name in names or schema.names:
+        try:
+            specs[name] = column_spec(md, name, schema.field(name).type, from_arrow(schema.field(name).type))
+        except (NotDecodable, SluiceError):  # a type sluice lacks or the decoder leaves: not measured
+            continue
+    return specs
+
+
+def device_decompression(device: torch.device):
+    """As a scan would: nvCOMP decompresses on a GPU where installed (None: on the host)."""
+    return nvcomp.OnDevice(True) if device.type == "cuda" and nvcomp.available() else None
+
+
+def with_arrow(f: pq.ParquetFile, row_groups: list[int], specs: dict, device: torch.device | None = None) -> dict:
+    """``decoder=arrow``'s work: pyarrow decodes, the columns cross to ``device``."""
+    t = f.read_row_groups(row_groups, columns=list(specs))
+    return {c: arrow_to_column(t.column(c), specs[c].ltype, device) for c in specs}
+
+
+def with_torch(path: str, md, row_groups: list[int], specs: dict, device: torch.device, on_device=None
+               ) -> tuple[dict, int]:
+    """``decoder=device``'s work: the chunks read (into pinned memory where the pages will be
+    decompressed on the device), decompressed and decoded; returns the columns and bytes read."""
+    chunks, nread = fetch_chunks(path, md, row_groups, list(specs), pinned=on_device is not None)
+    return {c: ColumnPages(chunks[c], specs[c]).decode(device, None, on_device) for c in specs}, nread
+
+
 def measure(path: str | Path, device: torch.device, runs: int = 2) -> dict[str, float]:
     """{"arrow": bytes/s, "device": bytes/s} over the columns the torch decoder can decode."""
     path = str(path)
     f = pq.ParquetFile(path)
     md = f.metadata
     rgs = list(range(min(ROW_GROUPS, md.num_row_groups)))
-    schema = f.schema_arrow
-    specs = {}
-    for name in schema.names:
-        try:
-            specs[name] = column_spec(md, name, schema.field(name).type, from_arrow(schema.field(name).type))
-        except (NotDecodable, SluiceError):  # a type sluice lacks or the decoder leaves: not measured
-            continue
-    cols = list(specs)
-    # As a scan would: nvCOMP decompresses on a GPU where installed.
-    on_device = nvcomp.OnDevice(True) if device.type == "cuda" and nvcomp.available() else None
+    specs = specs_of(md, f.schema_arrow)
+    on_device = device_decompression(device)
     best = {"arrow": float("inf"), "device": float("inf")}
     nbytes = {}
     for _ in range(runs):
         t0 = time.perf_counter()
-        t = f.read_row_groups(rgs, columns=cols)
-        out = {c: arrow_to_column(t.column(c), specs[c].ltype, device) for c in cols}
+        out = with_arrow(f, rgs, specs, device)
         _sync(device)
         best["arrow"] = min(best["arrow"], time.perf_counter() - t0)
         nbytes["arrow"] = columns_nbytes(out)
         t0 = time.perf_counter()
-        chunks, _ = fetch_chunks(path, md, rgs, cols)
-        out = {c: ColumnPages(chunks[c], specs[c]).decode(device, None, on_device) for c in cols}
+        out, _ = with_torch(path, md, rgs, specs, device, on_device)
         _sync(device)
         best["device"] = min(best["device"], time.perf_counter() - t0)
         nbytes["device"] = columns_nbytes(out)
