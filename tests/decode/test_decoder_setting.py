@@ -259,3 +259,40 @@ def test_empty_row_groups_on_the_device_decoder(tmp_path, mode, connect):
     for sql in ["select a, count(*) as n from e group by a", "select count(*) as n, max(s) as m from e where a > 1",
                 "select * from e", "select * from m where a > 1 or a is null", "select a, s from m"]:
         compare(con.sql(sql).to_arrow(), duck.sql(sql).to_arrow_table())
+
+
+def test_auto_decoder_choice(monkeypatch, tmp_path):
+    # auto: pyarrow on a CPU and on a GPU without nvCOMP; the torch decoder on a GPU with it,
+    # unless `sluice calibrate` measured pyarrow faster on that data directory.
+    import json
+
+    import torch
+
+    from sluice.io.parquet import decoders
+    from sluice.io.parquet.decode import nvcomp
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    (data / "t").mkdir(parents=True)
+    f = str(data / "t" / "part-0.parquet")
+    assert decoders.decoder_name("auto", torch.device("cpu"), f) == "arrow"
+    assert decoders.decoder_name("device", torch.device("cpu"), f) == "device"
+    monkeypatch.setattr(nvcomp, "available", lambda: False)
+    assert decoders.decoder_name("auto", cuda, f) == "arrow"
+    monkeypatch.setattr(nvcomp, "available", lambda: True)
+    assert decoders.decoder_name("auto", cuda, f) == "device"
+    cache = tmp_path / "cache" / "sluice" / "calibration.json"
+    cache.parent.mkdir(parents=True)
+    cache.write_text(json.dumps({str(data.resolve()): {"decode_bps": {"arrow": 9e9, "device": 3e9}}}))
+    assert decoders.decoder_name("auto", cuda, f) == "arrow"
+    cache.write_text(json.dumps({str(data.resolve()): {"decode_bps": {"arrow": 3e9, "device": 9e9}}}))
+    assert decoders.decoder_name("auto", cuda, f) == "device"
+    assert decoders.decoder_name("arrow", cuda, f) == "arrow"
+
+
+def test_decode_rates_measure_both_decoders(tpch_dir):
+    import torch
+
+    from sluice.io.parquet.decode_rates import measure
+    rates = measure(tpch_dir / "supplier.parquet", torch.device("cpu"), runs=1)
+    assert set(rates) == {"arrow", "device"} and all(v > 0 for v in rates.values())
