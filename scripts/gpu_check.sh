@@ -6,6 +6,9 @@
 #   bash scripts/gpu_check.sh tests [pytest args]  # the CUDA-relevant suite with --device cuda
 #   bash scripts/gpu_check.sh decode               # nvCOMP/KvikIO checks, bench/decode.py, bench/syncs.py
 #   bash scripts/gpu_check.sh tpch [SF]            # TPC-H on the GPU vs DuckDB on every core
+#   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
+#                                                  # (pytest-xdist), the OOM and sync probes beside
+#                                                  # it, then bench/decode.py and TPC-H SF 1
 #
 # A stage fails when any of its steps fails (each step still runs; $OUT/failed.txt names the
 # failed ones, a step's own log is in $OUT). Tests that
@@ -21,10 +24,10 @@ fi
 if [ -f .whl-gpu/gpu-site.tar.xz ]; then  # Python's lzma: no xz binary needed
   python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .whl-gpu/gpu-site.tar.xz "$SITE"
 fi
-export PYTHONPATH="$SITE:$PWD" PATH="$SITE/bin:$PATH" PYTHONUNBUFFERED=1 SLUICE_TEST_DATA=/tmp/sluice-data/test
+export PYTHONPATH="$SITE:$PWD:$PWD/scripts" PATH="$SITE/bin:$PATH" PYTHONUNBUFFERED=1 SLUICE_TEST_DATA=/tmp/sluice-data/test
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
-python3 - <<'PY' | tee -a "$OUT/device.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$OUT/setup.log" || true
+python3 - <<'PY' 2>&1 | tee -a "$OUT/setup.log" || echo "STEP FAILED: device info" | tee -a "$OUT/failed.txt"
 import torch
 from sluice.io.parquet.decode import nvcomp
 from sluice.io import kvikio_read
@@ -36,12 +39,12 @@ stage=${1:-tests}; [ $# -gt 0 ] && shift
 failed=0
 run() {  # a step: its output in $OUT/<name>.log, its own time limit; a failure is noted, the stage goes on
   name=$1; limit=$2; shift 2
-  if ! timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log"; then
+  if ! timeout "$limit" "$@" 2>&1 | tee -a "$OUT/$name.log"; then
     echo "STEP FAILED: $name" | tee -a "$OUT/failed.txt"; failed=1
   fi
 }
 tpch_data() {  # SF, folder: generated unless complete (lineitem written last)
-  [ -f "$2/lineitem.parquet" ] || run "datagen-sf$1" 200 python3 -m sluice.cli datagen tpch --sf "$1" --out "$2" --force
+  [ -f "$2/lineitem.parquet" ] || run setup 200 python3 -m sluice.cli datagen tpch --sf "$1" --out "$2" --force
 }
 case "$stage" in
   tests)
@@ -62,6 +65,22 @@ case "$stage" in
     tpch_data "$sf" "/tmp/sluice-data/sf$sf"
     [ -f "/tmp/sluice-data/sf$sf/lineitem.parquet" ] && \
       run tpch 360 python3 bench/tpch.py --sf "$sf" --data "/tmp/sluice-data/sf$sf" --device cuda --runs 1 ;;
+  first)  # every failure's traceback lands in $OUT/failures.txt as it happens (scripts/pytest_live.py)
+    run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
+from sluice.datagen.ssb import derive_ssb
+r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "tpch", r / "ssb")' "$SLUICE_TEST_DATA"
+    tpch_data 1 /tmp/sluice-data/sf1
+    # the probes beside the suite: neither is timed
+    ( run syncs 100 python3 bench/syncs.py --sf 1 --data /tmp/sluice-data/sf1 --queries scan q01 q06
+      run oom 100 python3 bench/oom_probe.py --data /tmp/sluice-data/sf1 --cap-mib 768 ) > /dev/null 2>&1 &
+    probes=$!
+    run tests "${SUITE_S:-210}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
+      --device "${TEST_DEVICE:-cuda}" -n 12 --timeout 120 --durations=15 -rfE tests/test_devices.py \
+      tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit
+    wait "$probes" || true
+    run decode 60 python3 bench/decode.py --data /tmp/sluice-data/sf1/lineitem.parquet --device cuda \
+      --runs 1 --rows 1000000 --codecs none snappy zstd lz4 gzip
+    run tpch 90 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 ;;
   *) echo "unknown stage $stage (tests, decode, tpch)" >&2; exit 2 ;;
 esac
 exit "$failed"

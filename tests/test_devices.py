@@ -240,7 +240,11 @@ def test_device_budget_is_a_share_of_what_the_process_can_have(monkeypatch):
     from sluice.io import memory
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 << 30, 80 << 30))
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 2 << 30)
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device=None: 1.0, raising=False)
     assert memory.default_device_limit(torch.device("cuda", 0)) == int((12 << 30) * memory.DEFAULT_DEVICE_SHARE)
+    # A cap from torch.cuda.set_per_process_memory_fraction, which mem_get_info does not show.
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device=None: 0.05, raising=False)
+    assert memory.default_device_limit(torch.device("cuda", 0)) == int((4 << 30) * memory.DEFAULT_DEVICE_SHARE)
 
 
 def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir):

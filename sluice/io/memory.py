@@ -145,8 +145,14 @@ def default_device_limit(device) -> int:
     caching allocator holds reserved and would hand out again -- not a share of the card's
     total, which another process on the same GPU may be using."""
     import torch
-    free, _total = torch.cuda.mem_get_info(device)
-    return int((free + torch.cuda.memory_reserved(device)) * DEFAULT_DEVICE_SHARE)
+    free, total = torch.cuda.mem_get_info(device)
+    have = free + torch.cuda.memory_reserved(device)
+    # A cap set with torch.cuda.set_per_process_memory_fraction is invisible to mem_get_info:
+    # past it the caching allocator raises out-of-memory however much the card has free.
+    fraction = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+    if fraction is not None:
+        have = min(have, int(fraction(device) * total))
+    return int(have * DEFAULT_DEVICE_SHARE)
 
 
 class MemoryPool:
