@@ -6,6 +6,8 @@
 #   bash scripts/gpu_check.sh tests [pytest args]  # the CUDA-relevant suite with --device cuda
 #   bash scripts/gpu_check.sh decode               # nvCOMP/KvikIO checks, bench/decode.py, bench/syncs.py
 #   bash scripts/gpu_check.sh tpch [SF]            # TPC-H on the GPU vs DuckDB on every core
+#   bash scripts/gpu_check.sh second               # corrupt-stream probes, the rest of the suite,
+#                                                  # profiles, TPC-H SF 1 decoder=arrow and on the CPU
 #   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
 #                                                  # (pytest-xdist), the OOM and sync probes beside
 #                                                  # it, then bench/decode.py and TPC-H SF 1
@@ -81,6 +83,26 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
     run decode 60 python3 bench/decode.py --data /tmp/sluice-data/sf1/lineitem.parquet --device cuda \
       --runs 1 --rows 1000000 --codecs none snappy zstd lz4 gzip
     run tpch 90 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 ;;
+  second)  # after fixing what 'first' found: nvCOMP on corrupt streams (a process each), the failed
+    # tests and those 'first' did not reach, where TPC-H's time goes, TPC-H SF 1 decoder=arrow and on the CPU
+    run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
+from sluice.datagen.ssb import derive_ssb
+r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "tpch", r / "ssb")' "$SLUICE_TEST_DATA"
+    tpch_data 1 /tmp/sluice-data/sf1
+    for c in SNAPPY ZSTD LZ4_RAW GZIP; do
+      (timeout 60 python3 scripts/gpu_corrupt_probe.py $c >> "$OUT/corrupt.log" 2>&1; echo "$c: exit $?" >> "$OUT/corrupt.log") &
+    done
+    run tests "${SUITE_S:-170}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
+      --device "${TEST_DEVICE:-cuda}" -n 14 --timeout 120 --durations=10 -rfE tests/test_devices.py \
+      tests/decode tests/spill tests/sql/test_numeric_edges.py tests/sql/test_optimizations_off.py tests/layout \
+      tests/test_cli.py tests/unit tests/sql
+    wait
+    run profile 75 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01,q03 \
+      --set decoder=arrow --top 18
+    run profile 30 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01 \
+      --set decoder=device --top 18
+    run tpch 70 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
+    run tpch 45 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
   *) echo "unknown stage $stage (tests, decode, tpch)" >&2; exit 2 ;;
 esac
 exit "$failed"

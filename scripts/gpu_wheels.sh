@@ -16,7 +16,8 @@ get() {
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$dest" "$@"
 }
-get .whl sqlglot==30.30.0 duckdb==2.0.0 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 \
+rm -rf .whl .whl-gpu  # one version of each: two stop pip's install there
+get .whl sqlglot==30.30.0 duckdb==2.0.1 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 \
   prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers
 # The GPU wheels (37 MB) and .whl (31 MB, duckdb 24 of it) together pass 64 MiB: the GPU ones
 # travel as one xz tarball of what is imported (no headers, tools or other Pythons' builds),

@@ -294,7 +294,8 @@ def _to(page: Chunk, device: torch.device, pinned: bool = False) -> Chunk:
 class HostPages:
     """A partition's pages moved off the device into (pinned) host memory: on a GPU the first
     spill tier, one above disk (DESIGN §4). It reserves the host budget; when that is full,
-    it hands its pages on to a spill file and becomes that file. Same interface as
+    it hands its pages on to a spill file and becomes that file (at once under
+    ``force_spill``, so that forcing spills reaches the disk on a GPU too). Same interface as
     :class:`SpillFile`, so operators do not tell the tiers apart."""
 
     def __init__(self, ctx, label: str) -> None:
@@ -311,7 +312,8 @@ class HostPages:
             self.raw_bytes += page_nbytes(p)
         if self.file is None:
             nb = sum(page_nbytes(p) for p in pages)
-            if self.res.try_grow(nb):
+            # force_spill tests the whole chain: past the host tier, every page goes to disk
+            if not self.ctx.config.force_spill and self.res.try_grow(nb):
                 self.pages.extend(_to(p, torch.device("cpu"), pinned=True) for p in pages)
                 if on_written is not None:
                     on_written()  # the device copy is free now

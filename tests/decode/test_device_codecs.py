@@ -535,7 +535,7 @@ def test_gpu_big_pages_equal_host(tmp_path, codec):
     t = pa.table({"x": rng.integers(0, 1 << 40, n), "s": pa.array([f"row {i} {'y' * (i % 50)}" for i in range(n)])})
     pq.write_table(t, path, compression=codec, use_dictionary=False, data_page_size=1 << 20)
     for lay in _layouts(path).values():
-        assert max(size for _, _, size in lay.parts) > 512 << 10
+        assert max(size for _, _, size in lay.parts) > 128 << 10  # pyarrow caps a page at 20,000 rows
         _device_equals_host(lay)
 
 

@@ -23,9 +23,9 @@ from sluice.types import from_arrow
 
 def assert_same(ours, ref, name):
     """Equal values where valid, equal validity, same dtype; strings by their text."""
-    va = ours.valid if ours.valid is not None else torch.ones(len(ours.data), dtype=torch.bool)
+    va = (ours.valid if ours.valid is not None else torch.ones(len(ours.data), dtype=torch.bool)).cpu()
     vb = ref.valid if ref.valid is not None else torch.ones(len(ref.data), dtype=torch.bool)
-    assert torch.equal(va.cpu(), vb), f"{name}: validity differs"
+    assert torch.equal(va, vb), f"{name}: validity differs"
     if ref.type.kind == "string":
         a = ours.dictionary.take(pa.array(ours.data.cpu().numpy()[va.numpy()]))
         b = ref.dictionary.take(pa.array(ref.data.numpy()[vb.numpy()]))

@@ -58,10 +58,12 @@ def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) 
 
 def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
     """``device`` and ``arrow`` are taken as set. ``auto``: the torch decoder on a GPU where
-    nvCOMP is installed (its pages cross PCIe compressed and decompress there, the host's cores
-    stay free), unless ``sluice calibrate`` measured pyarrow faster on this data directory
-    (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else (on a CPU
-    it decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host)."""
+    nvCOMP is installed *and* ``sluice calibrate`` measured it faster than pyarrow on this data
+    directory (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else.
+    Uncalibrated, pyarrow: on the one GPU measured so far (an H200, ``bench/decode.py`` on TPC-H
+    lineitem) the torch decoder ran at 0.13-0.29 GB/s against pyarrow's 0.37-0.65 GB/s on 16
+    host cores, and nvCOMP documents its decoders as safe on valid input only. On a CPU pyarrow
+    decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host."""
     if setting != "auto":
         return setting
     if device is None or device.type != "cuda":
@@ -70,9 +72,9 @@ def decoder_name(setting: str, device: torch.device | None = None, path: str | N
     if not nvcomp.available():
         return "arrow"
     rates = calibrated_rates(path)
-    if rates and rates.get("arrow", 0) > rates.get("device", 0):
-        return "arrow"
-    return "device"
+    if rates and rates.get("device", 0) > rates.get("arrow", 0):
+        return "device"
+    return "arrow"
 
 
 def calibrated_rates(path: str | None) -> dict | None:
