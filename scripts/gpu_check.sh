@@ -92,17 +92,17 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
     for c in SNAPPY ZSTD LZ4_RAW GZIP; do
       (timeout 60 python3 scripts/gpu_corrupt_probe.py $c >> "$OUT/corrupt.log" 2>&1; echo "$c: exit $?" >> "$OUT/corrupt.log") &
     done
-    run tests "${SUITE_S:-170}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
+    run tests "${SUITE_S:-150}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
       --device "${TEST_DEVICE:-cuda}" -n 14 --timeout 120 --durations=10 -rfE tests/test_devices.py \
       tests/decode tests/spill tests/sql/test_numeric_edges.py tests/sql/test_optimizations_off.py tests/layout \
       tests/test_cli.py tests/unit tests/sql
     wait
-    run profile 75 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01,q03 \
+    run profile 60 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01,q03 \
       --set decoder=arrow --top 18
-    run profile 30 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01 \
+    run profile 25 python3 bench/profile_query.py --data /tmp/sluice-data/sf1 --device cuda --queries q01 \
       --set decoder=device --top 18
-    run tpch 70 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
-    run tpch 45 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
+    run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
+    run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
   *) echo "unknown stage $stage (tests, decode, tpch)" >&2; exit 2 ;;
 esac
 exit "$failed"
