@@ -32,7 +32,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
-             "kvikio"),
+             "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
@@ -185,6 +185,13 @@ class Config:
     """The device decoder on a GPU with nvCOMP: column chunks cross as stored and every page of a
     read task is decompressed there in one batch per codec. Off (or without nvCOMP): pages are
     decompressed on the host's cores, then cross."""
+
+    device_decompress_unverified: bool = False
+    """Let nvCOMP decompress pages that carry no page CRC (most writers leave it out). nvCOMP's
+    decoders trust their input: on an H200 a garbled Snappy or Zstd page made the GPU fault
+    (the process is lost) or decoded to other bytes without an error, where pyarrow reports
+    the file corrupt. Off (default): pages without a CRC are decompressed on the host, and a
+    page whose CRC does not match is a corrupt-file error. On: for files you trust."""
 
     kvikio: bool = True
     """The device decoder on a GPU with KvikIO installed reads column chunks with KvikIO

@@ -15,6 +15,7 @@ from sluice.errors import ExecutionError, UnsupportedError
 from sluice.expr.functions import find
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
 from sluice.expr.nodes import Col, Expr, Func, Lit
+from sluice.kernels.checks import deferred_checks
 
 _CPU = torch.device("cpu")
 
@@ -66,7 +67,7 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
         failed = []
         for i, a in enumerate(e.args):
             try:
-                done[i] = evaluate(a, chunk)
+                done[i] = _raising_now(a, chunk)
             except _VALUE_ERRORS:
                 failed.append(i)
         for i in failed:
@@ -75,10 +76,22 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
     out: list[Column] = []
     for i, a in enumerate(e.args):
         try:
-            out.append(evaluate(a, chunk))
+            out.append(_raising_now(a, chunk))
         except _VALUE_ERRORS:
             out.append(_on_deciding_rows(e, i, out, chunk))
     return out
+
+
+def _raising_now(a: Expr, chunk: Chunk) -> Column:
+    """``a`` over the whole chunk, its value checks raising here rather than at the query's end:
+    on a GPU the checks are deferred (kernels/checks.py), and a deferred failure would escape
+    the guard above and fail the query for rows that never needed the argument (it did, on an
+    H200: ``CASE WHEN f < 1e9 THEN CAST(f AS INTEGER) END`` over an infinite f). The flags are
+    read (one sync) only where the argument has checks at all."""
+    with deferred_checks() as checks:
+        col = evaluate(a, chunk)
+    checks.raise_pending()
+    return col
 
 
 def _on_deciding_rows(e: Func, i: int, prev: list[Column], chunk: Chunk) -> Column:

@@ -43,6 +43,10 @@ class DeferredChecks:
 #: predicate) raises at once instead of deferring: one sync on that thread, never a lost check.
 _CHECKS: contextvars.ContextVar[DeferredChecks | None] = contextvars.ContextVar("sluice_checks", default=None)
 
+#: Defer CPU checks too, as a GPU defers them: the tests set it so that code depending on when
+#: a check raises (the CASE/COALESCE/AND/OR guards) is exercised the GPU's way on a CPU.
+DEFER_ON_CPU = False
+
 
 @contextlib.contextmanager
 def deferred_checks() -> Iterator[DeferredChecks]:
@@ -62,7 +66,7 @@ def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None,
         bad = bad & valid
     flag = bad.any() if bad.dim() else bad
     checks = _CHECKS.get()
-    if checks is None or flag.device.type == "cpu":
+    if checks is None or (flag.device.type == "cpu" and not DEFER_ON_CPU):
         if bool(flag):
             raise error(message)
         return

@@ -56,7 +56,7 @@ def test_pages_decompressed_on_the_device_decode_as_on_the_host(tmp_path, monkey
     groups = list(range(md.num_row_groups))
     chunks, _ = fetch_chunks(str(path), md, groups, schema.names, pinned=True)
     rounds = Rounds(monkeypatch)
-    od = nvcomp.OnDevice(True, decompress=stand_in)
+    od = nvcomp.OnDevice(True, decompress=stand_in, unverified=True)
     arrow = pq.ParquetFile(path).read_row_groups(groups)
     for name in schema.names:
         lt = from_arrow(schema.field(name).type)
@@ -78,7 +78,8 @@ def test_pages_decompressed_on_the_device_decode_as_on_the_host(tmp_path, monkey
 def test_a_codec_nvcomp_lacks_falls_back_counted_or_is_refused(tmp_path):
     t = _matrix_table()
     path = tmp_path / "b.parquet"
-    pq.write_table(t, path, compression="brotli", data_page_size=2048, row_group_size=1100)
+    pq.write_table(t, path, compression="brotli", data_page_size=2048, row_group_size=1100,
+                   write_page_checksum=True)
     md = pq.read_metadata(path)
     f = t.schema.field("i64")
     chunks, _ = fetch_chunks(str(path), md, [0, 1], ["i64"])
@@ -93,6 +94,45 @@ def test_a_codec_nvcomp_lacks_falls_back_counted_or_is_refused(tmp_path):
     off = nvcomp.OnDevice(False, "nvCOMP not installed")
     ColumnPages(chunks["i64"], spec).decode(torch.device("cpu"), None, off)
     assert off.why == {"nvCOMP not installed": off.pages_host} and off.pages_host > 0
+
+
+@pytest.mark.parametrize("codec", ["snappy", "zstd"])
+def test_only_pages_with_a_crc_go_to_the_device(tmp_path, codec):
+    # nvCOMP's decoders trust their input (on an H200 a garbled Snappy or Zstd page faulted the
+    # GPU or decoded to other bytes): pages without a page CRC stay on the host unless
+    # device_decompress_unverified; pages with one are checked on the host first, and a
+    # mismatch is a corrupt page before anything reaches the device.
+    t = _matrix_table()
+    f = t.schema.field("i64")
+    for crc in (False, True):
+        path = tmp_path / f"c{crc}.parquet"
+        pq.write_table(t, path, compression=codec, data_page_size=2048, row_group_size=1100,
+                       write_page_checksum=crc)
+        md = pq.read_metadata(path)
+        chunks, _ = fetch_chunks(str(path), md, [0, 1], ["i64"])
+        spec = column_spec(md, "i64", f.type, from_arrow(f.type))
+        want = arrow_to_column(pq.ParquetFile(path).read_row_groups([0, 1], columns=["i64"]).column("i64"),
+                               from_arrow(f.type))
+        od = nvcomp.OnDevice(True, decompress=stand_in)
+        assert_same(ColumnPages(chunks["i64"], spec).decode(torch.device("cpu"), None, od), want, "i64")
+        if crc:
+            assert od.pages_device > 0 and od.pages_host == 0
+        else:
+            assert od.pages_device == 0 and od.pages_host > 0
+            assert any("page CRC" in w for w in od.why), od.why
+            trusting = nvcomp.OnDevice(True, decompress=stand_in, unverified=True)
+            assert_same(ColumnPages(chunks["i64"], spec).decode(torch.device("cpu"), None, trusting), want, "i64")
+            assert trusting.pages_device > 0 and trusting.pages_host == 0
+            strict = nvcomp.OnDevice(True, strict=True, decompress=stand_in)
+            with pytest.raises(UnsupportedError, match="page CRC"):
+                ColumnPages(chunks["i64"], spec).decode(torch.device("cpu"), None, strict)
+    # One byte changed in the last page's body: its CRC no longer matches.
+    raw, codec_name, n = chunks["i64"][0]
+    bad = bytearray(raw)
+    bad[-3] ^= 0x55
+    with pytest.raises(ValueError, match="CRC"):
+        ColumnPages([(memoryview(bytes(bad)), codec_name, n)], spec).decode(torch.device("cpu"), None,
+                                                                            nvcomp.OnDevice(True, decompress=stand_in))
 
 
 def test_pinned_fetch_reads_the_same_bytes(tpch_dir):
@@ -128,7 +168,7 @@ def test_a_query_says_where_its_pages_were_decompressed(tpch_dir, tpch_duck, mon
 
     def with_stand_in(self, scan):
         init(self, scan)
-        self.on_device = nvcomp.OnDevice(True, decompress=stand_in)
+        self.on_device = nvcomp.OnDevice(True, decompress=stand_in, unverified=True)
     monkeypatch.setattr(decoders.TorchDecoder, "__init__", with_stand_in)
     sql = ("select l_returnflag, count(*) as n, sum(l_extendedprice) as s, max(l_comment) as c "
            "from lineitem where l_shipdate < date '1995-01-01' group by 1 order by 1")

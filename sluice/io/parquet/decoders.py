@@ -138,7 +138,8 @@ class TorchDecoder:
             wanted = scan.cfg.device_decompress
             ok = wanted and nvcomp.available()
             why = "" if ok else ("device_decompress=false" if not wanted else "nvCOMP not installed")
-            self.on_device = nvcomp.OnDevice(ok, why, strict=scan.cfg.strict_device)
+            self.on_device = nvcomp.OnDevice(ok, why, strict=scan.cfg.strict_device,
+                                             unverified=scan.cfg.device_decompress_unverified)
         # KvikIO reads into pinned memory, where the device decompression stages from.
         self.kvikio = False
         if self.on_device is not None and self.on_device.enabled and scan.cfg.kvikio:

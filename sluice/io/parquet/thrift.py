@@ -99,12 +99,14 @@ class PageHeader:
     def_bytes: int = 0       # v2: definition levels' bytes (stored uncompressed, before the values)
     rep_bytes: int = 0       # v2: repetition levels' bytes
     compressed_values: bool = True  # v2: whether the values section is compressed
+    crc: int | None = None   # CRC-32 of the body as stored, where the writer put one (unsigned)
 
 
 def read_page_header(buf, pos: int) -> PageHeader:
     """Parse the page header at ``pos`` of ``buf`` (bytes, bytearray or memoryview)."""
     r = CompactReader(buf, pos)
-    f: dict = {"type": 0, "unc": 0, "comp": 0, "nv": 0, "enc": None, "nulls": -1, "dl": 0, "rl": 0, "isc": True}
+    f: dict = {"type": 0, "unc": 0, "comp": 0, "nv": 0, "enc": None, "nulls": -1, "dl": 0, "rl": 0, "isc": True,
+               "crc": None}
 
     def v1(fid, ctype):  # DataPageHeader / DictionaryPageHeader
         if fid == 1 and ctype == 5:
@@ -132,6 +134,8 @@ def read_page_header(buf, pos: int) -> PageHeader:
             f["unc"] = r.zigzag()
         elif fid == 3 and ctype == 5:
             f["comp"] = r.zigzag()
+        elif fid == 4 and ctype == 5:
+            f["crc"] = r.zigzag() & 0xFFFFFFFF
         elif fid in (5, 7) and ctype == 12:
             r.struct(v1)
         elif fid == 8 and ctype == 12:
@@ -155,7 +159,8 @@ def read_page_header(buf, pos: int) -> PageHeader:
             or f["comp"] < 0 or f["unc"] < 0 or f["nv"] < 0 or (sub is not None and f["enc"] not in ENCODINGS):
         raise ValueError("corrupt page header")
     return PageHeader(PAGE_TYPES.get(f["type"], str(f["type"])), f["comp"], f["unc"], f["nv"],
-                      ENCODINGS.get(f["enc"], str(f["enc"])), r.pos, f["nulls"], f["dl"], f["rl"], f["isc"])
+                      ENCODINGS.get(f["enc"], str(f["enc"])), r.pos, f["nulls"], f["dl"], f["rl"], f["isc"],
+                      f["crc"])
 
 
 def read_page_headers(buf, start: int = 0, end: int | None = None) -> list[PageHeader]:

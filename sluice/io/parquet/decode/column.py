@@ -13,6 +13,7 @@ does not handle raise :class:`NotDecodable`, and the reader decodes them with py
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,12 +116,15 @@ class _Layout:
 
     parts: list = field(default_factory=list)   # (bytes as stored, codec or None: copied as is, size once decompressed)
     size: int = 0
+    unverified: int = 0  # compressed parts of pages without a page CRC (see :func:`_verified`)
     dicts: list = field(default_factory=list)   # (chunk, start, end, count, encoding)
     pages: list = field(default_factory=list)   # dicts per data page
 
-    def add(self, raw, codec: str | None, size: int) -> int:
+    def add(self, raw, codec: str | None, size: int, verified: bool = False) -> int:
         at = self.size
         self.parts.append((raw, codec, size))
+        if codec is not None and codec != "UNCOMPRESSED" and not verified:
+            self.unverified += 1
         self.size += size
         return at
 
@@ -217,23 +221,37 @@ def _batches(stored: list[_Stored], budget: int | None) -> list[list[_Stored]]:
     return batches
 
 
+def _verified(h, raw) -> bool:
+    """Whether the page's body as stored is known intact: its header carries a CRC-32 (Parquet's
+    optional page checksum, over the body as stored) and the bytes match it. A mismatch is a
+    corrupt page. nvCOMP's decoders trust their input (a garbled Snappy or Zstd stream made an
+    H200 fault with an illegal address, or decode to other bytes without an error), so only
+    verified pages go to the device unless ``device_decompress_unverified=true``."""
+    if h.crc is None:
+        return False
+    if zlib.crc32(raw) != h.crc:
+        raise ValueError("corrupt page: its bytes do not match the page header's CRC")
+    return True
+
+
 def _layout(stored: list[_Stored], spec: ColumnSpec) -> _Layout:
     lay = _Layout()
     for st in stored:
         ci, codec = st.chunk, st.codec
         for h, raw in st.pages:
+            ok = _verified(h, raw)
             if h.type == "DICTIONARY_PAGE":
-                at = lay.add(raw, codec, h.uncompressed)
+                at = lay.add(raw, codec, h.uncompressed, ok)
                 lay.dicts.append((ci, at, lay.size, h.num_values, h.encoding))
             elif h.type == "DATA_PAGE":
                 # Definition levels: a 4-byte length, then the levels (read once decompressed).
-                at = lay.add(raw, codec, h.uncompressed)
+                at = lay.add(raw, codec, h.uncompressed, ok)
                 lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size, at=at, v1=True,
                                       defs=None, v=at))
             elif h.type == "DATA_PAGE_V2":  # levels stored uncompressed ahead of the values
                 lv = h.rep_bytes + h.def_bytes
                 at = lay.add(raw[:lv], None, lv)
-                lay.add(raw[lv:], codec if h.compressed_values else None, h.uncompressed - lv)
+                lay.add(raw[lv:], codec if h.compressed_values else None, h.uncompressed - lv, ok)
                 lay.pages.append(dict(chunk=ci, n=h.num_values, enc=h.encoding, end=lay.size, at=at, v1=False,
                                       defs=(at + h.rep_bytes, at + lv) if spec.max_def else None, v=at + lv))
     return lay
@@ -368,7 +386,7 @@ def _decode_pages(stored: list[_Stored], spec: ColumnSpec, device: torch.device,
 
 
 def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device, on_device=None) -> Column:
-    buf = on_device.pages(lay.parts, lay.size, device) if on_device is not None else None
+    buf = on_device.pages(lay.parts, lay.size, device, lay.unverified) if on_device is not None else None
     if buf is not None:
         # Decompressed on the device: the host reads its few fields through windows fetched
         # per round (level lengths first, then the value starts they give).

@@ -436,25 +436,31 @@ class OnDevice:
     ``strict`` (``strict_device=true``). ``enabled`` false (nvCOMP not installed, or
     ``device_decompress=false``) counts every page as host-decompressed, with the reason."""
 
-    def __init__(self, enabled: bool, why_not: str = "", strict: bool = False, decompress=None) -> None:
+    def __init__(self, enabled: bool, why_not: str = "", strict: bool = False, decompress=None,
+                 unverified: bool = False) -> None:
         self.enabled = enabled
         self.why_not = why_not
         self.strict = strict
+        self.unverified = unverified  # device_decompress_unverified: pages without a CRC too
         self._decompress = decompress or globals()["decompress"]
         self.pages_device = 0
         self.pages_host = 0
         self.why: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def pages(self, parts, size: int, device) -> torch.Tensor | None:
+    def pages(self, parts, size: int, device, unverified: int = 0) -> torch.Tensor | None:
         """The task's pages decompressed on ``device`` (a tensor of ``size`` + PAD bytes), or
-        None: decompress them on the host."""
+        None: decompress them on the host. ``unverified``: how many of them have no page CRC;
+        those stay on the host unless ``device_decompress_unverified`` (nvCOMP's decoders
+        trust their input: a corrupt page can fault the GPU or decode to other bytes)."""
         n = sum(1 for _, codec, _ in parts if codec is not None and codec != "UNCOMPRESSED")
         if not n:
             return None  # nothing to decompress: the host copies the pages as they are
         why = self.why_not
         if self.enabled:
             try:
+                if unverified and not self.unverified:
+                    raise NotOnDevice("pages without a page CRC (device_decompress_unverified=false)")
                 out = self._decompress(parts, size, device)
                 with self._lock:
                     self.pages_device += n
