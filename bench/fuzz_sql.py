@@ -362,7 +362,8 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        {"chunk_rows": 10, "prefetch": False}, {"chunk_rows": 10, "prefetch": False, "scan_mode": "pushdown"},
        # the torch decoder (pages of every scheme above), also on a row selection
        {"decoder": "device"}, {"decoder": "device", "scan_mode": "staging", "chunk_rows": 5},
-       # value checks deferred to the query's end, as on a GPU (kernels/checks.py)
+       # value checks deferred to the query's end, as on a GPU (kernels/checks.py; this process
+       # only: the --ranks pass runs RANK_CFG in its own workers)
        {"_defer_checks": True}, {"_defer_checks": True, "chunk_rows": 7}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics

@@ -103,6 +103,6 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --set decoder=device --top 18
     run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
     run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
-  *) echo "unknown stage $stage (tests, decode, tpch)" >&2; exit 2 ;;
+  *) echo "unknown stage $stage (tests, decode, tpch, first, second)" >&2; exit 2 ;;
 esac
 exit "$failed"

@@ -187,11 +187,12 @@ class Config:
     decompressed on the host's cores, then cross."""
 
     device_decompress_unverified: bool = False
-    """Let nvCOMP decompress pages that carry no page CRC (most writers leave it out). nvCOMP's
-    decoders trust their input: on an H200 a garbled Snappy or Zstd page made the GPU fault
-    (the process is lost) or decoded to other bytes without an error, where pyarrow reports
-    the file corrupt. Off (default): pages without a CRC are decompressed on the host, and a
-    page whose CRC does not match is a corrupt-file error. On: for files you trust."""
+    """Let nvCOMP decompress pages that carry no page CRC (pyarrow leaves it out by default).
+    nvCOMP's decoders trust their input: on an H200 a garbled Snappy or Zstd page made the GPU
+    fault (the process is lost) or decoded to other bytes without an error, where pyarrow
+    reports the file corrupt. Off (default): such pages are decompressed on the host (refused
+    under ``strict_device``). On: for files you trust. Either way a page whose CRC does not
+    match its bytes is a corrupt-file error."""
 
     kvikio: bool = True
     """The device decoder on a GPU with KvikIO installed reads column chunks with KvikIO

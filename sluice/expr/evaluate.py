@@ -75,6 +75,9 @@ def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
         return [done[i] for i in range(len(e.args))]
     out: list[Column] = []
     for i, a in enumerate(e.args):
+        if i == 0:  # every row needs CASE's first condition and COALESCE's first argument
+            out.append(evaluate(a, chunk))
+            continue
         try:
             out.append(_raising_now(a, chunk))
         except _VALUE_ERRORS:
@@ -87,9 +90,14 @@ def _raising_now(a: Expr, chunk: Chunk) -> Column:
     on a GPU the checks are deferred (kernels/checks.py), and a deferred failure would escape
     the guard above and fail the query for rows that never needed the argument (it did, on an
     H200: ``CASE WHEN f < 1e9 THEN CAST(f AS INTEGER) END`` over an infinite f). The flags are
-    read (one sync) only where the argument has checks at all."""
+    read (one sync) only where the argument has checks at all. Should the argument fail some
+    other way (a wrapped value used as a size), a check that failed first is the error."""
     with deferred_checks() as checks:
-        col = evaluate(a, chunk)
+        try:
+            col = evaluate(a, chunk)
+        except Exception:
+            checks.raise_pending()
+            raise
     checks.raise_pending()
     return col
 

@@ -244,6 +244,9 @@ def rewrite_file(src: Path, dst: Path, opts: RewriteOptions,
         kw["data_page_size"] = 1 << 30  # pages are cut by rows, not bytes
         kw["write_batch_size"] = min(1024, kw["max_rows_per_page"])
     kw["write_page_index"] = True
+    # Page CRCs: a rewritten file's pages may be decompressed by nvCOMP, which takes only
+    # pages it can verify (device_decompress_unverified=false); CRC-32 costs little to write.
+    kw["write_page_checksum"] = True
     if not dst.parent.exists():
         raise DataError(f"output directory {dst.parent} does not exist")
     try:

@@ -97,7 +97,8 @@ def test_a_codec_nvcomp_lacks_falls_back_counted_or_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("codec", ["snappy", "zstd"])
-def test_only_pages_with_a_crc_go_to_the_device(tmp_path, codec):
+@pytest.mark.parametrize("version", ["1.0", "2.0"])  # v2: the CRC covers levels and values
+def test_only_pages_with_a_crc_go_to_the_device(tmp_path, codec, version):
     # nvCOMP's decoders trust their input (on an H200 a garbled Snappy or Zstd page faulted the
     # GPU or decoded to other bytes): pages without a page CRC stay on the host unless
     # device_decompress_unverified; pages with one are checked on the host first, and a
@@ -107,7 +108,7 @@ def test_only_pages_with_a_crc_go_to_the_device(tmp_path, codec):
     for crc in (False, True):
         path = tmp_path / f"c{crc}.parquet"
         pq.write_table(t, path, compression=codec, data_page_size=2048, row_group_size=1100,
-                       write_page_checksum=crc)
+                       write_page_checksum=crc, data_page_version=version)
         md = pq.read_metadata(path)
         chunks, _ = fetch_chunks(str(path), md, [0, 1], ["i64"])
         spec = column_spec(md, "i64", f.type, from_arrow(f.type))

@@ -83,6 +83,15 @@ def test_gpu_preset_pages_and_groups(tpch_dir, tmp_path):
     for c in rep.columns:
         if c.codec != "none":
             assert c.final_bytes <= 0.9 * c.encoded_bytes
+    # every page carries a CRC, so nvCOMP may decompress it (device_decompress_unverified=false)
+    from sluice.io.parquet.thrift import read_page_headers
+    md = pq.read_metadata(out)
+    raw = out.read_bytes()
+    for j in range(md.num_columns):
+        cc = md.row_group(0).column(j)
+        start = cc.dictionary_page_offset or cc.data_page_offset
+        heads = read_page_headers(raw[start:start + cc.total_compressed_size])
+        assert heads and all(h.crc is not None for h in heads), cc.path_in_schema
 
 
 def test_directory_rewrite_keeps_structure(small_tpch, tmp_path):

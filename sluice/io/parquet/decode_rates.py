@@ -43,9 +43,10 @@ def specs_of(md, schema, names=None) -> dict:
     return specs
 
 
-def device_decompression(device: torch.device):
-    """As a scan would: nvCOMP decompresses on a GPU where installed (None: on the host)."""
-    return nvcomp.OnDevice(True) if device.type == "cuda" and nvcomp.available() else None
+def device_decompression(device: torch.device, unverified: bool = False):
+    """As a scan would: nvCOMP decompresses on a GPU where installed (None: on the host) the
+    pages it may take (with a page CRC, or all with ``unverified``: device_decompress_unverified)."""
+    return nvcomp.OnDevice(True, unverified=unverified) if device.type == "cuda" and nvcomp.available() else None
 
 
 def with_arrow(f: pq.ParquetFile, row_groups: list[int], specs: dict, device: torch.device | None = None) -> dict:
