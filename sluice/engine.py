@@ -79,6 +79,11 @@ class Connection:
             from dataclasses import replace
             from sluice.io.memory import default_host_limit
             self.config = replace(self.config, host_memory_limit=default_host_limit() // _local_ranks())
+        if not self.config.io_threads:
+            from dataclasses import replace
+            from sluice.config import auto_io_threads
+            cores = (os.cpu_count() or 1) // (_local_ranks() if self.group is not None else 1)
+            self.config = replace(self.config, io_threads=auto_io_threads(self.device.type, cores))
         self.cache = MetadataCache()
         self._registered: dict[str, str] = {}
         self._tables: dict[str, tuple[TableInfo, list]] = {}

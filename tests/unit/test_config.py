@@ -60,7 +60,7 @@ def test_sizes_parse():
 
 
 @pytest.mark.parametrize("key,value", [("chunk_rows", 0), ("threads", -1), ("device", "gpu"),
-                                       ("host_memory_limit", "1kb"), ("io_threads", 0), ("nope", 1),
+                                       ("host_memory_limit", "1kb"), ("io_threads", -1), ("nope", 1),
                                        ("scan_mode", "fast"), ("recursion_limit", 0)])
 def test_bad_values(key, value):
     with pytest.raises(ConfigError):
@@ -133,3 +133,12 @@ def test_disabled_rules_are_rules_that_can_be_disabled():
     Config(disabled_rules="sum_offsets, push_semi_joins")
     with pytest.raises(ConfigError, match="'prune_columns' is not a rule that can be disabled"):
         Config(disabled_rules="sum_offsets,prune_columns")
+
+
+def test_io_threads_sized_to_the_machine(tpch_dir):
+    from sluice.config import auto_io_threads
+    assert [auto_io_threads("cuda", n) for n in (1, 2, 4, 16, 64)] == [2, 2, 2, 8, 8]
+    assert [auto_io_threads("cpu", n) for n in (2, 16)] == [2, 2]
+    con = sluice.connect(tpch_dir, device="cpu")
+    assert con.config.io_threads == 2 and con._pool._max_workers == 2
+    assert sluice.connect(tpch_dir, device="cpu", io_threads=3).config.io_threads == 3
