@@ -187,6 +187,18 @@ class StringCodes:
     dictionary: list
 
 
+def _settle_reads(ctx) -> None:
+    """Cancel a failed run's queued read tasks and wait for the running ones, so that what they
+    hold is free before the query runs again (a running future cannot be cancelled)."""
+    from concurrent.futures import wait
+    running = []
+    for reader in ctx.readers():
+        for fut, *_ in list(getattr(reader, "pending", ())):
+            if not fut.cancel():
+                running.append(fut)
+    wait(running)
+
+
 class Relation:
     """A planned query; runs on demand."""
 
@@ -237,14 +249,18 @@ class Relation:
         device_limit = None
         reruns = []
         while True:
+            run: dict = {}  # this attempt's context (per call: a Relation may run on two threads)
             try:
-                return self._execute_once(consume, progress, device_limit, reruns)
+                return self._execute_once(consume, progress, device_limit, reruns, run)
             except torch.cuda.OutOfMemoryError as e:
                 # Keep the message only: the traceback's frames hold the failed run's tensors.
                 message = str(e).splitlines()[0] if str(e) else "CUDA out of memory"
                 traceback.clear_frames(e.__traceback__)
-            last = self._oom_limit
-            self._oom_limit = None
+            ctx = run.pop("ctx", None)
+            last = ctx.device_memory.limit if ctx is not None and ctx.device_memory is not None else None
+            if ctx is not None:
+                _settle_reads(ctx)  # the failed run's read tasks still running hold device memory
+            del ctx
             free_device_cache()  # outside the except block: nothing holds the failed run now
             if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
                 from sluice.errors import ResourcesExhausted
@@ -254,13 +270,12 @@ class Relation:
             device_limit = max(1, last // 4)
             reruns.append(device_limit)
 
-    _oom_limit: int | None = None
-
-    def _execute_once(self, consume, progress, device_limit, reruns):
+    def _execute_once(self, consume, progress, device_limit, reruns, run: dict | None = None):
         op = self._lower()
         ctx = self._context(progress, op, device_limit)
         ctx.oom_reruns.extend(reruns)
-        self._oom_limit = ctx.device_memory.limit if ctx.device_memory is not None else None
+        if run is not None:
+            run["ctx"] = ctx
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)

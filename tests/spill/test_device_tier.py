@@ -98,3 +98,29 @@ def test_out_of_device_memory_past_the_reruns_is_one_line(simulated_device, monk
     with pytest.raises(ResourcesExhausted, match=r"device memory exhausted: CUDA out of memory. Tried to allocate "
                                                   r"2.00 MiB \(after 2 reruns with less\); lower device_memory_limit"):
         con.sql(tpch_queries()["q18"]).to_arrow()
+
+
+def test_a_rerun_waits_for_the_failed_runs_read_tasks():
+    # Before an out-of-memory rerun, queued read tasks are cancelled and running ones finish:
+    # what they hold (device memory on a GPU) is free before the query starts again.
+    import threading
+    import types
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sluice.engine import _settle_reads
+    gate, started = threading.Event(), threading.Event()
+
+    def task():
+        started.set()
+        gate.wait(5)
+        return "done"
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(task)
+        queued = pool.submit(task)
+        started.wait(5)
+        reader = types.SimpleNamespace(pending=[(running, 0, 0, "direct"), (queued, 1, 0, "direct")])
+        ctx = types.SimpleNamespace(readers=lambda: [reader])
+        threading.Timer(0.2, gate.set).start()
+        _settle_reads(ctx)
+        assert running.done() and running.result() == "done"
+        assert queued.cancelled()
