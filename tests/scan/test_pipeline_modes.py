@@ -71,3 +71,20 @@ def test_build_side_reads_are_queued_first(tpch_dir, connect):
     reads = sorted((e.start, e.label) for e in ctx.recorder.events if e.stage == "read")
     part = [i for i, (_, t) in enumerate(reads) if t == "part"]
     assert part and part == list(range(len(part)))  # one I/O thread: all of part came first
+
+
+def test_auto_adapts_only_on_scans_of_several_chunks(tpch_dir, tpch_duck, connect):
+    # An adaptive scan is cut into ~64 slices; on a table of a few chunks those are far smaller
+    # than a chunk and cost every operator above a chunk's overhead (TPC-H SF 1: 1.25x the time
+    # of a fixed mode), so a scan of under ADAPT_MIN_CHUNKS chunks takes pushdown.
+    from sluice.exec.operators import ADAPT_MIN_CHUNKS
+    sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
+    want = tpch_duck.sql(sql).fetchall()[0][0]
+    for rows, adapts in [(1 << 20, False), (600_000 // (2 * ADAPT_MIN_CHUNKS), True)]:  # SF 0.1: 600k rows
+        rel = connect(tpch_dir, chunk_rows=rows).sql(sql)
+        assert rel.to_arrow()[0][0].as_py() == want
+        _, ctx = rel.last_run
+        (reader,) = ctx.readers()
+        assert (reader.policy is not None) == adapts
+        if not adapts:
+            assert reader.mode == "pushdown" and set(reader.stats.modes) == {"pushdown"}
