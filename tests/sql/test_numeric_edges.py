@@ -38,3 +38,20 @@ def rnd_duck(rnd_dir):
 def test_round_doubles_as_duckdb(digits, rnd_dir, rnd_duck, connect):
     sql = f"select i, round(x, {digits}), round(y, {digits}) from t"
     compare(connect(rnd_dir).sql(sql).to_arrow(), rnd_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+def test_decimal_product_with_a_zero_padded_literal(tmp_path, connect):
+    # TPC-H q11 at SF 10: sum(...) * 0.0001000000 has 12 decimals and passes 64 bits, which
+    # sluice's decimals are; the literal's trailing zeros are dropped first (same value, 6
+    # decimals) and the query answers as DuckDB does.
+    from decimal import Decimal
+    from sluice.testing.oracle import duckdb_connect
+    vals = [Decimal("98765432109876.54")] * 40 + [Decimal("1.25")]
+    pq.write_table(pa.table({"k": pa.array(list(range(41)), pa.int64()),
+                             "v": pa.array(vals, pa.decimal128(18, 2))}), tmp_path / "d.parquet")
+    sql = ("select k, sum(v) as s from d group by k having sum(v) > "
+           "(select sum(v) * 0.0001000000 from d) order by k")
+    compare(connect(tmp_path).sql(sql).to_arrow(), duckdb_connect(tmp_path).sql(sql).to_arrow_table())
+    sql = "select sum(v) * 0.0001000000 as p, sum(v) * 0.0001 as q from d"
+    ours, theirs = connect(tmp_path).sql(sql).to_arrow(), duckdb_connect(tmp_path).sql(sql).to_arrow_table()
+    assert ours.to_pylist() == theirs.to_pylist()
