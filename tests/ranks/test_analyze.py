@@ -43,11 +43,12 @@ def test_analyze_shows_each_rank_and_the_size_matrix(tpch_spread, tmp_path):
 
 def test_partitioned_join_filters_its_probe_scan_with_every_ranks_build_keys(tpch_spread):
     """The probe scan lies beyond an exchange: its runtime filter holds the build keys of
-    every rank (merged), so it removes rows and the answer stays DuckDB's."""
+    every rank (merged), so it removes rows and the answer stays DuckDB's. (Small chunks: a
+    scan of a few chunks reads them all ahead at once, before any filter is ready.)"""
     sql = ("select count(*), sum(l_extendedprice) from lineitem join orders on l_orderkey = o_orderkey "
            "where o_orderdate < date '1992-03-01'")
     res = _sluice(["query", "--data", str(tpch_spread), "--device", "cpu", "--ranks", "3", "--set", "broadcast_bytes=0",
-                   "--analyze", sql])
+                   "--set", "chunk_rows=20000", "--analyze", sql])
     assert res.returncode == 0, res.stderr
     m = re.search(r"runtime filter from join on lineitem.l_orderkey = orders.o_orderkey on l_orderkey "
                   r"\[(\d+), (\d+)\].*removed ([\d,]+) of ([\d,]+) rows", res.stdout)
