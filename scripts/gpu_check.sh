@@ -5,7 +5,8 @@
 #
 #   bash scripts/gpu_check.sh tests [pytest args]  # the CUDA-relevant suite with --device cuda
 #   bash scripts/gpu_check.sh decode               # nvCOMP/KvikIO checks, bench/decode.py, bench/syncs.py
-#   bash scripts/gpu_check.sh tpch [SF]            # TPC-H on the GPU vs DuckDB on every core
+#   bash scripts/gpu_check.sh tpch [SF] [ARGS]     # TPC-H on the GPU vs DuckDB on every core
+#                                                  # (ARGS to bench/tpch.py: --set decoder=device)
 #   bash scripts/gpu_check.sh second               # corrupt-stream probes, the rest of the suite,
 #                                                  # profiles, TPC-H SF 1 decoder=arrow and on the CPU
 #   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
@@ -63,10 +64,10 @@ case "$stage" in
       --runs 3 --codecs none snappy zstd lz4 gzip
     run syncs 90 python3 bench/syncs.py --sf 1 --data /tmp/sluice-data/sf1 ;;
   tpch)  # SF 10's data takes one call of its own the first time (the machine stays warm a while)
-    sf=${1:-10}
+    sf=${1:-10}; [ $# -gt 0 ] && shift  # the rest goes to bench/tpch.py: --set pipeline=blocking, --queries ...
     tpch_data "$sf" "/tmp/sluice-data/sf$sf"
     [ -f "/tmp/sluice-data/sf$sf/lineitem.parquet" ] && \
-      run tpch 360 python3 bench/tpch.py --sf "$sf" --data "/tmp/sluice-data/sf$sf" --device cuda --runs 1 ;;
+      run tpch 360 python3 bench/tpch.py --sf "$sf" --data "/tmp/sluice-data/sf$sf" --device cuda --runs 1 "$@" ;;
   first)  # every failure's traceback lands in $OUT/failures.txt as it happens (scripts/pytest_live.py)
     run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
 from sluice.datagen.ssb import derive_ssb
