@@ -44,7 +44,7 @@ class Switch:
 
     slice: int
     mode: str
-    reason: str  # sample | exploit | drift | keep | filter (a runtime filter became ready)
+    reason: str  # sample | exploit | drift | keep | filter (a runtime filter became ready) | drop
     rates: dict[str, float] = field(default_factory=dict)
 
 
@@ -116,6 +116,7 @@ class ScanPolicy:
         # filling from empty): measured on SF 10 lineitem, the first mode sampled showed 13
         # Mrows/s against 19 over its later slices. The first burst of a scan warms up twice.
         self._first_burst = slice_idx == 0 and not self.estimate
+        self._first_mode = self.modes[0]  # (drop_mode may change modes[0] mid-round)
         if self._first_burst:
             self._plan.extendleft([self.modes[0]] * self.warm)
 
@@ -126,7 +127,7 @@ class ScanPolicy:
             if mode != self._last_sampled:
                 self._burst_pos = 0
                 self.switches.append(Switch(slice_idx, mode, "sample"))
-            if self._burst_pos < self.warm * (2 if self._first_burst and mode == self.modes[0] else 1):
+            if self._burst_pos < self.warm * (2 if self._first_burst and mode == self._first_mode else 1):
                 self._warm.add(slice_idx)
             self._burst_pos += 1
             self._last_sampled = mode
@@ -151,6 +152,7 @@ class ScanPolicy:
     _pending_resample = False
     _drift_rate = 0.0
     _first_burst = False
+    _first_mode: str | None = None
     _last_sampled: str | None = None
     _burst_pos = 0
 
@@ -165,7 +167,7 @@ class ScanPolicy:
         seconds = max(seconds, 1e-9)
         if slice_idx in self._awaiting:
             del self._awaiting[slice_idx]
-            if slice_idx not in self._warm:
+            if slice_idx not in self._warm and mode in self._sample_rates:  # (a dropped mode: not)
                 self._sample_rates[mode].append((rows, seconds))
             self._warm.discard(slice_idx)
             if not self._awaiting and not self._plan and self._sampling:
@@ -240,6 +242,33 @@ class ScanPolicy:
             if self.coordinator is not None:
                 self.coordinator.release(self)
         self._pending_resample = True
+
+    def prefer(self, mode: str) -> None:
+        """Use ``mode`` until the next round of sampling decides (a Bloom runtime filter became
+        ready: direct cannot apply it, and a scan waiting for its turn to sample would go on
+        shipping every row)."""
+        if mode in self.modes and not self._sampling:
+            self.current = mode
+
+    def drop_mode(self, mode: str, slice_idx: int) -> None:
+        """``mode`` is no longer a choice for this scan (the last one left stays). The reader
+        drops ``direct`` once a Bloom runtime filter is measured to remove most rows: direct
+        ships them all, and what the operators between the scan and the filter's join keep for
+        them (an aggregate's groups) costs at the end, after the slice rates were measured
+        (TPC-H q17 at SF 10: direct ran 32 slices into an aggregate of 2 M groups, 2.2 s, where
+        pushdown and staging keep 1.4 % of the rows)."""
+        if mode not in self.modes or len(self.modes) < 2:
+            return
+        self.modes = tuple(m for m in self.modes if m != mode)
+        self.estimate.pop(mode, None)
+        self._cost.pop(mode, None)
+        self._sample_rates.pop(mode, None)
+        self._plan = deque(m for m in self._plan if m != mode)
+        self.switches.append(Switch(slice_idx, mode, "drop"))
+        if self.current == mode:
+            self.current = self.modes[0]
+            if not self._sampling:
+                self._pending_resample = True
 
     @property
     def sampling(self) -> bool:

@@ -116,3 +116,22 @@ def test_build_semi_and_anti_filter_the_probe_but_not_in_does_not(name, mode, fi
     joins = [o for o in rel.last_run[0].walk() if isinstance(o, HashJoinOp)]
     assert [j.mode for j in joins] == [mode]
     assert bool(_filters(rel)) == filtered
+
+
+def test_an_adaptive_scan_stops_choosing_direct_once_a_bloom_filter_removes_most_rows(tpch_dir, tmp_path,
+                                                                                       connect):
+    # q17's inner lineitem scan feeds an aggregate below the join with part: direct slices
+    # (which cannot apply the Bloom filter) fill it with groups the join then drops. Once the
+    # filter has removed most of the rows it probed, direct is dropped from the modes.
+    from sluice.testing.queries import tpch_queries
+    for t in ("lineitem", "part"):  # 120 row groups of lineitem: slices enough to adapt on
+        pq.write_table(pq.read_table(tpch_dir / f"{t}.parquet"), tmp_path / f"{t}.parquet", row_group_size=5000)
+    sql = tpch_queries()["q17"]
+    rel = connect(tmp_path, chunk_rows=5000).sql(sql)
+    compare(rel.to_arrow(), duckdb_connect(tmp_path).sql(sql).to_arrow_table())
+    _, ctx = rel.last_run
+    scans = [r for r in ctx.readers() if r.table.name == "lineitem"]
+    assert scans and all(r.policy is not None for r in scans)
+    for r in scans:
+        assert "direct" not in r.policy.modes, r.policy.switches
+        assert any(s.reason == "drop" and s.mode == "direct" for s in r.policy.switches)

@@ -184,3 +184,25 @@ def test_a_sample_that_flattered_the_mode_is_not_a_drift():
         assert any(s.reason == "drift" for s in p.switches) is drifts
         if not drifts:
             assert modes[14:] == ["pushdown"] * 66
+
+
+def test_a_dropped_mode_is_never_chosen_again():
+    # The reader drops direct once a Bloom runtime filter removes most rows: mid-sampling, its
+    # slices already out are measured without error, and no later slice goes to it.
+    from sluice.adapt.scan_policy import ScanPolicy
+    p = ScanPolicy()
+    modes = [p.assign(i) for i in range(3)]
+    assert modes[0] == "direct"
+    p.drop_mode("direct", 3)
+    for i in range(3):
+        p.observe(i, modes[i], 1000, 0.001)  # direct's slices, already out, come back
+    later = []
+    for i in range(3, 60):
+        m = p.assign(i)
+        later.append(m)
+        p.observe(i, m, 1000, 0.001 if m == "pushdown" else 0.002)
+    assert "direct" not in later and p.current == "pushdown"
+    assert any(s.reason == "drop" for s in p.switches)
+    p.drop_mode("pushdown", 60)
+    p.drop_mode("staging", 61)  # the last mode stays
+    assert p.modes == ("staging",)

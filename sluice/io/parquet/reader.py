@@ -44,6 +44,9 @@ _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4
 #: With scan_mode=auto, at most this many slices are in flight: the policy assigns a mode
 #: when a slice is queued, so a deep queue would act on old measurements.
 POLICY_AHEAD = 3
+#: Rows a Bloom runtime filter must have probed (removing at least half) before an adaptive
+#: scan stops choosing direct, which cannot apply it (ScanPolicy.drop_mode).
+DROP_DIRECT_AFTER = 1 << 16
 
 #: With scan_mode=auto, a scan is cut into about this many slices.
 SLICES = 64
@@ -314,6 +317,13 @@ class ScanReader:
             if ready > self._filters_ready:  # the modes' rates change: measure them again
                 self._filters_ready = ready
                 self.policy.invalidate(i)
+                if any(rf.active and rf.bits is not None for rf in self.runtime):
+                    # until it samples (another scan may hold the turn): a mode that applies it
+                    self.policy.prefer("pushdown")
+            if "direct" in self.policy.modes and any(
+                    rf.active and rf.bits is not None and rf.rows_in >= DROP_DIRECT_AFTER
+                    and rf.rows_removed >= rf.rows_in // 2 for rf in self.runtime):
+                self.policy.drop_mode("direct", i)  # it would ship the rows the filter removes
         for rf in self.runtime:
             if rf.ready and all(rf.excludes_range(*rg.stats.get(rf.column, (None, None))) for rg in self.tasks[i]):
                 rf.groups_skipped += len(self.tasks[i])
