@@ -7,7 +7,7 @@ SQL text) and returns a lazy :class:`Relation` that runs when a result is asked 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -76,11 +76,9 @@ class Connection:
         elif self.group is not None:  # the ranks on this machine share its cores
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // _local_ranks()))
         if self.group is not None and not self.config.host_memory_limit:  # ... and its memory
-            from dataclasses import replace
             from sluice.io.memory import default_host_limit
             self.config = replace(self.config, host_memory_limit=default_host_limit() // _local_ranks())
         if not self.config.io_threads:
-            from dataclasses import replace
             from sluice.config import auto_io_threads
             cores = (os.cpu_count() or 1) // (_local_ranks() if self.group is not None else 1)
             self.config = replace(self.config, io_threads=auto_io_threads(self.device.type, cores))
@@ -270,12 +268,10 @@ class Relation:
             device_limit = max(1, last // 4)
             reruns.append(device_limit)
 
-    def _execute_once(self, consume, progress, device_limit, reruns, run: dict | None = None):
+    def _execute_once(self, consume, progress, device_limit, reruns, run: dict):
         op = self._lower()
-        ctx = self._context(progress, op, device_limit)
+        ctx = run["ctx"] = self._context(progress, op, device_limit)
         ctx.oom_reruns.extend(reruns)
-        if run is not None:
-            run["ctx"] = ctx
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)

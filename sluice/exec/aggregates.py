@@ -408,7 +408,10 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev, check: bool
         return {"hi": z, "lo": z.clone()}
     if check is None:
         check = v.device.type == "cpu"
-    if check and max(-int((mm := torch.aminmax(v))[0]), int(mm[1])) * n < _SAFE_SUM:
+    if check:
+        lo, hi = torch.aminmax(v)
+        check = max(-int(lo), int(hi)) * n < _SAFE_SUM
+    if check:  # no overflow possible: one pass
         s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
         return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
     hi, lo = split_hi_lo(v)
