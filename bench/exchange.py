@@ -12,6 +12,8 @@ For each number of local ranks (gloo on loopback):
 - the join's effective bandwidth: the same bytes over the query's wall time;
 for ``exchange=blocking``, ``chunked`` and ``deferred``, with the ratios deferred/raw and
 deferred/blocking. Answers are checked against DuckDB. Nothing here asserts absolute times.
+``--wires arrow,tensor``: each variant with each ``exchange_wire`` (Arrow IPC host bytes, or
+raw tensor bytes for fixed-width columns: NCCL's format on CUDA, gloo's here).
 ``--strings``: string columns by value against a dictionary shipped beside codes.
 """
 
@@ -77,6 +79,10 @@ def main() -> None:
     ap.add_argument("--data", default=None)
     ap.add_argument("--ranks", default="2,3,4")
     ap.add_argument("--runs", type=int, default=3, help="timed runs per variant (best of), after one warm-up")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: a GPU per rank (the tensor wire then rides NCCL)")
+    ap.add_argument("--loopback", action="store_true",
+                    help="a rank's own rows cross the wire too (exchange_loopback: one rank, one GPU, still moves bytes)")
+    ap.add_argument("--wires", default="auto", help="exchange_wire values to compare, e.g. arrow,tensor")
     ap.add_argument("--strings", action="store_true", help="only: strings by value vs dictionary + codes")
     args = ap.parse_args()
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
@@ -87,18 +93,18 @@ def main() -> None:
         return strings(data)
     expected = duckdb_connect(data).sql(JOIN).to_arrow_table()
     print(f"tpch sf={args.sf:g}: {JOIN}")
-    print(f"{'ranks':>5} {'variant':<9} {'raw a2a @batch':>15} {'raw a2a @16M':>13} {'exchange':>12} "
+    print(f"{'ranks':>5} {'wire':<6} {'variant':<9} {'raw a2a @batch':>15} {'raw a2a @16M':>13} {'exchange':>12} "
           f"{'join eff.':>12} {'wall s':>8} {'exch/raw':>9} {'vs blocking':>12}")
     for n in [int(x) for x in args.ranks.split(",")]:
         st: dict = {}
-        batch = (4 << 20) // (n - 1)
-        run_job(n, {"kind": "bandwidth", "sizes": [batch, 16 << 20]}, status=st)
+        batch = (4 << 20) // max(1, n - 1)
+        run_job(n, {"kind": "bandwidth", "sizes": [batch, 16 << 20], "device": args.device}, status=st)
         raw_batch, raw_16 = st["bandwidth"][str(batch)], st["bandwidth"][str(16 << 20)]
-        blocking = None
-        for variant in VARIANTS:
+        for wire, variant in [(w, v) for w in args.wires.split(",") for v in VARIANTS]:
             st = {}
             res = run_job(n, {"kind": "queries", "data": str(data.resolve()), "queries": [JOIN] * (args.runs + 1),
-                              "analyze": True, "settings": {"exchange": variant, "broadcast_bytes": 0}}, status=st)
+                              "analyze": True, "settings": {"exchange": variant, "broadcast_bytes": 0, "exchange_wire": wire,
+                                           "device": args.device, "exchange_loopback": args.loopback}}, status=st)
             for t in res:
                 compare(t, expected)
             best = None
@@ -113,7 +119,7 @@ def main() -> None:
             secs, rate, eff = best
             if variant == "blocking":
                 blocking = rate
-            print(f"{n:>5} {variant:<9} {fmt_rate(raw_batch):>15} {fmt_rate(raw_16):>13} {fmt_rate(rate):>12} "
+            print(f"{n:>5} {wire:<6} {variant:<9} {fmt_rate(raw_batch):>15} {fmt_rate(raw_16):>13} {fmt_rate(rate):>12} "
                   f"{fmt_rate(eff):>12} {secs:>8.2f} {rate / raw_batch:>9.2f} {rate / blocking:>12.2f}", flush=True)
 
 

@@ -4,6 +4,7 @@
 # no network) with .whl and .whl-gpu carried (scripts/gpu_wheels.sh fetches them):
 #
 #   bash scripts/gpu_check.sh tests [pytest args]  # the CUDA-relevant suite with --device cuda
+#   bash scripts/gpu_check.sh nccl                 # the NCCL exchange: tests/ranks/test_nccl.py, bench/exchange.py
 #   bash scripts/gpu_check.sh decode               # nvCOMP/KvikIO checks, bench/decode.py, bench/syncs.py
 #   bash scripts/gpu_check.sh tpch [SF] [ARGS]     # TPC-H on the GPU vs DuckDB on every core
 #                                                  # (ARGS to bench/tpch.py: --set decoder=device)
@@ -56,6 +57,13 @@ case "$stage" in
       tests/sql/test_refusals.py
     run tests 500 python3 -m pytest -q -x -p no:cacheprovider -m "not tooling" --device cuda \
       --durations=10 "$@" ;;
+  nccl)  # issue 27's one-GPU path: rows cross NCCL as tensor bytes (ranks=1, loopback)
+    run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
+r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch")' "$SLUICE_TEST_DATA"
+    run nccl 240 python3 -m pytest -q -p no:cacheprovider -rfE tests/ranks/test_nccl.py tests/ranks/test_fail_stop.py
+    tpch_data 1 /tmp/sluice-data/sf1
+    run exchange 200 python3 bench/exchange.py --data /tmp/sluice-data/sf1 --ranks 1 --runs 2 --device cuda \
+      --wires arrow,tensor --loopback ;;
   decode)
     tpch_data 1 /tmp/sluice-data/sf1
     run codecs 90 python3 -m pytest -q -p no:cacheprovider tests/decode/test_device_codecs.py \
@@ -79,7 +87,7 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
     probes=$!
     run tests "${SUITE_S:-210}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
       --device "${TEST_DEVICE:-cuda}" -n 12 --timeout 120 --durations=15 -rfE tests/test_devices.py \
-      tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit
+      tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit tests/ranks/test_nccl.py
     wait "$probes" || true
     run decode 60 python3 bench/decode.py --data /tmp/sluice-data/sf1/lineitem.parquet --device cuda \
       --runs 1 --rows 1000000 --codecs none snappy zstd lz4 gzip
@@ -104,6 +112,6 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --set decoder=device --top 18
     run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
     run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
-  *) echo "unknown stage $stage (tests, decode, tpch, first, second)" >&2; exit 2 ;;
+  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second)" >&2; exit 2 ;;
 esac
 exit "$failed"

@@ -37,7 +37,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "memory": ("host_memory_limit", "device_memory_limit"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "runtime_filters", "topk_filters"),
-    "dist": ("ranks", "exchange", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -219,6 +219,17 @@ class Config:
     next batch is partitioned), ``chunked`` (each batch waited on), ``blocking`` (the whole
     input buffered, then sent at once: the baseline)."""
 
+    exchange_wire: str = "auto"
+    """How rows cross ranks: ``tensor`` (fixed-width columns as raw tensor bytes over the data
+    group -- NCCL on CUDA, so they stay on the device; strings and the layout as host bytes over
+    gloo), ``arrow`` (every column in one Arrow IPC stream of host bytes over gloo), ``auto``
+    (tensor on CUDA, arrow on the CPU)."""
+
+    exchange_loopback: bool = False
+    """Send a rank's rows for itself over the wire too, instead of handing them over in memory:
+    a check of the transport on one rank (``--ranks 1`` on one GPU then moves every exchanged
+    row through NCCL). Slower; answers are the same."""
+
     exchange_batch_bytes: int = 4 << 20
     """Bytes buffered for the other ranks before a transfer goes out (smaller transfers fall
     below the network's bandwidth)."""
@@ -238,6 +249,8 @@ class Config:
             raise ConfigError(f"ranks must be at least 1, not {self.ranks}")
         if self.exchange not in ("deferred", "chunked", "blocking"):
             raise ConfigError(f"exchange must be deferred, chunked or blocking, not {self.exchange!r}")
+        if self.exchange_wire not in ("auto", "tensor", "arrow"):
+            raise ConfigError(f"exchange_wire must be auto, tensor or arrow, not {self.exchange_wire!r}")
         if self.exchange_batch_bytes < 1:
             raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
         if self.broadcast_bytes < -1:

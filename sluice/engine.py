@@ -233,7 +233,7 @@ class Relation:
 
     def _lower(self):
         g = self._con.group
-        return lower_plan(self.plan, self._con.config, g.rank if g else 0, g.world if g else 1)
+        return lower_plan(self.plan, self._con.config, g.rank if g else 0, g.world if g else 1, in_job=g is not None)
 
     def _execute(self, consume, progress=None):
         """Run the plan, handing its batches to ``consume``; errors become one-line errors.
@@ -454,7 +454,7 @@ class Relation:
         from sluice.analyze import memory_plan
         c = self._con
         if c.launches_ranks:  # what rank 0 of ``ranks`` runs
-            op = lower_plan(self.plan, c.config, 0, c.config.ranks)
+            op = lower_plan(self.plan, c.config, 0, c.config.ranks, in_job=True)
         else:
             op = self._lower()
         return "\n".join(explain_ops(op) + [""] + memory_plan(op, self._con.config))

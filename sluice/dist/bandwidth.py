@@ -1,7 +1,9 @@
 """The all-to-all bandwidth of this job's ranks: what T_min's network term divides by
 (``sluice calibrate --ranks N``) and the raw baseline ``bench/exchange.py`` compares the
 exchange with. Each rank sends ``nbytes`` to every other rank in one ``all_to_all_single``;
-the rate is the bytes a rank sends to others per second, timed on the slowest rank."""
+the rate is the bytes a rank sends to others per second, timed on the slowest rank (one rank
+alone: to itself, the transport an ``exchange_loopback`` run uses). On CUDA the buffers live on
+the GPU and the group is the NCCL data group."""
 
 from __future__ import annotations
 
@@ -13,25 +15,30 @@ import torch
 SIZES = (64 << 10, 1 << 20, 4 << 20, 16 << 20)
 
 
-def all_to_all_rate(group, nbytes: int, repeats: int = 5) -> float:
+def all_to_all_rate(group, nbytes: int, repeats: int = 5, device: torch.device | None = None) -> float:
     """Bytes per second one rank sends to the others with ``nbytes`` per destination."""
     import torch.distributed as dist
     world = dist.get_world_size(group)
-    send = torch.ones(nbytes * world, dtype=torch.uint8)
+    send = torch.ones(nbytes * world, dtype=torch.uint8, device=device)
     recv = torch.empty_like(send)
+    cuda = send.device.type == "cuda"
     dist.all_to_all_single(recv, send, group=group)  # warm-up: connections, buffers
+    if cuda:
+        torch.cuda.synchronize(send.device)
     dist.barrier(group=group)
     t0 = time.perf_counter()
     for _ in range(repeats):
         dist.all_to_all_single(recv, send, group=group)
-    took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+    if cuda:  # NCCL returns once the work is queued
+        torch.cuda.synchronize(send.device)
+    took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
     dist.all_reduce(took, op=dist.ReduceOp.MAX, group=group)
-    return nbytes * (world - 1) * repeats / float(took)
+    return nbytes * max(1, world - 1) * repeats / float(took)
 
 
-def measure(group, sizes=SIZES) -> dict[int, float]:
+def measure(group, sizes=SIZES, device: torch.device | None = None) -> dict[int, float]:
     """Rate per message size; the same on every rank (the slowest rank's time)."""
-    return {n: all_to_all_rate(group, n, repeats=max(3, min(20, (64 << 20) // max(n, 1)))) for n in sizes}
+    return {n: all_to_all_rate(group, n, max(3, min(20, (64 << 20) // max(n, 1))), device) for n in sizes}
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """The process group of this process: joined once, from the environment torchrun (or the
 local launcher, :mod:`sluice.dist.launch`) sets -- ``RANK``, ``WORLD_SIZE``,
 ``MASTER_ADDR``/``MASTER_PORT``. Nothing here discovers peers or moves bytes itself: the
-rendezvous is PyTorch's (c10d), the transport its backends (gloo on the CPU).
+rendezvous is PyTorch's (c10d), the transport its backends: gloo for control (counts, plan
+fingerprints, host bytes) and, on CUDA, an NCCL group for the exchange's device bytes.
 
 Collectives have a finite timeout (``dist_timeout_s``): a peer that hangs ends the query with
 an error instead of a hang; a peer that dies closes its sockets and the next collective fails
@@ -35,6 +36,24 @@ class DistGroup:
     world: int
     group: object
     timeout_s: float
+    _data: object = None  # the NCCL group of CUDA ranks (created on first use)
+
+    def data_group(self, device: torch.device):
+        """Where an exchange's tensor bytes travel: on CUDA an NCCL group over the same ranks
+        (each rank's tensors stay on its GPU), created on first use -- every rank reaches its
+        first exchange in the same plan order, so the collective creation pairs up; on the
+        CPU the control group itself (gloo)."""
+        if device.type != "cuda":
+            return self.group
+        if self._data is None:
+            import torch.distributed as dist
+            try:
+                self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
+            except Exception as e:  # noqa: BLE001 - no NCCL in this build, or it failed to start
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise RankFailed(f"rank {self.rank} cannot start NCCL for the exchange: {msg[:160]} "
+                                 "(exchange_wire=arrow sends rows over gloo)") from None
+        return self._data
 
     def fail(self, cause: BaseException) -> RankFailed:
         """The error of a collective that failed: a peer died, hung or aborted."""
@@ -71,9 +90,9 @@ class DistGroup:
         import torch.distributed as dist
         try:
             if dist.is_initialized():
-                pg = dist.group.WORLD
-                if hasattr(pg, "abort"):
-                    pg.abort()
+                for pg in (self._data, dist.group.WORLD):
+                    if pg is not None and hasattr(pg, "abort"):
+                        pg.abort()
         except Exception:  # noqa: BLE001 - best effort: the process is about to exit
             pass
 
@@ -91,7 +110,7 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     import torch.distributed as dist
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if not dist.is_initialized():
-        try:  # rows cross as host bytes (sluice.dist.wire): gloo carries them, on CUDA too
+        try:  # control and host bytes over gloo; DistGroup.data_group adds NCCL on CUDA
             dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
         except Exception as e:  # noqa: BLE001 - the rendezvous failed: one line
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

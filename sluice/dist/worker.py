@@ -84,7 +84,14 @@ def _bandwidth(job: dict) -> dict:
     from sluice.dist.bandwidth import measure
     from sluice.dist.group import current_group
     g = current_group()
-    rates = measure(g.group, tuple(job["sizes"])) if job.get("sizes") else measure(g.group)
+    device = None
+    if job.get("device", "cpu").startswith("cuda"):  # the NCCL data group, a GPU per rank
+        import torch
+        from sluice.dist.group import device_for_rank
+        device = device_for_rank(torch.device("cuda", 0), "cuda")
+        torch.cuda.set_device(device)
+    group = g.group if device is None else g.data_group(device)
+    rates = measure(group, tuple(job["sizes"]), device) if job.get("sizes") else measure(group, device=device)
     return {str(n): bps for n, bps in rates.items()}
 
 

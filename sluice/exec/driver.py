@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
-from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges
+from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges, wire_of
 from sluice.exec.operators import Operator
 from sluice.arrow import column_to_arrow
 from sluice.types import to_arrow
@@ -28,7 +28,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
     with deferred_checks() as checks:
         try:
             if ctx.dist is not None:  # the same exchanges and shares on every rank, or none runs
-                ctx.dist.check_same_plan(plan_fingerprint(op))
+                ctx.dist.check_same_plan(f"{plan_fingerprint(op)}\nwire={wire_of(ctx)} on {ctx.device.type}")
             op.start(ctx)  # with reader combining, every scan of the plan starts reading now
             if ctx.dist is not None:
                 run_exchanges(op, ctx)  # every stage that moves rows, children first

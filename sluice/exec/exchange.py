@@ -15,6 +15,12 @@ per-destination byte counts (with a "more to come" flag) in one small all-to-all
 bytes in one ``all_to_all_single`` with split sizes. Rows for this rank skip the wire. A rank
 whose input is exhausted keeps taking part in rounds until every rank's flag is down.
 
+``exchange_wire`` picks how rows cross: ``arrow`` -- each part one Arrow IPC stream of host
+bytes (:mod:`sluice.dist.wire`) over gloo; ``tensor`` -- fixed-width columns as raw tensor
+bytes over the data group (NCCL on CUDA: they stay on the GPU) and the rest as host bytes
+(:mod:`sluice.dist.tensor_wire`), two ``all_to_all_single`` per round. ``auto``: tensor on
+CUDA when each local rank has a GPU of its own (NCCL refuses two ranks on one), else arrow.
+
 ``exchange`` picks the variant: ``deferred`` (default) issues round k's transfer
 asynchronously and partitions the next batch while it flies, waiting on it only before the
 next transfer; ``chunked`` waits on each transfer at once; ``blocking`` (the baseline)
@@ -23,6 +29,7 @@ buffers its whole input before one transfer.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -135,13 +142,16 @@ class ExchangeOp(Operator):
         return out
 
     def _shuffle(self, ctx, g, mat: Materializer, st: ExchangeStats) -> None:
-        from sluice.dist.wire import chunk_to_bytes
         world, rank = g.world, g.rank
         variant = ctx.config.exchange
         batch_bytes = ctx.config.exchange_batch_bytes
+        tensors = wire_of(ctx) == "tensor"
+        loopback = ctx.config.exchange_loopback
+        data_group = g.data_group(ctx.device) if tensors else None
         res = ctx.memory.reservation(f"{self.label} send buffers")
-        pending: list[list[np.ndarray]] = [[] for _ in range(world)]
-        held = 0
+        dres = ctx.state_pool.reservation(f"{self.label} send buffers") if tensors else None
+        pending: list[list] = [[] for _ in range(world)]
+        held = dheld = 0
         inflight = None
         source = iter(self.child.stream(ctx))
         local_done = False
@@ -162,49 +172,66 @@ class ExchangeOp(Operator):
                     wire = None
                     for d, part in self._destinations(chunk, world):
                         st.rows_to[d] += part.num_rows
-                        if d == rank:  # rows for this rank skip the wire
+                        if d == rank and not loopback:  # rows for this rank skip the wire
                             mat.add(part)
                             continue
                         if self.kind != "broadcast" or wire is None:
-                            wire = chunk_to_bytes(part, ctx.config.page_dictionaries)
+                            wire = _pack(part, tensors, ctx.config.page_dictionaries)
                         pending[d].append(wire)
-                        held += wire.nbytes
-                        res.force(wire.nbytes)
-                    if variant != "blocking" and held >= batch_bytes:
+                        held += wire.host.nbytes
+                        dheld += wire.device_bytes
+                        res.force(wire.host.nbytes)
+                        if dres is not None:
+                            dres.force(wire.device_bytes)
+                    if variant != "blocking" and held + dheld >= batch_bytes:
                         break
                 st.partition_s += time.perf_counter() - t0
-                sizes = [sum(b.nbytes for b in pending[d]) for d in range(world)]
-                header = torch.tensor([[s, 0 if local_done else 1] for s in sizes], dtype=torch.int64)
+                sizes = [sum(w.host.nbytes for w in pending[d]) for d in range(world)]
+                dsizes = [sum(w.device_bytes for w in pending[d]) for d in range(world)]
+                header = torch.tensor([[s, ds, 0 if local_done else 1] for s, ds in zip(sizes, dsizes)],
+                                      dtype=torch.int64)
                 got = torch.empty_like(header)
                 t1 = time.perf_counter()
-                _all_to_all(got, header, g)
+                _all_to_all(got, header, g.group)
                 t_header = time.perf_counter()
                 st.network_s += t_header - t1
                 ctx.recorder.add("wait", t1, t_header, 0, f"{self.label} counts")
                 if inflight is not None:  # deferred: the previous transfer flew meanwhile
                     self._receive(ctx, inflight, mat, st)
                     inflight = None
-                recv_sizes = got[:, 0].tolist()
+                recv_sizes, recv_dsizes = got[:, 0].tolist(), got[:, 1].tolist()
                 # The round's wire buffers (the joined send buffer, the receive buffer) count
                 # against the budget until its rows are received.
                 wire_res = ctx.memory.reservation(f"{self.label} wire buffers")
                 wire_res.force(held + sum(recv_sizes))
-                send = np.concatenate([b for d in range(world) for b in pending[d]]) if held else \
+                dwire_res = None
+                send = np.concatenate([w.host for d in range(world) for w in pending[d]]) if held else \
                     np.zeros(0, dtype=np.uint8)
                 out = torch.empty(sum(recv_sizes), dtype=torch.uint8)
                 t2 = time.perf_counter()
-                work = _all_to_all(out, torch.from_numpy(send), g, recv_sizes, sizes, async_op=True)
+                work = _all_to_all(out, torch.from_numpy(send), g.group, recv_sizes, sizes, async_op=True)
+                dwork = dsend = dout = None
+                if tensors:
+                    dwire_res = ctx.state_pool.reservation(f"{self.label} wire buffers")
+                    dwire_res.force(dheld + sum(recv_dsizes))
+                    pieces = [p for d in range(world) for w in pending[d] for p in w.pieces]
+                    dsend = torch.cat(pieces) if pieces else torch.zeros(0, dtype=torch.uint8, device=ctx.device)
+                    dout = torch.empty(sum(recv_dsizes), dtype=torch.uint8, device=ctx.device)
+                    dwork = _all_to_all(dout, dsend, data_group, recv_dsizes, dsizes, async_op=True)
                 for d in range(world):
-                    st.bytes_sent[d] += sizes[d]
+                    st.bytes_sent[d] += sizes[d] + dsizes[d]
                 st.rounds += 1
-                inflight = _Round(work, out, send, t2, wire_res)
+                inflight = _Round(work, out, send, t2, wire_res, recv_sizes,
+                                  _DeviceRound(dwork, dout, dsend, dwire_res, recv_dsizes) if tensors else None)
                 pending = [[] for _ in range(world)]
                 res.shrink(held)
-                held = 0
+                if dres is not None:
+                    dres.shrink(dheld)
+                held = dheld = 0
                 if variant != "deferred":
                     self._receive(ctx, inflight, mat, st)
                     inflight = None
-                more = bool(got[:, 1].any()) or not local_done
+                more = bool(got[:, 2].any()) or not local_done
                 if not more:
                     break
             if inflight is not None:
@@ -212,40 +239,89 @@ class ExchangeOp(Operator):
                 self._receive(ctx, pending_round, mat, st)
         finally:
             if inflight is not None:  # an error between issuing a round and receiving it
-                inflight.res.free()
+                inflight.free()
             res.free()
+            if dres is not None:
+                dres.free()
 
     def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
+        from sluice.dist.tensor_wire import unpack
         from sluice.dist.wire import bytes_to_chunks
         t0 = time.perf_counter()
         rnd.work.wait()
+        if rnd.device is not None:  # on CUDA (NCCL) this orders the stream, the host goes on
+            rnd.device.work.wait()
         t1 = time.perf_counter()
         st.network_s += t1 - t0
-        nbytes = int(rnd.out.numel())
+        nbytes = int(rnd.out.numel()) + (int(rnd.device.out.numel()) if rnd.device is not None else 0)
+        sent = int(rnd.send.nbytes) + (int(rnd.device.send.numel()) if rnd.device is not None else 0)
         ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
-        ctx.recorder.add("network", rnd.issued, t1, nbytes + int(rnd.send.nbytes), self.label)
+        ctx.recorder.add("network", rnd.issued, t1, nbytes + sent, self.label)
         st.bytes_received += nbytes
         try:
-            for page in bytes_to_chunks(rnd.out, ctx.device):
+            if rnd.device is None:
+                pages = bytes_to_chunks(rnd.out, ctx.device)
+            else:
+                pages, pos, dpos = [], 0, 0
+                for size, dsize in zip(rnd.recv_sizes, rnd.device.recv_sizes):
+                    pages += unpack(rnd.out[pos:pos + size], rnd.device.out[dpos:dpos + dsize], ctx.device)
+                    pos += size
+                    dpos += dsize
+            for page in pages:
                 st.rows_received += page.num_rows
                 mat.add(page)
         finally:
-            rnd.res.free()
+            rnd.free()
+
+
+def wire_of(ctx) -> str:
+    """How rows cross: ``tensor`` (fixed-width columns as raw tensor bytes over the data group:
+    NCCL on CUDA) or ``arrow`` (every column in one Arrow IPC stream of host bytes)."""
+    w = ctx.config.exchange_wire
+    if w == "auto":  # NCCL needs a GPU of its own per rank: ranks sharing one use gloo
+        shared = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) > torch.cuda.device_count()
+        return "tensor" if ctx.device.type == "cuda" and not shared else "arrow"
+    return w
+
+
+def _pack(part: Chunk, tensors: bool, dictionaries: bool):
+    from sluice.dist.tensor_wire import Packed, pack
+    if tensors:
+        return pack(part, dictionaries)
+    from sluice.dist.wire import chunk_to_bytes
+    return Packed(chunk_to_bytes(part, dictionaries), [], 0)
+
+
+class _DeviceRound(NamedTuple):
+    """A round's device bytes in flight over the data group (``exchange_wire=tensor``)."""
+
+    work: object
+    out: torch.Tensor
+    send: torch.Tensor
+    res: object
+    recv_sizes: list
 
 
 class _Round(NamedTuple):
     """One round's transfer in flight: its collective, buffers, issue time and reservation."""
 
-    work: object  # the async all_to_all_single
+    work: object  # the async all_to_all_single of the host bytes
     out: torch.Tensor  # the receive buffer
     send: np.ndarray  # the send buffer (kept alive until the transfer completes)
     issued: float
     res: object  # the wire buffers' reservation
+    recv_sizes: list  # host bytes from each rank
+    device: _DeviceRound | None
+
+    def free(self) -> None:
+        self.res.free()
+        if self.device is not None:
+            self.device.res.free()
 
 
-def _all_to_all(out, inp, g, out_splits=None, in_splits=None, async_op: bool = False):
+def _all_to_all(out, inp, group, out_splits=None, in_splits=None, async_op: bool = False):
     import torch.distributed as dist
-    return dist.all_to_all_single(out, inp, out_splits, in_splits, group=g.group, async_op=async_op)
+    return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group, async_op=async_op)
 
 
 def exchanges_in_order(root: Operator) -> list[ExchangeOp]:

@@ -52,18 +52,21 @@ class LoweringState:
     world: int = 1
     shared: dict[int, Operator] = field(default_factory=dict)
     local: bool = False
+    #: a rank of a job: one rank alone plans exchanges too under ``exchange_loopback`` (its rows
+    #: then cross its own transport)
+    in_job: bool = False
 
     @property
     def distributed(self) -> bool:
-        return self.world > 1 and not self.local
+        return (self.world > 1 or (self.in_job and self.config.exchange_loopback)) and not self.local
 
 
-def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1) -> Operator:
-    """The operators that run ``plan`` on this rank."""
-    state = LoweringState(cfg, rank, world)
+def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_job: bool = False) -> Operator:
+    """The operators that run ``plan`` on this rank (``in_job``: under torchrun or ``--ranks``)."""
+    state = LoweringState(cfg, rank, world, in_job=in_job)
     try:
         op = lower(plan, state)
-        if world > 1:
+        if state.distributed:
             op = placed(gather(op, state), state)
         if cfg.runtime_filters:
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
@@ -125,7 +128,7 @@ def _(plan: Shared, state):
 @_lower.register
 def _(plan: RecursiveUnion, state):
     # The work table is a rank's own: the recursion runs on rank 0 with every row there.
-    inner = LoweringState(state.config, state.rank, state.world, state.shared, local=True)
+    inner = LoweringState(state.config, state.rank, state.world, state.shared, local=True, in_job=state.in_job)
     return RecursiveUnionOp(lower(plan.anchor, inner), lower(plan.step, inner), plan.key, plan.distinct,
                             tuple(plan.schema))
 
@@ -205,7 +208,7 @@ def _(plan: Union, state):
 
 @_lower.register
 def _(plan: Aggregate, state):
-    if state.world == 1 and state.config.stats_aggregates:
+    if not state.distributed and state.world == 1 and state.config.stats_aggregates:
         answered = statistics_aggregate(plan)
         if answered is not None:
             return answered

@@ -27,6 +27,10 @@ TPCH = {
     "2 ranks partitioned joins": (2, {"broadcast_bytes": 0}),
     "3 ranks broadcast joins": (3, {"broadcast_bytes": -1}),
     "2 ranks tiny chunks and batches": (2, {"chunk_rows": 3000, "exchange_batch_bytes": 65536}),
+    "2 ranks tensor wire": (2, {"exchange_wire": "tensor"}),
+    "1 rank tensor wire, loopback": (1, {"exchange_wire": "tensor", "exchange_loopback": True}),
+    "3 ranks tensor wire, partitioned, tiny batches": (3, {"exchange_wire": "tensor", "broadcast_bytes": 0,
+                                                          "chunk_rows": 5000, "exchange_batch_bytes": 65536}),
     "2 ranks spilled": (2, {"force_spill": True, "chunk_rows": 20000}),
     "2 ranks 48 MiB budget": (2, {"host_memory_limit": 48 << 20, "broadcast_bytes": 0}),
 }
@@ -41,6 +45,8 @@ def test_tpch_on_ranks(case, tpch_spread):
 SSB = {
     "2 ranks": (2, {}),
     "3 ranks partitioned joins, blocking": (3, {"broadcast_bytes": 0, "exchange": "blocking"}),
+    "2 ranks tensor wire, spilled": (2, {"exchange_wire": "tensor", "force_spill": True, "chunk_rows": 20000}),
+    "2 ranks loopback, partitioned": (2, {"exchange_loopback": True, "broadcast_bytes": 0}),
 }
 
 
@@ -63,6 +69,8 @@ SEMANTICS_CASES = {
                                                           "exchange": "blocking"}),
     "2 ranks spilled in 3-row chunks, chunked": (2, {"force_spill": True, "chunk_rows": 3, "broadcast_bytes": 0,
                                                     "exchange": "chunked"}),
+    "3 ranks tensor wire in 2-row chunks, partitioned": (3, {"exchange_wire": "tensor", "chunk_rows": 2,
+                                                            "broadcast_bytes": 0}),
 }
 
 
@@ -76,6 +84,8 @@ TPCDS = tpcds_queries()
 TPCDS_CASES = {
     "2 ranks, all statements": (2, {}, None),
     "3 ranks partitioned joins, every third statement": (3, {"broadcast_bytes": 0}, 3),
+    "2 ranks tensor wire, partitioned, every third statement": (2, {"exchange_wire": "tensor",
+                                                                    "broadcast_bytes": 0}, 3),
 }
 
 

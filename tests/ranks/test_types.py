@@ -55,11 +55,12 @@ QUERIES = {
 }
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
-def test_every_type_crosses_ranks_intact(ranks, typed):
+@pytest.mark.parametrize("ranks,wire", [(2, "arrow"), (3, "arrow"), (2, "tensor"), (3, "tensor")])
+def test_every_type_crosses_ranks_intact(ranks, wire, typed):
     names = sorted(QUERIES)
     job = {"kind": "queries", "data": str(typed), "queries": [QUERIES[q] for q in names],
-           "settings": {"device": "cpu", "broadcast_bytes": 0, "chunk_rows": 5, "dist_timeout_s": 60}}
+           "settings": {"device": "cpu", "broadcast_bytes": 0, "chunk_rows": 5, "dist_timeout_s": 60,
+                        "exchange_wire": wire}}
     duck = duckdb_connect(typed)
     for name, ours in zip(names, run_job(ranks, job)):
         compare(ours, duck.sql(QUERIES[name]).to_arrow_table(), check_types=True)

@@ -61,7 +61,7 @@ def test_sizes_parse():
 
 @pytest.mark.parametrize("key,value", [("chunk_rows", 0), ("threads", -1), ("device", "gpu"),
                                        ("host_memory_limit", "1kb"), ("io_threads", -1), ("nope", 1),
-                                       ("scan_mode", "fast"), ("recursion_limit", 0)])
+                                       ("scan_mode", "fast"), ("recursion_limit", 0), ("exchange_wire", "nccl")])
 def test_bad_values(key, value):
     with pytest.raises(ConfigError):
         Config.from_settings({key: value}, environ={})
