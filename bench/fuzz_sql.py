@@ -67,8 +67,13 @@ def encoded(table):
     enc = {f.name: ("DELTA_BYTE_ARRAY" if pa.types.is_string(f.type) else "DELTA_BINARY_PACKED")
            for f in table.schema if pa.types.is_integer(f.type) or pa.types.is_date(f.type) or pa.types.is_string(f.type)}
     return dict(use_dictionary=False, column_encoding=enc)
-pq.write_table(mk(200, 1), root/"t.parquet", row_group_size=37, data_page_size=64, **encoded(mk(0, 1)))
-pq.write_table(mk(60, 2), root/"u.parquet", row_group_size=20, data_page_size=64, **encoded(mk(0, 2)))
+# Decimals as pyarrow's FIXED_LEN_BYTE_ARRAY or, for half the seeds, as INT32/INT64 (as DuckDB and
+# Spark write them): those are decoded as integers under a rewritten footer (integer_decimals).
+INT_DECIMALS = random.Random(20_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0)).random() < 0.5
+pq.write_table(mk(200, 1), root/"t.parquet", row_group_size=37, data_page_size=64, **encoded(mk(0, 1)),
+               store_decimal_as_integer=INT_DECIMALS)
+pq.write_table(mk(60, 2), root/"u.parquet", row_group_size=20, data_page_size=64, **encoded(mk(0, 2)),
+               store_decimal_as_integer=INT_DECIMALS)
 pq.write_table(mk(0, 3), root/"e.parquet")  # empty, u's columns
 def mk_numbers(n, seed):  # every numeric type, their limits among the values
     r = random.Random(seed)
@@ -82,7 +87,7 @@ def mk_numbers(n, seed):  # every numeric type, their limits among the values
         "d2": pa.array([None if r.random() < .12 else decimal.Decimal(r.randint(-9999, 9999)) / 100 for _ in range(n)], pa.decimal128(4, 2)),
         "d6": pa.array([None if r.random() < .12 else decimal.Decimal(r.randint(-10**12, 10**12)) / 10**6 for _ in range(n)], pa.decimal128(18, 6)),
     })
-pq.write_table(mk_numbers(120, 4), root/"n.parquet", row_group_size=25)
+pq.write_table(mk_numbers(120, 4), root/"n.parquet", row_group_size=25, store_decimal_as_integer=INT_DECIMALS)
 WORDS = ["S\u0308a\ufe0d", "abc", "\U0001F468\u200d\U0001F469\u200d\U0001F467x", "\u00fcber", "Stra\u00dfe", "", "\u65e5\u672c\u8a9e",
          "e\u0301e\u0301", "\U0001F1FA\U0001F1F8", "na\u00efve caf\u00e9", "ABC", None]
 pq.write_table(pa.table({"i": pa.array(range(40)), "w": pa.array([WORDS[j % len(WORDS)] for j in range(40)])}), root/"w.parquet", row_group_size=9)
@@ -364,7 +369,9 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        {"decoder": "device"}, {"decoder": "device", "scan_mode": "staging", "chunk_rows": 5},
        # value checks deferred to the query's end, as on a GPU (kernels/checks.py; this process
        # only: the --ranks pass runs RANK_CFG in its own workers)
-       {"_defer_checks": True}, {"_defer_checks": True, "chunk_rows": 7}]
+       {"_defer_checks": True}, {"_defer_checks": True, "chunk_rows": 7},
+       # decimals through pyarrow's decimal128 (no footer rewrite)
+       {"integer_decimals": False}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 

@@ -31,6 +31,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
+             "integer_decimals",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
@@ -103,6 +104,11 @@ class Config:
 
     metadata_cache: bool = True
     """Parquet footers are read once per file and connection (else: on every read task)."""
+
+    integer_decimals: bool = True
+    """Decimals a file stores as INT64/INT32 (up to 18 digits) are decoded by pyarrow as those
+    integers -- sluice's own form -- under a footer rewritten in memory without their DECIMAL
+    annotation, instead of as 16-byte decimal128 values copied back out (else: the latter)."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""

@@ -91,6 +91,15 @@ def calibrated_rates(path: str | None) -> dict | None:
     return None
 
 
+def _integer_decimal(arr, t) -> Column:
+    """A decimal column pyarrow decoded as its stored (unscaled) integers: those are sluice's
+    values (:mod:`sluice.io.parquet.int_decimals`)."""
+    if t.kind != "decimal":  # the catalog types the column otherwise: never rewritten for it
+        raise DataError(f"a decimal column is typed {t} here")
+    raw = arrow_to_column(arr)
+    return Column(raw.data.to(torch.int64), t, raw.valid)
+
+
 class ArrowDecoder:
     name = "arrow"
 
@@ -112,11 +121,15 @@ class ArrowDecoder:
             nread = read_ranges(path, ranges)
             t1 = time.perf_counter()
             s._record("read", t0, t1, nread)
-            f = pq.ParquetFile(path, metadata=md, read_dictionary=strings, pre_buffer=True)
+            ints = s.cache.integer_footer(path, md) if s.cfg.on("integer_decimals") else None
+            f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
+                               pre_buffer=True)
             t = f.read_row_groups(rg_idx, columns=stored, use_threads=True)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
-        cols = {c: arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
+        as_int = ints[1] if ints is not None else ()
+        cols = {c: _integer_decimal(t.column(c), s.table.types[c]) if c in as_int else
+                arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
         if keep is not None:
             cols = filter_columns(cols, torch.from_numpy(keep))
         s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))

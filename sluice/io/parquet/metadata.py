@@ -24,6 +24,7 @@ class MetadataCache:
 
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple[int, int], pq.FileMetaData]] = {}
+        self._integer: dict[str, tuple[tuple[int, int], object]] = {}  # (size, mtime) -> integer_metadata
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -47,6 +48,24 @@ class MetadataCache:
             self.misses += 1
             self._files[path] = (key, md)
         return md
+
+
+    def integer_footer(self, path: str, md: pq.FileMetaData):
+        """``integer_metadata`` of the file whose footer is ``md`` (once per file version)."""
+        from sluice.io.parquet.int_decimals import integer_metadata
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise DataError(f"cannot open {path}: {e.strerror}") from None
+        key = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._integer.get(path)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+        got = integer_metadata(path, md)
+        with self._lock:
+            self._integer[path] = (key, got)
+        return got
 
 
 def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
