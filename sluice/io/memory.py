@@ -51,6 +51,18 @@ TRIM_INTERVAL = 0.25
 TRIM_PRESSURE = 0.5
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def release_to_os() -> None:
     """Give freed heap memory back to the operating system (glibc's malloc_trim)."""
     if _libc is not None:
@@ -180,6 +192,11 @@ class MemoryPool:
     def under_pressure(self) -> bool:
         """Whether the pool has come near its budget (then freed memory goes back to the OS)."""
         return self.peak >= TRIM_PRESSURE * self.limit
+
+    def resident_near_limit(self) -> bool:
+        """Whether the process's resident set (what a memory cgroup sees: also memory no pool
+        accounts, such as allocator heaps) has come near this pool's budget."""
+        return self.under_pressure() or resident_bytes() >= TRIM_PRESSURE * self.limit
 
     def reservation(self, owner: str) -> "Reservation":
         r = Reservation(self, owner)
