@@ -35,7 +35,7 @@ AREAS: dict[str, tuple[str, ...]] = {
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
-    "memory": ("host_memory_limit", "device_memory_limit"),
+    "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "runtime_filters", "topk_filters"),
     "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
@@ -127,6 +127,12 @@ class Config:
     device_memory_limit: int = field(default=0)
     """Device memory budget in bytes (0: 85% of the device's memory); past it device pages
     move to host memory."""
+
+    keep_freed_memory: bool = True
+    """glibc keeps freed memory for the next chunk's allocations (no automatic heap trim below
+    1 GiB, blocks up to 32 MiB from the heap) instead of returning pages it must fault in again;
+    sluice trims itself when memory nears the budget. Set once per process, by the first
+    connection."""
 
     spill_dir: str = ""
     """Where spilled pages go: one directory, or several separated by commas (used

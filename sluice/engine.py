@@ -55,8 +55,8 @@ class Connection:
     """A data directory plus settings. Thread-compatible, not thread-safe."""
 
     def __init__(self, data: str | os.PathLike | None = None, **settings: Any) -> None:
-        configure_allocator()
         self.config = Config.from_settings(settings)
+        configure_allocator(self.config.keep_freed_memory)
         self._settings = dict(settings)
         self.root = Path(data) if data is not None else Path.cwd()
         if data is not None and not self.root.is_dir():
