@@ -135,3 +135,16 @@ def test_an_adaptive_scan_stops_choosing_direct_once_a_bloom_filter_removes_most
     for r in scans:
         assert "direct" not in r.policy.modes, r.policy.switches
         assert any(s.reason == "drop" and s.mode == "direct" for s in r.policy.switches)
+
+
+def test_a_semi_join_on_a_filtered_dimension_builds_it_and_filters_below_the_aggregate(tpch_dir, connect):
+    # TPC-H q20: partsupp of 'forest%' parts (1 in 100 of partsupp) against lineitem's sums
+    # per (part, supplier). Estimated as half of partsupp, that side probed and the aggregate
+    # built from every 1994 lineitem row; estimated by its key's dimension, it builds, and its
+    # keys filter the lineitem scan below the aggregate.
+    from sluice.testing.queries import tpch_queries
+    sql = tpch_queries()["q20"]
+    rel = connect(tpch_dir, scan_mode="pushdown").sql(sql)
+    compare(rel.to_arrow(), duckdb_connect(tpch_dir).sql(sql).to_arrow_table())
+    on_lineitem = [rf for s, rf in _filters(rel) if s.table.name == "lineitem"]
+    assert on_lineitem and sum(rf.rows_removed for rf in on_lineitem) > 0.9 * max(rf.rows_in for rf in on_lineitem)
