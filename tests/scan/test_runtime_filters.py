@@ -148,3 +148,28 @@ def test_a_semi_join_on_a_filtered_dimension_builds_it_and_filters_below_the_agg
     compare(rel.to_arrow(), duckdb_connect(tpch_dir).sql(sql).to_arrow_table())
     on_lineitem = [rf for s, rf in _filters(rel) if s.table.name == "lineitem"]
     assert on_lineitem and sum(rf.rows_removed for rf in on_lineitem) > 0.9 * max(rf.rows_in for rf in on_lineitem)
+
+
+@pytest.mark.parametrize("spread,exact", [(1, True), (10**9, False)])
+def test_exact_bitmap_or_bloom_never_drops_a_matching_key(spread, exact):
+    # Keys over a narrow range get an exact bitmap (no false positives), over a wide one a
+    # Bloom filter (a few): neither ever drops a probe key the build side holds.
+    import torch
+
+    from sluice.chunk import Column
+    from sluice.exec.runtime_filter import RuntimeFilter
+    from sluice.types import LType
+    g = torch.Generator().manual_seed(7)
+    build = torch.randint(-5000, 5000, (3000,), generator=g) * spread
+    rf = RuntimeFilter("j", "k")
+    for part in build.split(1000):
+        rf.add(Column(part, LType("int64")), part.numel())
+    rf.publish()
+    assert rf.exact is exact and ("exact bitmap" in rf.describe()) is exact
+    probe = torch.cat([build, torch.randint(-6000, 6000, (20000,), generator=g) * spread,
+                       torch.tensor([-(2**63), 2**63 - 1, 0])])
+    keep = rf.mask(Column(probe, LType("int64")), probe.numel())
+    member = torch.isin(probe, build)
+    assert bool(keep[member].all())
+    false_pos = int((keep & ~member).sum())
+    assert false_pos == 0 if exact else false_pos < 0.05 * int((~member).sum())
