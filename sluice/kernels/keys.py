@@ -137,6 +137,10 @@ def group_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
     if not cols:
         dev = torch.device("cpu")
         return torch.zeros(n, dtype=torch.int64, device=dev), 1
+    if len(cols) > 1 and any(c.type.kind == "string" for c in cols):
+        got = _by_determining_key(cols, n)
+        if got is not None:
+            return got
     combined, card = column_codes(cols[0], n)
     for c in cols[1:]:
         codes, k = column_codes(c, n)
@@ -147,6 +151,55 @@ def group_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
         combined = combined.to(dt) * k + codes.to(dt)
         card *= k
     return _densify(combined, card)
+
+
+_EXACT_KINDS = frozenset({"bool", "int8", "int16", "int32", "int64", "decimal", "date", "timestamp", "timestamptz",
+                          "interval"})
+
+
+def _by_determining_key(cols: list[Column], n: int) -> tuple[torch.Tensor, int] | None:
+    """The groups of one integer-like key column, when every other key is constant within
+    each of them (TPC-H Q10 groups by c_custkey and six customer and nation columns, Q18 by
+    o_orderkey and four more): the string keys are then never hashed. Tried where a string key
+    is among the others (what costs); the column with the most groups leads. None when some
+    other key varies within a group (then the keys are combined as usual)."""
+    best = None
+    for i, c in enumerate(cols):
+        if c.type.kind in _EXACT_KINDS and c.wide is None:
+            ids, g = _densify(*column_codes(c, n))
+            if best is None or g > best[2]:
+                best = (i, ids, g)
+    if best is None:
+        return None
+    lead, ids, g = best
+    rep = first_rows(ids, g).index_select(0, ids)  # each row's group's first row
+    for j, c in enumerate(cols):
+        if j != lead and not _constant_within(c.expand(n), rep):
+            return None
+    return ids, g
+
+
+def _constant_within(c: Column, rep: torch.Tensor) -> bool:
+    """Whether every row of ``c`` equals (NULL with NULL) its group's first row ``rep``."""
+    if c.wide is not None or c.type.is_float:
+        return False  # -0.0 / NaN group by their own rules: not worth repeating here
+    valid = c.valid
+    if valid is not None and not torch.equal(valid.index_select(0, rep), valid):
+        return False
+    same = c.data.index_select(0, rep) == c.data
+    if valid is not None:
+        same |= ~valid
+    if c.type.kind != "string":
+        return bool(same.all())
+    diff = (~same).nonzero().squeeze(1)  # equal codes are equal strings; others are compared
+    if diff.numel() == 0:
+        return True
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    a = c.data.index_select(0, diff).cpu().numpy().astype(np.int64)
+    b = c.data.index_select(0, rep.index_select(0, diff)).cpu().numpy().astype(np.int64)
+    return bool(pc.all(pc.equal(c.dictionary.take(pa.array(a)), c.dictionary.take(pa.array(b)))).as_py())
 
 
 def first_rows(ids: torch.Tensor, groups: int) -> torch.Tensor:

@@ -44,6 +44,32 @@ def test_group_ids_match_python(rows):
         assert seen.setdefault(r, i) == i
 
 
+@given(st.lists(st.tuples(st.integers(0, 8), st.booleans(), st.integers(0, 3), st.booleans()), min_size=1, max_size=200),
+       st.booleans(), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_group_ids_with_string_keys_match_python(rows, determined, dup_dictionary):
+    # An integer key and string keys that it determines (the strings then never hashed) or
+    # not; NULLs on both; a dictionary with repeated entries (equal strings, other codes).
+    import pyarrow as pa
+
+    from sluice.types import STRING
+    k = [r[0] for r in rows]
+    k_null = [r[1] and r[0] == 0 for r in rows]
+    words = ["a", "bb", "a", "c", "bb", "d", "e", "a", "f"] if dup_dictionary else ["a", "bb", "c", "d", "e", "f", "g", "h", "i"]
+    code = [(r[0] if determined else r[2] + r[0]) % len(words) for r in rows]
+    if dup_dictionary and not determined:
+        code = [c if r[3] else (c + 2) % len(words) for c, r in zip(code, rows)]
+    s_null = [r[3] and (determined or r[2] == 1) and r[0] == 1 for r in rows]
+    kc = Column(torch.tensor(k), INT64, torch.tensor([not x for x in k_null]))
+    sc = Column(torch.tensor(code, dtype=torch.int32), STRING, torch.tensor([not x for x in s_null]), pa.array(words))
+    ids, g = group_ids([sc, kc], len(rows))
+    key = [(None if sn else words[c], None if kn else kv) for c, sn, kv, kn in zip(code, s_null, k, k_null)]
+    assert g == len(set(key))
+    seen = {}
+    for r, i in zip(key, ids.tolist()):
+        assert seen.setdefault(r, i) == i
+
+
 @given(st.lists(st.integers(0, 40), max_size=60), st.lists(st.integers(-5, 45), max_size=80),
        st.booleans())
 @settings(max_examples=60, deadline=None)
