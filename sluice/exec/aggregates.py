@@ -18,6 +18,7 @@ import torch
 
 from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers
 from sluice.errors import ExecutionError, UnsupportedError
+from sluice.kernels.bounds import max_abs
 from sluice.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
 from sluice.types import INT64, LType
@@ -409,8 +410,7 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev, check: bool
     if check is None:
         check = v.device.type == "cpu"
     if check:
-        lo, hi = torch.aminmax(v)
-        check = max(-int(lo), int(hi)) * n < _SAFE_SUM
+        check = max_abs(v) * n < _SAFE_SUM
     if check:  # no overflow possible: one pass
         s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
         return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}

@@ -10,6 +10,7 @@ import torch
 
 from sluice.chunk import Column
 from sluice.errors import PlanError, UnsupportedError
+from sluice.kernels.bounds import max_abs, remember
 from sluice.kernels.checks import fail_if
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
@@ -156,8 +157,7 @@ for _op in ("+", "-", "*", "/", "%"):
 
 
 def _max_abs(x: torch.Tensor) -> int:
-    lo, hi = torch.aminmax(x)
-    return max(-int(lo), int(hi))
+    return max_abs(x)
 
 
 def _add_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor, op: str) -> torch.Tensor | None:
@@ -166,9 +166,11 @@ def _add_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor, op: str) ->
     On the CPU one min/max per operand usually proves it; otherwise, per row, a sum wrapped
     iff its sign differs from both operands' (a difference: iff the operands' signs differ and
     the result's differs from the first's)."""
-    if x.device.type == "cpu" and x.numel() and y.numel() and \
-            _max_abs(x) + _max_abs(y) < 2 ** (torch.iinfo(r.dtype).bits - 1):
-        return None
+    if x.device.type == "cpu" and x.numel() and y.numel():
+        bound = _max_abs(x) + _max_abs(y)
+        if bound < 2 ** (torch.iinfo(r.dtype).bits - 1):
+            remember(r, bound)
+            return None
     if op == "+":
         return ((x ^ r) & (y ^ r)) < 0
     return ((x ^ y) & (x ^ r)) < 0
@@ -182,9 +184,11 @@ def _mul_overflow(x: torch.Tensor, y: torch.Tensor, r: torch.Tensor) -> torch.Te
     the double product ``p`` has the true sign and a magnitude within 2**-52 of the truth, and
     between 2**62 and 1.5 * 2**63 a product wrapped iff ``r``'s sign differs from ``p``'s."""
     if r.dtype == torch.int64:
-        if x.device.type == "cpu" and x.numel() and y.numel() and \
-                _max_abs(x) * _max_abs(y) < 2 ** 62:
-            return None
+        if x.device.type == "cpu" and x.numel() and y.numel():
+            bound = _max_abs(x) * _max_abs(y)
+            if bound < 2 ** 62:
+                remember(r, bound)
+                return None
         p = x.double() * y.double()
         mag = p.abs()
         return (mag > 1.5 * 2.0 ** 63) | ((mag >= 2.0 ** 62) & ((r < 0) != (p < 0)))
