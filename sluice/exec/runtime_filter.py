@@ -32,6 +32,10 @@ _MAX_BITS = 1 << 24
 #: against 150 K keys over 6 M values: 19.6 -> 7.9 ms on one thread.
 EXACT_MAX_SPAN = 1 << 24
 EXACT_PER_KEY = 256
+#: ... up to this span as packed bits (8 values a byte: a shift and a mask more a probe), still
+#: faster than a Bloom filter and exact: TPC-H SF 10 orderkeys (573 K keys over 60 M values,
+#: 7.5 MiB) probed by 1 M rows: 13.8 ms with the Bloom filter, 7.6 ms.
+EXACT_MAX_SPAN_PACKED = 1 << 27
 
 
 def _keys64(col: Column) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -112,18 +116,23 @@ class RuntimeFilter:
         if self.lo is None:
             return None
         span = self.hi - self.lo + 1
-        return span if span <= min(EXACT_MAX_SPAN, max(EXACT_PER_KEY * keys, 1 << 16)) else None
+        return span if span <= min(EXACT_MAX_SPAN_PACKED, max(EXACT_PER_KEY * keys, 1 << 16)) else None
 
     def _table(self, keys: int) -> torch.Tensor:
         """The Bloom bits of this rank's keys, sized for ``keys`` keys in all -- or the exact
         bitmap over [lo, hi] where the range allows."""
         span = self._exact_span(keys)
         self.exact = span is not None
-        if span is not None:
+        if span is not None and span <= EXACT_MAX_SPAN:
             table = torch.zeros(span, dtype=torch.bool)
             for v in self._chunks:
                 table[v - self.lo] = True
             return table
+        if span is not None:  # packed, little-endian bit order (bit i of byte j: value 8j + i)
+            x = torch.unique(torch.cat(self._chunks) - self.lo)
+            # distinct values set distinct bits: their sum per byte is their OR
+            bit = torch.ones_like(x).bitwise_left_shift_(x & 7).to(torch.uint8)
+            return torch.zeros((span + 7) // 8, dtype=torch.uint8).index_add_(0, x >> 3, bit)
         bits = 1
         while bits < 16 * keys and bits < _MAX_BITS:
             bits <<= 1
@@ -167,9 +176,14 @@ class RuntimeFilter:
         self.keys = int(keys)
         self.lo, self.hi = (int(lo), int(hi)) if self.keys else (None, None)
         if self.bloom and self.keys:
-            packed = torch.from_numpy(np.packbits(self._table(self.keys).numpy()))
-            dist.all_reduce(packed, op=dist.ReduceOp.BOR, group=group)
-            self.bits = torch.from_numpy(np.unpackbits(packed.numpy()).astype(bool))
+            table = self._table(self.keys)
+            if table.dtype == torch.uint8:  # an exact bitmap's packed bits
+                dist.all_reduce(table, op=dist.ReduceOp.BOR, group=group)
+                self.bits = table
+            else:
+                packed = torch.from_numpy(np.packbits(table.numpy()))
+                dist.all_reduce(packed, op=dist.ReduceOp.BOR, group=group)
+                self.bits = torch.from_numpy(np.unpackbits(packed.numpy())[:table.numel()].astype(bool))
         self._chunks = []
         self.ready = True
 
@@ -205,8 +219,12 @@ class RuntimeFilter:
             if self.bits is not None and self.exact:
                 bits = self.bits.to(v.device) if self.bits.device != v.device else self.bits
                 # a key outside [lo, hi] reads slot 0 and is dropped by ``keep`` anyway
-                x = (v - self.lo).clamp_(0, bits.numel() - 1)
-                keep &= bits.index_select(0, x)
+                x = (v - self.lo).clamp_(0, self.hi - self.lo)
+                if bits.dtype == torch.uint8:  # packed
+                    byte = bits.index_select(0, x >> 3)
+                    keep &= byte.bitwise_right_shift_((x & 7).to(torch.uint8)).bitwise_and_(1).bool()
+                else:
+                    keep &= bits.index_select(0, x)
             elif self.bits is not None:
                 bits = self.bits.to(v.device) if self.bits.device != v.device else self.bits
                 a, b = _slots(v, bits.numel())
@@ -227,7 +245,9 @@ class RuntimeFilter:
         rng = "no keys" if self.lo is None else f"[{self.lo}, {self.hi}]"
         if self.topk and self.lo is not None:
             rng = f">= {self.lo}" if self.hi == i64.max else f"<= {self.hi}"
-        bloom = "" if self.bits is None else (f", exact bitmap {self.bits.numel() // 8 // 1024} KiB" if self.exact
+        size = self.bits.numel() * (8 if self.bits is not None and self.bits.dtype == torch.uint8 else 1) \
+            if self.bits is not None else 0
+        bloom = "" if self.bits is None else (f", exact bitmap {size // 8 // 1024} KiB" if self.exact
                                              else f", Bloom {self.bits.numel() // 8 // 1024} KiB")
         idle = " (then stopped: it removed too little)" if self.idle else ""
         return (f"runtime filter from {self.join} on {self.column} {rng}{bloom}: removed "
