@@ -84,7 +84,8 @@ class ExecContext:
         """This run's filter for a RuntimeFilterSpec (created empty on first use)."""
         rf = self.filters.get(spec)
         if rf is None:
-            rf = self.filters[spec] = RuntimeFilter(spec.join, spec.column, bloom=spec.bloom, topk=spec.topk)
+            rf = self.filters[spec] = RuntimeFilter(spec.join, spec.column, bloom=spec.bloom, topk=spec.topk,
+                                                   deep=spec.deep)
         return rf
 
     def memory_stats(self, op):

@@ -16,6 +16,7 @@ selective so far first.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -25,6 +26,7 @@ from sluice.kernels.keys import GOLDEN
 from sluice.metrics import fmt_bytes
 
 _MAX_BITS = 1 << 24
+_COUNTS = threading.Lock()
 #: A build side whose keys span at most this many values (and no more than EXACT_PER_KEY per key)
 #: gets an exact bitmap over [lo, hi] instead of a Bloom filter: one subtraction and one gather a
 #: probe instead of a hash and two, and no false positives. TPC-H SF 1 Q17 (204 part keys over
@@ -63,6 +65,9 @@ class RuntimeFilterSpec:
     column: str  # the scan's file column
     bloom: bool = True
     topk: bool = False  # a top-k's bound (it narrows as the top-k fills: never idle)
+    #: the scan's rows reach the join through an aggregation: rows read before the filter was
+    #: ready are filtered when the scan hands them over (else the aggregate takes them all in)
+    deep: bool = False
 
 
 @dataclass
@@ -79,6 +84,7 @@ class RuntimeFilter:
     keys: int = 0
     bloom: bool = True            # build a Bloom filter (only pushdown uses it: else range only)
     topk: bool = False            # a top-k's bound: it narrows as the top-k fills, so it never goes idle
+    deep: bool = False            # reaches its join through an aggregation (RuntimeFilterSpec.deep)
     ready: bool = False
     rows_in: int = 0
     rows_removed: int = 0
@@ -232,8 +238,10 @@ class RuntimeFilter:
                 keep &= bits.index_select(0, a).logical_and_(bits.index_select(0, b))
         if valid is not None:
             keep &= valid
-        self.rows_in += n
-        self.rows_removed += n - int(keep.sum())
+        removed = n - int(keep.sum())
+        with _COUNTS:  # I/O threads and the consumer (a deep filter's late rows) count together
+            self.rows_in += n
+            self.rows_removed += removed
         if not self.topk and self.rows_in >= self.IDLE_AFTER and self.rows_removed < self.IDLE_SHARE * self.rows_in:
             self.idle = True
         return keep

@@ -39,9 +39,10 @@ def _comparable(a: LType, b: LType) -> bool:
     return ka is not None and ka == kb
 
 
-def _trace(op: Operator, name: str, through_aggregates: bool = True):
+def _trace(op: Operator, name: str, through_aggregates: bool = True, deep: list | None = None):
     """(scan, file column, whether an exchange lies between) where column ``name`` of ``op``'s
-    output comes from, unchanged (an exchange moves rows between ranks; it keeps their keys)."""
+    output comes from, unchanged (an exchange moves rows between ranks; it keeps their keys).
+    ``deep`` (a list) gets True appended when the way passes an aggregation."""
     crossed = False
     while True:
         if isinstance(op, ScanOp):
@@ -64,6 +65,8 @@ def _trace(op: Operator, name: str, through_aggregates: bool = True):
             if not isinstance(e, Col):
                 return None
             op, name = op.child, e.name
+            if deep is not None:
+                deep.append(True)
         else:
             return None
 
@@ -88,11 +91,12 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
         for k, (pk, bk) in enumerate(zip(op.probe_keys, op.build_keys)):
             if not isinstance(pk, Col) or not _comparable(pk.type, bk.type):
                 continue
-            hit = _trace(op.probe, pk.name)
+            deep: list = []
+            hit = _trace(op.probe, pk.name, deep=deep)
             if hit is None:
                 continue
             scan, column, crossed = hit
-            rf = RuntimeFilterSpec(f"join on {pk} = {bk}", column, bloom=bloom)
+            rf = RuntimeFilterSpec(f"join on {pk} = {bk}", column, bloom=bloom, deep=bool(deep))
             if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
                 if not isinstance(op.build, ExchangeOp) or op.distribution == SINGLE:
                     continue  # (a join on rank 0 only: the other ranks' plans do not reach it)
