@@ -15,7 +15,7 @@ from sluice.errors import ExecutionError, UnsupportedError
 from sluice.expr.functions import find
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
 from sluice.expr.nodes import Col, Expr, Func, Lit
-from sluice.kernels.checks import deferred_checks
+from sluice.kernels.checks import deferred_checks, deferring
 
 _CPU = torch.device("cpu")
 
@@ -57,6 +57,49 @@ _VALUE_ERRORS = (ExecutionError, UnsupportedError)
 
 
 def _guarded_args(e: Func, chunk: Chunk) -> list[Column]:
+    if deferring(chunk.device) is not None:
+        got = _guarded_args_deferred(e, chunk)
+        if got is not None:
+            return got
+    return _guarded_args_now(e, chunk)
+
+
+def _guarded_args_deferred(e: Func, chunk: Chunk) -> list[Column] | None:
+    """The guard without a host wait (checks deferred, as on a GPU): each argument's checks keep
+    their failing rows, and only the rows where the argument decides the result count -- one
+    flag per check added to the query's deferred checks, read when the query ends. None (the
+    waiting path decides) when an argument raises at once, has a check that is not per row,
+    or -- AND / OR -- when more than one argument has checks."""
+    outer = deferring(chunk.device)
+    n = chunk.num_rows
+    cols: list[Column] = []
+    masks: list[list] = []
+    for i, a in enumerate(e.args):
+        if i == 0 and e.op in ("case", "coalesce"):  # every row needs it: deferred as usual
+            cols.append(evaluate(a, chunk))
+            masks.append([])
+            continue
+        try:
+            with deferred_checks(rows=n) as sink:
+                col = evaluate(a, chunk)
+        except Exception:  # noqa: BLE001 - the waiting path evaluates it again and decides
+            return None
+        if sink.unmapped:
+            return None
+        cols.append(col)
+        masks.append(sink.masks)
+    checked = [i for i, m in enumerate(masks) if m]
+    if e.op in ("and", "or") and len(checked) > 1:
+        return None
+    for i in checked:
+        prev = [c for j, c in enumerate(cols) if j != i] if e.op in ("and", "or") else cols[:i]
+        need = _deciding_rows(e.op, prev, len(e.args), n, chunk.device)
+        for bad, message, error in masks[i]:
+            outer.add((bad & need).any(), message, error)
+    return cols
+
+
+def _guarded_args_now(e: Func, chunk: Chunk) -> list[Column]:
     """The arguments of CASE, COALESCE, AND, OR. Each is evaluated over the whole chunk (the
     fast path); one that raises (a cast of a string that is no number, an overflow) is
     evaluated again over only the rows where it decides the result -- as in DuckDB, where

@@ -20,12 +20,27 @@ from sluice.errors import ExecutionError
 
 
 class DeferredChecks:
-    """Device-side flags of one query, one per message, read at the end."""
+    """Device-side flags of one query, one per message, read at the end.
 
-    def __init__(self) -> None:
+    With ``rows`` (a CASE/COALESCE/AND/OR argument evaluated over a chunk of that many rows)
+    the failing rows themselves are kept (``masks``), so that the guard can keep only the rows
+    where the argument decides the result -- without reading anything back. A check that is
+    not one flag per row (over a dictionary, or already reduced) sets ``unmapped``."""
+
+    def __init__(self, rows: int | None = None) -> None:
         self._flags: dict[tuple[str, type], torch.Tensor] = {}
+        self.rows = rows
+        self.masks: list[tuple[torch.Tensor, str, type]] = []
+        self.unmapped = False
 
     def add(self, flag: torch.Tensor, message: str, error: type = ExecutionError) -> None:
+        if self.rows is not None:
+            if flag.dim() == 1 and flag.numel() == self.rows:
+                self.masks.append((flag, message, error))
+                return
+            self.unmapped = True
+        if flag.dim():
+            flag = flag.any()
         prev = self._flags.get((message, error))
         self._flags[(message, error)] = flag if prev is None else (prev | flag)
 
@@ -48,10 +63,19 @@ _CHECKS: contextvars.ContextVar[DeferredChecks | None] = contextvars.ContextVar(
 DEFER_ON_CPU = False
 
 
+def deferring(device: torch.device) -> DeferredChecks | None:
+    """The sink checks on ``device`` go to now (None: they raise at once)."""
+    checks = _CHECKS.get()
+    if checks is None or (device.type == "cpu" and not DEFER_ON_CPU):
+        return None
+    return checks
+
+
 @contextlib.contextmanager
-def deferred_checks() -> Iterator[DeferredChecks]:
-    """Defer device-side checks within this block; the caller reads them with ``raise_pending``."""
-    checks = DeferredChecks()
+def deferred_checks(rows: int | None = None) -> Iterator[DeferredChecks]:
+    """Defer device-side checks within this block; the caller reads them with ``raise_pending``
+    (with ``rows``: keeps each check's failing rows, see DeferredChecks)."""
+    checks = DeferredChecks(rows)
     token = _CHECKS.set(checks)
     try:
         yield checks
@@ -64,10 +88,9 @@ def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None,
     """Raise ``error(message)`` if any row of ``bad`` (restricted to ``valid`` rows) is set."""
     if valid is not None:
         bad = bad & valid
-    flag = bad.any() if bad.dim() else bad
     checks = _CHECKS.get()
-    if checks is None or (flag.device.type == "cpu" and not DEFER_ON_CPU):
-        if bool(flag):
+    if checks is None or (bad.device.type == "cpu" and not DEFER_ON_CPU):
+        if bool(bad.any() if bad.dim() else bad):
             raise error(message)
         return
-    checks.add(flag, message, error)
+    checks.add(bad, message, error)

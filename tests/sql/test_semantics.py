@@ -425,12 +425,52 @@ def test_guards_hold_when_checks_are_deferred(sql, mixed_dir, connect, monkeypat
     "select s from m where s in ('12', 'abc') and cast(s as integer) > 8",
     "select case when f > 0 then cast(f as integer) end from m",
 ])
-def test_a_branch_still_raises_where_a_row_needs_it(sql, mixed_dir, connect):
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_branch_still_raises_where_a_row_needs_it(sql, deferred, mixed_dir, connect, monkeypatch):
     from sluice.errors import ExecutionError
+    from sluice.kernels import checks
+    monkeypatch.setattr(checks, "DEFER_ON_CPU", deferred)
     with pytest.raises(Exception):
         duckdb_connect(mixed_dir).sql(sql).fetchall()
     with pytest.raises(ExecutionError):
         connect(mixed_dir).sql(sql).to_arrow()
+
+
+def test_a_deferred_guard_never_waits_for_the_device(mixed_dir, monkeypatch):
+    # On a GPU the guard keeps each argument's failing rows and ANDs them with the rows where
+    # the argument decides: nothing is read back until the query's end (it used to wait once per
+    # guarded argument with checks, per chunk). Counted on the CPU with checks deferred.
+    import collections
+
+    import torch
+
+    from sluice.chunk import Chunk
+    from sluice.expr.evaluate import evaluate
+    from sluice.kernels import checks
+    import sluice
+    from sluice.physical.lower import lower_plan
+    monkeypatch.setattr(checks, "DEFER_ON_CPU", True)
+    con = sluice.connect(mixed_dir, device="cpu")
+    rel = con.sql("select case when f < 1e9 then cast(f as integer) when f < 1e10 then cast(f as bigint) end x from m")
+    proj = [o for o in lower_plan(rel.plan, con.config).walk() if type(o).__name__ == "ProjectOp"][0]
+    (expr,) = [e for _, e in proj.exprs]
+    table = pq.read_table(mixed_dir / "m.parquet")
+    from sluice.arrow import arrow_to_column
+    cols = {c: arrow_to_column(table.column(c.split(".")[-1])) for c in expr.columns()}
+    chunk = Chunk(cols, table.num_rows)
+    waits = collections.Counter()
+    for name in ("item", "__bool__", "__int__", "tolist", "cpu"):
+        orig = getattr(torch.Tensor, name)
+
+        def counted(self, *a, _orig=orig, _name=name, **k):
+            waits[_name] += 1
+            return _orig(self, *a, **k)
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    with checks.deferred_checks() as sink:
+        evaluate(expr, chunk)
+        assert not waits, waits
+    monkeypatch.undo()
+    sink.raise_pending()  # the infinite f needs no branch that fails: nothing to raise
 
 
 def test_integer_sum_beyond_64_bits_names_the_exact_way(tmp_path, connect):
