@@ -53,7 +53,7 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     folder = Path(tempfile.mkdtemp(prefix="sluice-ranks-"))
     try:
-        (folder / "job.json").write_text(json.dumps(job))
+        (folder / "job.json").write_text(json.dumps({**job, "launcher": os.getpid()}))
         cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=ranks, run_id=f"sluice-{uuid.uuid4().hex[:8]}",
                            rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0", max_restarts=0,
                            monitor_interval=0.1, logs_specs=DefaultLogsSpecs(log_dir=str(folder / "logs")))

@@ -15,6 +15,7 @@ from pathlib import Path
 def main(folder: str) -> int:
     root = Path(folder)
     job = json.loads((root / "job.json").read_text())
+    _die_with(job.get("launcher"))
     rank = int(os.environ.get("RANK", "0"))
     status: dict = {}
     try:
@@ -36,6 +37,21 @@ def main(folder: str) -> int:
     tmp.rename(root / f"status-{rank}.json")
     sys.stdout.flush()
     os._exit(0)  # the status file says how it went (the launcher would report a non-zero exit as a crash)
+
+
+def _die_with(launcher: int | None) -> None:
+    """This rank ends when the process that launched it does -- also when that one is killed
+    with SIGKILL and can stop nobody (Linux: the kernel signals a child whose parent died)."""
+    if launcher is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != launcher:  # it died before the line above took effect
+        os._exit(1)
 
 
 def _failure(e: BaseException) -> dict:

@@ -96,6 +96,32 @@ def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_pat
     assert [p.name for p in tmp.iterdir() if p.name.startswith("sluice-")] == [], "job folders left behind"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
+def test_ranks_end_when_their_launcher_is_killed_with_sigkill(tpch_spread, tmp_path):
+    # A launcher killed with SIGKILL stops nobody itself: its ranks ask the kernel to kill them
+    # when their parent dies (they kept running until their queries ended).
+    mark = uuid.uuid4().hex
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
+                  "--set", "broadcast_bytes=0", SLOW)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp, mark))
+    try:
+        deadline = time.time() + 60
+        while _rank_pid(mark, 1) is None and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert _rank_pid(mark, 0) is not None and _rank_pid(mark, 1) is not None, "the ranks never started"
+        proc.kill()
+        proc.communicate(timeout=30)
+        deadline = time.time() + 10
+        while _procs_with(mark) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _procs_with(mark) == [], "ranks outlived their launcher"
+    finally:
+        for pid in _procs_with(mark):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_an_error_on_every_rank_is_one_line(tpch_spread, tmp_path):
     res = subprocess.run(_sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
                                  "select sum(l_orderkey * 4611686018427387904) from lineitem"),
