@@ -27,10 +27,10 @@ import pyarrow as pa
 import torch
 
 from sluice.arrow import batch_to_page, page_to_batch
+from sluice.dist.wire import FRAME, framed
 from sluice.chunk import Chunk, Column
 from sluice.types import LType
 
-_FRAME = 8  # each host stream is preceded by its length (little-endian uint64)
 _ALIGN = 8  # every device piece starts at a multiple of 8 bytes: any dtype views it in place
 _LAYOUT = b"sluice.device_columns"
 
@@ -82,13 +82,7 @@ def pack(chunk: Chunk, dictionaries: bool = True) -> Packed:
         layout.append([name, c.type.kind, c.type.scale, c.type.precision, c.valid is not None])
     batch = page_to_batch(Chunk(host_cols, n, home=chunk.device), dictionaries)
     batch = batch.replace_schema_metadata({_LAYOUT: json.dumps(layout)})
-    sink = pa.BufferOutputStream()
-    sink.write(b"\0" * _FRAME)
-    with pa.ipc.new_stream(sink, batch.schema) as w:
-        w.write_batch(batch)
-    host = np.frombuffer(sink.getvalue(), dtype=np.uint8).copy()
-    host[:_FRAME] = np.frombuffer(np.uint64(host.size - _FRAME).tobytes(), dtype=np.uint8)
-    return Packed(host, pieces, size)
+    return Packed(framed(batch), pieces, size)
 
 
 def unpack(host: torch.Tensor, dev: torch.Tensor, device: torch.device) -> list[Chunk]:
@@ -101,8 +95,8 @@ def unpack(host: torch.Tensor, dev: torch.Tensor, device: torch.device) -> list[
     buf = pa.py_buffer(raw)
     pos, dpos, end = 0, 0, raw.size
     while pos < end:
-        n = int(raw[pos:pos + _FRAME].view(np.uint64)[0])
-        pos += _FRAME
+        n = int(raw[pos:pos + FRAME].view(np.uint64)[0])
+        pos += FRAME
         for batch in pa.ipc.open_stream(buf.slice(pos, n)):
             rows = batch.num_rows
             layout = json.loads(batch.schema.metadata[_LAYOUT])

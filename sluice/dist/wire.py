@@ -19,19 +19,23 @@ from sluice.chunk import Chunk
 from sluice.arrow import batch_to_page, page_to_batch
 
 
-_FRAME = 8  # each stream is preceded by its length (little-endian uint64)
+FRAME = 8  # each stream is preceded by its length (little-endian uint64)
 
 
 def chunk_to_bytes(chunk: Chunk, dictionaries: bool = True) -> np.ndarray:
     """One chunk as a uint8 array: its length, then an Arrow IPC stream (low-cardinality
     strings as dictionary + codes with ``dictionaries``)."""
-    batch = page_to_batch(chunk, dictionaries)
+    return framed(page_to_batch(chunk, dictionaries))
+
+
+def framed(batch: pa.RecordBatch) -> np.ndarray:
+    """``batch`` as a uint8 array: its length, then an Arrow IPC stream of it."""
     sink = pa.BufferOutputStream()
-    sink.write(b"\0" * _FRAME)
+    sink.write(b"\0" * FRAME)
     with pa.ipc.new_stream(sink, batch.schema) as w:
         w.write_batch(batch)
     out = np.frombuffer(sink.getvalue(), dtype=np.uint8).copy()
-    out[:_FRAME] = np.frombuffer(np.uint64(out.size - _FRAME).tobytes(), dtype=np.uint8)
+    out[:FRAME] = np.frombuffer(np.uint64(out.size - FRAME).tobytes(), dtype=np.uint8)
     return out
 
 
@@ -44,8 +48,8 @@ def bytes_to_chunks(data: torch.Tensor, device: torch.device) -> list[Chunk]:
     buf = pa.py_buffer(raw)
     pos, end = 0, raw.size
     while pos < end:
-        n = int(raw[pos:pos + _FRAME].view(np.uint64)[0])
-        pos += _FRAME
+        n = int(raw[pos:pos + FRAME].view(np.uint64)[0])
+        pos += FRAME
         for batch in pa.ipc.open_stream(buf.slice(pos, n)):
             if batch.num_rows:
                 out.append(batch_to_page(batch, device))

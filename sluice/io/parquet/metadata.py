@@ -30,42 +30,35 @@ class MetadataCache:
         self.misses = 0
 
     def footer(self, path: str) -> pq.FileMetaData:
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            raise DataError(f"cannot open {path}: {e.strerror}") from None
-        key = (st.st_size, st.st_mtime_ns)
-        with self._lock:
-            hit = self._files.get(path)
-            if hit is not None and hit[0] == key:
-                self.hits += 1
-                return hit[1]
-        try:
-            md = pq.read_metadata(path)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
-        with self._lock:
-            self.misses += 1
-            self._files[path] = (key, md)
-        return md
-
+        def read(p: str) -> pq.FileMetaData:
+            try:
+                return pq.read_metadata(p)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise DataError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
+        return self._cached(self._files, path, read, count=True)
 
     def integer_footer(self, path: str, md: pq.FileMetaData):
         """``integer_metadata`` of the file whose footer is ``md`` (once per file version)."""
         from sluice.io.parquet.int_decimals import integer_metadata
+        return self._cached(self._integer, path, lambda p: integer_metadata(p, md))
+
+    def _cached(self, store: dict, path: str, compute, count: bool = False):
+        """``compute(path)`` once per version of the file (its size and modification time)."""
         try:
             st = os.stat(path)
         except OSError as e:
             raise DataError(f"cannot open {path}: {e.strerror}") from None
         key = (st.st_size, st.st_mtime_ns)
         with self._lock:
-            hit = self._integer.get(path)
+            hit = store.get(path)
             if hit is not None and hit[0] == key:
+                self.hits += count
                 return hit[1]
-        got = integer_metadata(path, md)
+        value = compute(path)
         with self._lock:
-            self._integer[path] = (key, got)
-        return got
+            self.misses += count
+            store[path] = (key, value)
+        return value
 
 
 def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
