@@ -5,8 +5,9 @@ A chunk splits in two:
 
 - its fixed-width columns (integers, floats, decimals as scaled int64, dates, timestamps, bools)
   and their validity masks: raw bytes of the tensors, each piece padded to 8 bytes so that the
-  receiver views them back in place (no copy, no parse), concatenated into one uint8 buffer on
-  the chunk's device -- on CUDA they never touch the host;
+  receiver views them back as their dtype (no parse; one device copy each, so that a page does
+  not pin the round's buffer), concatenated into one uint8 buffer on the chunk's device -- on
+  CUDA they never touch the host;
 - everything that lives on the host: string columns (their dictionaries are host Arrow arrays,
   so a string column costs one device-to-host copy of its codes, and travels as values or as
   dictionary + codes exactly as :mod:`sluice.dist.wire` sends it), SUMs beyond 64 bits, and the
@@ -86,8 +87,8 @@ def pack(chunk: Chunk, dictionaries: bool = True) -> Packed:
 
 
 def unpack(host: torch.Tensor, dev: torch.Tensor, device: torch.device) -> list[Chunk]:
-    """The chunks one sender packed: ``host`` its framed streams, ``dev`` its device bytes (the
-    chunks' columns are views into ``dev``)."""
+    """The chunks one sender packed: ``host`` its framed streams, ``dev`` its device bytes (copied
+    out column by column, so ``dev`` can go once they are)."""
     out: list[Chunk] = []
     if not host.numel():
         return out
@@ -109,11 +110,13 @@ def unpack(host: torch.Tensor, dev: torch.Tensor, device: torch.device) -> list[
                 name, kind, scale, precision, has_valid = entry
                 t = LType(kind, scale, precision)
                 nbytes = rows * t.torch_dtype.itemsize
-                data = dev[dpos:dpos + nbytes].view(t.torch_dtype)
+                # copies, not views: a page held (or spilled) on its own must not keep the
+                # whole round's receive buffer alive beyond what the budget counts
+                data = dev[dpos:dpos + nbytes].view(t.torch_dtype).clone()
                 dpos += _aligned(nbytes)
                 valid = None
                 if has_valid:
-                    valid = dev[dpos:dpos + rows].view(torch.bool)
+                    valid = dev[dpos:dpos + rows].view(torch.bool).clone()
                     dpos += _aligned(rows)
                 cols[name] = Column(data, t, valid)
             if rows:

@@ -135,6 +135,8 @@ class RuntimeFilter:
                 table[v - self.lo] = True
             return table
         if span is not None:  # packed, little-endian bit order (bit i of byte j: value 8j + i)
+            if not self._chunks:  # a rank without build keys of its own: zeros, OR-ed with the others'
+                return torch.zeros((span + 7) // 8, dtype=torch.uint8)
             x = torch.unique(torch.cat(self._chunks) - self.lo)
             # distinct values set distinct bits: their sum per byte is their OR
             bit = torch.ones_like(x).bitwise_left_shift_(x & 7).to(torch.uint8)

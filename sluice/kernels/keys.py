@@ -325,7 +325,8 @@ class JoinTable:
     def __init__(self, key: torch.Tensor, valid: torch.Tensor | None, card: int,
                  max_bytes: int | None = None) -> None:
         dev = key.device
-        rows = torch.arange(key.numel(), device=dev)
+        total = key.numel()
+        rows = torch.arange(total, device=dev)
         if valid is not None:
             rows = rows[valid]
             key = key[valid]
@@ -337,7 +338,7 @@ class JoinTable:
         self.card = card
         n1 = max(self.n, 1)
         if card <= max(DIRECT_JOIN_FACTOR * n1, floor) and (max_bytes is None or 4 * (card + 1) <= max_bytes):
-            self.table = _unique_table(key, rows, card)
+            self.table = _unique_table(key, rows, card, total)
             self.direct = self.unique = self.table is not None
             if not self.direct and card <= max(DIRECT_RANGE_FACTOR * n1, floor):
                 counts = torch.bincount(key, minlength=card)
@@ -426,11 +427,11 @@ class JoinTable:
         return (q if idx is None else idx[q]), self.sorted_rows[pos]
 
 
-def _unique_table(key: torch.Tensor, rows: torch.Tensor, card: int) -> torch.Tensor | None:
-    """A direct table from key code to build row (-1: none; slot ``card`` is always -1), or
+def _unique_table(key: torch.Tensor, rows: torch.Tensor, card: int, total: int) -> torch.Tensor | None:
+    """A direct table from key code to build row (< ``total``; -1: none; slot ``card`` is always -1), or
     None when some key repeats. Rows are written, then read back: a repeated key lost one of
     its writes (cheaper than counting the whole range with bincount)."""
-    dt = torch.int32 if rows.numel() < (1 << 31) else torch.int64
+    dt = torch.int32 if total < (1 << 31) else torch.int64
     r = rows.to(dt)
     table = torch.full((card + 1,), -1, dtype=dt, device=key.device)
     if key.numel():

@@ -200,3 +200,15 @@ def test_rows_read_before_a_deep_filter_is_ready_are_filtered_when_handed_over(t
     (agg,) = [o for o in rel.last_run[0].walk() if type(o).__name__ == "HashAggregateOp" and o.keys]
     rows_into_agg = rel.last_run[1].runs[agg.child].stats.rows
     assert rows_into_agg < 0.03 * sum(rg.num_rows for rg in scan.row_groups)
+
+
+def test_a_rank_without_build_keys_contributes_an_empty_packed_bitmap():
+    # publish_across sizes the bitmap by every rank's keys: a rank whose own build input was
+    # empty makes zeros of the same size (it crashed on concatenating no chunks)
+    import torch
+
+    from sluice.exec.runtime_filter import RuntimeFilter
+    rf = RuntimeFilter("j", "k")
+    rf.lo, rf.hi = 0, 40_000_000  # the merged range and key count of the other ranks
+    table = rf._table(200_000)
+    assert rf.exact and table.dtype == torch.uint8 and table.numel() == 5_000_001 and not bool(table.any())

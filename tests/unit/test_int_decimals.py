@@ -83,3 +83,15 @@ def test_files_without_integer_decimals_or_with_a_bad_footer_are_read_as_they_ar
     cut = raw[:-8 - len(footer)] + footer[: len(footer) // 2] + len(footer[: len(footer) // 2]).to_bytes(4, "little") + b"PAR1"
     bad.write_bytes(cut)
     assert integer_metadata(str(bad), pq.read_metadata(duck_file)) is None
+
+
+def test_files_of_one_table_disagreeing_on_a_decimal_scale_are_refused(tmp_path, connect):
+    # Every file is read (and its statistics taken) as the first file's types: a second file with
+    # decimal(15,3) where the first has decimal(15,2) was read 10x off. Now one line.
+    import sluice
+    t = tmp_path / "t"
+    t.mkdir()
+    pq.write_table(pa.table({"d": pa.array(["1.25"]).cast(pa.decimal128(15, 2))}), t / "a.parquet")
+    pq.write_table(pa.table({"d": pa.array(["1.250"]).cast(pa.decimal128(15, 3))}), t / "b.parquet")
+    with pytest.raises(sluice.SluiceError, match="agree on column types"):
+        connect(tmp_path).sql("select sum(d) from t").to_arrow()

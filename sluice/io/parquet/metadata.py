@@ -191,6 +191,13 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
         elif s.names != schema.names:
             raise DataError(f"table {name!r}: {f} has columns {s.names}, expected {schema.names}")
         types = _types(schema)[0]
+        if s is not schema:  # every file is read (and its statistics taken) as the first file's types
+            mine = _types(s)[0]
+            for col, t in types.items():
+                if col in mine and (mine[col].kind, mine[col].scale) != (t.kind, t.scale):
+                    raise UnsupportedError(
+                        f"table {name!r}: column {col!r} is {t} in {files[0]} but {mine[col]} in {f} "
+                        "(the files of one table must agree on column types)")
         for i in range(md.num_row_groups):
             rg = md.row_group(i)
             stats = {}
