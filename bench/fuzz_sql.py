@@ -87,7 +87,16 @@ def mk_numbers(n, seed):  # every numeric type, their limits among the values
         "d2": pa.array([None if r.random() < .12 else decimal.Decimal(r.randint(-9999, 9999)) / 100 for _ in range(n)], pa.decimal128(4, 2)),
         "d6": pa.array([None if r.random() < .12 else decimal.Decimal(r.randint(-10**12, 10**12)) / 10**6 for _ in range(n)], pa.decimal128(18, 6)),
     })
-pq.write_table(mk_numbers(120, 4), root/"n.parquet", row_group_size=25, store_decimal_as_integer=INT_DECIMALS)
+# n is a folder of two files; for a quarter of the seeds the second stores d2 at another scale
+# (the same values): a table whose files disagree on a type must be refused, never read as the
+# first file's type (a decimal's scale once read 10x off, its statistics too).
+NUMBERS = mk_numbers(120, 4)
+(root/"n").mkdir(exist_ok=True)
+pq.write_table(NUMBERS.slice(0, 60), root/"n"/"a.parquet", row_group_size=25, store_decimal_as_integer=INT_DECIMALS)
+SECOND = NUMBERS.slice(60)
+if random.Random(30_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0)).random() < 0.25:
+    SECOND = SECOND.set_column(SECOND.schema.get_field_index("d2"), "d2", SECOND.column("d2").cast(pa.decimal128(6, 3)))
+pq.write_table(SECOND, root/"n"/"b.parquet", row_group_size=25, store_decimal_as_integer=INT_DECIMALS)
 WORDS = ["S\u0308a\ufe0d", "abc", "\U0001F468\u200d\U0001F469\u200d\U0001F467x", "\u00fcber", "Stra\u00dfe", "", "\u65e5\u672c\u8a9e",
          "e\u0301e\u0301", "\U0001F1FA\U0001F1F8", "na\u00efve caf\u00e9", "ABC", None]
 pq.write_table(pa.table({"i": pa.array(range(40)), "w": pa.array([WORDS[j % len(WORDS)] for j in range(40)])}), root/"w.parquet", row_group_size=9)

@@ -44,6 +44,9 @@ def duckdb_tables(data_dir: str | Path):
     con.execute("SET TimeZone = 'UTC'")
     for p in sorted(Path(data_dir).glob("*.parquet")):
         con.execute(f"create table \"{p.stem}\" as select * from read_parquet('{p}')")
+    for d in sorted(p for p in Path(data_dir).iterdir() if p.is_dir() and any(p.glob("*.parquet"))):
+        # a folder of files is one table (sluice's rule); DuckDB unifies their types by name
+        con.execute(f"create table \"{d.name}\" as select * from read_parquet('{d}/*.parquet', union_by_name=true)")
     return con
 
 
