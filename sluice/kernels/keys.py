@@ -9,6 +9,9 @@ build side are flagged as non-matching.
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor, unify_dictionaries
@@ -194,9 +197,6 @@ def _constant_within(c: Column, rep: torch.Tensor) -> bool:
     diff = (~same).nonzero().squeeze(1)  # equal codes are equal strings; others are compared
     if diff.numel() == 0:
         return True
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
     a = c.data.index_select(0, diff).cpu().numpy().astype(np.int64)
     b = c.data.index_select(0, rep.index_select(0, diff)).cpu().numpy().astype(np.int64)
     return bool(pc.all(pc.equal(c.dictionary.take(pa.array(a)), c.dictionary.take(pa.array(b)))).as_py())

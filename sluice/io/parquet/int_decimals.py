@@ -112,7 +112,6 @@ def rewrite_footer(footer: bytes) -> tuple[bytes, list[int]] | None:
             out += footer[start:end]
             continue
         lr = CompactReader(footer, _value_start(footer, start, footer[start]))
-        head_start = lr.pos
         h = lr.byte()
         size, etype = h >> 4, h & 0x0F
         if size == 15:
@@ -120,7 +119,6 @@ def rewrite_footer(footer: bytes) -> tuple[bytes, list[int]] | None:
         if etype != _STRUCT:
             return None
         out += footer[start:lr.pos]  # the field's header and the list's header, as they were
-        del head_start
         for i in range(size):
             s0 = lr.pos
             fields = _fields(lr)
