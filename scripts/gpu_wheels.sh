@@ -4,7 +4,7 @@
 # pytest). Two folders, both git-ignored (.gitignore: a copy without git metadata works), so that each fits
 # the device tool's 64 MiB carry beside the working tree:
 #   .whl/      what the tests and benchmarks import that the image lacks (sqlglot, duckdb, the
-#              TPC-H/SSB data generator tpchgen-cli, ...)
+#              TPC-H/SSB data generator tpchgen-cli, TPC-DS's tpcgen-cli, ...)
 #   .whl-gpu/  nvCOMP (nvidia-nvcomp-cu13 + nvidia-libnvcomp-cu13) and KvikIO (kvikio-cu13 +
 #              libkvikio-cu13 + rapids-logger); cupy and the CUDA libraries come with the image.
 # scripts/gpu_check.sh installs whichever of them is there. Prints each folder's size.
@@ -18,8 +18,8 @@ get() {
 }
 rm -rf .whl .whl-gpu  # one version of each: two stop pip's install there
 get .whl sqlglot==30.30.0 duckdb==2.0.1 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 \
-  prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers
-# The GPU wheels (37 MB) and .whl (31 MB, duckdb 24 of it) together pass 64 MiB: the GPU ones
+  prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers tpcgen-cli==4.0.0
+# The GPU wheels (37 MB) and .whl (38 MB, duckdb 24 of it) together pass 64 MiB: the GPU ones
 # travel as one xz tarball of what is imported (no headers, tools or other Pythons' builds),
 # 25 MB, unpacked into the same --target folder there.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
