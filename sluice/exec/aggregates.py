@@ -31,12 +31,33 @@ def _exact(t: LType) -> bool:
     return t.kind == "decimal" or t.is_integer or t.kind == "bool"
 
 
-def _count(ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> torch.Tensor:
+# One group (a keyless aggregate, or keys all equal): every id is 0, so the per-group kernels
+# are plain reductions -- a scatter into one slot is ten times slower on a CPU and, on a GPU,
+# every row's atomic update hits the same address.
+
+
+def count_by(ids: torch.Tensor, g: int, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows per group (those where ``valid``, when given)."""
+    if g == 1:
+        if valid is None:
+            return torch.full((1,), ids.numel(), dtype=torch.int64, device=ids.device)
+        return valid.sum(0, keepdim=True, dtype=torch.int64)
     return torch.bincount(ids if valid is None else ids[valid], minlength=g)
 
 
+_count = count_by
+
+
 def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
+    if g == 1:
+        return v.sum(0, keepdim=True, dtype=v.dtype)
     return torch.zeros(g, dtype=v.dtype, device=v.device).index_add_(0, ids, v)
+
+
+def _scatter_add(ids: torch.Tensor, g: int, v: torch.Tensor, dev) -> torch.Tensor:
+    if g == 1:
+        return v.sum(0, keepdim=True, dtype=torch.int64)
+    return torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
 
 
 class Accumulator:
@@ -164,6 +185,10 @@ class MinMaxAcc(Accumulator):
         init = torch.zeros(g, dtype=v.dtype, device=v.device)
         if valid is not None:
             ids, v = ids[valid], v[valid]
+        if g == 1:  # one group: a reduction (an empty one keeps the zero, as include_self=False)
+            if v.numel() == 0:
+                return init
+            return (v.amin if red == "amin" else v.amax)(0, keepdim=True)
         return init.scatter_reduce_(0, ids, v, reduce=red, include_self=False)
 
     def update(self, arg, ids, g, rows):
@@ -277,7 +302,7 @@ class MomentsAcc(Accumulator):
         v = self._values(arg)
         if valid is not None:
             ids, v = ids[valid], v[valid]
-        n = torch.bincount(ids, minlength=g)
+        n = count_by(ids, g)
         mean = _sum_by(ids, g, v) / n.clamp(min=1).to(torch.float64)
         m2 = _sum_by(ids, g, (v - mean[ids]) ** 2)
         return self._state(n, mean, m2)
@@ -412,11 +437,11 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev, check: bool
     if check:
         check = max_abs(v) * n < _SAFE_SUM
     if check:  # no overflow possible: one pass
-        s = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
+        s = _scatter_add(ids, g, v, dev)
         return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
     hi, lo = split_hi_lo(v)
-    shi = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, hi)
-    slo = torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, lo)
+    shi = _scatter_add(ids, g, hi, dev)
+    slo = _scatter_add(ids, g, lo, dev)
     shi, slo = normalize_hi_lo(shi, slo)
     return {"hi": shi, "lo": slo}
 

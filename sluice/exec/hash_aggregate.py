@@ -33,7 +33,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
-from sluice.exec.aggregates import MOMENTS, Accumulator, make_accumulator
+from sluice.exec.aggregates import MOMENTS, Accumulator, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import first_rows, group_ids
@@ -183,9 +183,9 @@ class HashAggregateOp(Operator):
             rows = torch.ones(n, dtype=torch.int64, device=dev)
             cols: dict[str, Column] = dict(zip(self.key_names, kcols))
         else:
-            ids, g = group_ids(kcols, n)
+            ids, g = group_ids(kcols, n, dev)
             ids = ids.to(dev)
-            rows = torch.bincount(ids, minlength=g)
+            rows = count_by(ids, g)
             cols = {}
             if self.keys:
                 firsts = first_rows(ids, g)
@@ -199,7 +199,7 @@ class HashAggregateOp(Operator):
         dpages = {}
         for arg in self.distinct_args:
             x = evaluate(arg, chunk, memo).expand(n)
-            pair_ids, k = group_ids([Column(ids, _INT64), x], n)
+            pair_ids, k = group_ids([Column(ids.contiguous(), _INT64), x], n)
             firsts = first_rows(pair_ids.to(dev), k)
             dcols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
             dcols["__x"] = x.take(firsts)
@@ -217,7 +217,7 @@ class HashAggregateOp(Operator):
         """One row per group from rows of partial states (rows of one group merged)."""
         n = data.num_rows
         kcols = [data.columns[k] for k in self.key_names]
-        ids, g = group_ids(kcols, n)
+        ids, g = group_ids(kcols, n, data.device)
         ids = ids.to(data.device)
         cols: dict[str, Column] = {}
         if self.keys:
@@ -265,9 +265,9 @@ class HashAggregateOp(Operator):
             firsts = first_rows(pair_ids.to(data.device), k)
             kcols = [c.take(firsts) for c in kcols]
             x = x.take(firsts)
-            ids, g = group_ids(kcols, int(firsts.numel()))
+            ids, g = group_ids(kcols, int(firsts.numel()), data.device)
             ids = ids.to(data.device)
-            rows = torch.bincount(ids, minlength=g)
+            rows = count_by(ids, g)
             cols: dict[str, Column] = {}
             if self.keys:
                 f2 = first_rows(ids, g)

@@ -135,11 +135,12 @@ def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
     return inv, int(uniq.numel())
 
 
-def group_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
-    """Group id (0..g-1) of each of ``n`` rows, and g. With no key columns: one group."""
+def group_ids(cols: list[Column], n: int, device: torch.device | None = None) -> tuple[torch.Tensor, int]:
+    """Group id (0..g-1) of each of ``n`` rows, and g. With no key columns: one group, its
+    ids a zero broadcast on ``device`` (no memory, nothing to copy to a GPU: a host tensor of
+    n zeros crossed PCIe per chunk of every keyless aggregate)."""
     if not cols:
-        dev = torch.device("cpu")
-        return torch.zeros(n, dtype=torch.int64, device=dev), 1
+        return torch.zeros(1, dtype=torch.int64, device=device).expand(n), 1
     if len(cols) > 1 and any(c.type.kind == "string" for c in cols):
         got = _by_determining_key(cols, n)
         if got is not None:
