@@ -26,6 +26,7 @@ from sluice.exec.driver import explain as explain_ops, result_schema, run_batche
 from sluice.physical.lower import lower_plan
 from sluice.io.memory import configure_allocator
 from sluice.io.spill import clean_stale
+from sluice.kernels.parallel import IO_THREAD_PREFIX
 from sluice.catalog import TableInfo
 from sluice.io.parquet.metadata import MetadataCache, files_matching, load_table, table_files
 from sluice.plan.logical import PlanNode
@@ -85,7 +86,7 @@ class Connection:
         self.cache = MetadataCache()
         self._registered: dict[str, str] = {}
         self._tables: dict[str, tuple[TableInfo, list]] = {}
-        self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix="sluice-io")
+        self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=IO_THREAD_PREFIX)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ catalog

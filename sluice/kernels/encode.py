@@ -13,30 +13,16 @@ whatever the hash's quality (a skewed hash only makes one piece bigger, i.e. slo
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
 from sluice.kernels.buffers import host_tensor, string_buffers
+from sluice.kernels.parallel import compute_pool
 
 PARALLEL_MIN = 1 << 21   # below this, one Arrow call is as fast (its table still fits in cache)
 PIECE_ROWS = 1 << 17     # strings per piece
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max(1, torch.get_num_threads()), thread_name_prefix="sluice-encode")
-        return _pool
-
 
 def encode_strings(arr: pa.Array) -> tuple[pa.Array, torch.Tensor]:
     """(dictionary without repeats, int32 code of each element) of a string array without
@@ -58,7 +44,7 @@ def encode_strings(arr: pa.Array) -> tuple[pa.Array, torch.Tensor]:
         taken = arr.take(pa.array(order_np[starts[i]: starts[i] + counts[i]]))
         return pc.dictionary_encode(taken)
 
-    results = list(_executor().map(encode, range(pieces)))
+    results = list(compute_pool().map(encode, range(pieces)))
     dicts, local, base = [], [], 0
     for enc in results:
         if enc is None:

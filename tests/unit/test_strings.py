@@ -105,3 +105,42 @@ def test_filter_columns_equals_filtering_each_column():
         assert column_to_arrow(got[c]).to_pylist() == want.to_pylist()
         assert column_to_arrow(got[c]).to_pylist() == [v for v, k in zip(column_to_arrow(col).to_pylist(),
                                                                          mask.tolist()) if k]
+
+
+def test_map_slices_equals_one_call():
+    import pyarrow.compute as pc
+    from sluice.kernels import parallel
+    arr = pa.array([f"x{i % 977} special {i} requests" if i % 5 else None for i in range(3 * parallel.MIN_SLICE + 7)])
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        got = parallel.map_slices(lambda d: pc.match_like(d, "%7%requests%"), arr)
+        assert got.equals(pc.match_like(arr, "%7%requests%"))
+        up = parallel.map_slices(pc.utf8_upper, arr)
+        assert up.equals(pc.utf8_upper(arr))
+    finally:
+        torch.set_num_threads(before)
+
+
+SLICED = [
+    "select count(*) from orders where o_comment not like '%special%requests%'",
+    "select count(*) from orders where o_comment ilike '%SPECIAL%'",
+    "select count(*) from orders where starts_with(o_comment, 'fur') or contains(o_comment, 'ly ')",
+    "select sum(strpos(o_comment, 'a')), max(regexp_replace(o_comment, '[aeiou]', '#', 'g')) from orders",
+    "select max(lpad(o_comment, 20, '*')), min(split_part(o_comment, ' ', 2)) from orders",
+]
+
+
+def test_string_functions_over_sliced_dictionaries(tpch_dir, tpch_duck, connect, monkeypatch):
+    # Slices of 1,000 entries: every string function of these queries runs slice by slice.
+    from sluice.kernels import parallel
+    from sluice.testing.oracle import compare
+    monkeypatch.setattr(parallel, "MIN_SLICE", 1000)
+    pool = parallel.compute_pool()
+    used = []
+    monkeypatch.setattr(parallel, "compute_pool", lambda: used.append(1) or pool)
+    for mode in ("direct", "pushdown"):  # filters on the consumer (sliced), on I/O threads (not)
+        con = connect(tpch_dir, threads=2, scan_mode=mode)
+        for sql in SLICED:
+            compare(con.sql(sql).to_arrow(), tpch_duck.sql(sql).to_arrow_table())
+    assert len(used) >= len(SLICED)

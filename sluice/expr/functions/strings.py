@@ -19,6 +19,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid, gather_bool
+from sluice.kernels.parallel import map_slices
 from sluice.types import BOOL, INT64, STRING
 
 LIKE_SEL = 0.1
@@ -82,7 +83,8 @@ def _per_entry_numbers(a: Column, per_entry: pa.Array, t) -> Column:
 @register("not_like", "not_ilike", bind=_string_arg("LIKE", BOOL), selectivity=lambda e, est: 0.9)
 def like(e, args, chunk) -> Column:
     a, = args
-    per_entry = pc.match_like(a.dictionary, e.params[0], ignore_case=e.op.endswith("ilike"))
+    pattern, ignore_case = e.params[0], e.op.endswith("ilike")
+    per_entry = map_slices(lambda d: pc.match_like(d, pattern, ignore_case=ignore_case), a.dictionary)
     m = gather_bool(per_entry, a.data)
     return Column(~m if e.op.startswith("not_") else m, BOOL, a.valid)
 
@@ -296,7 +298,7 @@ def per_entry_function(e, args, chunk) -> Column:
     a, = args
     t, fn = PER_ENTRY[e.op]
     d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
-    res = fn(d, *e.params)
+    res = map_slices(lambda s: fn(s, *e.params), d)
     if t == STRING:
         return Column(a.data, e.type, a.valid, res.cast(pa.string()))
     return _per_entry_numbers(a, res, t)
