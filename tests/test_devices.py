@@ -276,3 +276,25 @@ def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir
     dec._decode_pages(pages)
     assert seen == [pages.page_bytes()] and pages.page_bytes() > host.limit
     assert host.used == 0
+
+
+@needs_cuda
+def test_host_maps_and_group_counts_reach_the_gpu_without_a_wait():
+    # Two waits a chunk on an H200 (q01): dictionary code maps copied from pageable memory and
+    # bincount's host read of the largest id. Both are now sync-free on CUDA.
+    from sluice.exec.aggregates import count_by
+    from sluice.kernels.buffers import to_device
+    dev = torch.device("cuda", torch.cuda.current_device())
+    ids = torch.randint(0, 50, (100_000,), device=dev)
+    valid = torch.rand(100_000, device=dev) > 0.5
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        mapped = to_device(torch.arange(1000, dtype=torch.int32), dev)
+        counts = count_by(ids, 50)
+        counted = count_by(ids, 50, valid)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert mapped.cpu().tolist() == list(range(1000))
+    assert torch.equal(counts, torch.bincount(ids, minlength=50))
+    assert torch.equal(counted, torch.bincount(ids[valid], minlength=50))

@@ -150,3 +150,16 @@ def test_exact_group_sum_without_the_overflow_check(scale):
         s = exact_group_sum(v, ids, 7, torch.device("cpu"), check=check)
         got = [h * 4294967296 + lo for h, lo in zip(s["hi"].tolist(), s["lo"].tolist())]
         assert got == want, check
+
+
+@pytest.mark.parametrize("sync_free", [False, True])
+@pytest.mark.parametrize("g", [1, 3, 1000])
+def test_count_by_both_ways_equals_bincount(sync_free, g):
+    from sluice.exec.aggregates import count_by
+    gen = torch.Generator().manual_seed(g)
+    ids = torch.randint(0, g, (5000,), generator=gen)
+    valid = torch.rand(5000, generator=gen) > 0.3
+    assert torch.equal(count_by(ids, g, sync_free=sync_free), torch.bincount(ids, minlength=g))
+    assert torch.equal(count_by(ids, g, valid, sync_free=sync_free), torch.bincount(ids[valid], minlength=g))
+    zeros = torch.zeros(1, dtype=torch.int64).expand(7)  # a keyless aggregate's broadcast ids
+    assert count_by(zeros, 1, sync_free=sync_free).tolist() == [7]

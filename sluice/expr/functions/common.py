@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, host_tensor
+from sluice.chunk import Column, host_tensor, to_device
 from sluice.kernels.values import I64_MAX, dictionary_rank, scale_up, to_type  # noqa: F401 - re-exported
 from sluice.types import LType
 
@@ -33,7 +33,7 @@ def numeric_pair(a: Column, b: Column, t: LType):
 def gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
     """A boolean per row from a boolean per dictionary entry (NULL is false)."""
     arr = per_entry.fill_null(False).to_numpy(zero_copy_only=False)
-    t = host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)).to(codes.device)
+    t = to_device(host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)), codes.device)
     if codes.dim() == 0:
         return t[codes.long()]
     return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
