@@ -40,6 +40,9 @@ import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
 
+if {"-h", "--help"} & set(sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
 RANKS = int(sys.argv[sys.argv.index("--ranks") + 1]) if "--ranks" in sys.argv else 1
 ARGS = [a for i, a in enumerate(sys.argv) if a != "--ranks" and (i == 0 or sys.argv[i - 1] != "--ranks")]
 R = random.Random(int(ARGS[1]) if len(ARGS) > 1 else 0)

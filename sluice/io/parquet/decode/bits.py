@@ -11,8 +11,17 @@ from __future__ import annotations
 
 import torch
 
+from sluice.kernels.buffers import to_device
+
 #: Zero bytes appended to every page buffer so gathers a few bytes past a value stay in bounds.
 PAD = 16
+
+
+def small(values: list, device, dtype=torch.long) -> torch.Tensor:
+    """A tensor of a few host-known numbers (page offsets, sizes, indices) on ``device``,
+    without the wait of ``torch.tensor(values, device=cuda)`` (a copy from pageable memory
+    waits for the stream; counted among the decoder's waits on an H200)."""
+    return to_device(torch.tensor(values, dtype=dtype), torch.device(device))
 
 
 def gather(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
@@ -65,11 +74,13 @@ def zigzag(v: torch.Tensor) -> torch.Tensor:
 def spans(starts: list[int], ends: list[int], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every byte position of the streams [starts[i], ends[i]) in one tensor, the stream of
     each, and each stream's first index in it."""
-    lengths = torch.tensor([e - s for s, e in zip(starts, ends)], dtype=torch.long, device=device)
+    sizes = [e - s for s, e in zip(starts, ends)]
+    lengths = small(sizes, device)
     first = torch.cumsum(lengths, 0) - lengths
-    sid = torch.repeat_interleave(torch.arange(len(starts), device=device), lengths)
-    st = torch.tensor(starts, dtype=torch.long, device=device)
-    pos = torch.arange(int(sid.numel()), device=device).add_(gather(st - first, sid))
+    total = sum(sizes)
+    sid = torch.repeat_interleave(torch.arange(len(starts), device=device), lengths, output_size=total)
+    st = small(starts, device)
+    pos = torch.arange(total, device=device).add_(gather(st - first, sid))
     return pos, sid, first
 
 
@@ -114,7 +125,7 @@ def follow(nxt: torch.Tensor, heads: torch.Tensor, longest: int) -> torch.Tensor
     if pos is None:
         return on[:n].bool()
     out = torch.zeros(n, dtype=torch.bool, device=dev)
-    out[pos[on[:m].bool()]] = True
+    out[pos] = on[:m].bool()  # positions are distinct: no boolean mask (a wait on a GPU)
     return out
 
 
@@ -137,11 +148,12 @@ def chain_heads(nxt_abs: torch.Tensor, sid: torch.Tensor, first: torch.Tensor, s
     after its position (lengths are never negative, positions never wrap), so no end indexes
     before the stream: :func:`follow`'s gathers and scatters stay in bounds on garbage too."""
     dev = nxt_abs.device
-    st = torch.tensor(starts, dtype=torch.long, device=dev)
-    en = torch.tensor(ends, dtype=torch.long, device=dev)
+    st = small(starts, dev)
+    en = small(ends, dev)
     # Relative to the positions of spans, in place (``nxt_abs`` is used up: for strings these
     # run over every byte).
     nxt = nxt_abs.add_(gather(first - st, sid))
     nxt.masked_fill_(nxt >= gather(first + (en - st), sid), nxt_abs.numel())
-    nonempty = torch.tensor([e > s for s, e in zip(starts, ends)], device=dev)
-    return torch.nonzero(follow(nxt, first[nonempty], longest)).reshape(-1)
+    nonempty = [i for i, (s, e) in enumerate(zip(starts, ends)) if e > s]
+    heads = first if len(nonempty) == len(starts) else first.index_select(0, small(nonempty, dev))
+    return torch.nonzero(follow(nxt, heads, longest)).reshape(-1)

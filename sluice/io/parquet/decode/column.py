@@ -23,7 +23,7 @@ import torch
 from sluice.chunk import Column, concat_columns, empty_column
 from sluice.errors import DataError
 from sluice.io.parquet.decode import strings
-from sluice.io.parquet.decode.bits import PAD, gather
+from sluice.io.parquet.decode.bits import PAD, gather, small
 from sluice.io.parquet.decode.delta import decode_delta
 from sluice.io.parquet.decode.device_bytes import DeviceBytes
 from sluice.io.parquet.decode.hybrid import decode_hybrid
@@ -409,8 +409,8 @@ def _decode(lay: _Layout, spec: ColumnSpec, device: torch.device, on_device=None
     ns = [p["n"] for p in pages]
     N = sum(ns)
     dev = buf.device
-    n_t = torch.tensor(ns, dtype=torch.long, device=dev)
-    page = torch.repeat_interleave(torch.arange(P, device=dev), n_t)
+    n_t = small(ns, dev)
+    page = torch.repeat_interleave(torch.arange(P, device=dev), n_t, output_size=N)
     slot_first = torch.cumsum(n_t, 0) - n_t
     valid = None
     if spec.max_def:
@@ -455,7 +455,7 @@ class _Ctx:
             return None
         dev = self.buf.device
         m = torch.zeros(len(self.pages), dtype=torch.bool, device=dev)
-        m[torch.tensor(group, dtype=torch.long, device=dev)] = True
+        m[small(group, dev)] = True
         return m[self.page]
 
     def slot_index(self, group: list[int], offsets: torch.Tensor) -> torch.Tensor:
@@ -463,7 +463,7 @@ class _Ctx:
         per-page offsets are ``offsets``); garbage for slots of pages not in the group."""
         dev = self.buf.device
         off = torch.zeros(len(self.pages), dtype=torch.long, device=dev)
-        off[torch.tensor(group, dtype=torch.long, device=dev)] = offsets.to(dev)
+        off[small(group, dev)] = offsets.to(dev)
         return self.rank + off[self.page]
 
     def pick(self, group: list[int], values: torch.Tensor) -> torch.Tensor:
@@ -486,7 +486,9 @@ class _Ctx:
         return torch.where(member if got.dim() == 1 else member[:, None], got, out)
 
     def group_nn(self, group: list[int]) -> torch.Tensor:
-        return self.nn[torch.tensor(group, dtype=torch.long, device=self.buf.device)]
+        if len(group) == len(self.pages):
+            return self.nn
+        return self.nn[small(group, self.buf.device)]
 
 
 def _check(ok: torch.Tensor, what: str) -> None:
@@ -535,7 +537,7 @@ def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
     if len(set(chunks)) == 1:
         _check(vals < size[chunks[0]], "a dictionary index past its dictionary")
         return vals.add_(base[chunks[0]])
-    chunk_of_value = torch.repeat_interleave(torch.tensor(chunks, dtype=torch.long, device=dev), ctx.group_nn(group))
+    chunk_of_value = torch.repeat_interleave(small(chunks, dev), ctx.group_nn(group), output_size=vals.numel())
     _check(vals < size[chunk_of_value], "a dictionary index past its dictionary")
     return vals.add_(base[chunk_of_value])
 
@@ -543,13 +545,14 @@ def _indices(ctx: _Ctx, group: list[int]) -> torch.Tensor:
 def _dict_extent(ctx: _Ctx) -> tuple[torch.Tensor, torch.Tensor]:
     """Per chunk, the first entry of its dictionary among all chunks' and its entry count."""
     nchunks = 1 + max([p["chunk"] for p in ctx.pages] + [d[0] for d in ctx.lay.dicts] + [0])
-    base = torch.zeros(nchunks, dtype=torch.long)
-    size = torch.zeros(nchunks, dtype=torch.long)
+    base = [0] * nchunks
+    size = [0] * nchunks
     at = 0
     for ci, _s, _e, count, _enc in ctx.lay.dicts:
         base[ci], size[ci] = at, count
         at += count
-    return base.to(ctx.buf.device), size.to(ctx.buf.device)
+    both = small(base + size, ctx.buf.device)  # one copy, no wait
+    return both[:nchunks], both[nchunks:]
 
 
 def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
@@ -561,13 +564,13 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
     w = 1 if spec.physical == "BOOLEAN" else WIDTH.get(spec.physical, spec.type_length)
     out = None
     pages = ctx.pages
-    vstart = torch.tensor([p["v"] for p in pages], dtype=torch.long, device=dev)
+    vstart = small([p["v"] for p in pages], dev)
     enc_of = {p["enc"] for p in pages}
-    ends = torch.tensor([p["end"] for p in pages], dtype=torch.long, device=dev)
+    ends = small([p["end"] for p in pages], dev)
     for group, bits_each in ((ctx.groups({"PLAIN"}), 1 if spec.physical == "BOOLEAN" else 8 * w),
                              (ctx.groups({"BYTE_STREAM_SPLIT"}), 8 * w)):
         if group:
-            gi = torch.tensor(group, dtype=torch.long, device=dev)
+            gi = small(group, dev)
             _check(vstart[gi] * 8 + ctx.nn[gi] * bits_each <= ends[gi] * 8, "values run past their page")
     plain = ctx.groups({"PLAIN"})
     if plain:
@@ -608,7 +611,7 @@ def _fixed(ctx: _Ctx) -> tuple[torch.Tensor, None]:
         ps = [pages[i] for i in delta]
         vals, hdrs, _ = decode_delta(ctx.buf, ctx.host, [p["v"] for p in ps], [p["end"] for p in ps],
                                      [p["n"] for p in ps])
-        _check(torch.tensor([h.total for h in hdrs], device=dev) == ctx.group_nn(delta),
+        _check(small([h.total for h in hdrs], dev) == ctx.group_nn(delta),
                "DELTA_BINARY_PACKED pages hold another number of values than their levels say")
         le = vals.view(torch.uint8).reshape(-1, 8)[:, :w]
         out = ctx.put(ctx.member(delta), ctx.pick(delta, le), out)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sluice.io.parquet.decode.bits import chain_heads, gather, spans, unpack, varint, zigzag
+from sluice.io.parquet.decode.bits import chain_heads, gather, small, spans, unpack, varint, zigzag
 from sluice.io.parquet.thrift import CompactReader
 
 
@@ -71,16 +71,16 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
     b_starts = [h.blocks_at for h in hdrs]
     b_ends = [min(e, h.blocks_at + h.nblocks * (10 + h.minis + h.block * 8)) for h, e in zip(hdrs, ends)]
     total = sum(h.total for h in hdrs)
-    counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
+    counts = small([h.total for h in hdrs], dev)
     offsets = torch.cumsum(counts, 0) - counts
-    firsts = torch.tensor([h.first for h in hdrs], dtype=torch.long, device=dev)
+    firsts = small([h.first for h in hdrs], dev)
     if total == 0:
-        return torch.zeros(0, dtype=torch.long, device=dev), hdrs, torch.tensor(b_starts, device=dev)
-    m_t = torch.tensor([h.minis for h in hdrs], dtype=torch.long, device=dev)
-    vpm_t = torch.tensor([h.per_mini for h in hdrs], dtype=torch.long, device=dev)
-    bs_t = torch.tensor([h.block for h in hdrs], dtype=torch.long, device=dev)
-    nb_t = torch.tensor([h.nblocks for h in hdrs], dtype=torch.long, device=dev)
-    end_t = torch.tensor(ends, dtype=torch.long, device=dev)
+        return torch.zeros(0, dtype=torch.long, device=dev), hdrs, small(b_starts, dev)
+    m_t = small([h.minis for h in hdrs], dev)
+    vpm_t = small([h.per_mini for h in hdrs], dev)
+    bs_t = small([h.block for h in hdrs], dev)
+    nb_t = small([h.nblocks for h in hdrs], dev)
+    end_t = small(ends, dev)
 
     pos, sid, first = spans(b_starts, b_ends, dev)
     have_blocks = any(h.nblocks for h in hdrs)
@@ -97,7 +97,7 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
         at = torch.arange(npos, device=dev)
         wfrom = at + hl  # index (into the region's bytes) of a block's first width
         data_abs = pos + hl + m
-        inside = data_abs <= gather(torch.tensor(b_ends, dtype=torch.long, device=dev), sid)
+        inside = data_abs <= gather(small(b_ends, dev), sid)
         wto = torch.where(inside, wfrom + m, wfrom).clamp_(max=npos)
         wfrom.clamp_(max=npos)
         # Where a block starting at each byte would end (its widths past the region: past it).
@@ -126,7 +126,7 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
         u_to = torch.clamp(h_w0 + used, max=npos)
         # Where each stream ends: after its last block's miniblocks that hold values.
         ends_t = torch.where(has, h_data[lastc] + (csum[u_to[lastc]] - csum[h_w0[lastc]]) * vpm_t // 8,
-                             torch.tensor(b_starts, dtype=torch.long, device=dev))
+                             small(b_starts, dev))
         # One check before any value is unpacked: every block's widths inside its region (the
         # last block's: no block follows it to say so), no miniblock holding values wider
         # than 64 bits, and the values inside the page.
@@ -135,9 +135,9 @@ def decode_delta(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
             raise ValueError("DELTA_BINARY_PACKED values run past their page (or a miniblock is wider "
                              "than 64 bits)")
     else:
-        ends_t = torch.tensor(b_starts, dtype=torch.long, device=dev)
+        ends_t = small(b_starts, dev)
     # Every value: 0 is the first value, k >= 1 the (k-1)th delta.
-    vsid = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts)
+    vsid = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts, output_size=total)
     k = torch.arange(total, device=dev) - offsets[vsid]
     vals = firsts[vsid].clone()
     if have_blocks:

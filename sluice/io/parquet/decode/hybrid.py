@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from sluice.io.parquet.decode.bits import PAD, chain_heads, le_bytes, spans, unpack, varint
+from sluice.kernels.buffers import to_device
+from sluice.io.parquet.decode.bits import PAD, chain_heads, le_bytes, small, spans, unpack, varint
 
 
 def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths: torch.Tensor,
@@ -25,12 +26,12 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     # here, on the host, not a gather past the buffer (on CUDA, a device-side assert).
     if any(s > e or (s < e and not 0 <= s < e <= buf.numel() - PAD) for s, e in zip(starts, ends)):
         raise ValueError("an RLE/bit-packed stream lies outside the page buffer")
-    counts = counts.to(dev).long()
+    counts = to_device(counts, dev).long()
     offsets = torch.cumsum(counts, 0) - counts
     pos, sid, first = spans(starts, ends, dev)
     if pos.numel() == 0:
         return torch.zeros(0, dtype=torch.long, device=dev), offsets
-    widths = widths.to(dev).long()
+    widths = to_device(widths, dev).long()
     w = widths[sid]
     head, hl = varint(buf, pos, 5)
     packed = (head & 1) == 1
@@ -50,7 +51,7 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     r_count = torch.clamp(torch.minimum(r_claim, counts[r_sid] - r_in_stream), min=0)
     r_first = torch.cumsum(r_count, 0) - r_count
     need = torch.where(r_packed, r_n * r_w, (r_w + 7) >> 3)  # the bytes each run says it holds
-    ends_t = torch.tensor(ends, dtype=torch.long, device=dev)
+    ends_t = small(ends, dev)
     # An RLE run's value lies in ceil(width / 8) bytes; bits above the width mean a corrupt run
     # (pyarrow reads the whole bytes and refuses the level or index they make).
     r_value = le_bytes(buf, r_pos + r_hl, 4) & ((1 << (((r_w + 7) >> 3) * 8)) - 1)

@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from sluice.io.parquet.decode.bits import PAD
+from sluice.io.parquet.decode.bits import PAD, small
 
 #: Parquet codec names -> nvCOMP algorithm names (GZIP pages are unwrapped to raw deflate).
 ALGORITHMS = {"SNAPPY": "Snappy", "ZSTD": "Zstd", "LZ4_RAW": "LZ4", "LZ4": "LZ4", "GZIP": "Deflate"}
@@ -423,7 +423,7 @@ def _copy_runs(dst: torch.Tensor, src: torch.Tensor, runs: list[tuple[int, int, 
             dst[d:d + n].copy_(src[s:s + n])
         return
     dev = dst.device
-    s_t, d_t, n_t = (torch.tensor(c, dtype=torch.long, device=dev) for c in zip(*runs))
+    s_t, d_t, n_t = (small(c, dev) for c in zip(*runs))
     run = torch.repeat_interleave(torch.arange(len(runs), device=dev), n_t, output_size=total)
     k = torch.arange(total, device=dev) - (torch.cumsum(n_t, 0) - n_t)[run]
     dst[d_t[run] + k] = src[s_t[run] + k]

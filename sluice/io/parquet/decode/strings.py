@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.io.parquet.decode.bits import chain_heads, gather, le_bytes, spans
+from sluice.io.parquet.decode.bits import chain_heads, gather, le_bytes, small, spans
 from sluice.io.parquet.decode.delta import decode_delta
 
 
@@ -38,10 +38,10 @@ def plain(buf: torch.Tensor, starts: list[int], ends: list[int], most: int | Non
     heads = chain_heads(nxt_abs, sid, first, starts, ends, min(longest, most or longest))
     h_sid = sid[heads]
     del sid, nxt_abs
-    st = torch.tensor(starts, dtype=torch.long, device=dev)
+    st = small(starts, dev)
     at = heads + gather(st - first, h_sid)
     length = le_bytes(buf, at, 4)
-    if bool((at + 4 + length > torch.tensor(ends, dtype=torch.long, device=dev)[h_sid]).any()):
+    if bool((at + 4 + length > small(ends, dev)[h_sid]).any()):
         raise ValueError("a byte array runs past its page")
     return at + 4, length
 
@@ -51,12 +51,12 @@ def delta_length(buf: torch.Tensor, host, starts: list[int], ends: list[int], mo
     """DELTA_LENGTH_BYTE_ARRAY: the lengths (a delta stream), then the bytes back to back."""
     dev = buf.device
     lengths, hdrs, data_at = decode_delta(buf, host, starts, ends, most)
-    counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
-    seg = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts)
+    counts = small([h.total for h in hdrs], dev)
+    seg = torch.repeat_interleave(torch.arange(len(hdrs), device=dev), counts, output_size=sum(h.total for h in hdrs))
     seg_first = torch.cumsum(counts, 0) - counts
     # Each length within its page's bytes (so their sum cannot wrap past int64), then their sum:
     # one check before any byte is gathered.
-    room = torch.tensor(ends, dtype=torch.long, device=dev) - data_at
+    room = small(ends, dev) - data_at
     fits = (lengths >= 0) & (lengths <= room[seg])
     total = torch.zeros(len(hdrs), dtype=torch.long, device=dev).index_add_(0, seg, torch.where(fits, lengths, 0))
     if not bool(torch.cat([fits, total <= room]).all()):
@@ -71,7 +71,7 @@ def delta_bytes(buf: torch.Tensor, host, starts: list[int], ends: list[int], mos
     dev = buf.device
     prefix, hdrs, after = decode_delta(buf, host, starts, ends, most)
     suf_start, suf_len = delta_length(buf, host, after.tolist(), ends, most)
-    counts = torch.tensor([h.total for h in hdrs], dtype=torch.long, device=dev)
+    counts = small([h.total for h in hdrs], dev)
     if prefix.numel() != suf_len.numel():
         raise ValueError("DELTA_BYTE_ARRAY prefixes and suffixes differ in number")
     length = prefix + suf_len
