@@ -258,7 +258,9 @@ def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
     # not finite: x itself, or for negative digits 0 where it is NaN (42 / 10^1000 * 10^1000)
     out = torch.where(torch.isfinite(r) | ~torch.isfinite(v), r,
                       v if digits >= 0 else torch.where(torch.isnan(r), torch.zeros_like(v), v))
-    return torch.where(torch.isfinite(v), out, v).to(x.dtype)
+    # The sign of x, also on a zero: round(-0.4) and round(-0.0) are -0.0 in DuckDB (t + 0.0
+    # above made them +0.0, and x / round(f) then an infinity of the other sign).
+    return torch.where(torch.isfinite(v), torch.copysign(out, v), v).to(x.dtype)
 
 
 def _round_type(args, params) -> LType:
