@@ -130,9 +130,11 @@ class RuntimeFilter:
         span = self._exact_span(keys)
         self.exact = span is not None
         if span is not None and span <= EXACT_MAX_SPAN:
-            table = torch.zeros(span, dtype=torch.bool)
+            # Padded: slot 0 stands for every key below lo, slot span + 1 for every key above
+            # hi (both False), so a probe is a clamp and a gather, no range compares (mask).
+            table = torch.zeros(span + 2, dtype=torch.bool)
             for v in self._chunks:
-                table[v - self.lo] = True
+                table[v - (self.lo - 1)] = True
             return table
         if span is not None:  # packed, little-endian bit order (bit i of byte j: value 8j + i)
             if not self._chunks:  # a rank without build keys of its own: zeros, OR-ed with the others'
@@ -218,21 +220,30 @@ class RuntimeFilter:
         return self.ready and not self.idle
 
     def mask(self, col: Column, n: int) -> torch.Tensor:
-        """Rows of ``col`` whose key may match (False for NULL keys)."""
+        """Rows of ``col`` whose key may match (False for NULL keys). The caller counts what
+        it kept (:meth:`count`)."""
+        if self.lo is not None and self.exact and self.bits is not None and self.bits.dtype == torch.bool:
+            c = col.expand(n) if col.is_const else col
+            bits = self.bits.to(c.data.device) if self.bits.device != c.data.device else self.bits
+            # The padded bitmap: keys clamped to [lo - 1, hi + 1], in the column's own integer
+            # type where those bounds fit it (no int64 copy; the clamped offset cannot wrap).
+            v = c.data.reshape(-1)
+            if v.dtype not in (torch.int32, torch.int64) or not (
+                    torch.iinfo(v.dtype).min <= self.lo - 1 and self.hi + 1 <= torch.iinfo(v.dtype).max):
+                v = v.to(torch.int64)
+            keep = bits.index_select(0, v.clamp(self.lo - 1, self.hi + 1).sub_(self.lo - 1))
+            return keep if c.valid is None else keep.logical_and_(c.valid.reshape(-1))
         v, valid = _keys64(col.expand(n) if col.is_const else col)
         if self.lo is None:
             keep = torch.zeros(n, dtype=torch.bool, device=v.device)
         else:
             keep = (v >= self.lo) & (v <= self.hi)
-            if self.bits is not None and self.exact:
+            if self.bits is not None and self.exact:  # packed bits over [lo, hi]
                 bits = self.bits.to(v.device) if self.bits.device != v.device else self.bits
                 # a key outside [lo, hi] reads slot 0 and is dropped by ``keep`` anyway
                 x = (v - self.lo).clamp_(0, self.hi - self.lo)
-                if bits.dtype == torch.uint8:  # packed
-                    byte = bits.index_select(0, x >> 3)
-                    keep &= byte.bitwise_right_shift_((x & 7).to(torch.uint8)).bitwise_and_(1).bool()
-                else:
-                    keep &= bits.index_select(0, x)
+                byte = bits.index_select(0, x >> 3)
+                keep &= byte.bitwise_right_shift_((x & 7).to(torch.uint8)).bitwise_and_(1).bool()
             elif self.bits is not None:
                 bits = self.bits.to(v.device) if self.bits.device != v.device else self.bits
                 a, b = _slots(v, bits.numel())
@@ -240,13 +251,16 @@ class RuntimeFilter:
                 keep &= bits.index_select(0, a).logical_and_(bits.index_select(0, b))
         if valid is not None:
             keep &= valid
-        removed = n - int(keep.sum())
+        return keep
+
+    def count(self, n: int, kept: int) -> None:
+        """``n`` rows probed, ``kept`` of them passed; a filter that removes almost nothing
+        goes idle."""
         with _COUNTS:  # I/O threads and the consumer (a deep filter's late rows) count together
             self.rows_in += n
-            self.rows_removed += removed
+            self.rows_removed += n - kept
         if not self.topk and self.rows_in >= self.IDLE_AFTER and self.rows_removed < self.IDLE_SHARE * self.rows_in:
             self.idle = True
-        return keep
 
     def describe(self) -> str:
         if not self.ready:

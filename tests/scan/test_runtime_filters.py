@@ -212,3 +212,31 @@ def test_a_rank_without_build_keys_contributes_an_empty_packed_bitmap():
     rf.lo, rf.hi = 0, 40_000_000  # the merged range and key count of the other ranks
     table = rf._table(200_000)
     assert rf.exact and table.dtype == torch.uint8 and table.numel() == 5_000_001 and not bool(table.any())
+
+
+@pytest.mark.parametrize("lo_edge", [False, True])
+def test_exact_bitmap_probes_int32_keys_in_their_own_type(lo_edge):
+    # The padded bitmap is probed by clamping each key to [lo - 1, hi + 1] in the column's own
+    # type: int32 keys near both ends of their range (and build keys whose lo - 1 does not fit
+    # int32, which probe in int64) must keep exactly the build's keys, NULLs never.
+    import torch
+
+    from sluice.chunk import Column
+    from sluice.exec.runtime_filter import RuntimeFilter
+    from sluice.types import LType
+    i32 = torch.iinfo(torch.int32)
+    base = i32.min if lo_edge else 1000
+    build = torch.tensor([base, base + 3, base + 7, base + 60_000], dtype=torch.int64)
+    rf = RuntimeFilter("j", "k")
+    rf.add(Column(build, LType("int64")), build.numel())
+    rf.publish()
+    assert rf.exact and rf.bits.dtype == torch.bool
+    probe = torch.tensor([i32.min, i32.min + 1, i32.max, i32.max - 1, 0, -1, base, base + 3, base + 4, base + 7,
+                          base + 60_000, base + 59_999, min(base + 60_001, i32.max)], dtype=torch.int32)
+    valid = torch.ones(probe.numel(), dtype=torch.bool)
+    valid[7] = False  # base + 3 is NULL here: never kept
+    keep = rf.mask(Column(probe, LType("int32"), valid), probe.numel())
+    want = torch.isin(probe.to(torch.int64), build) & valid
+    assert torch.equal(keep, want)
+    rf.count(probe.numel(), int(keep.sum()))
+    assert rf.rows_in == probe.numel() and rf.rows_removed == int((~keep).sum())

@@ -362,13 +362,12 @@ class ScanReader:
             key = cols[rf.column]
             if keep is not None:
                 key = key.take(keep)
-            m = rf.mask(key, n if keep is None else int(keep.numel()))
-            if keep is None:
-                if bool(m.all()):
-                    continue
-                keep = torch.nonzero(m).reshape(-1)
-            else:
-                keep = keep[m]
+            m_rows = n if keep is None else int(keep.numel())
+            passed = torch.nonzero(rf.mask(key, m_rows)).reshape(-1)
+            rf.count(m_rows, int(passed.numel()))
+            if passed.numel() == m_rows:
+                continue  # every row passed: positions unchanged
+            keep = passed if keep is None else keep.index_select(0, passed)
             if keep.numel() == 0:
                 break
         return keep
