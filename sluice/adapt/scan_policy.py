@@ -111,14 +111,23 @@ class ScanPolicy:
         skip = {m for m, r in self.estimate.items()
                 if self._drift_rate and m != self.current and r * 2 < self._drift_rate}
         self._drift_rate = 0.0
-        self._plan = deque(m for m in self.modes if m not in skip for _ in range(self.burst))
+        order = list(self.modes)
+        if self._filters_first and "direct" in order and len(order) > 1:
+            # A runtime filter just became ready: the modes that apply it go first, so the
+            # slices right after it are filtered even when the scan ends before direct's turn
+            # (TPC-DS q72 at SF 1: inventory's 6 slices, the round restarted at slice 3 with
+            # direct and no slice ever applied the filters of its 46 K-row join).
+            order.remove("direct")
+            order.append("direct")
+        self._filters_first = False
+        self._plan = deque(m for m in order if m not in skip for _ in range(self.burst))
         # The scan's first slices also pay for starting up (threads, footers, the pipeline
         # filling from empty): measured on SF 10 lineitem, the first mode sampled showed 13
         # Mrows/s against 19 over its later slices. The first burst of a scan warms up twice.
         self._first_burst = slice_idx == 0 and not self.estimate
-        self._first_mode = self.modes[0]  # (drop_mode may change modes[0] mid-round)
+        self._first_mode = self._plan[0] if self._plan else self.modes[0]  # (drop_mode may change modes mid-round)
         if self._first_burst:
-            self._plan.extendleft([self.modes[0]] * self.warm)
+            self._plan.extendleft([self._first_mode] * self.warm)
 
     def assign(self, slice_idx: int) -> str:
         """The mode of slice ``slice_idx`` (slices are assigned in scan order)."""
@@ -242,6 +251,9 @@ class ScanPolicy:
             if self.coordinator is not None:
                 self.coordinator.release(self)
         self._pending_resample = True
+        self._filters_first = reason == "filter"
+
+    _filters_first = False
 
     def prefer(self, mode: str) -> None:
         """Use ``mode`` until the next round of sampling decides (a Bloom runtime filter became

@@ -139,6 +139,23 @@ def test_a_runtime_filter_that_becomes_ready_restarts_the_sampling():
         assert not p.coordinator._owner  # the round it dropped gave the coordinator back
 
 
+def test_the_round_after_a_filter_samples_the_modes_that_apply_it_first():
+    # A scan of few slices whose filter comes ready mid-scan: the next slices must apply it
+    # (pushdown, staging) -- the round used to restart with direct, which cannot, and the
+    # scan ended before any slice was filtered (TPC-DS q72: inventory, 6 slices).
+    p = ScanPolicy(burst=2, warm=1)
+    first = [p.assign(i) for i in range(3)]
+    assert first[0] == "direct"
+    p.invalidate(3)
+    after = [p.assign(i) for i in range(3, 9)]
+    assert after[:2] == ["pushdown", "pushdown"] and "direct" not in after[:4], after
+    assert after.count("direct") == 2  # still sampled, last
+    p2 = ScanPolicy(burst=2, warm=1)  # a drift's round keeps the usual order
+    [p2.assign(i) for i in range(3)]
+    p2.invalidate(3, reason="drift")
+    assert p2.assign(3) == "direct"
+
+
 def test_a_dip_that_leaves_the_mode_far_ahead_does_not_resample():
     # pushdown runs at 3x the others; from slice 30 it dips by a third (still twice as fast):
     # sampling the others again could only cost. A fall to below them does re-sample.
