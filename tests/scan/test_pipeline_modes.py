@@ -105,3 +105,11 @@ def test_adaptive_scan_keeps_every_io_thread_busy(threads, tpch_dir, tpch_duck, 
     assert reader.policy is not None
     assert len(reader.tasks) > 3  # more slices than a fixed depth of 3 (one row group each at least)
     assert reader.stats.peak_in_flight == min(len(reader.tasks), max(3, threads + 1))
+
+
+def test_analyze_shows_the_tasks_in_flight(tpch_dir, connect):
+    rel = connect(tpch_dir, io_threads=2, chunk_rows=100_000).sql("select sum(l_quantity) from lineitem")
+    rel.to_arrow()
+    (reader,) = rel.last_run[1].readers()
+    assert reader.stats.peak_in_flight >= 2
+    assert f"in {reader.stats.peak_in_flight} task(s) at once" in rel.analyze()
