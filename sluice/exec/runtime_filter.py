@@ -134,7 +134,7 @@ class RuntimeFilter:
             # hi (both False), so a probe is a clamp and a gather, no range compares (mask).
             table = torch.zeros(span + 2, dtype=torch.bool)
             for v in self._chunks:
-                table[v - (self.lo - 1)] = True
+                table[(v - self.lo) + 1] = True  # (lo - 1 itself may not fit int64)
             return table
         if span is not None:  # packed, little-endian bit order (bit i of byte j: value 8j + i)
             if not self._chunks:  # a rank without build keys of its own: zeros, OR-ed with the others'
@@ -228,10 +228,14 @@ class RuntimeFilter:
             # The padded bitmap: keys clamped to [lo - 1, hi + 1], in the column's own integer
             # type where those bounds fit it (no int64 copy; the clamped offset cannot wrap).
             v = c.data.reshape(-1)
-            if v.dtype not in (torch.int32, torch.int64) or not (
-                    torch.iinfo(v.dtype).min <= self.lo - 1 and self.hi + 1 <= torch.iinfo(v.dtype).max):
+            if v.dtype in (torch.int32, torch.int64) and \
+                    torch.iinfo(v.dtype).min <= self.lo - 1 and self.hi + 1 <= torch.iinfo(v.dtype).max:
+                x = v.clamp(self.lo - 1, self.hi + 1).sub_(self.lo - 1)
+            else:  # other types, or lo - 1 / hi + 1 beyond int64 (keys at its very ends)
                 v = v.to(torch.int64)
-            keep = bits.index_select(0, v.clamp(self.lo - 1, self.hi + 1).sub_(self.lo - 1))
+                inside = (v >= self.lo) & (v <= self.hi)
+                x = torch.where(inside, v - self.lo + 1, 0)  # (a wrapped difference is never picked)
+            keep = bits.index_select(0, x)
             return keep if c.valid is None else keep.logical_and_(c.valid.reshape(-1))
         v, valid = _keys64(col.expand(n) if col.is_const else col)
         if self.lo is None:

@@ -183,6 +183,21 @@ def test_dictionary_indices_past_the_dictionary():
             decode(chunk, spec("INT64", pa.int64()), 5)
 
 
+def test_dictionary_indices_missing():
+    """A data page of five values whose RLE_DICTIONARY body is its bit width alone: no index
+    at all. It decoded to zeros (values read from nowhere), and with pages of two row groups
+    sized a GPU gather past its end (found in review); now a corrupt page."""
+    body = bytes([2])
+    chunk = page(DICTIONARY_PAGE, int64s(7, 9), 2, PLAIN) + page(DATA_PAGE, body, 5, RLE_DICTIONARY)
+    with pytest.raises(ValueError, match="fewer values"):
+        decode(chunk, spec("INT64", pa.int64()), 5)
+    buf = torch.zeros(8 + PAD, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="fewer values"):
+        decode_hybrid(buf, [5, 9], [5, 9], torch.ones(2, dtype=torch.long), torch.tensor([4, 2]))
+    vals, offsets = decode_hybrid(buf, [5], [5], torch.ones(1, dtype=torch.long), torch.tensor([0]))
+    assert vals.numel() == 0 and offsets.tolist() == [0]  # no values asked for: none, no error
+
+
 def test_plain_strings_past_the_page():
     """A PLAIN byte array whose 4-byte length runs past its page (and the buffer)."""
     body = (3).to_bytes(4, "little") + b"abc" + (1 << 30).to_bytes(4, "little") + b"de"

@@ -240,3 +240,35 @@ def test_exact_bitmap_probes_int32_keys_in_their_own_type(lo_edge):
     assert torch.equal(keep, want)
     rf.count(probe.numel(), int(keep.sum()))
     assert rf.rows_in == probe.numel() and rf.rows_removed == int((~keep).sum())
+
+
+@pytest.mark.parametrize("edge", ["min", "max"])
+def test_exact_bitmap_with_build_keys_at_the_ends_of_int64(edge, tmp_path, connect):
+    # lo - 1 (or hi + 1) does not fit int64 there: the padded bitmap's build and probe must
+    # not overflow (they raised an internal error, found in review).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sluice.testing.oracle import duckdb_tables
+    i64 = (-(2 ** 63)) if edge == "min" else (2 ** 63 - 1)
+    step = 1 if edge == "min" else -1
+    pq.write_table(pa.table({"k": pa.array([i64 + step * (i % 50) for i in range(2000)], pa.int64())}),
+                   tmp_path / "fact.parquet")
+    pq.write_table(pa.table({"dk": pa.array([i64, i64 + 3 * step], pa.int64()), "name": ["a", "b"]}),
+                   tmp_path / "dim.parquet")
+    import torch
+
+    from sluice.chunk import Column
+    from sluice.exec.runtime_filter import RuntimeFilter
+    from sluice.types import LType
+    build = torch.tensor([i64, i64 + 3 * step], dtype=torch.int64)
+    rf = RuntimeFilter("j", "k")
+    rf.add(Column(build, LType("int64")), 2)
+    rf.publish()
+    assert rf.exact
+    probe = torch.tensor([i64 + step * i for i in range(6)] + [0, -(2 ** 63), 2 ** 63 - 1], dtype=torch.int64)
+    assert torch.equal(rf.mask(Column(probe, LType("int64")), probe.numel()), torch.isin(probe, build))
+    sql = "select name, count(*) as n from fact join dim on k = dk group by name"
+    want = duckdb_tables(tmp_path).sql(sql).to_arrow_table()
+    for mode in ("auto", "pushdown", "staging"):
+        compare(connect(tmp_path, scan_mode=mode, chunk_rows=300).sql(sql).to_arrow(), want)

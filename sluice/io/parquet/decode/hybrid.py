@@ -30,6 +30,10 @@ def decode_hybrid(buf: torch.Tensor, starts: list[int], ends: list[int], widths:
     offsets = torch.cumsum(counts, 0) - counts
     pos, sid, first = spans(starts, ends, dev)
     if pos.numel() == 0:
+        # No run in any stream: pages that say they hold values are corrupt (callers size
+        # their gathers by the counts, so returning no values would overrun on a GPU).
+        if counts.numel() and bool((counts > 0).any()):
+            raise ValueError("RLE/bit-packed streams hold fewer values than their pages say")
         return torch.zeros(0, dtype=torch.long, device=dev), offsets
     widths = to_device(widths, dev).long()
     w = widths[sid]
