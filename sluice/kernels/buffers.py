@@ -48,7 +48,12 @@ def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     memory first waits for every kernel queued on the stream (syncs counted on an H200: two a
     chunk in TPC-H q01, the dictionaries' code maps), so on CUDA the bytes are staged in pinned
     memory from torch's caching host allocator (which keeps the block until the copy is done)
-    and copied ``non_blocking``. Elsewhere, ``t.to(device)``."""
-    if device.type != "cuda" or t.device.type != "cpu":
+    and copied ``non_blocking``. Elsewhere, and for tensors over ``PINNED_STAGE_MAX`` bytes
+    (torch's host allocator keeps its pinned blocks, outside the host budget; a large copy's
+    wait is a small share of its time), ``t.to(device)``."""
+    if device.type != "cuda" or t.device.type != "cpu" or t.numel() * t.element_size() > PINNED_STAGE_MAX:
         return t.to(device)
     return t.pin_memory().to(device, non_blocking=True)
+
+
+PINNED_STAGE_MAX = 4 << 20
