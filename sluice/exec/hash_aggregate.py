@@ -199,7 +199,8 @@ class HashAggregateOp(Operator):
         dpages = {}
         for arg in self.distinct_args:
             x = evaluate(arg, chunk, memo).expand(n)
-            pair_ids, k = group_ids([Column(ids.contiguous(), _INT64), x], n)
+            # (group, value) pairs; with one group, the values alone
+            pair_ids, k = group_ids([x] if g == 1 else [Column(ids.contiguous(), _INT64), x], n, determining=False)
             firsts = first_rows(pair_ids.to(dev), k)
             dcols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
             dcols["__x"] = x.take(firsts)
@@ -232,7 +233,7 @@ class HashAggregateOp(Operator):
         """(keys, value) pages as one page of distinct pairs."""
         data = concat_chunks(pages)
         cols = [data.columns[k] for k in self.key_names] + [data.columns["__x"]]
-        pair_ids, k = group_ids(cols, data.num_rows)
+        pair_ids, k = group_ids(cols, data.num_rows, determining=False)
         return data.take(first_rows(pair_ids.to(data.device), k))
 
     def _identity_page(self, g: int, dev) -> Chunk:
@@ -261,7 +262,7 @@ class HashAggregateOp(Operator):
             n = data.num_rows
             kcols = [data.columns[k] for k in self.key_names]
             x = data.columns["__x"]
-            pair_ids, k = group_ids(kcols + [x], n)
+            pair_ids, k = group_ids(kcols + [x], n, determining=False)
             firsts = first_rows(pair_ids.to(data.device), k)
             kcols = [c.take(firsts) for c in kcols]
             x = x.take(firsts)
