@@ -36,7 +36,7 @@ from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.exec.aggregates import MOMENTS, Accumulator, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import hash_columns
-from sluice.kernels.keys import first_rows, group_ids
+from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
 from sluice.exec.operators import Operator
 from sluice.expr.nodes import Expr
@@ -106,11 +106,12 @@ class HashAggregateOp(Operator):
         try:
             unmerged, last_merged, rows_seen, compacting, pages = 0, 0, 0, True, 0
             passthrough = False
+            grouping = GroupingState()
             for chunk in self.child.stream(ctx):
                 if self.phase == "final":  # partial states; one chunk may hold a group twice
                     page, dpages = self._merge_rows(chunk), {}
                 else:
-                    page, dpages = self._partial(chunk, dev, passthrough)
+                    page, dpages = self._partial(chunk, dev, passthrough, grouping)
                 if rows_seen == 0 and self.keys and self.phase != "final" and \
                         page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
                     # Nearly every row its own group (l_comment, keys unique per chunk): grouping
@@ -174,7 +175,8 @@ class HashAggregateOp(Operator):
 
     # ---------------------------------------------------------------- pages
 
-    def _partial(self, chunk: Chunk, dev, passthrough: bool = False) -> tuple[Chunk, dict[Expr, Chunk]]:
+    def _partial(self, chunk: Chunk, dev, passthrough: bool = False,
+                 grouping: GroupingState | None = None) -> tuple[Chunk, dict[Expr, Chunk]]:
         n = chunk.num_rows
         memo: dict = {}  # sub-expressions shared by keys and arguments, computed once
         kcols = [evaluate(e, chunk, memo).expand(n) for _, e in self.keys]
@@ -183,7 +185,7 @@ class HashAggregateOp(Operator):
             rows = torch.ones(n, dtype=torch.int64, device=dev)
             cols: dict[str, Column] = dict(zip(self.key_names, kcols))
         else:
-            ids, g = group_ids(kcols, n, dev)
+            ids, g = group_ids(kcols, n, dev, state=grouping)
             ids = ids.to(dev)
             rows = count_by(ids, g)
             cols = {}

@@ -135,8 +135,23 @@ def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
     return inv, int(uniq.numel())
 
 
+class GroupingState:
+    """What one aggregation learns across its chunks: the determining-key shortcut is dropped
+    after it has failed twice (ClickBench q16-q18 group by UserID and SearchPhrase: every
+    chunk coded UserID, gathered, compared the phrases, failed, and coded UserID again)."""
+
+    MISSES = 2
+
+    def __init__(self) -> None:
+        self.misses = 0
+
+    @property
+    def shortcut(self) -> bool:
+        return self.misses < self.MISSES
+
+
 def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
-              determining: bool = True) -> tuple[torch.Tensor, int]:
+              determining: bool = True, state: GroupingState | None = None) -> tuple[torch.Tensor, int]:
     """Group id (0..g-1) of each of ``n`` rows, and g. With no key columns: one group, its
     ids a zero broadcast on ``device`` (no memory, nothing to copy to a GPU: a host tensor of
     n zeros crossed PCIe per chunk of every keyless aggregate). ``determining=False`` skips
@@ -145,10 +160,13 @@ def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
     finding that out)."""
     if not cols:
         return torch.zeros(1, dtype=torch.int64, device=device).expand(n), 1
-    if determining and len(cols) > 1 and any(c.type.kind == "string" for c in cols):
+    if determining and (state is None or state.shortcut) and len(cols) > 1 and \
+            any(c.type.kind == "string" for c in cols):
         got = _by_determining_key(cols, n)
         if got is not None:
             return got
+        if state is not None:
+            state.misses += 1
     combined, card = column_codes(cols[0], n)
     for c in cols[1:]:
         codes, k = column_codes(c, n)

@@ -163,3 +163,26 @@ def test_count_by_both_ways_equals_bincount(sync_free, g):
     assert torch.equal(count_by(ids, g, valid, sync_free=sync_free), torch.bincount(ids[valid], minlength=g))
     zeros = torch.zeros(1, dtype=torch.int64).expand(7)  # a keyless aggregate's broadcast ids
     assert count_by(zeros, 1, sync_free=sync_free).tolist() == [7]
+
+
+def test_grouping_state_drops_the_determining_key_shortcut_after_two_misses():
+    import pyarrow as pa
+
+    from sluice.kernels.keys import GroupingState
+    from sluice.types import LType
+    s = LType("string")
+    k = Column(torch.tensor([1, 1, 2, 2, 3]), INT64)
+    varies = Column(torch.tensor([0, 1, 0, 0, 1], dtype=torch.int32), s, None, pa.array(["a", "b"]))
+    fixed = Column(torch.tensor([0, 0, 1, 1, 0], dtype=torch.int32), s, None, pa.array(["a", "b"]))
+    state = GroupingState()
+    want = {(1, 0), (1, 1), (2, 0), (3, 1)}
+    for _ in range(4):
+        ids, g = group_ids([k, varies], 5, state=state)
+        pairs = {(int(a), int(b)) for a, b in zip(k.data, varies.data)}
+        assert g == len(want) == len(pairs) and len(set(ids.tolist())) == g
+    assert state.misses == GroupingState.MISSES and not state.shortcut  # tried twice, then not
+    ids, g = group_ids([k, fixed], 5, state=state)  # (the usual path, same groups)
+    assert g == 3 and ids.tolist()[0] == ids.tolist()[1] and ids.tolist()[2] == ids.tolist()[3]
+    fresh = GroupingState()
+    ids, g = group_ids([k, fixed], 5, state=fresh)
+    assert g == 3 and fresh.misses == 0  # the shortcut held
