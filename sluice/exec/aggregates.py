@@ -49,7 +49,7 @@ def count_by(ids: torch.Tensor, g: int, valid: torch.Tensor | None = None,
     if sync_free if sync_free is not None else ids.is_cuda:
         w = (torch.ones(1, dtype=torch.int64, device=ids.device).expand(ids.shape) if valid is None
              else valid.to(torch.int64))
-        return torch.zeros(g, dtype=torch.int64, device=ids.device).index_add_(0, ids, w)
+        return torch.zeros(g, dtype=torch.int64, device=ids.device).scatter_add_(0, ids, w)
     return torch.bincount(ids if valid is None else ids[valid], minlength=g)
 
 
@@ -59,7 +59,8 @@ _count = count_by
 def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
     if g == 1:
         return v.sum(0, keepdim=True, dtype=v.dtype)
-    return torch.zeros(g, dtype=v.dtype, device=v.device).index_add_(0, ids, v)
+    # scatter_add_, not index_add_: 94 against 136 ms for 10 M rows into 9 M groups on a CPU
+    return torch.zeros(g, dtype=v.dtype, device=v.device).scatter_add_(0, ids, v)
 
 
 def _scatter_add(ids: torch.Tensor, g: int, v: torch.Tensor, dev) -> torch.Tensor:
