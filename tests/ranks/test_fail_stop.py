@@ -57,6 +57,22 @@ def _sluice(*args) -> list[str]:
     return [sys.executable, "-m", "sluice", *args]
 
 
+def _launch_two_ranks(data: Path, tmp: Path, mark: str, *sets: str) -> subprocess.Popen:
+    """``sluice query --ranks 2`` of the slow query (extra ``--set`` arguments in ``sets``),
+    returned once rank 1 runs -- or the launcher ended, or 60 s passed."""
+    cmd = _sluice("query", "--data", str(data), "--ranks", "2", "--device", "cpu",
+                  "--set", "broadcast_bytes=0", *sets, SLOW)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp, mark))
+    try:
+        deadline = time.time() + 60
+        while _rank_pid(mark, 1) is None and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
 def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_path):
     mark = uuid.uuid4().hex
@@ -64,16 +80,10 @@ def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_pat
     spill.mkdir()
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
-                  "--set", "broadcast_bytes=0", "--set", f"spill_dir={spill}", "--set", "force_spill=true",
-                  "--set", "dist_timeout_s=30", SLOW)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp, mark))
+    proc = _launch_two_ranks(tpch_spread, tmp, mark, "--set", f"spill_dir={spill}", "--set", "force_spill=true",
+                             "--set", "dist_timeout_s=30")
     try:
-        deadline = time.time() + 60
-        pid = None
-        while pid is None and time.time() < deadline and proc.poll() is None:
-            pid = _rank_pid(mark, 1)
-            time.sleep(0.1)
+        pid = _rank_pid(mark, 1)
         assert pid is not None, "rank 1 never started"
         time.sleep(2.5)  # well into the query: joined, scanning and exchanging
         assert proc.poll() is None, "the query ended before rank 1 could be killed"
@@ -103,13 +113,8 @@ def test_ranks_end_when_their_launcher_is_killed_with_sigkill(tpch_spread, tmp_p
     mark = uuid.uuid4().hex
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
-                  "--set", "broadcast_bytes=0", SLOW)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp, mark))
+    proc = _launch_two_ranks(tpch_spread, tmp, mark)
     try:
-        deadline = time.time() + 60
-        while _rank_pid(mark, 1) is None and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.1)
         assert _rank_pid(mark, 0) is not None and _rank_pid(mark, 1) is not None, "the ranks never started"
         proc.kill()
         proc.communicate(timeout=30)
@@ -192,13 +197,8 @@ def test_a_probe_side_on_rank_0_only_streams_under_limit(tpch_spread):
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
 def test_ctrl_c_stops_every_rank(tpch_spread, tmp_path):
     mark = uuid.uuid4().hex
-    cmd = _sluice("query", "--data", str(tpch_spread), "--ranks", "2", "--device", "cpu",
-                  "--set", "broadcast_bytes=0", SLOW)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path, mark))
+    proc = _launch_two_ranks(tpch_spread, tmp_path, mark)
     try:
-        deadline = time.time() + 60
-        while _rank_pid(mark, 1) is None and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.1)
         time.sleep(1.5)
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
