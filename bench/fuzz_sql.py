@@ -135,7 +135,9 @@ def numexpr(tab, depth=0):
     if c < 0.905: return f"case when {tab}.f between -1e9 and 1e9 then cast({tab}.f as integer) else {numexpr(tab, depth+1)} end"
     if c < 0.91: return f"cast({col(tab, INTS)} as bigint)"
     if c < 0.92: return f"({numexpr(tab, depth+1)} / {numexpr(tab, depth+1)})"
-    if c < 0.93: return f"{R.choice(['round','floor','ceil'])}({numexpr(tab, depth+1)})"
+    if c < 0.93:  # divided by, a rounded zero's sign shows (-0.0 gives -inf; compare takes -0.0 == 0.0)
+        r = f"{R.choice(['round','floor','ceil','trunc'])}({numexpr(tab, depth+1)})"
+        return r if R.random() < .5 else f"(1.0 / {r})"
     if c < 0.94: return f"nullif({col(tab)}, {R.choice([0,1,2])})"
     if c < 0.95: return f"{R.choice(['greatest','least'])}({col(tab)}, {numexpr(tab, depth+1)})"
     if c < 0.96: return f"length({strexpr(tab)})"
@@ -253,6 +255,9 @@ def query4():
         e = f"try_cast({c} as {t})" if R.random() < .7 else f"try_cast(cast({c} as varchar) as {t})"
         if R.random() < .2:
             e = f"try_cast({R.choice(['0x80', '0x7f', '0xFF', '127', '-129', '1.45', '0.125', '9.95'])!r} as {t})"
+        if R.random() < .3:  # the sign of a rounded zero (-0.0 in t.f): 1 / it is -inf in DuckDB
+            fn = R.choice(["round(t.f)", "round(t.f, 1)", "round(t.f, -1)", "ceil(t.f)", "trunc(t.f)", "round(t.f * -0.001)"])
+            return f"select t.b, 1.0 / {fn} from t where {fn} = 0"
         if R.random() < .15:  # joins on keys at int64's ends
             return (f"select d.name, count(*) from xk x {R.choice(['join', 'left join'])} {R.choice(['dmin', 'dmax'])} d "
                     f"on x.v = d.v group by d.name")
