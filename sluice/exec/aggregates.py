@@ -53,20 +53,11 @@ def count_by(ids: torch.Tensor, g: int, valid: torch.Tensor | None = None,
     return torch.bincount(ids if valid is None else ids[valid], minlength=g)
 
 
-_count = count_by
-
-
 def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
     if g == 1:
         return v.sum(0, keepdim=True, dtype=v.dtype)
     # scatter_add_, not index_add_: 94 against 136 ms for 10 M rows into 9 M groups on a CPU
     return torch.zeros(g, dtype=v.dtype, device=v.device).scatter_add_(0, ids, v)
-
-
-def _scatter_add(ids: torch.Tensor, g: int, v: torch.Tensor, dev) -> torch.Tensor:
-    if g == 1:
-        return v.sum(0, keepdim=True, dtype=torch.int64)
-    return torch.zeros(g, dtype=torch.int64, device=dev).scatter_add_(0, ids, v)
 
 
 class Accumulator:
@@ -103,7 +94,7 @@ class CountAcc(Accumulator):
     kind = "count"
 
     def update(self, arg, ids, g, rows):
-        n = rows if arg is None or arg.valid is None else _count(ids, g, arg.valid.expand(ids.shape))
+        n = rows if arg is None or arg.valid is None else count_by(ids, g, arg.valid.expand(ids.shape))
         return {self.name("n"): Column(n, INT64)}
 
     def merge(self, state, ids, g):
@@ -123,7 +114,7 @@ class SumAcc(Accumulator):
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
-        n = rows if valid is None else _count(ids, g, valid)
+        n = rows if valid is None else count_by(ids, g, valid)
         dev = ids.device
         if _exact(self.arg_type):
             v = arg.data.to(torch.int64)
@@ -204,7 +195,7 @@ class MinMaxAcc(Accumulator):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
         v = arg.data.to(torch.int8) if arg.data.dtype == torch.bool else arg.data
         return {self.name("v"): Column(self._reduce(v, ids, g, valid), self.vtype),
-                self.name("n"): Column(rows if valid is None else _count(ids, g, valid), INT64)}
+                self.name("n"): Column(rows if valid is None else count_by(ids, g, valid), INT64)}
 
     def merge(self, state, ids, g):
         n = self._n(state)
@@ -268,7 +259,7 @@ class StringMinMaxAcc(MinMaxAcc):
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
-        n = rows if valid is None else _count(ids, g, valid)
+        n = rows if valid is None else count_by(ids, g, valid)
         return {self.name("v"): self._winners(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
 
     def merge(self, state, ids, g):
@@ -446,11 +437,11 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev, check: bool
     if check:
         check = max_abs(v) * n < _SAFE_SUM
     if check:  # no overflow possible: one pass
-        s = _scatter_add(ids, g, v, dev)
+        s = _sum_by(ids, g, v)
         return {"hi": s >> 32, "lo": s & 0xFFFFFFFF}
     hi, lo = split_hi_lo(v)
-    shi = _scatter_add(ids, g, hi, dev)
-    slo = _scatter_add(ids, g, lo, dev)
+    shi = _sum_by(ids, g, hi)
+    slo = _sum_by(ids, g, lo)
     shi, slo = normalize_hi_lo(shi, slo)
     return {"hi": shi, "lo": slo}
 

@@ -208,10 +208,6 @@ class SortOp(Operator):
             else:
                 rf.narrow(lo=kth)
 
-    def _string_candidates(self, chunk: Chunk, col, keep: int, k0) -> Chunk | None:
-        mask = _string_candidates_mask(col, keep, k0)
-        return None if mask is None else chunk.filter(mask)
-
     def _candidates(self, chunk: Chunk, keep: int) -> Chunk:
         """The rows of ``chunk`` whose leading key is within its ``keep`` best (ties kept)."""
         n = chunk.num_rows
@@ -220,9 +216,9 @@ class SortOp(Operator):
         k0 = self.keys[0]
         col = evaluate(k0.expr, chunk).expand(n)
         if col.type.kind == "string" and col.dictionary is not None:
-            got = self._string_candidates(chunk, col, keep, k0)
-            if got is not None:
-                return got
+            mask = _string_candidates_mask(col, keep, k0)
+            if mask is not None:
+                return chunk.filter(mask)
         v = sortable(col)
         if v.dtype == torch.bool:
             v = v.to(torch.int8)
