@@ -5,8 +5,9 @@ over a large dictionary -- TPC-H Q13's ``NOT LIKE '%special%requests%'`` over 15
 comments at SF 10: 1.2 s on one core while an H200 machine's 15 others idled -- is cut into
 slices of at least ``MIN_SLICE`` entries mapped on the pool, as many as torch's compute threads
 (the ``threads`` setting) -- on the consumer's thread only: an I/O thread filtering a slice in
-pushdown is one of several already busy (slicing there was 6 % slower on a 2-core CPU). The pool
-only ever runs Arrow kernels, never a task that waits on another, so it cannot deadlock."""
+pushdown is one of several already running in parallel, so slicing there would only add
+threads. The pool only ever runs Arrow kernels, never a task that waits on another, so it
+cannot deadlock."""
 
 from __future__ import annotations
 
