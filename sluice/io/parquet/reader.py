@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import torch
 
 from sluice.chunk import Chunk, Column
+from sluice.kernels.buffers import positions
 from sluice.config import Config
 from sluice.errors import DataError
 from sluice.io.parquet.decoders import make_decoder, partition_column
@@ -244,7 +245,7 @@ class ScanReader:
             wait_for(event, dcols)
             pos = None  # positions of the rows kept, on the device; None: all of them
             if self.predicate is not None:
-                pos = evaluate_predicate(self.predicate, Chunk(dcols, n, home=self.device)).nonzero().squeeze(1)
+                pos = positions(evaluate_predicate(self.predicate, Chunk(dcols, n, home=self.device)))
                 if pos.numel() < n:
                     dcols = {c: col.take(pos) for c, col in dcols.items()}
                 else:
@@ -272,15 +273,21 @@ class ScanReader:
             # The torch decoder's columns were made on this thread's decode stream.
             wait_for(handed_over(cols), cols)
         if mode == "pushdown":
+            # The predicate's positions, then the runtime filters over their key columns at
+            # those positions only, and one take of every column at the end: taking every
+            # column after the predicate too cost as much as decoding them (TPC-H q03).
+            idx = None
             if self.predicate is not None:
-                idx = evaluate_predicate(self.predicate, Chunk(cols, n, home=self.device)).nonzero().squeeze(1)
-                kept = int(idx.numel())
-                if kept < n:
-                    cols = {c: col.take(idx) for c, col in cols.items()}
-                n, filtered = kept, True
-            cols, n = self._runtime_filtered(cols, n)
-            if n == 0:
-                return None, None, nread, 0, True
+                idx = positions(evaluate_predicate(self.predicate, Chunk(cols, n, home=self.device)))
+                if int(idx.numel()) == n:
+                    idx = None
+                filtered = True
+            keep = self._runtime_keep(cols, n, start=idx)
+            if keep is not None:
+                n = int(keep.numel())
+                if n == 0:
+                    return None, None, nread, 0, True
+                cols = {c: col.take(keep) for c, col in cols.items()}
         cols, event = self._ship(cols)
         return cols, event, nread, n, filtered
 
@@ -339,31 +346,28 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
-    def _runtime_filtered(self, cols: dict[str, Column], n: int) -> tuple[dict[str, Column], int]:
-        """``cols`` less the rows the active runtime filters rule out, and their number."""
-        keep = self._runtime_keep(cols, n)
-        if keep is None:
-            return cols, n
-        return {c: col.take(keep) for c, col in cols.items()}, int(keep.numel())
-
-    def _runtime_keep(self, cols: dict[str, Column], n: int, filters: list | None = None) -> torch.Tensor | None:
+    def _runtime_keep(self, cols: dict[str, Column], n: int, filters: list | None = None,
+                      start: torch.Tensor | None = None) -> torch.Tensor | None:
         """The positions of the rows of ``cols`` the active runtime filters let through (None:
-        all of them).
+        all of them); with ``start`` (positions), only those rows are considered and the
+        result is a subset of them (``start`` itself when no filter is active).
 
         The filters run one after another on the survivors of the previous ones, the one that
         has removed the largest share so far first: with three filters of SSB Q3.1 that each
         saw every row, the Bloom probes cost more than the join probes they saved."""
         active = [rf for rf in (self.runtime if filters is None else filters) if rf.active and rf.column in cols]
         if not active:
-            return None
+            return start
         active.sort(key=lambda rf: -(rf.rows_removed / rf.rows_in if rf.rows_in else 0.5))
-        keep = None  # positions of the rows still in
+        keep = start  # positions of the rows still in
+        if keep is not None and keep.numel() == 0:
+            return keep
         for rf in active:
             key = cols[rf.column]
             if keep is not None:
                 key = key.take(keep)
             m_rows = n if keep is None else int(keep.numel())
-            passed = torch.nonzero(rf.mask(key, m_rows)).reshape(-1)
+            passed = positions(rf.mask(key, m_rows))
             rf.count(m_rows, int(passed.numel()))
             if passed.numel() == m_rows:
                 continue  # every row passed: positions unchanged
@@ -396,12 +400,20 @@ class ScanReader:
                 self._since_trim = 0
                 release_to_os()
             whole = Chunk(cols, n, seq, self.device)
-            if not filtered and self.predicate is not None:  # direct: the consumer filters
-                whole = whole.filter(evaluate_predicate(self.predicate, whole))
-                n = whole.num_rows
             applied = self._applied.pop(i, ())
             late = [rf for rf in self.runtime if rf.deep and rf.active and id(rf) not in applied
                     and rf.column in whole.columns]
+            if not filtered and self.predicate is not None:  # direct: the consumer filters
+                mask = evaluate_predicate(self.predicate, whole)
+                if late:  # positions, so that the late filters below compact the chunk once
+                    idx = positions(mask)
+                    keep = self._runtime_keep(whole.columns, n, late, start=idx if idx.numel() < n else None)
+                    late = []
+                    if keep is not None:
+                        whole = whole.take(keep)
+                else:
+                    whole = whole.filter(mask)
+                n = whole.num_rows
             if late and n:
                 # read before its filter was ready (or by direct), and bound for an aggregation
                 # below the join: filtered now rather than aggregated (TPC-H q17 at SF 10: 7 M
