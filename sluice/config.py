@@ -31,7 +31,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "integer_decimals",
+             "integer_decimals", "plain_strings",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
@@ -109,6 +109,11 @@ class Config:
     """Decimals a file stores as INT64/INT32 (up to 18 digits) are decoded by pyarrow as those
     integers -- sluice's own form -- under a footer rewritten in memory without their DECIMAL
     annotation, instead of as 16-byte decimal128 values copied back out (else: the latter)."""
+
+    plain_strings: bool = True
+    """String columns a file's Arrow schema types ``string_view`` or ``large_string`` (files of
+    tpchgen-cli, Polars) are decoded by pyarrow as plain strings, under a footer read without
+    that schema, instead of as views the scan then copied into strings (else: the latter)."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""

@@ -62,8 +62,9 @@ def test_page_dictionaries_setting_changes_the_page_form():
 
 @pytest.mark.parametrize("name", sorted(tpch_queries()))
 def test_tpch_with_decimals_through_decimal128(name, tpch_dir, tpch_duck, connect):
-    """``integer_decimals=false``: pyarrow decodes the INT64-stored decimals as decimal128 and the
-    scan copies their low words out, as before the footer rewrite."""
+    """``integer_decimals=false, plain_strings=false``: pyarrow decodes the INT64-stored decimals
+    as decimal128 and the strings as the file's Arrow schema says (string views), and the scan
+    copies them out, as before the footer rewrites."""
     sql = tpch_queries()[name]
-    ours = connect(tpch_dir, integer_decimals=False).sql(sql).to_arrow()
+    ours = connect(tpch_dir, integer_decimals=False, plain_strings=False).sql(sql).to_arrow()
     compare(ours, tpch_duck.sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))

@@ -95,3 +95,39 @@ def test_files_of_one_table_disagreeing_on_a_decimal_scale_are_refused(tmp_path,
     pq.write_table(pa.table({"d": pa.array(["1.250"]).cast(pa.decimal128(15, 3))}), t / "b.parquet")
     with pytest.raises(sluice.SluiceError, match="agree on column types"):
         connect(tmp_path).sql("select sum(d) from t").to_arrow()
+
+
+def _view_file(path, tz=None):
+    t = pa.table({"s": pa.array(["b", None, "a\u00e9", ""] * 50, pa.string_view()),
+                  "l": pa.array(["x", "yy", None, "z"] * 50, pa.large_string()),
+                  "d": pa.array(["1.25", None, "-3.50", "0"] * 50).cast(pa.decimal128(9, 2)),
+                  "ts": pa.array([1, 2, None, 4] * 50, pa.timestamp("us", tz=tz))})
+    pq.write_table(t, path, store_decimal_as_integer=True, row_group_size=60)
+    return path
+
+
+def test_string_views_read_as_plain_strings(tmp_path, connect):
+    path = _view_file(tmp_path / "v.parquet")
+    md = pq.read_metadata(path)
+    assert md.schema.to_arrow_schema().field("s").type == pa.string_view()
+    patched, names = integer_metadata(str(path), md, decimals=True, plain_strings=True)
+    types = {f.name: f.type for f in patched.schema.to_arrow_schema()}
+    assert names == {"d"} and types["s"] == types["l"] == pa.string() and types["d"] == pa.int32()
+    assert types["ts"] == md.schema.to_arrow_schema().field("ts").type
+    patched, names = integer_metadata(str(path), md, decimals=False, plain_strings=True)
+    assert names == set() and patched.schema.to_arrow_schema().field("s").type == pa.string()
+    sql = "select s, l, count(*) c, sum(d) d, max(ts) t from v group by s, l order by s, l"
+    want = duckdb.sql(sql.replace("from v", f"from '{path}'")).to_arrow_table()
+    for on in (True, False):
+        compare(connect(tmp_path, plain_strings=on).sql(sql).to_arrow(), want, [0, 1])
+
+
+def test_an_arrow_schema_that_changes_another_type_is_kept(tmp_path):
+    # A time zone lives only in the Arrow schema: without it the column would read as UTC. The
+    # decimals are still rewritten; the strings stay views.
+    path = _view_file(tmp_path / "tz.parquet", tz="America/New_York")
+    md = pq.read_metadata(path)
+    patched, names = integer_metadata(str(path), md, decimals=True, plain_strings=True)
+    a, b = md.schema.to_arrow_schema(), patched.schema.to_arrow_schema()
+    assert names == {"d"} and b.field("ts").type == a.field("ts").type and b.field("s").type == pa.string_view()
+    assert integer_metadata(str(path), md, decimals=False, plain_strings=True) is None

@@ -121,7 +121,8 @@ class ArrowDecoder:
             nread = read_ranges(path, ranges)
             t1 = time.perf_counter()
             s._record("read", t0, t1, nread)
-            ints = s.cache.integer_footer(path, md) if s.cfg.on("integer_decimals") else None
+            decimals, plain = s.cfg.on("integer_decimals"), s.cfg.on("plain_strings")
+            ints = s.cache.integer_footer(path, md, decimals, plain) if decimals or plain else None
             f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
                                pre_buffer=True)
             t = f.read_row_groups(rg_idx, columns=stored, use_threads=True)

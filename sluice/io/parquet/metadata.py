@@ -24,7 +24,8 @@ class MetadataCache:
 
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple[int, int], pq.FileMetaData]] = {}
-        self._integer: dict[str, tuple[tuple[int, int], object]] = {}  # (size, mtime) -> integer_metadata
+        # per (decimals, plain strings): path -> ((size, mtime), integer_metadata)
+        self._rewritten: dict[tuple[bool, bool], dict[str, tuple[tuple[int, int], object]]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -37,10 +38,13 @@ class MetadataCache:
                 raise DataError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
         return self._cached(self._files, path, read, count=True)
 
-    def integer_footer(self, path: str, md: pq.FileMetaData):
-        """``integer_metadata`` of the file whose footer is ``md`` (once per file version)."""
+    def integer_footer(self, path: str, md: pq.FileMetaData, decimals: bool = True, plain_strings: bool = False):
+        """``integer_metadata`` of the file whose footer is ``md`` (once per file version and
+        choice of rewrites)."""
         from sluice.io.parquet.int_decimals import integer_metadata
-        return self._cached(self._integer, path, lambda p: integer_metadata(p, md))
+        with self._lock:
+            store = self._rewritten.setdefault((decimals, plain_strings), {})
+        return self._cached(store, path, lambda p: integer_metadata(p, md, decimals, plain_strings))
 
     def _cached(self, store: dict, path: str, compute, count: bool = False):
         """``compute(path)`` once per version of the file (its size and modification time)."""
