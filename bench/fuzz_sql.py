@@ -55,7 +55,7 @@ def mk(n, seed):
         "a": pa.array([None if r.random()<.15 or i >= n - 15 else r.randint(-5, 12) for i in range(n)], pa.int32()),
         "b": pa.array([r.randint(-1000, 100000) for _ in range(n)], pa.int64()),
         "d": pa.array([None if r.random()<.15 else decimal.Decimal(r.randint(-99999, 99999))/100 for _ in range(n)], pa.decimal128(12, 2)),
-        "s": pa.array([None if r.random()<.15 else r.choice(["apple","Banana","cherry","date","", "elder berry","fig%","a_b"]) for _ in range(n)], pa.string()),
+        "s": pa.array([None if r.random()<.15 else r.choice(["apple","Banana","cherry","date","", "elder berry","fig%","a_b","a\\x{b}"]) for _ in range(n)], pa.string()),
         "dt": pa.array([None if r.random()<.1 else dt.date(1995,1,1)+dt.timedelta(days=r.randint(0,3000)) for _ in range(n)], pa.date32()),
         "f": pa.array([None if r.random()<.15 else r.choice([0.0,-0.0,1.5,float("nan"),float("inf"),r.uniform(-100,100),r.uniform(-100,100)]) for _ in range(n)], pa.float64()),
         "g": pa.array([r.randint(0, 4) for _ in range(n)], pa.int16()),
@@ -151,7 +151,7 @@ def pred(tab, depth=0):
     if depth > 2 or c < 0.45:
         k = R.random()
         if k < 0.5: return f"{numexpr(tab, depth+1)} {R.choice(['<','<=','=','<>','>','>='])} {numexpr(tab, depth+1)}"
-        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(['a%','%e%','_a%','%','B%','cherry'])}'"
+        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(LIKE_PATTERNS)}'"
         if k < 0.7: return f"{col(tab)} is {R.choice(['','not '])}null"
         if k < 0.8: return f"{tab}.dt {R.choice(['<','>=','='])} date '{R.choice(['1996-03-01','1999-12-31','2001-06-15'])}'"
         if k < 0.9: return f"{col(tab, INTS)} in ({', '.join(str(R.randint(-2,10)) for _ in range(R.randint(1,4)))}{', null' if R.random()<.2 else ''})"
@@ -160,6 +160,11 @@ def pred(tab, depth=0):
     if c < 0.8: return f"not ({pred(tab, depth+1)})"
     if c < 0.9: return f"{tab}.s in ('apple', 'date', '')"
     return f"coalesce({pred(tab, depth+1)}, {R.choice(['true','false'])})"
+# SQL LIKE patterns: with an ordinary backslash ('a\\x%' matched nothing through pyarrow's
+# match_like, whatever the strings), RE2 metacharacters, and '%a%b%' (searched by RE2).
+LIKE_PATTERNS = ['a%', '%e%', '_a%', '%', 'B%', 'cherry', 'a\\x%', '%\\x{%', '%e%r%', '%(%']
+
+
 def strexpr(tab, depth=0):
     c = R.random()
     if depth > 1 or c < 0.4: return f"{tab}.s"
@@ -325,7 +330,13 @@ def query4():
     jt = R.choice(["join", "left join", "full join"])
     return f"select count(*), sum(t.b), max(u.s) from t {jt} u on {on}" + (f" where {pred('t')}" if R.random() < .5 else "")
 
+def like_query():
+    """A LIKE pattern against every string (pyarrow's match_like failed after a backslash)."""
+    return (f"select t.s, count(*) from t where {R.choice(['t.s', 'upper(t.s)', 't.s || t.s'])} "
+            f"{R.choice(['like', 'not like', 'ilike', 'not ilike'])} '{R.choice(LIKE_PATTERNS)}' group by t.s")
+
 def query():
+    if R.random() < 0.04: return like_query()
     if R.random() < 0.3: return query4()
     if R.random() < 0.35: return query3()
     if R.random() < 0.4: return query2()
