@@ -212,6 +212,11 @@ class _Progress:
                                TimeRemainingColumn(), "left", console=Console(stderr=True), transient=True)
             self._task = self._p.add_task("scan", total=total)
 
+    @property
+    def shows_stages(self) -> bool:
+        """Whether the display is live (it names the bounding stage: reads are timed apart)."""
+        return self._p is not None
+
     def attach(self, ctx) -> None:
         if self._ctx is not None and self._p is not None:
             self._p.reset(self._task)  # the query runs again (after the GPU ran out of memory)
@@ -440,6 +445,7 @@ def run(argv: list[str] | None = None) -> int:
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
             rel.to_arrow()
             return 0
+        rel.measure_reads = bool(args.analyze or args.plot or args.trace)
         t0 = time.perf_counter()
         if args.output:
             written = []

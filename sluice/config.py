@@ -31,7 +31,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "integer_decimals", "plain_strings",
+             "integer_decimals", "plain_strings", "measure_reads",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
@@ -114,6 +114,13 @@ class Config:
     """String columns a file's Arrow schema types ``string_view`` or ``large_string`` (files of
     tpchgen-cli, Polars) are decoded by pyarrow as plain strings, under a footer read without
     that schema, instead of as views the scan then copied into strings (else: the latter)."""
+
+    measure_reads: bool = False
+    """The storage read of each scan task is timed apart from its decode: the column chunks are
+    read on their own first (a copy pyarrow then makes again from the page cache: 5-10 % of a
+    scan-bound query's time, TPC-H SF 1 q03 123 -> 135 ms). ``--analyze``, ``--plot``,
+    ``--trace``, ``Relation.analyze()`` and the progress display turn it on for their run;
+    otherwise the read is part of the decode stage."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""

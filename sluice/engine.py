@@ -207,6 +207,9 @@ class Relation:
         self._names = names
         self.columns = out_names
         self.last_run: tuple | None = None  # (operator tree, context) of the latest run
+        # Time each scan task's storage read apart from its decode (the ``measure_reads``
+        # setting) in this relation's runs: for reports of the stages (analyze, plot, trace).
+        self.measure_reads = False
 
     def _context(self, progress=None, op=None, device_limit: int | None = None) -> ExecContext:
         """A run's context: for the operators ``op`` (its scans share the read-ahead memory);
@@ -216,7 +219,10 @@ class Relation:
         c = self._con
         scans = sum(1 for o in op.walk() if isinstance(o, ScanOp)) if op is not None else 1
         dev_pool = None if device_limit is None else MemoryPool(device_limit, "device_memory_limit", "device")
-        return ExecContext(c.config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group,
+        config = c.config
+        if (self.measure_reads or getattr(progress, "shows_stages", False)) and not config.measure_reads:
+            config = replace(config, measure_reads=True)
+        return ExecContext(config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group,
                            device_memory=dev_pool)
 
     def bytes_to_scan(self) -> int:
@@ -352,7 +358,11 @@ class Relation:
         if self._con.launches_ranks:
             raise UnsupportedError("analyze() of a connection with ranks; run "
                                    "`sluice query --ranks N --analyze ...` (or analyze inside a torchrun job)")
-        self.to_arrow()
+        measured, self.measure_reads = self.measure_reads, True
+        try:
+            self.to_arrow()
+        finally:
+            self.measure_reads = measured
         op, ctx = self.last_run
         return analyze_report(op, ctx, self._con.root)
 

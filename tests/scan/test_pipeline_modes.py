@@ -30,6 +30,7 @@ def test_mode_matches_duckdb(mode, name, tpch_dir, tpch_duck, connect):
 def test_blocking_reads_everything_before_computing(tpch_dir, connect):
     con = connect(tpch_dir, pipeline="blocking", chunk_rows=100_000)
     rel = con.sql("select count(*) from lineitem where l_quantity > 10")
+    rel.measure_reads = True
     rel.to_arrow()
     op, ctx = rel.last_run
     (reader,) = ctx.readers()
@@ -50,7 +51,7 @@ def test_overlapped_reads_on_io_threads_within_budget(tpch_dir, connect):
 
 
 def test_reader_combining_starts_both_join_sides(tpch_dir, connect):
-    con = connect(tpch_dir)
+    con = connect(tpch_dir, measure_reads=True)
     # orders' comments make its decode last long enough (about 2 ms for its keys alone at SF
     # 0.1) that a thread scheduled late under load still starts lineitem's read before it ends.
     rel = con.sql("select count(*) from orders, lineitem where o_orderkey = l_orderkey and length(o_comment) >= 0")
@@ -69,6 +70,7 @@ def test_build_side_reads_are_queued_first(tpch_dir, connect):
     # probe side's read-ahead (Q14: part is the build side of the join with lineitem).
     con = connect(tpch_dir, chunk_rows=50_000, io_threads=1)
     rel = con.sql(tpch_queries()["q14"])
+    rel.measure_reads = True
     rel.to_arrow()
     op, ctx = rel.last_run
     reads = sorted((e.start, e.label) for e in ctx.recorder.events if e.stage == "read")
@@ -113,3 +115,21 @@ def test_analyze_shows_the_tasks_in_flight(tpch_dir, connect):
     (reader,) = rel.last_run[1].readers()
     assert reader.stats.peak_in_flight >= 2
     assert f"in {reader.stats.peak_in_flight} task(s) at once" in rel.analyze()
+
+
+def test_reads_are_timed_apart_only_when_measured(tpch_dir, tpch_duck, connect):
+    """Without ``measure_reads`` pyarrow reads as it decodes (no read stage, the same bytes
+    counted); ``analyze()`` measures its run; both answer alike."""
+    con = connect(tpch_dir)
+    sql = "select l_returnflag, sum(l_quantity) q from lineitem group by 1 order by 1"
+    rel = con.sql(sql)
+    plain = rel.to_arrow()
+    _, ctx = rel.last_run
+    (reader,) = ctx.readers()
+    assert not [e for e in ctx.recorder.events if e.stage == "read"] and reader.stats.bytes_read > 0
+    report = rel.analyze()
+    _, ctx = rel.last_run
+    (measured,) = ctx.readers()
+    assert [e for e in ctx.recorder.events if e.stage == "read"] and "  read     busy" in report
+    assert measured.stats.bytes_read == reader.stats.bytes_read and rel.measure_reads is False
+    compare(plain, tpch_duck.sql(sql).to_arrow_table(), [0])

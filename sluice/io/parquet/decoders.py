@@ -108,8 +108,8 @@ class ArrowDecoder:
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
-        """Read (measured on its own) then decode ``stored`` columns of ``task`` on the host;
-        with ``keep`` (a host mask over the task's rows) only those rows are returned (pyarrow
+        """Decode ``stored`` columns of ``task`` on the host (with ``measure_reads``, read them
+        first on their own, timed as the read stage: a second copy of the bytes); with ``keep`` (a host mask over the task's rows) only those rows are returned (pyarrow
         decodes every page: it cannot be given a row selection)."""
         s = self.scan
         path = task[0].path
@@ -118,9 +118,12 @@ class ArrowDecoder:
         t0 = time.perf_counter()
         try:
             ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
-            nread = read_ranges(path, ranges)
-            t1 = time.perf_counter()
-            s._record("read", t0, t1, nread)
+            if s.cfg.measure_reads:
+                nread = read_ranges(path, ranges)
+                t1 = time.perf_counter()
+                s._record("read", t0, t1, nread)
+            else:  # pyarrow reads them as it decodes (pre_buffer: the same coalesced ranges)
+                nread, t1 = sum(ln for _, ln in ranges), t0
             decimals, plain = s.cfg.on("integer_decimals"), s.cfg.on("plain_strings")
             ints = s.cache.integer_footer(path, md, decimals, plain) if decimals or plain else None
             f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
