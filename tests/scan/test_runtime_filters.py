@@ -157,7 +157,10 @@ def test_a_semi_join_on_a_filtered_dimension_builds_it_and_filters_below_the_agg
 
 
 @pytest.mark.parametrize("spread,keys,exact,packed", [(1, 3000, True, False), (10**9, 3000, False, False),
-                                                     (5003, 200_000, True, True)])
+                                                     (5003, 200_000, True, True),
+                                                     # few keys over a span under EXACT_MIN_SPAN (Q17's
+                                                     # 204 part keys over 197 K values): exact too
+                                                     (300, 200, True, False)])
 def test_exact_bitmap_or_bloom_never_drops_a_matching_key(spread, keys, exact, packed):
     # Keys over a narrow range get an exact bitmap (no false positives; past 16 M values as
     # packed bits), over a wide one a Bloom filter (a few false positives): none ever drops a
