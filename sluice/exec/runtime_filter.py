@@ -53,8 +53,10 @@ def _slots(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     shifts. It replaced a splitmix64 finaliser, which took 2-3.5x as long to probe 30 M keys
     with no fewer false positives on integer keys (sequential or sampled: 0.1-0.8 %)."""
     h = v * GOLDEN
-    mask = bits - 1
-    return (h >> 40) & mask, (h >> 20) & mask
+    # The mask as a 0-d tensor: ``int64 & python_int`` takes 0.67 ms per million on one
+    # thread, against a 0-d tensor's 0.14.
+    mask = torch.tensor(bits - 1, dtype=torch.int64, device=v.device)
+    return (h >> 40).bitwise_and_(mask), (h >> 20).bitwise_and_(mask)
 
 
 @dataclass(frozen=True, eq=False)
