@@ -11,7 +11,7 @@ import pyarrow as pa
 import torch
 
 from sluice.kernels.encode import encode_strings
-from sluice.kernels.buffers import host_tensor, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
+from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
 
 
@@ -180,7 +180,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
         if hit is None:  # no repeats
             return first, [codes for _, codes in pairs]
         unique, mapping = hit
-        return unique, [to_device(mapping, codes.device)[codes.long()] if len(first) else codes
+        return unique, [lookup(to_device(mapping, codes.device), codes) if len(first) else codes
                         for _, codes in pairs]
     unique, mapping = _encode(pa.concat_arrays([_as_string(d) for d in dicts]))
     out, off = [], 0
@@ -188,7 +188,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
         if mapping is None:  # no repeats: each dictionary's codes move by its position
             out.append(codes + off if off else codes)
         elif len(d):
-            out.append(to_device(mapping[off: off + len(d)], codes.device)[codes.long()])
+            out.append(lookup(to_device(mapping[off: off + len(d)], codes.device), codes))
         else:
             out.append(codes)
         off += len(d)

@@ -37,7 +37,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
-    "adapt": ("scan_mode", "runtime_filters", "topk_filters"),
+    "adapt": ("scan_mode", "runtime_filters", "topk_filters", "selective_filters"),
     "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
@@ -192,6 +192,12 @@ class Config:
     that key comes from: row groups whose statistics lie beyond it are skipped, and in pushdown
     slices rows beyond it are dropped on the I/O threads (DuckDB's top-N dynamic filter). At
     SF 10, ``order by l_extendedprice desc limit 5``: see the README."""
+
+    selective_filters: bool = True
+    """A filter's conjuncts on the host run most selective first (pass rates measured on earlier
+    chunks), and those after a conjunct that kept half the rows or fewer run only over the rows
+    still in, when they compute more than two operations a column (else: every conjunct over
+    every row). TPC-H SF 1 q19's lineitem filter: 3.9 -> 1.8 ms per million rows."""
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross

@@ -16,7 +16,7 @@ import torch
 from sluice.chunk import Chunk
 from sluice.exec.context import ExecContext, timed
 from sluice.expr.constants import literal_column
-from sluice.expr.evaluate import evaluate, evaluate_predicate
+from sluice.expr.evaluate import evaluate, evaluate_predicate, predicate_positions
 from sluice.catalog import RowGroup, TableInfo
 from sluice.adapt.scan_policy import ScanPolicy
 from sluice.io.parquet.reader import ScanReader, estimate_decoded
@@ -185,11 +185,13 @@ class FilterOp(Operator):
 
     def execute(self, ctx):
         for chunk in self.child.stream(ctx):
-            mask = evaluate_predicate(self.predicate, chunk)
             if not chunk.columns:
-                out = Chunk({}, int(mask.sum()), chunk.seq, chunk.device)
+                out = Chunk({}, int(evaluate_predicate(self.predicate, chunk).sum()), chunk.seq, chunk.device)
+            elif chunk.device.type == "cpu":
+                idx = predicate_positions(self.predicate, chunk, ctx.config.on("selective_filters"))
+                out = chunk if idx.numel() == chunk.num_rows else chunk.take(idx)
             else:
-                out = chunk.filter(mask)
+                out = chunk.filter(evaluate_predicate(self.predicate, chunk))
             if out.num_rows:
                 yield out
 

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, Column, concat_chunks, unify_dictionaries
+from sluice.chunk import Chunk, Column, concat_chunks, lookup, unify_dictionaries
 from sluice.exec.context import chunk_nbytes
 from sluice.expr.evaluate import evaluate
 from sluice.kernels import window as K
@@ -170,7 +170,7 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
             return Column(torch.zeros(n, dtype=torch.int32, device=dev), t, torch.zeros(n, dtype=torch.bool,
                                                                                       device=dev), d)
         rank = dictionary_rank(d).to(dev)
-        best = K.frame_minmax(rank[codes.long()], valid, lo, hi, start, end, part, f == "max")
+        best = K.frame_minmax(lookup(rank, codes), valid, lo, hi, start, end, part, f == "max")
         code_of_rank = torch.argsort(rank)
         out = code_of_rank[best.clamp(0, len(d) - 1)].to(torch.int32)
         return Column(out, t, None if bool(has.all()) else has, d)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from sluice.chunk import Chunk, Column
+from sluice.chunk import Chunk, Column, positions
+from sluice.kernels.buffers import count_true
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.expr.functions import find
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
@@ -205,6 +206,82 @@ def evaluate_predicate(e: Expr, chunk: Chunk) -> torch.Tensor:
     if m.dim() == 0:
         m = m.expand(chunk.num_rows)
     return m
+
+
+#: Conjunctions over fewer rows are evaluated whole (the bookkeeping would cost more).
+SELECTIVE_MIN_ROWS = 4096
+#: ... and compacted to the rows still in once the conjuncts so far keep at most this share.
+SELECTIVE_COMPACT = 0.5
+_ORDER: dict = {}  # conjunction -> pass rate of each conjunct, as measured on earlier chunks
+_ORDER_MAX = 512
+
+
+def predicate_positions(e: Expr, chunk: Chunk, selective: bool = True) -> torch.Tensor:
+    """The int64 positions of the rows of ``chunk`` where ``e`` is TRUE.
+
+    A conjunction over a host chunk is evaluated conjunct by conjunct, the most selective first
+    (pass rates measured on the chunks before), and once those so far keep half the rows or
+    fewer, the next ones run only over the rows still in -- a selection as DuckDB's filters
+    have. TPC-H q19's lineitem filter (three OR-ed quantity ranges, a ship mode, an
+    instruction) spent more on its OR-ed ranges over every row than on decoding. A conjunct
+    that raises over those rows sends the chunk to the whole-chunk evaluation, whose guard
+    decides (as it does for AND); so does a chunk under deferred checks or on a GPU, where
+    positions would cost a host wait. ``selective=False`` (the ``selective_filters`` setting
+    off): the whole predicate over every row."""
+    n = chunk.num_rows
+    if (not selective or not (isinstance(e, Func) and e.op == "and") or n < SELECTIVE_MIN_ROWS or chunk.device.type != "cpu"
+            or deferring(chunk.device) is not None or not chunk.columns):
+        return positions(evaluate_predicate(e, chunk))
+    args = e.args
+    rates = _ORDER.get(e)
+    order = sorted(range(len(args)), key=rates.__getitem__) if rates else list(range(len(args)))
+    seen = list(rates) if rates else [1.0] * len(args)
+    cur, at, acc, rows = chunk, None, None, n  # rows of cur in chunk (None: all); mask over cur
+    before = n
+    try:
+        for k, i in enumerate(order):
+            m = evaluate_predicate(args[i], cur)
+            if acc is None:  # (it may be a column's own data: never written in place)
+                acc, owned = m, False
+            elif owned:
+                acc.logical_and_(m)
+            else:
+                acc, owned = acc & m, True
+            kept = count_true(acc)
+            seen[i] = kept / before if before else 0.0
+            if kept == 0:
+                _remember(e, seen)
+                return torch.zeros(0, dtype=torch.int64)
+            before = kept
+            if k == len(order) - 1:
+                break
+            if kept > SELECTIVE_COMPACT * rows:
+                continue
+            rest = order[k + 1:]
+            need = set().union(*(args[j].columns() for j in rest))
+            # Worth a gather of each column the rest reads only where they compute more than
+            # two operations a column (q06's five compares of three columns: no; q19's OR-ed
+            # ranges of one column: yes).
+            if sum(_operations(args[j]) for j in rest) > 2 * len(need):
+                p = positions(acc)
+                at = p if at is None else at.index_select(0, p)
+                cur = Chunk({c: col.take(p) for c, col in cur.columns.items() if c in need}, kept, home=cur.device)
+                acc, rows = None, kept
+    except _VALUE_ERRORS:
+        return positions(evaluate_predicate(e, chunk))
+    _remember(e, seen)
+    p = positions(acc) if acc is not None else torch.arange(rows)
+    return p if at is None else at.index_select(0, p)
+
+
+def _operations(e: Expr) -> int:
+    return sum(1 for x in e.walk() if isinstance(x, Func))
+
+
+def _remember(e: Expr, rates: list[float]) -> None:
+    if len(_ORDER) >= _ORDER_MAX:
+        _ORDER.clear()
+    _ORDER[e] = rates
 
 
 def evaluate_constant(e: Func) -> Lit:

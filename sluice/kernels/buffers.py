@@ -68,3 +68,23 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
     if mask.device.type == "cpu" and mask.dtype == torch.bool:
         return torch.from_numpy(np.flatnonzero(mask.reshape(-1).numpy()))
     return torch.nonzero(mask.reshape(-1)).reshape(-1)
+
+
+def lookup(table: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+    """``table[codes]`` for a 1-d ``table`` (one value per dictionary entry) and integer
+    ``codes`` of any shape: a gather by ``index_select``, which takes int32 codes as they are.
+    Advanced indexing needed them as int64 first: 1.5 ms per million rows on one thread against
+    0.5 (string comparisons, IN lists and LIKE gather their per-entry results this way)."""
+    if codes.dim() != 1:
+        return table[codes.long()]
+    if codes.dtype not in (torch.int32, torch.int64):
+        codes = codes.long()
+    return table.index_select(0, codes)
+
+
+def count_true(mask: torch.Tensor) -> int:
+    """How many entries of the boolean ``mask`` are true; on the host through numpy
+    (``count_nonzero``: 0.03 ms per million against torch's ``sum`` 0.23 on one thread)."""
+    if mask.device.type == "cpu" and mask.dtype == torch.bool:
+        return int(np.count_nonzero(mask.numpy()))
+    return int(mask.sum())

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, DictionaryCache, host_tensor, string_buffers
+from sluice.chunk import Column, DictionaryCache, host_tensor, lookup, string_buffers
 from sluice.kernels.values import to_type
 from sluice.types import LType
 
@@ -41,7 +41,7 @@ def mix64(x: torch.Tensor) -> torch.Tensor:
 def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     """int64 tensor whose equality is SQL equality of ``col``'s values (as type ``t``)."""
     if col.type.kind == "string":
-        return _string_hashes(col.dictionary).to(col.data.device)[col.data.long()]
+        return lookup(_string_hashes(col.dictionary).to(col.data.device), col.data)
     if t is not None and t != col.type and t.is_numeric and col.type.is_numeric:
         data = to_type(col, t)
     else:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, host_tensor, to_device, unify_dictionaries
+from sluice.chunk import Column, host_tensor, lookup, to_device, unify_dictionaries
 from sluice.kernels.values import dictionary_rank, to_type
 from sluice.types import LType
 
@@ -69,7 +69,7 @@ def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     as :func:`float_order_key`)."""
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
-        return to_device(dictionary_rank(d), codes.device)[codes.long()]
+        return lookup(to_device(dictionary_rank(d), codes.device), codes)
     if col.type.kind == "bool":
         return col.data.to(torch.int64)
     if t is not None and t != col.type and t.is_numeric:
@@ -303,7 +303,7 @@ class BuildKeys:
                 import numpy as np
                 idx = pc.index_in(c.dictionary, value_set=d).fill_null(-1).to_numpy(zero_copy_only=False)
                 m = to_device(host_tensor(np.asarray(idx, dtype=np.int64)), c.data.device)
-                codes = m[c.data.long()] if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)
+                codes = lookup(m, c.data) if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)
                 good = codes >= 0
                 codes_all.append((codes.clamp(min=0), spec[2], good))
                 continue

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, host_tensor, to_device
+from sluice.chunk import Column, host_tensor, lookup, to_device
 from sluice.kernels.values import I64_MAX, dictionary_rank, scale_up, to_type  # noqa: F401 - re-exported
 from sluice.types import LType
 
@@ -36,4 +36,9 @@ def gather_bool(per_entry: pa.Array, codes: torch.Tensor) -> torch.Tensor:
     t = to_device(host_tensor(np.ascontiguousarray(arr, dtype=np.bool_)), codes.device)
     if codes.dim() == 0:
         return t[codes.long()]
-    return t[codes.long()] if len(t) else torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
+    if not len(t):
+        return torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
+    hits = np.flatnonzero(arr)
+    if len(hits) == 1 and codes.dim() == 1:  # one entry (a string equality): compare the codes
+        return codes == int(hits[0])
+    return lookup(t, codes)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, unify_dictionaries
+from sluice.chunk import Column, lookup, unify_dictionaries
 from sluice.errors import PlanError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import DEFAULT_SEL, register
@@ -98,7 +98,7 @@ def _compare_strings(op: str, a: Column, b: Column) -> torch.Tensor:
     if op in ("=", "<>"):
         return _CMP[op](ca, cb)
     rank = dictionary_rank(d).to(ca.device)
-    return _CMP[op](rank[ca.long()], rank[cb.long()])
+    return _CMP[op](lookup(rank, ca), lookup(rank, cb))
 
 
 # ------------------------------------------------------------------ selectivity

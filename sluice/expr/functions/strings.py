@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, host_tensor, string_buffers, to_device
+from sluice.chunk import Column, host_tensor, lookup, string_buffers, to_device
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
@@ -73,7 +73,7 @@ def _per_entry_numbers(a: Column, per_entry: pa.Array, t) -> Column:
     """A boolean or integer per row from one per dictionary entry."""
     values = per_entry.to_numpy(zero_copy_only=False)
     per = host_tensor(values.astype(np.bool_ if t == BOOL else np.int64))
-    return Column(to_device(per, a.data.device)[a.data.long()], t, a.valid)
+    return Column(lookup(to_device(per, a.data.device), a.data), t, a.valid)
 
 
 # ------------------------------------------------------------------ LIKE patterns as RE2

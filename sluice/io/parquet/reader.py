@@ -34,7 +34,7 @@ from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_thread_cache, release_to_os
 from sluice.io.pinned import columns_nbytes, handed_over, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
-from sluice.expr.evaluate import evaluate_predicate
+from sluice.expr.evaluate import evaluate_predicate, predicate_positions
 from sluice.metrics import ModeStats, Recorder, ScanStats
 from sluice.expr.nodes import Expr
 
@@ -245,7 +245,8 @@ class ScanReader:
             wait_for(event, dcols)
             pos = None  # positions of the rows kept, on the device; None: all of them
             if self.predicate is not None:
-                pos = positions(evaluate_predicate(self.predicate, Chunk(dcols, n, home=self.device)))
+                pos = predicate_positions(self.predicate, Chunk(dcols, n, home=self.device),
+                                          self.cfg.on("selective_filters"))
                 if pos.numel() < n:
                     dcols = {c: col.take(pos) for c, col in dcols.items()}
                 else:
@@ -278,7 +279,8 @@ class ScanReader:
             # column after the predicate too cost as much as decoding them (TPC-H q03).
             idx = None
             if self.predicate is not None:
-                idx = positions(evaluate_predicate(self.predicate, Chunk(cols, n, home=self.device)))
+                idx = predicate_positions(self.predicate, Chunk(cols, n, home=self.device),
+                                          self.cfg.on("selective_filters"))
                 if int(idx.numel()) == n:
                     idx = None
                 filtered = True
