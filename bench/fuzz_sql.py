@@ -38,6 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402
+from sluice.expr import evaluate as selective  # noqa: E402
+
+SELECTIVE_ROWS = selective.SELECTIVE_MIN_ROWS
 from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
 
 if {"-h", "--help"} & set(sys.argv[1:]):
@@ -411,7 +414,10 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # only: the --ranks pass runs RANK_CFG in its own workers)
        {"_defer_checks": True}, {"_defer_checks": True, "chunk_rows": 7},
        # decimals through pyarrow's decimal128 (no footer rewrite)
-       {"integer_decimals": False}]
+       {"integer_decimals": False},
+       # filters conjunct by conjunct over the rows still in, on chunks of any size (the
+       # threshold is 4096 rows), and every conjunct over every row
+       {"_selective_rows": 1}, {"_selective_rows": 1, "scan_mode": "pushdown"}, {"selective_filters": False}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 
@@ -444,6 +450,7 @@ for i in range(N):
     try:
         ci = R.randrange(len(cons)); con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
+        selective.SELECTIVE_MIN_ROWS = CFG[ci].get("_selective_rows", SELECTIVE_ROWS)
         ours = con.sql(q).to_arrow()
     except Exception as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
