@@ -35,10 +35,37 @@ def _filled(arr: pa.Array, value) -> pa.Array:
     return arr.fill_null(value) if arr.null_count else arr
 
 
-def _validity(arr: pa.Array) -> torch.Tensor | None:
+def _valid_numpy(arr: pa.Array) -> np.ndarray | None:
+    """``arr``'s validity as a bool array (None: no NULLs), unpacked from its bitmap with numpy:
+    ``is_valid().to_numpy()`` took 12x as long (TPC-DS store_sales, whose key columns all hold
+    NULLs: a tenth of q17's samples)."""
     if arr.null_count == 0:
         return None
-    return host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))
+    bitmap = arr.buffers()[0] if arr.type.num_buffers >= 2 and not pa.types.is_dictionary(arr.type) else None
+    if bitmap is None:
+        return arr.is_valid().to_numpy(zero_copy_only=False)
+    n, off = len(arr), arr.offset
+    bits = np.frombuffer(bitmap, dtype=np.uint8, count=(off + n + 7) // 8)
+    return np.unpackbits(bits, bitorder="little", count=off + n)[off:].view(np.bool_)
+
+
+def _validity(arr: pa.Array) -> torch.Tensor | None:
+    v = _valid_numpy(arr)
+    return None if v is None else host_tensor(v)
+
+
+def _numbers(arr: pa.Array, valid: np.ndarray | None) -> np.ndarray:
+    """The values of an integer or float array as numpy, NULLs as 0 -- from its buffers:
+    ``fill_null(0).to_numpy()`` copied the array through a compute kernel (0.23 ms per 131 K
+    int32 against 0.03)."""
+    t = arr.type
+    if not (pa.types.is_integer(t) or (pa.types.is_floating(t) and t != pa.float16())) or arr.buffers()[1] is None:
+        filled = arr.fill_null(0) if valid is not None else arr
+        return filled.to_numpy(zero_copy_only=False)
+    data = np.frombuffer(arr.buffers()[1], dtype=t.to_pandas_dtype(), count=arr.offset + len(arr))[arr.offset:]
+    if valid is None:
+        return data
+    return data * valid if pa.types.is_integer(t) else np.where(valid, data, 0)
 
 
 #: How DuckDB writes its special values 'infinity' and '-infinity' to Parquet: the extremes of
@@ -93,7 +120,7 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
         codes = arr.indices
         if codes.type != pa.int32():
             codes = codes.cast(pa.int32())
-        data = host_tensor(_filled(codes, 0).to_numpy(zero_copy_only=False))
+        data = host_tensor(_numbers(codes, _valid_numpy(codes)))
         dictionary = arr.dictionary
         if dictionary.type != pa.string():
             dictionary = dictionary.cast(pa.string())
@@ -132,15 +159,14 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
                 else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
             if pa.types.is_date64(at):
                 storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
-            data = host_tensor(_filled(storage, 0).to_numpy(zero_copy_only=False))
+            data = host_tensor(_numbers(storage, _valid_numpy(storage)))
         col = Column(data, t, valid)
         refuse_infinite(col)
     elif t.kind == "bool":
         data = host_tensor(_filled(arr, False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)
     else:
-        np_arr = arr.fill_null(0).to_numpy(zero_copy_only=False) if valid is not None \
-            else arr.to_numpy(zero_copy_only=False)
+        np_arr = _numbers(arr, None if valid is None else valid.numpy())
         data = host_tensor(np.ascontiguousarray(np_arr, dtype=np.dtype(str(t.torch_dtype).split(".")[1])))
         col = Column(data, t, valid)
     return _placed(col, device)
