@@ -12,7 +12,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import pytest
 
 from sluice.expr.functions.strings import like_regex, like_search
 from sluice.sql.literals import like_pattern

@@ -284,7 +284,10 @@ class ScanReader:
                 if int(idx.numel()) == n:
                     idx = None
                 filtered = True
-            keep = self._runtime_keep(cols, n, start=idx)
+            stats = [rg.stats for rg in task]
+            useful = [rf for rf in self.runtime
+                      if not all(rf.covers(*s.get(rf.column, (None, None))) for s in stats)]
+            keep = self._runtime_keep(cols, n, useful, start=idx)
             if keep is not None:
                 n = int(keep.numel())
                 if n == 0:
