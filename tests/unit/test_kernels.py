@@ -186,3 +186,50 @@ def test_grouping_state_drops_the_determining_key_shortcut_after_two_misses():
     fresh = GroupingState()
     ids, g = group_ids([k, fixed], 5, state=fresh)
     assert g == 3 and fresh.misses == 0  # the shortcut held
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_ids_partition_rows_by_their_keys_whatever_determines_what(seed):
+    # Keys: a year (int), an id string, strings that follow the id (or, with noise, do not)
+    # and NULLs: the shortcuts (one integer key; the integers with the widest string) and the
+    # usual path must all put two rows in one group exactly when their keys are equal.
+    import random
+
+    import pyarrow as pa
+
+    from sluice.types import LType
+    rng = random.Random(seed)
+    n = 3000
+    s = LType("string")
+    ids_ = [rng.randrange(400) for _ in range(n)]
+    year = [rng.choice([2001, 2002]) for _ in range(n)]
+    noise = seed % 2 == 1
+    name = [f"n{i % 37}" if not (noise and rng.random() < 0.01) else "odd" for i in ids_]
+    nulls = [rng.random() < 0.05 for _ in range(n)]
+
+    def strings(values, with_nulls=False):
+        d = pa.array(sorted(set(values)))
+        pos = {v: i for i, v in enumerate(d.to_pylist())}
+        valid = torch.tensor([not x for x in nulls]) if with_nulls else None
+        return Column(torch.tensor([pos[v] for v in values], dtype=torch.int32), s, valid, d)
+    cols = [strings([f"c{i}" for i in ids_]), strings(name, with_nulls=seed >= 4),
+            Column(torch.tensor(year), INT64), strings([f"e{i % 11}" for i in ids_])]
+    if seed in (2, 3):
+        cols = cols[::-1]
+    got, g = group_ids(cols, n)
+    keys = []
+    for r in range(n):
+        row = []
+        for c in cols:
+            if c.valid is not None and not bool(c.valid[r]):
+                row.append(None)
+            elif c.type.kind == "string":
+                row.append(c.dictionary[int(c.data[r])].as_py())
+            else:
+                row.append(int(c.data[r]))
+        keys.append(tuple(row))
+    by_key: dict = {}
+    for r, k in enumerate(keys):
+        by_key.setdefault(k, set()).add(int(got[r]))
+    assert g == len(by_key) and all(len(v) == 1 for v in by_key.values())
+    assert len({next(iter(v)) for v in by_key.values()}) == g
