@@ -442,10 +442,10 @@ def run(argv: list[str] | None = None) -> int:
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
             from sluice.dist.launch import run_cli
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs())
+        rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
             rel.to_arrow()
             return 0
-        rel.measure_reads = bool(args.analyze or args.plot or args.trace)
         t0 = time.perf_counter()
         if args.output:
             written = []

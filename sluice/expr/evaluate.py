@@ -261,8 +261,11 @@ def predicate_positions(e: Expr, chunk: Chunk, selective: bool = True) -> torch.
             need = set().union(*(args[j].columns() for j in rest))
             # Worth a gather of each column the rest reads only where they compute more than
             # two operations a column (q06's five compares of three columns: no; q19's OR-ed
-            # ranges of one column: yes).
-            if sum(_operations(args[j]) for j in rest) > 2 * len(need):
+            # ranges of one column: yes) -- and only when none of them can raise for a row:
+            # over the rows still in, a row the whole chunk's guard would count (an earlier
+            # conjunct NULL there) is not seen, and whether the query fails would depend on
+            # the order the pass rates chose.
+            if sum(_operations(args[j]) for j in rest) > 2 * len(need) and all(_row_safe(args[j]) for j in rest):
                 p = positions(acc)
                 at = p if at is None else at.index_select(0, p)
                 cur = Chunk({c: col.take(p) for c, col in cur.columns.items() if c in need}, kept, home=cur.device)
@@ -272,6 +275,35 @@ def predicate_positions(e: Expr, chunk: Chunk, selective: bool = True) -> torch.
     _remember(e, seen)
     p = positions(acc) if acc is not None else torch.arange(rows)
     return p if at is None else at.index_select(0, p)
+
+
+#: Functions that raise for no row value (an invalid pattern or list fails for every row alike).
+_SAFE_OPS = frozenset({"and", "or", "not", "is_null", "is_not_null", "like", "not_like", "ilike", "not_ilike", "in"})
+_COMPARES = frozenset({"=", "<>", "<", "<=", ">", ">="})
+
+
+def _row_safe(e: Expr) -> bool:
+    """Whether evaluating ``e`` can raise for no row: connectives, IS NULL, LIKE, IN and
+    comparisons of columns and literals of one type (no conversion that could overflow)."""
+    for x in e.walk():
+        if not isinstance(x, Func):
+            continue
+        if x.op in _SAFE_OPS:
+            continue
+        if x.op in _COMPARES and all(isinstance(a, (Col, Lit)) for a in x.args):
+            cols = [a for a in x.args if isinstance(a, Col)]
+            if all(a.type == x.args[0].type for a in x.args) or (len(cols) == 1 and _widest(x.args) == cols[0].type):
+                continue
+        return False
+    return True
+
+
+def _widest(args) -> object:
+    from sluice.types import common_numeric
+    try:
+        return common_numeric(*(a.type for a in args))
+    except Exception:  # noqa: BLE001 - not numeric: not a safe comparison
+        return None
 
 
 def _operations(e: Expr) -> int:
