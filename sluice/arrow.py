@@ -155,10 +155,12 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
             raw = host_tensor(_filled(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False))
             data = widen_timestamps(raw, 1_000_000 if at.unit == "s" else 1_000, valid)
         else:
-            storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64()) if not pa.types.is_timestamp(at) \
-                else arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
-            if pa.types.is_date64(at):
+            if pa.types.is_date64(at):  # milliseconds: whole days (a cast to int32 refuses date64)
                 storage = pc.divide(arr.cast(pa.int64()), 86_400_000).cast(pa.int32())
+            elif not pa.types.is_timestamp(at):
+                storage = arr.cast(pa.int32() if t.kind == "date" else pa.int64())
+            else:
+                storage = arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
             data = host_tensor(_numbers(storage, _valid_numpy(storage)))
         col = Column(data, t, valid)
         refuse_infinite(col)

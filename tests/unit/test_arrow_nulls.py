@@ -55,3 +55,11 @@ def test_dictionary_codes_with_nulls(offset):
     assert np.array_equal(col.valid.numpy(), want_valid)
     decoded = col.dictionary.take(pa.array(col.data.numpy())).to_pylist()
     assert [d for d, v in zip(decoded, want_valid) if v] == [x for x in arr.to_pylist() if x is not None]
+
+
+def test_date64_becomes_days():
+    # (a cast of date64 to int32 raised before its own branch was reached: an internal error)
+    import datetime
+    arr = pa.array([datetime.date(2020, 1, 2), None, datetime.date(1969, 12, 31)], pa.date64())
+    col = arrow_to_column(arr)
+    assert col.data.tolist()[0] == 18263 and col.data.tolist()[2] == -1 and col.valid.tolist() == [True, False, True]
