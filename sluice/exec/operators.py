@@ -117,7 +117,9 @@ class ScanOp(Operator):
                 rows = sum(rg.num_rows for rg in self.row_groups)
                 # A top-k's bound narrows while the scan runs: it skips row groups only of
                 # slices not yet read, so that scan keeps its slices (and adapts) at any size.
-                if rows >= ADAPT_MIN_CHUNKS * ctx.config.chunk_rows or any(s.topk for s in self.runtime_filters):
+                if (rows >= ADAPT_MIN_CHUNKS * ctx.config.chunk_rows
+                        and len(self.row_groups) >= ctx.config.adapt_min_slices) \
+                        or any(s.topk for s in self.runtime_filters):
                     policy = ScanPolicy(coordinator=ctx.scan_coordinator)
                     stats.switches = policy.switches
                 else:

@@ -68,7 +68,8 @@ def test_timeline_bins_conserve_bytes():
 def test_trace_marks_scan_mode_decisions(tpch_dir, tmp_path):
     trace = tmp_path / "m.json"
     rc, out, err = sluice("query", "--data", str(tpch_dir), "--device", "cpu", "--set", "scan_mode=auto",
-                          "--set", "chunk_rows=10000", "--analyze", "--trace", str(trace), Q6)
+                          "--set", "chunk_rows=10000", "--set", "adapt_min_slices=1", "--analyze", "--trace",
+                          str(trace), Q6)
     assert rc == 0, err
     assert "modes: " in out and "policy: sample direct@0" in out
     marks = [e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "mode"]

@@ -85,8 +85,9 @@ def test_auto_adapts_only_on_scans_of_several_chunks(tpch_dir, tpch_duck, connec
     from sluice.exec.operators import ADAPT_MIN_CHUNKS
     sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
     want = tpch_duck.sql(sql).fetchall()[0][0]
-    for rows, adapts in [(1 << 20, False), (600_000 // (2 * ADAPT_MIN_CHUNKS), True)]:  # SF 0.1: 600k rows
-        rel = connect(tpch_dir, chunk_rows=rows).sql(sql)
+    # (SF 0.1: 600k rows in 6 row groups, so adapt_min_slices is lowered; the next test checks it)
+    for rows, adapts in [(1 << 20, False), (600_000 // (2 * ADAPT_MIN_CHUNKS), True)]:
+        rel = connect(tpch_dir, chunk_rows=rows, adapt_min_slices=1).sql(sql)
         assert rel.to_arrow()[0][0].as_py() == want
         _, ctx = rel.last_run
         (reader,) = ctx.readers()
@@ -95,13 +96,26 @@ def test_auto_adapts_only_on_scans_of_several_chunks(tpch_dir, tpch_duck, connec
             assert reader.mode == "pushdown" and set(reader.stats.modes) == {"pushdown"}
 
 
+def test_auto_does_not_adapt_on_few_row_groups(tpch_dir, tpch_duck, connect):
+    # A slice is at least a row group: on 6 of them every slice went to sampling the modes.
+    from sluice.exec.operators import ADAPT_MIN_CHUNKS
+    sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
+    want = tpch_duck.sql(sql).fetchall()[0][0]
+    rel = connect(tpch_dir, chunk_rows=600_000 // (2 * ADAPT_MIN_CHUNKS)).sql(sql)  # rows enough, 6 row groups
+    assert rel.to_arrow()[0][0].as_py() == want
+    (reader,) = rel.last_run[1].readers()
+    assert len(reader.tasks) < 16
+    assert reader.policy is None and set(reader.stats.modes) == {"pushdown"}
+
+
 @pytest.mark.parametrize("threads", [1, 2, 8])
 def test_adaptive_scan_keeps_every_io_thread_busy(threads, tpch_dir, tpch_duck, connect):
     # The adaptive policy bounds the slices in flight (it assigns a mode when a slice is
     # queued), but never below the I/O pool: a fixed 3 left an H200's 8 threads 18 % busy.
     from sluice.exec.operators import ADAPT_MIN_CHUNKS
     sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
-    rel = connect(tpch_dir, io_threads=threads, chunk_rows=600_000 // (2 * ADAPT_MIN_CHUNKS)).sql(sql)
+    rel = connect(tpch_dir, io_threads=threads, chunk_rows=600_000 // (2 * ADAPT_MIN_CHUNKS),
+                  adapt_min_slices=1).sql(sql)
     assert rel.to_arrow()[0][0].as_py() == tpch_duck.sql(sql).fetchall()[0][0]
     (reader,) = rel.last_run[1].readers()
     assert reader.policy is not None

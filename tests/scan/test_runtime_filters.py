@@ -194,7 +194,7 @@ def test_rows_read_before_a_deep_filter_is_ready_are_filtered_when_handed_over(t
     # the scan applies it when it hands them over, so the aggregate gets only part's keys.
     from sluice.testing.queries import tpch_queries
     sql = tpch_queries()["q17"]
-    rel = connect(tpch_dir, scan_mode="auto", chunk_rows=20000).sql(sql)  # 30 slices: it adapts,
+    rel = connect(tpch_dir, scan_mode="auto", chunk_rows=20000, adapt_min_slices=1).sql(sql)  # it adapts,
     compare(rel.to_arrow(), duckdb_connect(tpch_dir).sql(sql).to_arrow_table())  # sampling direct first
     deep = [(s, rf) for s, rf in _filters(rel) if s.table.name == "lineitem" and rf.deep]
     assert deep and all(rf.rows_removed > 0.9 * rf.rows_in > 0 for _, rf in deep)
