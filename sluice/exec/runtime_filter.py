@@ -147,9 +147,10 @@ class RuntimeFilter:
         except TypeError:
             return False
         full = self._full
-        if full is None:
+        if full is None:  # (fewer build keys than values in [lo, hi]: not full, without a pass)
             b = self.bits
-            full = self._full = bool(b is not None and b.dtype == torch.bool and b.numel() > 2 and bool(b[1:-1].all()))
+            full = self._full = bool(b is not None and b.dtype == torch.bool and 2 < b.numel() <= self.keys + 2
+                                     and bool(b[1:-1].all()))
         return full
 
     def _exact_span(self, keys: int) -> int | None:
