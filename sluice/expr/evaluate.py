@@ -233,7 +233,10 @@ def predicate_positions(e: Expr, chunk: Chunk, selective: bool = True) -> torch.
             or deferring(chunk.device) is not None or not chunk.columns):
         return positions(evaluate_predicate(e, chunk))
     args = e.args
-    rates = _ORDER.get(e)
+    try:
+        rates = _ORDER.get(e)
+    except TypeError:  # a node holding an unhashable parameter: no order is learned for it
+        return positions(evaluate_predicate(e, chunk))
     order = sorted(range(len(args)), key=rates.__getitem__) if rates else list(range(len(args)))
     seen = list(rates) if rates else [1.0] * len(args)
     cur, at, acc, rows = chunk, None, None, n  # rows of cur in chunk (None: all); mask over cur

@@ -114,3 +114,23 @@ def test_whether_a_query_fails_does_not_depend_on_the_order_learned(tmp_path, co
                     except Exception as e:  # noqa: BLE001 - the outcome compared is the error's kind
                         outcomes.add(type(e).__name__)
     assert len(outcomes) == 1, outcomes
+
+
+def test_a_conjunction_that_cannot_be_remembered_is_evaluated_whole():
+    # The learned order is kept per predicate (a dict key): a node holding an unhashable
+    # parameter gets none, and the whole predicate is evaluated as before.
+    import torch
+
+    from sluice.chunk import Chunk, Column
+    from sluice.expr.evaluate import evaluate_predicate, predicate_positions
+    from sluice.expr.nodes import Col, Func, Lit
+    from sluice.kernels.buffers import positions
+    from sluice.types import BOOL, INT64
+    n = 10_000
+    chunk = Chunk({"x": Column(torch.arange(n) % 97, INT64)}, n, home=torch.device("cpu"))
+    X = Col("x", INT64)
+    unhashable = Func("<>", (X, Lit(5, INT64)), BOOL, params=([1],))
+    e = Func("and", (Func("<", (X, Lit(50, INT64)), BOOL), unhashable), BOOL)
+    with pytest.raises(TypeError):
+        hash(e)
+    assert torch.equal(predicate_positions(e, chunk), positions(evaluate_predicate(e, chunk)))
