@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from sluice.chunk import Chunk, Column, positions
-from sluice.kernels.buffers import count_true
+from sluice.chunk import Chunk, Column
+from sluice.kernels.buffers import count_true, positions
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.expr.functions import find
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.kernels.checks import deferred_checks, deferring
+from sluice.types import common_numeric
 
 _CPU = torch.device("cpu")
 
@@ -302,7 +303,6 @@ def _row_safe(e: Expr) -> bool:
 
 
 def _widest(args) -> object:
-    from sluice.types import common_numeric
     try:
         return common_numeric(*(a.type for a in args))
     except Exception:  # noqa: BLE001 - not numeric: not a safe comparison

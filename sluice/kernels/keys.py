@@ -167,6 +167,11 @@ def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
             return got
         if state is not None:
             state.misses += 1
+    return _combined_ids(cols, n)
+
+
+def _combined_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
+    """The groups of every combination of the ``cols``' codes."""
     combined, card = column_codes(cols[0], n)
     for c in cols[1:]:
         codes, k = column_codes(c, n)
@@ -205,15 +210,7 @@ def _by_determining_key(cols: list[Column], n: int) -> tuple[torch.Tensor, int] 
     if not strings or len(exact) + 1 >= len(cols):
         return None
     widest = max(strings, key=lambda i: len(cols[i].dictionary))
-    combined, card = column_codes(cols[widest], n)
-    for i in exact:
-        codes, k = column_codes(cols[i], n)
-        if card * k >= _LIMIT:
-            combined, card = _densify(combined, card)
-        dt = torch.int32 if card * k < (1 << 31) else torch.int64
-        combined = combined.to(dt) * k + codes.to(dt)
-        card *= k
-    ids, g = _densify(combined, card)
+    ids, g = _combined_ids([cols[widest]] + [cols[i] for i in exact], n)
     if _others_constant(cols, n, ids, g, {widest, *exact}):
         return ids, g
     return None

@@ -34,7 +34,7 @@ from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.memory import release_thread_cache, release_to_os
 from sluice.io.pinned import columns_nbytes, handed_over, to_device, wait_for
 from sluice.adapt.scan_policy import ScanPolicy
-from sluice.expr.evaluate import evaluate_predicate, predicate_positions
+from sluice.expr.evaluate import predicate_positions
 from sluice.metrics import ModeStats, Recorder, ScanStats
 from sluice.expr.nodes import Expr
 
@@ -243,21 +243,12 @@ class ScanReader:
             pcols, nread = self._decode(task, md, first)
             dcols, event = self._ship(pcols)
             wait_for(event, dcols)
-            pos = None  # positions of the rows kept, on the device; None: all of them
-            if self.predicate is not None:
-                pos = predicate_positions(self.predicate, Chunk(dcols, n, home=self.device),
-                                          self.cfg.on("selective_filters"))
-                if pos.numel() < n:
-                    dcols = {c: col.take(pos) for c, col in dcols.items()}
-                else:
-                    pos = None
+            pos = self._survivors(dcols, n, self._probing(task))  # on the device; None: all rows
             kept = n if pos is None else int(pos.numel())
-            after = self._runtime_keep(dcols, kept) if kept and filters else None
-            if after is not None:
-                dcols = {c: col.take(after) for c, col in dcols.items()}
-                pos, kept = (after if pos is None else pos[after]), int(after.numel())
             if kept == 0:
                 return None, None, nread, 0, True
+            if pos is not None:
+                dcols = {c: col.take(pos) for c, col in dcols.items()}
             rest = [c for c in self.columns if c not in first]
             keep = None
             if pos is not None:
@@ -274,20 +265,8 @@ class ScanReader:
             # The torch decoder's columns were made on this thread's decode stream.
             wait_for(handed_over(cols), cols)
         if mode == "pushdown":
-            # The predicate's positions, then the runtime filters over their key columns at
-            # those positions only, and one take of every column at the end: taking every
-            # column after the predicate too cost as much as decoding them (TPC-H q03).
-            idx = None
-            if self.predicate is not None:
-                idx = predicate_positions(self.predicate, Chunk(cols, n, home=self.device),
-                                          self.cfg.on("selective_filters"))
-                if int(idx.numel()) == n:
-                    idx = None
-                filtered = True
-            stats = [rg.stats for rg in task]
-            useful = [rf for rf in self.runtime
-                      if not all(rf.covers(*s.get(rf.column, (None, None))) for s in stats)]
-            keep = self._runtime_keep(cols, n, useful, start=idx)
+            filtered = True
+            keep = self._survivors(cols, n, self._probing(task))
             if keep is not None:
                 n = int(keep.numel())
                 if n == 0:
@@ -351,6 +330,26 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
+    def _probing(self, task: list[RowGroup]) -> list:
+        """The runtime filters worth probing ``task``'s rows with: not one that holds every key
+        of each row group's statistics range (it could remove only NULLs, which its join drops:
+        TPC-DS q99's dimensions joined whole)."""
+        return [rf for rf in self.runtime
+                if not all(rf.covers(*rg.stats.get(rf.column, (None, None))) for rg in task)]
+
+    def _survivors(self, cols: dict[str, Column], n: int, filters: list) -> torch.Tensor | None:
+        """The positions of the rows of ``cols`` the predicate keeps and then ``filters`` let
+        through (None: all of them), found before any column is taken: taking every column
+        after the predicate and again after each filter cost as much as decoding them (TPC-H
+        q03); the caller takes each column once."""
+        idx = None
+        if self.predicate is not None:
+            idx = predicate_positions(self.predicate, Chunk(cols, n, home=self.device),
+                                      self.cfg.on("selective_filters"))
+            if int(idx.numel()) == n:
+                idx = None
+        return self._runtime_keep(cols, n, filters, start=idx)
+
     def _runtime_keep(self, cols: dict[str, Column], n: int, filters: list | None = None,
                       start: torch.Tensor | None = None) -> torch.Tensor | None:
         """The positions of the rows of ``cols`` the active runtime filters let through (None:
@@ -409,15 +408,10 @@ class ScanReader:
             late = [rf for rf in self.runtime if rf.deep and rf.active and id(rf) not in applied
                     and rf.column in whole.columns]
             if not filtered and self.predicate is not None:  # direct: the consumer filters
-                mask = evaluate_predicate(self.predicate, whole)
-                if late:  # positions, so that the late filters below compact the chunk once
-                    idx = positions(mask)
-                    keep = self._runtime_keep(whole.columns, n, late, start=idx if idx.numel() < n else None)
-                    late = []
-                    if keep is not None:
-                        whole = whole.take(keep)
-                else:
-                    whole = whole.filter(mask)
+                keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
+                late = []
+                if keep is not None:
+                    whole = whole.take(keep)
                 n = whole.num_rows
             if late and n:
                 # read before its filter was ready (or by direct), and bound for an aggregation
