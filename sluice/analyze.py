@@ -146,7 +146,7 @@ def memory_plan(op: Operator, config) -> list[str]:
         lines.append(f"  {o.label:<13} ~{rows:,.0f} {what} x {width} B = {fmt_bytes(nbytes)} "
                      f"({nbytes / limit:.1%} of budget): {how}")
     if scans:
-        share = min(config.scan_buffer_bytes, limit // (4 * scans))
+        share = min(config.read_ahead_bytes, limit // (4 * scans))
         lines.append(f"  Scan queues   {scans} x up to {fmt_bytes(share)} of read-ahead")
     return lines
 

@@ -104,7 +104,7 @@ class ScanOp(Operator):
             res = queue_pool.reservation(f"Scan {self.table.name} queue")
             share = queue_pool.limit // (SCAN_SHARE * max(1, ctx.scan_count))
             total = estimate_decoded(self.table, self.row_groups, cols, ctx.cache) if self.row_groups else 0
-            want = min(ctx.config.scan_buffer_bytes, share, total)
+            want = min(ctx.config.read_ahead_bytes, share, total)
             if not res.try_grow(want):
                 res.try_grow(min(want, queue_pool.available))
             predicate = None

@@ -142,3 +142,15 @@ def test_io_threads_sized_to_the_machine(tpch_dir):
     con = sluice.connect(tpch_dir, device="cpu")
     assert con.config.io_threads == 2 and con._pool._max_workers == 2
     assert sluice.connect(tpch_dir, device="cpu", io_threads=3).config.io_threads == 3
+
+
+def test_scan_buffer_sized_to_the_io_threads(tpch_dir):
+    from sluice.errors import ConfigError
+    con = sluice.connect(tpch_dir, device="cpu", io_threads=8)
+    assert con.config.read_ahead_bytes == 1 << 30  # 128 MiB per I/O thread
+    assert sluice.connect(tpch_dir, device="cpu", io_threads=2).config.read_ahead_bytes == 256 << 20
+    assert sluice.connect(tpch_dir, device="cpu", io_threads=1).config.read_ahead_bytes == 256 << 20
+    assert sluice.connect(tpch_dir, device="cpu", io_threads=8,
+                          scan_buffer_bytes="64MiB").config.read_ahead_bytes == 64 << 20
+    with pytest.raises(ConfigError, match="at least 1MiB"):
+        Config(scan_buffer_bytes=1000)

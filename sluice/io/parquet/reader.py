@@ -138,10 +138,10 @@ class ScanReader:
         self.rec = recorder
         self.stats = stats or ScanStats(table.name)
         self.progress = progress
-        self.buffer_bytes = config.scan_buffer_bytes if buffer_bytes is None else buffer_bytes
+        self.buffer_bytes = config.read_ahead_bytes if buffer_bytes is None else buffer_bytes
         self.reservation = reservation  # the queue's bytes in the memory pool, freed when done
         # Tasks hold no more than the read-ahead budget (when it is smaller than a chunk's rows).
-        cap = buffer_bytes if buffer_bytes is not None and buffer_bytes < config.scan_buffer_bytes else None
+        cap = buffer_bytes if buffer_bytes is not None and buffer_bytes < config.read_ahead_bytes else None
         # Adaptive scans cut the table into about SLICES slices (at least a row group each, at
         # most a chunk): enough to sample the modes on and to notice a change along the file.
         rows = config.chunk_rows
