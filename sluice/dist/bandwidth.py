@@ -25,7 +25,11 @@ def all_to_all_rate(group, nbytes: int, repeats: int = 5, device: torch.device |
     dist.all_to_all_single(recv, send, group=group)  # warm-up: connections, buffers
     if cuda:
         torch.cuda.synchronize(send.device)
-    dist.barrier(group=group)
+    # NCCL's barrier names its GPU (without it torch warns and guesses the current device)
+    if cuda:
+        dist.barrier(group=group, device_ids=[send.device.index])
+    else:
+        dist.barrier(group=group)
     t0 = time.perf_counter()
     for _ in range(repeats):
         dist.all_to_all_single(recv, send, group=group)
