@@ -177,7 +177,10 @@ class HashJoinOp(Operator):
         return lambda page: hash_columns([evaluate(k, page) for k in keys], page.num_rows, types)
 
     def _concat(self, pages: list[Chunk], dev) -> Chunk:
-        build = concat_chunks(pages) or empty_chunk(self.build_schema, dev)
+        # String dictionaries are appended, not deduplicated: build rows are only gathered by
+        # index, and key codes are deduplicated where they are compared (column_codes). Hashing
+        # customer's 1.5 M names at TPC-H SF 10 was 10 % of q18, for the 399 rows that matched.
+        build = concat_chunks(pages, unify=False) or empty_chunk(self.build_schema, dev)
         return Chunk({k: c.expand(build.num_rows) for k, c in build.columns.items()}, build.num_rows, home=dev)
 
     def _all_in_memory(self, bmat: Materializer, dev) -> Chunk:
