@@ -205,6 +205,23 @@ def test_rows_read_before_a_deep_filter_is_ready_are_filtered_when_handed_over(t
     assert rows_into_agg < 0.03 * sum(rg.num_rows for rg in scan.row_groups)
 
 
+def test_rows_read_before_a_join_filter_is_ready_are_filtered_before_the_join(tpch_dir, connect):
+    # The probe scan of a plain join (no aggregate between): slices read by direct (or before
+    # the build side was built) meet the ready filter when handed over, not each row the join's
+    # probe (a binary search per row where the build keys are sparse).
+    sql = ("select count(*), sum(l_extendedprice) from lineitem join part on l_partkey = p_partkey "
+           "where p_container = 'JUMBO BOX' and p_brand = 'Brand#23'")
+    rel = connect(tpch_dir, scan_mode="auto", chunk_rows=20000, adapt_min_slices=1).sql(sql)  # samples direct
+    compare(rel.to_arrow(), duckdb_connect(tpch_dir).sql(sql).to_arrow_table())
+    found = [(s, rf) for s, rf in _filters(rel) if s.table.name == "lineitem"]
+    assert found and not any(rf.deep for _, rf in found)
+    scan, rf = found[0]
+    assert rf.rows_removed > 0.9 * rf.rows_in > 0
+    assert rel.last_run[1].runs[scan].reader.stats.modes["direct"].slices  # (read unfiltered)
+    rows_into_join = rel.last_run[1].runs[scan].stats.rows
+    assert rows_into_join < 0.05 * sum(rg.num_rows for rg in scan.row_groups)
+
+
 def test_a_rank_without_build_keys_contributes_an_empty_packed_bitmap():
     # publish_across sizes the bitmap by every rank's keys: a rank whose own build input was
     # empty makes zeros of the same size (it crashed on concatenating no chunks)

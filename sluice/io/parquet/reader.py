@@ -405,7 +405,7 @@ class ScanReader:
                 release_to_os()
             whole = Chunk(cols, n, seq, self.device)
             applied = self._applied.pop(i, ())
-            late = [rf for rf in self.runtime if rf.deep and rf.active and id(rf) not in applied
+            late = [rf for rf in self.runtime if rf.active and id(rf) not in applied
                     and rf.column in whole.columns]
             if not filtered and self.predicate is not None:  # direct: the consumer filters
                 keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
@@ -414,9 +414,11 @@ class ScanReader:
                     whole = whole.take(keep)
                 n = whole.num_rows
             if late and n:
-                # read before its filter was ready (or by direct), and bound for an aggregation
-                # below the join: filtered now rather than aggregated (TPC-H q17 at SF 10: 7 M
-                # rows of early slices made 1.9 M groups the join then dropped)
+                # read before its filter was ready (or by direct): filtered now rather than
+                # aggregated below the join (TPC-H q17 at SF 10: 7 M rows of early slices made
+                # 1.9 M groups the join then dropped) or probed by it (SSB q3.4 at SF 10: the
+                # three slices read while the dimensions were built, 2.7 M rows, went through a
+                # binary search per row in the join where the bitmap kept 0.8 %)
                 keep = self._runtime_keep(whole.columns, n, late)
                 if keep is not None:
                     whole = whole.take(keep)
