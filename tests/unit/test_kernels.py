@@ -86,6 +86,28 @@ def test_join_matches_nested_loop(build, probe, sparse):
     assert got == want
 
 
+_ENDS = [-(2**63), -(2**63) + 1, -(2**62), -7, 0, 3, 2**40, 2**62, 2**63 - 2, 2**63 - 1]
+
+
+@given(st.lists(st.sampled_from(_ENDS), max_size=8), st.lists(st.sampled_from(_ENDS), max_size=30),
+       st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_one_key_join_over_int64_ends(build, probe, unique):
+    # One key column is coded as its values less the build's low end whatever their range (the
+    # JoinTable then searches sorted codes): differences that wrap must never match.
+    if unique:
+        build = list(dict.fromkeys(build))
+    bt = torch.tensor(build, dtype=torch.int64)
+    pt = torch.tensor(probe, dtype=torch.int64)
+    bk = BuildKeys([Column(bt, INT64)], [INT64])
+    table = JoinTable(bk.key, bk.valid, bk.card)
+    key, ok = bk.probe([Column(pt, INT64)], len(probe))
+    p, b = table.match(key, ok)
+    got = sorted(zip(p.tolist(), b.tolist()))
+    want = sorted((i, j) for i, x in enumerate(probe) for j, y in enumerate(build) if x == y)
+    assert got == want
+
+
 def test_multi_key_join_wide_ranges():
     rng = np.random.default_rng(0)
     b = rng.integers(0, 1 << 40, size=(500, 3))
