@@ -41,35 +41,7 @@ class CompactReader:
         return (n >> 1) ^ -(n & 1)
 
     def skip(self, ctype: int) -> None:
-        if ctype in (1, 2):          # bool true/false: value is in the type
-            return
-        if ctype == 3:               # byte
-            self.pos += 1
-        elif ctype in (4, 5, 6):     # i16, i32, i64
-            self.varint()
-        elif ctype == 7:             # double
-            self.pos += 8
-        elif ctype == 8:             # binary
-            n = self.varint()
-            self.pos += n
-        elif ctype in (9, 10):       # list, set
-            h = self.byte()
-            size, et = h >> 4, h & 0x0F
-            if size == 15:
-                size = self.varint()
-            for _ in range(size):
-                self.skip(et)
-        elif ctype == 11:            # map
-            size = self.varint()
-            if size:
-                kv = self.byte()
-                for _ in range(size):
-                    self.skip(kv >> 4)
-                    self.skip(kv & 0x0F)
-        elif ctype == 12:            # struct
-            self.struct(lambda fid, t: False)
-        else:
-            raise ValueError(f"bad thrift type {ctype}")
+        self.pos = skip_value(self.buf, self.pos, ctype)
 
     def struct(self, on_field) -> None:
         """Read a struct; ``on_field(id, type)`` returns True when it consumed the value."""
@@ -83,6 +55,92 @@ class CompactReader:
             last = fid
             if not on_field(fid, ctype):
                 self.skip(ctype)
+
+
+def _varint_end(buf, pos: int) -> int:
+    while buf[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
+def skip_value(buf, pos: int, ctype: int) -> int:
+    """Where the value of compact type ``ctype`` at ``pos`` ends: the fields a reader does not
+    use, skipped in one function with local variables (a footer's row groups are most of it:
+    TPC-H SF 10 lineitem's 524 took 0.42 s through a method call per byte, 0.1 s so)."""
+    if ctype <= 2:               # bool in a struct field: the value is in the type
+        return pos
+    if ctype == 3:               # byte
+        return pos + 1
+    if ctype <= 6:               # i16, i32, i64: zigzag varints
+        return _varint_end(buf, pos)
+    if ctype == 7:               # double
+        return pos + 8
+    if ctype == 8:               # binary: varint length, then the bytes
+        n = shift = 0
+        while True:
+            b = buf[pos]
+            pos += 1
+            n |= (b & 0x7F) << shift
+            if b < 0x80:
+                return pos + n
+            shift += 7
+    if ctype == 12:              # struct: fields until a stop byte
+        while True:
+            h = buf[pos]
+            pos += 1
+            if h == 0:
+                return pos
+            t = h & 0x0F
+            if not h >> 4:       # a field id of its own (zigzag i16) where the delta does not fit
+                pos = _varint_end(buf, pos)
+            if t <= 2:
+                continue
+            if 4 <= t <= 6:
+                pos = _varint_end(buf, pos)
+            else:
+                pos = skip_value(buf, pos, t)
+    if ctype in (9, 10):         # list, set: a header with size and element type
+        h = buf[pos]
+        pos += 1
+        size, et = h >> 4, h & 0x0F
+        if size == 15:
+            size = shift = 0
+            while True:
+                b = buf[pos]
+                pos += 1
+                size |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+        if et <= 3:              # bools (a byte each in a list) and bytes
+            return pos + size
+        if et <= 6:
+            for _ in range(size):
+                pos = _varint_end(buf, pos)
+            return pos
+        if et == 7:
+            return pos + 8 * size
+        for _ in range(size):
+            pos = skip_value(buf, pos, et)
+        return pos
+    if ctype == 11:              # map: varint size, then a byte of key and value types
+        size = shift = 0
+        while True:
+            b = buf[pos]
+            pos += 1
+            size |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        if size:
+            kv = buf[pos]
+            pos += 1
+            kt, vt = kv >> 4, kv & 0x0F
+            for _ in range(size):
+                pos = skip_value(buf, pos, kt) if kt > 2 else pos + 1
+                pos = skip_value(buf, pos, vt) if vt > 2 else pos + 1
+        return pos
+    raise ValueError(f"bad thrift type {ctype}")
 
 
 @dataclass(slots=True)
