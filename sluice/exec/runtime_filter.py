@@ -42,6 +42,8 @@ EXACT_MIN_SPAN = 1 << 22
 #: faster than a Bloom filter and exact: TPC-H SF 10 orderkeys (573 K keys over 60 M values,
 #: 7.5 MiB) probed by 1 M rows: 13.8 ms with the Bloom filter, 7.6 ms.
 EXACT_MAX_SPAN_PACKED = 1 << 27
+#: Tests: the GPU's deferred build statistics (``RuntimeFilter._defer``) on the host too.
+DEFER_ON_CPU = False
 
 
 def _keys64(col: Column) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -100,12 +102,20 @@ class RuntimeFilter:
     groups_skipped: int = 0
     bytes_skipped: int = 0
     _chunks: list = field(default_factory=list)
+    _pending: list = field(default_factory=list)  # on a GPU: (lo, hi, count, keys, valid) per chunk
 
     # ---------------------------------------------------------------- build
 
     def add(self, col: Column, n: int) -> None:
-        """Take one build chunk's key values (NULLs never match: left out)."""
+        """Take one build chunk's key values (NULLs never match: left out). On a GPU nothing is
+        read back here: each chunk's low, high and count stay device scalars (and its keys on
+        the device) until :meth:`publish` reads them all at once -- a wait per build chunk
+        for its min and max, and a copy of its keys, held the host back (TPC-H q10 at SF 10 on
+        an H200: 0.54 s in ``max``)."""
         v, valid = _keys64(col.expand(n) if col.is_const else col)
+        if v.device.type != "cpu" or DEFER_ON_CPU:
+            self._defer(v, valid)
+            return
         if valid is not None:
             v = v[valid]
         if v.numel() == 0:
@@ -117,8 +127,37 @@ class RuntimeFilter:
             self._chunks.append(v.cpu())
         self.keys += int(v.numel())
 
+    def _defer(self, v: torch.Tensor, valid: torch.Tensor | None) -> None:
+        if v.numel() == 0:
+            return
+        i64 = torch.iinfo(torch.int64)
+        if valid is None:
+            lo, hi = torch.aminmax(v)
+            count = torch.full((), v.numel(), dtype=torch.int64, device=v.device)
+        else:  # NULL keys count as neither end
+            lo = torch.where(valid, v, i64.max).min()
+            hi = torch.where(valid, v, i64.min).max()
+            count = valid.sum()
+        self._pending.append((lo, hi, count, v if self.bloom else None, valid))
+
+    def _settle(self) -> None:
+        """Fold the deferred chunks into lo, hi, keys and the host key chunks: one read-back."""
+        if not self._pending:
+            return
+        stats = torch.stack([torch.stack((lo, hi, c)) for lo, hi, c, _, _ in self._pending]).cpu()
+        for (lo, hi, count), (_, _, _, v, valid) in zip(stats.tolist(), self._pending):
+            if not count:
+                continue
+            self.lo = lo if self.lo is None else min(self.lo, lo)
+            self.hi = hi if self.hi is None else max(self.hi, hi)
+            self.keys += count
+            if v is not None:
+                self._chunks.append((v if valid is None else v[valid]).cpu())
+        self._pending = []
+
     def publish(self) -> None:
         """The build side is complete: make the Bloom filter, then let scans use it."""
+        self._settle()
         if self._chunks and self.keys:
             self.bits = self._table(self.keys)
         self._chunks = []
@@ -213,6 +252,7 @@ class RuntimeFilter:
         order (the exchange stage that feeds it)."""
         import numpy as np
         import torch.distributed as dist
+        self._settle()
         i64 = torch.iinfo(torch.int64)
         lo = torch.tensor([self.lo if self.lo is not None else i64.max], dtype=torch.int64)
         hi = torch.tensor([self.hi if self.hi is not None else i64.min], dtype=torch.int64)
