@@ -314,6 +314,11 @@ def query4():
                       "w.w || reverse(w.w)", "lpad(w.w, 6, '*')", "strpos(w.w, 'e')", "w.w like '%\u00e9%'"])
         return f"select w.i, {f} from w" + (" order by w.w, w.i" if R.random() < .3 else "")
     if k < 0.84:  # dates before year 1 and past 9999
+        if R.random() < .3:  # timestamp keys: a top-k's bound and a join's runtime filter on them
+            return R.choice([
+                f"select dd.i, dd.ts from dd order by dd.ts {R.choice(['asc', 'desc'])}, dd.i limit {R.randint(1, 12)}",
+                f"select count(*), sum(a.i) from dd a join dd b on a.ts = b.ts where b.i % {R.randint(2, 9)} = 0",
+                f"select count(*), sum(a.i) from dd a join dd b on a.d = b.d and a.ts >= b.ts where b.i < {R.randint(0, 50)}"])
         f = R.choice(["cast(dd.d as varchar)", "cast(dd.ts as varchar)", "year(dd.d)", "month(dd.ts)", "dayofweek(dd.d)",
                       "strftime(dd.d, '%Y-%m-%d %j')", "dd.d + 1", "date_trunc('month', dd.d)", "extract(epoch from dd.ts)",
                       "dd.d < date '0001-01-01'"])

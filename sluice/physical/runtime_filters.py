@@ -30,8 +30,10 @@ from sluice.types import LType
 
 def _comparable(a: LType, b: LType) -> bool:
     def kind(t):
-        if t.is_integer or t.kind == "date":
-            return ("int", 0) if t.kind != "date" else ("date", 0)
+        # Dates and timestamps as their integers (days; microseconds, whatever the file's
+        # unit): a timestamp and a timestamptz differ in kind, so never compare.
+        if t.is_integer or t.kind in ("date", "timestamp", "timestamptz"):
+            return ("int", 0) if t.is_integer else (t.kind, 0)
         if t.kind == "decimal":
             return ("decimal", t.scale)
         return None

@@ -28,6 +28,9 @@ def topk_dir(tmp_path_factory):
         "d": pa.array([dt.date(1990, 1, 1) + dt.timedelta(days=keys[i]) for i in range(N)]),
         "p": pa.array([decimal.Decimal(keys[i]).scaleb(-2) for i in range(N)], pa.decimal128(12, 2)),
         "g": pa.array([i % 7 for i in range(N)], pa.int64()),
+        # timestamps in seconds (widened to microseconds when read) and with a time zone
+        "ts": pa.array([None if i % 53 == 0 else 1_000_000_000 + 37 * keys[i] for i in range(N)], pa.timestamp("s")),
+        "tz": pa.array([1_600_000_000_000_000 + 1001 * keys[i] for i in range(N)], pa.timestamp("us", tz="UTC")),
     })
     pq.write_table(t, root / "t.parquet", row_group_size=1000)
     pq.write_table(pa.table({"g": pa.array(range(5), pa.int64()), "name": ["a", "b", "c", "d", "e"]}),
@@ -48,6 +51,12 @@ QUERIES = {
     "through_join": "select k, name from t join dim on t.g = dim.g order by k desc limit 5",
     "more_than_rows": "select k from t where g = 1 and k < 300 order by k desc limit 100000",
     "expression_key": "select k + 1 as x from t order by x desc limit 5",
+    "timestamp": "select ts, g from t order by ts limit 6",
+    "timestamp_desc": "select ts from t where g < 5 order by ts desc limit 4",
+    "timestamptz": "select tz, k from t order by tz desc limit 5",
+    # a join on timestamp keys: its runtime filter on t's scan
+    "join_on_timestamp": "select count(*), sum(a.k) from t a join (select ts from t where k % 1000 = 7) b "
+                         "on a.ts = b.ts",
 }
 
 
@@ -72,6 +81,20 @@ def test_row_groups_beyond_the_bound_are_not_read(name, topk_dir, connect):
     # On demand (no read-ahead), every row group after the first is checked against the bound.
     (rf,) = _filter(connect(topk_dir, prefetch=False).sql(QUERIES[name]))
     assert rf.ready and rf.groups_skipped >= 15, rf.describe()  # of 40 (the first read task holds several)
+
+
+def test_timestamps_get_filters(topk_dir, connect):
+    # Timestamps filter as their microseconds (the file's seconds widened): a top-k's bound and
+    # a join's keys both reach the scan.
+    for name in ("timestamp", "timestamptz"):
+        (rf,) = _filter(connect(topk_dir, prefetch=False).sql(QUERIES[name]))
+        assert rf.ready and rf.rows_removed > 0, rf.describe()
+    rel = connect(topk_dir, scan_mode="pushdown").sql(QUERIES["join_on_timestamp"])
+    rel.to_arrow()
+    op, ctx = rel.last_run
+    joins = [ctx.runtime_filter(spec) for o in op.walk() if isinstance(o, ScanOp) for spec in o.runtime_filters
+             if spec.join.startswith("join ") and spec.column == "ts"]
+    assert joins and any(rf.rows_removed > 0.9 * rf.rows_in > 0 for rf in joins)
 
 
 def test_no_filter_where_nulls_sort_first_or_switched_off(topk_dir, connect):
