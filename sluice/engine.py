@@ -53,7 +53,8 @@ def _local_ranks() -> int:
 
 
 def _compute_threads(n: int) -> None:
-    """Bind torch's and pyarrow's CPU pools to ``n`` threads (both process-wide). pyarrow decodes
+    """Bind torch's and pyarrow's CPU pools to ``n`` threads. Both are process-wide and stay so
+    after the connection (a later ``threads=0`` connection does not undo it). pyarrow decodes
     a row group's columns on its own pool, which is every core by default: on a 16-core machine
     with ``threads=2`` its 16 decode threads held 300 MiB beyond a 64 MiB scan buffer where 2 held
     130 (tests/scan/test_pruning_cache.py)."""

@@ -72,6 +72,7 @@ class MetadataCache:
             with self._lock:
                 self.misses += count
                 store[path] = (key, value)
+                self._computing.pop((id(store), path), None)  # (a waiter holds it; later calls hit)
         return value
 
 

@@ -405,7 +405,7 @@ class ScanReader:
                 release_to_os()
             whole = Chunk(cols, n, seq, self.device)
             applied = self._applied.pop(i, ())
-            late = [rf for rf in self.runtime if rf.active and id(rf) not in applied
+            late = [rf for rf in self._probing(self.tasks[i]) if rf.active and id(rf) not in applied
                     and rf.column in whole.columns]
             if not filtered and self.predicate is not None:  # direct: the consumer filters
                 keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
