@@ -63,6 +63,17 @@ def _varint_end(buf, pos: int) -> int:
     return pos + 1
 
 
+def _read_varint(buf, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, pos
+        shift += 7
+
+
 def skip_value(buf, pos: int, ctype: int) -> int:
     """Where the value of compact type ``ctype`` at ``pos`` ends: the fields a reader does not
     use, skipped in one function with local variables (a footer's row groups are most of it:
@@ -76,14 +87,8 @@ def skip_value(buf, pos: int, ctype: int) -> int:
     if ctype == 7:               # double
         return pos + 8
     if ctype == 8:               # binary: varint length, then the bytes
-        n = shift = 0
-        while True:
-            b = buf[pos]
-            pos += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                return pos + n
-            shift += 7
+        n, pos = _read_varint(buf, pos)
+        return pos + n
     if ctype == 12:              # struct: fields until a stop byte
         while True:
             h = buf[pos]
@@ -104,14 +109,7 @@ def skip_value(buf, pos: int, ctype: int) -> int:
         pos += 1
         size, et = h >> 4, h & 0x0F
         if size == 15:
-            size = shift = 0
-            while True:
-                b = buf[pos]
-                pos += 1
-                size |= (b & 0x7F) << shift
-                if b < 0x80:
-                    break
-                shift += 7
+            size, pos = _read_varint(buf, pos)
         if et <= 3:              # bools (a byte each in a list) and bytes
             return pos + size
         if et <= 6:
@@ -124,14 +122,7 @@ def skip_value(buf, pos: int, ctype: int) -> int:
             pos = skip_value(buf, pos, et)
         return pos
     if ctype == 11:              # map: varint size, then a byte of key and value types
-        size = shift = 0
-        while True:
-            b = buf[pos]
-            pos += 1
-            size |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
+        size, pos = _read_varint(buf, pos)
         if size:
             kv = buf[pos]
             pos += 1
