@@ -298,3 +298,30 @@ def test_host_maps_and_group_counts_reach_the_gpu_without_a_wait():
     assert mapped.cpu().tolist() == list(range(1000))
     assert torch.equal(counts, torch.bincount(ids, minlength=50))
     assert torch.equal(counted, torch.bincount(ids[valid], minlength=50))
+
+
+@needs_cuda
+def test_runtime_filter_build_chunks_add_without_a_wait():
+    # q10 at SF 10 on an H200 waited 0.54 s in max(): a build chunk's range read back per chunk.
+    # Now each add queues its statistics and a pinned copy of its keys; publish reads them once.
+    from sluice.chunk import Column
+    from sluice.exec.runtime_filter import RuntimeFilter
+    from sluice.types import INT64
+    dev = torch.device("cuda", torch.cuda.current_device())
+    chunks = [torch.randint(-50, 5000, (20_000,), device=dev) for _ in range(3)]
+    valid = torch.rand(20_000, device=dev) > 0.1
+    rf = RuntimeFilter("j", "k")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        rf.add(Column(chunks[0], INT64), 20_000)
+        rf.add(Column(chunks[1], INT64, valid), 20_000)
+        rf.add(Column(chunks[2], INT64), 20_000)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    rf.publish()
+    keys = torch.cat([chunks[0], chunks[1][valid], chunks[2]]).cpu()
+    assert (rf.lo, rf.hi, rf.keys) == (int(keys.min()), int(keys.max()), keys.numel())
+    probe = torch.arange(-60, 5010, device=dev)
+    keep = rf.mask(Column(probe, INT64), probe.numel()).cpu()
+    assert bool(keep[torch.isin(probe.cpu(), keys)].all())  # no key of the build is dropped
