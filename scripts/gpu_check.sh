@@ -13,6 +13,9 @@
 #   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
 #                                                  # (pytest-xdist), the OOM and sync probes beside
 #                                                  # it, then bench/decode.py and TPC-H SF 1
+#   bash scripts/gpu_check.sh all                  # one call (about 8 minutes): first, then TPC-H
+#                                                  # SF 10 and a profile of q01, q06, q10 there; the
+#                                                  # logs in one $OUT/logs.tgz (a call returns 8 files)
 #
 # A stage fails when any of its steps fails (each step still runs; $OUT/failed.txt names the
 # failed ones, a step's own log is in $OUT). Tests that
@@ -112,6 +115,13 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --set decoder=device --top 18
     run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
     run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
-  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second)" >&2; exit 2 ;;
+  all)
+    SUITE_S=${SUITE_S:-230} bash "$0" first || failed=1
+    bash "$0" tpch 10 || failed=1
+    run profile 90 python3 bench/profile_query.py --data /tmp/sluice-data/sf10 --device cuda \
+      --queries q01,q06,q10 --top 22
+    (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
+      && mv /tmp/sluice-logs.tgz logs.tgz) ;;
+  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, all)" >&2; exit 2 ;;
 esac
 exit "$failed"
