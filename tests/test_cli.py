@@ -311,8 +311,10 @@ def test_progress_bar_shows_rate_t_min_fraction_bound_stage_and_time_left(tpch_d
     sql = "select count(*), max(l_comment) from lineitem"
     child = pexpect.spawn(str(Path(sys.executable).with_name("sluice")),
                           ["query", "--data", str(tpch_dir), "--device", "cpu", "--set", "chunk_rows=4096", sql],
-                          env={**os.environ, "TERM": "xterm", "XDG_CACHE_HOME": str(cache)}, encoding="utf-8",
-                          timeout=120, dimensions=(30, 200))
+                          # COLUMNS / LINES as the pseudo-terminal's size: rich reads them before the
+                          # terminal, and under pytest-xdist they held a narrower width (bars cut short)
+                          env={**os.environ, "TERM": "xterm", "XDG_CACHE_HOME": str(cache), "COLUMNS": "200",
+                               "LINES": "30"}, encoding="utf-8", timeout=120, dimensions=(30, 200))
     child.expect(pexpect.EOF)
     text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", child.before)
     bars = [ln for ln in text.splitlines() if "scanning" in ln]
