@@ -112,16 +112,16 @@ class RuntimeFilter:
     groups_skipped: int = 0
     bytes_skipped: int = 0
     _chunks: list = field(default_factory=list)
-    _pending: list = field(default_factory=list)  # on a GPU: (lo, hi, count, keys, valid) per chunk
+    _pending: list = field(default_factory=list)  # on a GPU: (lo, hi, count, host keys, host valid) per chunk
 
     # ---------------------------------------------------------------- build
 
     def add(self, col: Column, n: int) -> None:
         """Take one build chunk's key values (NULLs never match: left out). On a GPU nothing is
-        read back here: each chunk's low, high and count stay device scalars (and its keys on
-        the device) until :meth:`publish` reads them all at once -- a wait per build chunk
-        for its min and max, and a copy of its keys, held the host back (TPC-H q10 at SF 10 on
-        an H200: 0.54 s in ``max``)."""
+        read back here: each chunk's low, high and count stay device scalars (its keys go to
+        pinned host memory without a wait) until :meth:`publish` reads them all at once -- a
+        wait per build chunk for its min and max, and a copy of its keys, held the host back
+        (TPC-H q10 at SF 10 on an H200: 0.54 s in ``max``)."""
         v, valid = _keys64(col.expand(n) if col.is_const else col)
         if v.device.type != "cpu" or DEFER_ON_CPU:
             self._defer(v, valid)

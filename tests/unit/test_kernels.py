@@ -75,11 +75,14 @@ def test_group_ids_with_string_keys_match_python(rows, determined, dup_dictionar
 @settings(max_examples=60, deadline=None)
 def test_join_matches_nested_loop(build, probe, sparse):
     scale = 10**12 if sparse else 1  # sparse keys take the sorted/searchsorted path
-    bt = torch.tensor(build, dtype=torch.int64) * scale
-    pt = torch.tensor(probe, dtype=torch.int64) * scale
-    bk = BuildKeys([Column(bt, INT64)], [INT64])
+    _assert_one_key_join([x * scale for x in build], [x * scale for x in probe])
+
+
+def _assert_one_key_join(build: list[int], probe: list[int]) -> None:
+    """BuildKeys + JoinTable over one int64 key give a nested loop's (probe, build) pairs."""
+    bk = BuildKeys([Column(torch.tensor(build, dtype=torch.int64), INT64)], [INT64])
     table = JoinTable(bk.key, bk.valid, bk.card)
-    key, ok = bk.probe([Column(pt, INT64)], len(probe))
+    key, ok = bk.probe([Column(torch.tensor(probe, dtype=torch.int64), INT64)], len(probe))
     p, b = table.match(key, ok)
     got = sorted(zip(p.tolist(), b.tolist()))
     want = sorted((i, j) for i, x in enumerate(probe) for j, y in enumerate(build) if x == y)
@@ -97,15 +100,7 @@ def test_one_key_join_over_int64_ends(build, probe, unique):
     # JoinTable then searches sorted codes): differences that wrap must never match.
     if unique:
         build = list(dict.fromkeys(build))
-    bt = torch.tensor(build, dtype=torch.int64)
-    pt = torch.tensor(probe, dtype=torch.int64)
-    bk = BuildKeys([Column(bt, INT64)], [INT64])
-    table = JoinTable(bk.key, bk.valid, bk.card)
-    key, ok = bk.probe([Column(pt, INT64)], len(probe))
-    p, b = table.match(key, ok)
-    got = sorted(zip(p.tolist(), b.tolist()))
-    want = sorted((i, j) for i, x in enumerate(probe) for j, y in enumerate(build) if x == y)
-    assert got == want
+    _assert_one_key_join(build, probe)
 
 
 def test_multi_key_join_wide_ranges():

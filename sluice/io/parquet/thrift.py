@@ -28,13 +28,8 @@ class CompactReader:
         return b
 
     def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
+        n, self.pos = _read_varint(self.buf, self.pos)
+        return n
 
     def zigzag(self) -> int:
         n = self.varint()
