@@ -125,6 +125,30 @@ def test_low_cardinality_strings_travel_as_dictionary_and_codes():
         assert back.columns[name].type == STRING
 
 
+def test_pool_watches_the_resident_set(monkeypatch):
+    """Near the resident cap a pool refuses what could spill or wait (try_grow, available),
+    never what must not fail (grow: the budget alone decides); trims are tried first."""
+    import sluice.io.memory as M
+    rss = {"now": 100 << 20}
+    trims = []
+    monkeypatch.setattr(M, "anonymous_resident_bytes", lambda: rss["now"])
+    monkeypatch.setattr(M, "release_to_os", lambda: trims.append(1))
+    monkeypatch.setattr(M, "RESIDENT_CHECK_INTERVAL", 0.0)
+    pool = MemoryPool(1 << 30, cap=200 << 20)   # a 1 GiB budget, 200 MiB under the cap
+    assert pool._floor == (100 << 20) // 8      # an eighth of the room under the cap
+    r = pool.reservation("A")
+    assert r.try_grow(60 << 20)                 # resident 100 + 60 MiB: under the cap
+    rss["now"] = 160 << 20                      # the allocation is resident now
+    assert pool.available == 40 << 20           # the cap, not the budget's 964 MiB
+    rss["now"] = 190 << 20                      # memory no pool counts came on top
+    assert not r.try_grow(20 << 20) and trims and pool.resident_refusals == 1
+    r.grow(20 << 20)                            # must not fail: the budget allows it
+    assert pool.used == 80 << 20
+    rss["now"] = 120 << 20                      # freed: room again
+    assert r.try_grow(10 << 20)
+    assert MemoryPool(1 << 30, "device_memory_limit", "device").cap is None
+
+
 def test_pool_reservations_and_errors():
     pool = MemoryPool(1000)
     a, b = pool.reservation("A"), pool.reservation("B")
