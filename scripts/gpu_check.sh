@@ -13,6 +13,8 @@
 #   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
 #                                                  # (pytest-xdist), the OOM and sync probes beside
 #                                                  # it, then bench/decode.py and TPC-H SF 1
+#   bash scripts/gpu_check.sh recheck              # one call (about 5 minutes): the whole suite,
+#                                                  # TPC-H SF 10 with switch_interval_us 0 vs 500
 #   bash scripts/gpu_check.sh all                  # one call (about 8 minutes): first, then TPC-H
 #                                                  # SF 10 and a profile of q01, q06, q10 there; the
 #                                                  # logs in one $OUT/logs.tgz (a call returns 8 files)
@@ -115,6 +117,24 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --set decoder=device --top 18
     run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
     run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
+  recheck)  # after CPU-side changes: the whole suite, TPC-H SF 10 on five queries without and
+    # with a short GIL switch interval, then all of SF 10 with it; logs as 'all' keeps them
+    run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
+from sluice.datagen.ssb import derive_ssb
+r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "tpch", r / "ssb")' "$SLUICE_TEST_DATA"
+    run tests "${SUITE_S:-200}" python3 -m pytest -q -p no:cacheprovider -p pytest_live -m "not tooling" \
+      --device cuda -n 14 --timeout 120 --durations=10 -rfE tests/test_devices.py \
+      tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit tests/ranks/test_nccl.py
+    tpch_data 10 /tmp/sluice-data/sf10
+    for sw in 0 500 0 500; do
+      echo "== switch_interval_us=$sw" | tee -a "$OUT/switch.log"
+      run switch 60 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
+        --queries q01,q03,q06,q10,q19 --set switch_interval_us=$sw
+    done
+    run tpch 120 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
+      --set switch_interval_us=500
+    (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
+      && mv /tmp/sluice-logs.tgz logs.tgz) ;;
   all)
     SUITE_S=${SUITE_S:-230} bash "$0" first || failed=1
     bash "$0" tpch 10 || failed=1
@@ -122,6 +142,6 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --queries q01,q06,q10 --top 22
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
-  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, all)" >&2; exit 2 ;;
+  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, recheck, all)" >&2; exit 2 ;;
 esac
 exit "$failed"
