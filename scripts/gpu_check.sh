@@ -14,7 +14,7 @@
 #                                                  # (pytest-xdist), the OOM and sync probes beside
 #                                                  # it, then bench/decode.py and TPC-H SF 1
 #   bash scripts/gpu_check.sh recheck              # one call (about 5 minutes): the whole suite,
-#                                                  # TPC-H SF 10 with switch_interval_us 0 vs 500
+#                                                  # then TPC-H SF 10
 #   bash scripts/gpu_check.sh all                  # one call (about 8 minutes): first, then TPC-H
 #                                                  # SF 10 and a profile of q01, q06, q10 there; the
 #                                                  # logs in one $OUT/logs.tgz (a call returns 8 files)
@@ -117,8 +117,7 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --set decoder=device --top 18
     run tpch 60 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cuda --runs 1 --set decoder=arrow
     run tpch 40 python3 bench/tpch.py --sf 1 --data /tmp/sluice-data/sf1 --device cpu --runs 1 ;;
-  recheck)  # after CPU-side changes: the whole suite, TPC-H SF 10 on five queries without and
-    # with a short GIL switch interval, then all of SF 10 with it; logs as 'all' keeps them
+  recheck)  # after CPU-side changes (about 5 minutes): the whole suite, then all of TPC-H SF 10
     run setup 120 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
 from sluice.datagen.ssb import derive_ssb
 r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "tpch", r / "ssb")' "$SLUICE_TEST_DATA"
@@ -126,13 +125,7 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --device cuda -n 14 --timeout 120 --durations=10 -rfE tests/test_devices.py \
       tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit tests/ranks/test_nccl.py
     tpch_data 10 /tmp/sluice-data/sf10
-    for sw in 0 500 0 500; do
-      echo "== switch_interval_us=$sw" | tee -a "$OUT/switch.log"
-      run switch 60 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
-        --queries q01,q03,q06,q10,q19 --set switch_interval_us=$sw
-    done
-    run tpch 120 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
-      --set switch_interval_us=500
+    run tpch 120 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
   all)

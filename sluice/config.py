@@ -29,7 +29,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 #: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
 #: area or key, or a key in another area, is an error (a typo in a variable is not ignored).
 AREAS: dict[str, tuple[str, ...]] = {
-    "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules", "switch_interval_us"),
+    "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
              "integer_decimals", "plain_strings", "measure_reads",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
@@ -80,12 +80,6 @@ class Config:
 
     threads: int = 0
     """CPU threads for torch and for Parquet decoding; 0 means all cores."""
-
-    switch_interval_us: int = 0
-    """The interpreter's thread switch interval (``sys.setswitchinterval``) while sluice runs, in
-    microseconds; process-wide, set when a connection opens. 0: Python's own (5000). The
-    consumer thread gives up the GIL in every torch call and, with many I/O threads running
-    Python between their decodes, may wait up to an interval to get it back."""
 
     io_threads: int = 0
     """Threads of the shared I/O pool that read and decode row groups ahead of the consumer. 0
@@ -313,8 +307,6 @@ class Config:
             if unknown:
                 raise ConfigError(f"disabled_rules: {unknown[0].strip()!r} is not a rule that can be disabled "
                                   f"({', '.join(OPTIONAL_RULES)})")
-        if self.switch_interval_us < 0:
-            raise ConfigError(f"switch_interval_us must be at least 0, not {self.switch_interval_us}")
         if self.recursion_limit < 1:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.chunk_rows < 1:

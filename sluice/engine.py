@@ -7,7 +7,6 @@ SQL text) and returns a lazy :class:`Relation` that runs when a result is asked 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, replace
 import threading
 import traceback
@@ -83,8 +82,6 @@ class Connection:
             # Calls that take no device (current_stream, libraries' probes) mean this one.
             torch.cuda.set_device(self.device)
         clean_stale(self.config.spill_dirs())  # spill folders of killed processes
-        if self.config.switch_interval_us:
-            sys.setswitchinterval(self.config.switch_interval_us / 1e6)
         if self.config.threads:
             _compute_threads(self.config.threads)
         elif self.group is not None:  # the ranks on this machine share its cores
