@@ -225,7 +225,11 @@ class HashAggregateOp(Operator):
         per group."""
         if len(pages) == 1:
             return pages[0]
-        return self._merge_rows(concat_chunks(pages))
+        # String keys' dictionaries appended, not deduplicated: where one key determines the
+        # others (TPC-H q10 groups by c_custkey and five of customer's strings) equal codes need
+        # no hashing and only differing ones are compared; otherwise grouping dedupes the one
+        # dictionary. Unifying them hashed every string of every page (q10 at SF 10: 0.4 of 1.9 s).
+        return self._merge_rows(concat_chunks(pages, unify=False))
 
     def _merge_rows(self, data: Chunk) -> Chunk:
         """One row per group from rows of partial states (rows of one group merged)."""

@@ -1,8 +1,8 @@
 """A hash join's build side appends its pages' string dictionaries without deduplicating them
 (``HashJoinOp._concat``): the same string can then sit at several codes of one dictionary. Every
 use of such a column downstream -- grouping, DISTINCT, equality and order against constants and
-other columns, MIN/MAX, a further join keyed on it, set operations -- must still see equal strings
-as equal. Small chunks give the build side many pages, each with its own dictionary of the same
+other columns, MIN/MAX, a further join keyed on it, set operations, an aggregation merging its
+partial pages (appended the same way) -- must still see equal strings as equal. Small chunks give the build side many pages, each with its own dictionary of the same
 few values. Answers equal DuckDB's."""
 
 import pytest
@@ -27,6 +27,14 @@ QUERIES = {
     "intersect": f"select p from ({BUILD}) intersect select o_orderpriority from orders where o_orderkey < 100",
     "two_builds": "select c_mktsegment, o_orderpriority, count(*) from orders join customer on o_custkey = c_custkey "
                   "where o_orderkey < 20000 group by 1, 2",
+    # An aggregation's partial pages are merged with their dictionaries appended too
+    # (HashAggregateOp._merge_pages): a key that determines the strings (c_custkey), one that
+    # does not (l_linenumber: its groups' strings differ across pages), strings alone.
+    "merge_determined": "select c_custkey, c_name, c_mktsegment, count(*), sum(o_totalprice) from orders "
+                        "join customer on o_custkey = c_custkey where o_orderkey < 20000 group by 1, 2, 3",
+    "merge_key_varies": f"select l_linenumber, p, count(*) from ({BUILD}) group by 1, 2",
+    "merge_strings": "select o_orderstatus, o_orderpriority, max(o_clerk), count(*) from orders "
+                     "where o_orderkey < 20000 group by 1, 2",
 }
 
 
