@@ -165,15 +165,24 @@ RESIDENT_CHECK_INTERVAL = 0.02
 #: Whatever the resident set, a pool may hold this share of its budget (or of the room under the
 #: cap when the pool was made, if smaller): progress where untracked memory fills the cap.
 RESIDENT_FLOOR_SHARE = 0.125
+#: ... and at least this much (or an eighth of its budget, if less), even where the process is
+#: over the cap before the query starts (a large result held from an earlier one).
+RESIDENT_FLOOR_MIN = 32 << 20
+#: Within this share of the cap the pool counts as under pressure (freed memory is trimmed).
+RESIDENT_PRESSURE_SHARE = 0.125
 
 
 def resident_cap() -> int | None:
     """What this process's anonymous resident memory should stay under: the memory of its cgroup
-    (or the machine) less a margin for what is allocated between two reads of it."""
+    (or the machine) less a margin for what is allocated between two reads of it, shared by
+    the ranks of a job on this machine."""
     m = physical_memory()
     if m <= 0:
         return None
-    return m - max(RESIDENT_MARGIN_MIN, int(RESIDENT_MARGIN_SHARE * m))
+    m -= max(RESIDENT_MARGIN_MIN, int(RESIDENT_MARGIN_SHARE * m))
+    # The ranks of a job on one machine (torchrun's LOCAL_WORLD_SIZE) share it, as their
+    # default budgets do.
+    return m // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
 
 
 #: Share of a GPU's memory budgeted by default (the CUDA context and caching allocator
@@ -255,8 +264,12 @@ class MemoryPool:
         self.limit = limit
         # The resident-set cap (``resident_cap``; host pools only; ``cap=None``: none).
         self.cap = (resident_cap() if cap is True else cap or None) if kind == "host" else None
-        self._floor = int(RESIDENT_FLOOR_SHARE * (
-            limit if self.cap is None else min(limit, max(0, self.cap - anonymous_resident_bytes()))))
+        # The anonymous resident memory when the pool was made: with every byte reserved since,
+        # a lower bound on what the process will hold (reservations come before their memory).
+        self._base = anonymous_resident_bytes() if self.cap is not None else 0
+        room = limit if self.cap is None else min(limit, max(0, self.cap - self._base))
+        self._floor = max(int(RESIDENT_FLOOR_SHARE * room), min(limit // 8, RESIDENT_FLOOR_MIN))
+        self._trimming = threading.Lock()
         self._rss = self._rss_used = 0
         self._rss_at = -1.0
         self.resident_refusals = 0  # reservations refused for the resident set, not the budget
@@ -274,8 +287,12 @@ class MemoryPool:
         self.overdraft = threading.Lock()
 
     def under_pressure(self) -> bool:
-        """Whether the pool has come near its budget (then freed memory goes back to the OS)."""
-        return self.peak >= TRIM_PRESSURE * self.limit
+        """Whether the pool has come near its budget, or the process near its resident cap (then
+        freed memory goes back to the OS)."""
+        if self.peak >= TRIM_PRESSURE * self.limit:
+            return True
+        room = self._resident_room()
+        return room is not None and room < RESIDENT_PRESSURE_SHARE * self.cap
 
     def resident_near_limit(self) -> bool:
         """Whether the process's resident set (what a memory cgroup sees: also memory no pool
@@ -321,13 +338,16 @@ class MemoryPool:
     def _resident_room(self) -> int | None:
         """Bytes the resident set has left under ``cap`` (None: no cap): read at most every
         RESIDENT_CHECK_INTERVAL, in between the last reading moved by what the pool grew or
-        shrank since; never less than what the floor leaves the pool."""
+        shrank since; never more than its reservations leave, never less than the floor does."""
         if self.cap is None:
             return None
         now = time.monotonic()
         if now - self._rss_at >= RESIDENT_CHECK_INTERVAL:
             self._rss, self._rss_used, self._rss_at = anonymous_resident_bytes(), self.used, now
-        return max(self.cap - self._rss - (self.used - self._rss_used), self._floor - self.used)
+        # Reserved bytes not yet allocated are not in the reading: the pool's own account (its
+        # start plus what it holds reserved) bounds the resident set from below.
+        held = max(self._rss + (self.used - self._rss_used), self._base + self.used)
+        return max(self.cap - held, self._floor - self.used)
 
     def _resident_allows(self, n: int) -> bool:
         """Whether ``n`` more bytes fit under the resident cap; if not, freed heap memory goes
@@ -335,21 +355,31 @@ class MemoryPool:
         room = self._resident_room()
         if room is None or n <= room:
             return True
-        now = time.monotonic()
-        if now - self._trimmed_at >= TRIM_INTERVAL:
-            self._trimmed_at = now
-            release_to_os()
-            release_thread_cache(force=True)
-            self._rss_at = -1.0
-            if n <= self._resident_room():
-                return True
+        if self.trim_for_room() and n <= self._resident_room():
+            return True
         self.resident_refusals += 1
         return False
 
+    def trim_for_room(self) -> bool:
+        """Hand freed heap memory back to the OS (one thread at a time, at most every
+        TRIM_INTERVAL) and read the resident set again; False if it was not done now."""
+        if self.cap is None or time.monotonic() - self._trimmed_at < TRIM_INTERVAL:
+            return False
+        if not self._trimming.acquire(blocking=False):
+            return False
+        try:
+            self._trimmed_at = time.monotonic()
+            release_to_os()
+            release_thread_cache(force=True)
+            self._rss_at = -1.0
+        finally:
+            self._trimming.release()
+        return True
+
     def _grow(self, n: int, resident: bool = True) -> bool:
         """Reserve ``n`` bytes if the budget -- and, with ``resident``, the resident cap -- allow."""
-        if resident and self.cap is not None and not self._resident_allows(n):
-            return False
+        if resident and self.cap is not None and (self.used + n > self.limit or not self._resident_allows(n)):
+            return False  # (the budget first: a request it refuses anyway pays for no trim)
         with self._lock:
             if self.used + n > self.limit:
                 return False

@@ -69,9 +69,11 @@ def test_runs_in_a_small_cgroup(margin_mib, settings, tpch_dir, tpch_duck):
 @pytest.mark.skipif(not cgroup.available(), reason="needs permission to create memory cgroups")
 def test_a_budget_past_the_cgroup_holds_the_cgroup(tpch_dir, tpch_duck):
     """A budget larger than the container (4 GiB in a cgroup of the idle process plus 130 MiB):
-    the host pool watches the process's anonymous resident memory against the cgroup's limit
-    and, near it, reads ahead less and spills, however much of the budget is left. Unbudgeted
-    this query grows about 330 MiB; without the watch it was killed here (peak 413 MiB)."""
+    the host pool watches the process's anonymous resident memory against the cgroup's limit,
+    and what it has available says so, however much of the budget is left -- here the
+    aggregation then merges its state a partition at a time, and freed memory is trimmed.
+    Unbudgeted this query grows about 330 MiB; without the watch it was killed here (peak
+    413 MiB)."""
     base = measure(tpch_dir, {"chunk_rows": 65536}, "select count(*) from nation")["base"]
     settings = {"chunk_rows": 65536, "host_memory_limit": 4 << 30}
     r = cgroup.run_confined([sys.executable, str(MEASURE), str(tpch_dir), QUERY, json.dumps(settings)],

@@ -134,8 +134,8 @@ def test_pool_watches_the_resident_set(monkeypatch):
     monkeypatch.setattr(M, "anonymous_resident_bytes", lambda: rss["now"])
     monkeypatch.setattr(M, "release_to_os", lambda: trims.append(1))
     monkeypatch.setattr(M, "RESIDENT_CHECK_INTERVAL", 0.0)
-    pool = MemoryPool(1 << 30, cap=200 << 20)   # a 1 GiB budget, 200 MiB under the cap
-    assert pool._floor == (100 << 20) // 8      # an eighth of the room under the cap
+    pool = MemoryPool(1 << 30, cap=200 << 20)   # a 1 GiB budget, 100 MiB resident already
+    assert pool._floor == M.RESIDENT_FLOOR_MIN  # an eighth of the room under the cap, at least this
     r = pool.reservation("A")
     assert r.try_grow(60 << 20)                 # resident 100 + 60 MiB: under the cap
     rss["now"] = 160 << 20                      # the allocation is resident now
@@ -144,9 +144,13 @@ def test_pool_watches_the_resident_set(monkeypatch):
     assert not r.try_grow(20 << 20) and trims and pool.resident_refusals == 1
     r.grow(20 << 20)                            # must not fail: the budget allows it
     assert pool.used == 80 << 20
-    rss["now"] = 120 << 20                      # freed: room again
+    rss["now"] = 120 << 20                      # freed -- but 80 MiB are reserved on a 100 MiB start:
+    assert pool.available == 20 << 20           # reservations count before their memory exists
     assert r.try_grow(10 << 20)
     assert MemoryPool(1 << 30, "device_memory_limit", "device").cap is None
+    monkeypatch.setattr(M, "physical_memory", lambda: 4 << 30)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two ranks on this machine share it
+    assert M.resident_cap() == (4 << 30) * (1 - M.RESIDENT_MARGIN_SHARE) // 2
 
 
 def test_pool_reservations_and_errors():
