@@ -99,3 +99,36 @@ def test_spills_largest_partition_first(tmp_path):
     mat.close()
     ctx.close()
     assert os.listdir(tmp_path) == []
+
+
+def test_spills_what_is_missing_when_the_resident_set_lags(tmp_path, monkeypatch):
+    """Where the resident cap binds and the resident set does not fall as partitions are spilled
+    (pages being written, heap not handed back), an operator spills what was missing by the
+    pool's own account and stops: it once spilled all 64 partitions for half a MiB."""
+    import random
+
+    import sluice.io.memory as M
+    rss = {"now": 100 << 20}
+    monkeypatch.setattr(M, "anonymous_resident_bytes", lambda: rss["now"])
+    monkeypatch.setattr(M, "release_to_os", lambda: None)
+    monkeypatch.setattr(M, "RESIDENT_CHECK_INTERVAL", 0.0)
+    monkeypatch.setattr(M, "RESIDENT_FLOOR_MIN", 0)
+    pool = MemoryPool(1 << 30, cap=(100 << 20) + (4 << 20))  # a 1 GiB budget, 4 MiB under the cap
+    cfg = Config.from_settings({"spill_dir": str(tmp_path)}, environ={})
+    ctx = ExecContext(cfg, torch.device("cpu"), None, None, memory=pool)
+    mat = Materializer(ctx, "test", by_key, threshold=0)
+    r = random.Random(7)
+    added = []
+    for i in range(10):  # about 3 MiB over the 64 partitions (pages split as they come)
+        added.append(page([r.randrange(1 << 40) for _ in range(20_000)], i))
+        mat.add(added[-1])
+    assert not mat.spilled
+    rss["now"] = pool.cap - (100 << 10)  # untracked memory leaves 100 KiB, and stays
+    assert not mat.make_room(256 << 10)
+    spilled = sum(f is not None for f in mat.files)
+    assert 0 < spilled < 16, spilled
+    mat.finish()
+    assert rows(p for part in mat.partitions() for p in part.load(mat.res)) == rows(added)
+    mat.close()
+    ctx.close()
+    assert os.listdir(tmp_path) == []
