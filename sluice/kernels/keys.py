@@ -36,6 +36,14 @@ DIRECT_JOIN_FACTOR = 16
 PREFILTER_SLOTS = 8
 #: ... dropped for the rest of the probe when more than this share of a chunk passes it.
 PREFILTER_MAX_PASS = 0.5
+#: Past the direct table's range, on a CPU, the build's distinct keys become a bitmap over the
+#: code range with, per byte, the number of keys before it (5 bits a code, within what the budget
+#: gives the index): a probe is a bit test and a rank -- gathers in a small table -- instead of
+#: a hash test and a binary search. Up to this many codes per build row (80 bytes a row).
+#: TPC-H SF 10: orders' 573 K keys over a 60 M range, probed by 1.1 M rows: 275 ms by binary
+#: search, 29 ms by rank; SF 1 (57 K over 6 M, 115 K probes): 18 and 1.6 ms.
+RANK_JOIN_FACTOR = 128
+_POPCOUNT = [bin(i).count("1") for i in range(256)]
 GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 (2**64 / golden ratio) as a signed int64
 
 
@@ -384,6 +392,7 @@ class JoinTable:
         # unless memory is that short (``max_bytes``: what the budget can give the index).
         floor = DIRECT_RANGE_MIN if max_bytes is None else min(DIRECT_RANGE_MIN, max(0, max_bytes // 16))
         self.direct = False
+        self.rank: RankIndex | None = None
         self.card = card
         n1 = max(self.n, 1)
         if card <= max(DIRECT_JOIN_FACTOR * n1, floor) and (max_bytes is None or 4 * (card + 1) <= max_bytes):
@@ -402,7 +411,10 @@ class JoinTable:
             self.sorted_rows = rows[order]
             self.unique = bool(self.n <= 1 or not bool((sk[1:] == sk[:-1]).any()))
             self.present, self.log2 = None, max(10, (PREFILTER_SLOTS * max(self.n, 1) - 1).bit_length())
-            if self.n and (max_bytes is None or (1 << self.log2) <= max_bytes // 4):
+            if dev.type == "cpu" and self.n and card <= RANK_JOIN_FACTOR * n1 and card < (1 << 40) and \
+                    (max_bytes is None or 5 * card // 8 + 16 * self.n <= max_bytes):
+                self.rank = RankIndex(sk, card, self.unique)
+            elif self.n and (max_bytes is None or (1 << self.log2) <= max_bytes // 4):
                 self.present = torch.zeros(1 << self.log2, dtype=torch.bool, device=dev)
                 self.present[hash_slot(sk, self.log2)] = True
 
@@ -413,7 +425,8 @@ class JoinTable:
             t = getattr(self, name, None)
             if t is not None:
                 total += t.numel() * t.element_size()
-        return total
+        rank = getattr(self, "rank", None)
+        return total + (rank.nbytes() if rank is not None else 0)
 
     def ranges(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per probe row, where its key's build rows start in ``sorted_rows`` and how many
@@ -432,6 +445,9 @@ class JoinTable:
     def _search(self, key: torch.Tensor, ok: torch.Tensor):
         """The sorted index: (probe rows searched -- None: all --, where their keys' build
         rows start, how many). Rows whose key hash is absent from the build are not searched."""
+        if self.rank is not None:
+            lo, cnt = self.rank.find(key, ok)
+            return None, lo, cnt
         idx = None
         if self.present is not None:
             cand = ok & self.present[hash_slot(key, self.log2)]
@@ -477,6 +493,49 @@ class JoinTable:
         starts = torch.cumsum(cnt, 0) - cnt
         pos = lo[q] + (torch.arange(total, device=dev) - starts[q])
         return (q if idx is None else idx[q]), self.sorted_rows[pos]
+
+
+class RankIndex:
+    """The distinct keys of a sorted build as a bitmap over the codes 0..card-1 plus, per byte,
+    how many keys come before it: a code's bit says whether it is a build key, its rank (the
+    keys before it) where its rows start in the sorted build (see RANK_JOIN_FACTOR)."""
+
+    def __init__(self, sorted_keys: torch.Tensor, card: int, unique: bool) -> None:
+        distinct = sorted_keys if unique else torch.unique_consecutive(sorted_keys)
+        nbytes = (card + 7) // 8
+        # distinct codes set distinct bits: their sum per byte is their OR
+        bit = torch.ones_like(distinct).bitwise_left_shift_(distinct & 7).to(torch.uint8)
+        self.bits = torch.zeros(nbytes, dtype=torch.uint8).index_add_(0, distinct >> 3, bit)
+        self.popcount = torch.tensor(_POPCOUNT, dtype=torch.int32)
+        per_byte = self.popcount.index_select(0, self.bits.to(torch.int64))
+        self.before = torch.cumsum(per_byte, 0, dtype=torch.int32).sub_(per_byte)
+        self.below = torch.tensor([(1 << i) - 1 for i in range(8)], dtype=torch.uint8)
+        self.card = card
+        self.starts = None  # where each distinct key's rows start (several rows a key)
+        if not unique:
+            counts = torch.unique_consecutive(sorted_keys, return_counts=True)[1]
+            self.starts = torch.zeros(counts.numel() + 1, dtype=torch.int64)
+            torch.cumsum(counts, 0, out=self.starts[1:])
+
+    def nbytes(self) -> int:
+        extra = 0 if self.starts is None else self.starts.numel() * 8
+        return self.bits.numel() + self.before.numel() * 4 + extra
+
+    def find(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per probe row, where its key's rows start in the sorted build and how many there are
+        (0 for a key not in the build or a row not ``ok``)."""
+        k = torch.where(ok & (key >= 0) & (key < self.card), key, torch.zeros_like(key))
+        byte = k >> 3
+        b = self.bits.index_select(0, byte)
+        shift = (k & 7).to(torch.uint8)
+        hit = ok & (key >= 0) & (key < self.card) & (b.bitwise_right_shift(shift) & 1).bool()
+        rank = self.before.index_select(0, byte).to(torch.int64) + \
+            self.popcount.index_select(0, (b & self.below.index_select(0, shift.to(torch.int64))).to(torch.int64))
+        if self.starts is None:
+            return rank, hit.to(torch.int64)
+        lo = self.starts.index_select(0, rank)  # (rank <= distinct keys: starts has one more)
+        cnt = torch.where(hit, self.starts.index_select(0, rank + hit.to(torch.int64)) - lo, torch.zeros_like(lo))
+        return lo, cnt
 
 
 def _unique_table(key: torch.Tensor, rows: torch.Tensor, card: int, total: int) -> torch.Tensor | None:

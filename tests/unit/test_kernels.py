@@ -89,6 +89,31 @@ def _assert_one_key_join(build: list[int], probe: list[int]) -> None:
     assert got == want
 
 
+@given(st.integers(0, 2**31), st.booleans(), st.sampled_from([20, 60, 120]))
+@settings(max_examples=25, deadline=None)
+def test_one_key_join_by_rank_matches_a_dictionary(seed, unique, spread):
+    """Build keys 20-120 codes apart over more than DIRECT_RANGE_MIN codes: past the direct
+    table, the rank index (a bitmap and per-byte counts) on a CPU. Its pairs are a dictionary's."""
+    import random
+
+    from sluice.kernels.keys import DIRECT_RANGE_MIN
+    r = random.Random(seed)
+    n = DIRECT_RANGE_MIN // spread * 2
+    build = [r.randrange(-5, spread * n) for _ in range(n)]
+    if unique:
+        build = list(dict.fromkeys(build))
+    probe = [r.choice(build) if r.random() < 0.5 else r.randrange(-10, spread * n + 10) for _ in range(3000)]
+    bk = BuildKeys([Column(torch.tensor(build, dtype=torch.int64), INT64)], [INT64])
+    table = JoinTable(bk.key, bk.valid, bk.card)
+    assert table.rank is not None
+    key, ok = bk.probe([Column(torch.tensor(probe, dtype=torch.int64), INT64)], len(probe))
+    p, b = table.match(key, ok)
+    rows: dict[int, list[int]] = {}
+    for j, y in enumerate(build):
+        rows.setdefault(y, []).append(j)
+    assert sorted(zip(p.tolist(), b.tolist())) == sorted((i, j) for i, x in enumerate(probe) for j in rows.get(x, []))
+
+
 _ENDS = [-(2**63), -(2**63) + 1, -(2**62), -7, 0, 3, 2**40, 2**62, 2**63 - 2, 2**63 - 1]
 
 
