@@ -13,8 +13,8 @@ fresh mmap each -- since every chunk allocates and frees the same sizes again: h
 back and faulting them in anew cost TPC-H SF 1 (2 threads) 5 % geomean, Q18 18 %. sluice
 returns memory itself where it matters: the pools trim once they near their budget.
 
-pyarrow's buffers come from jemalloc (see ``_arrow_pool``), which hands freed pages back at
-once; and the host pool watches the process's anonymous resident memory against its cgroup's
+pyarrow's buffers come from jemalloc (see ``_arrow_pool``), whose freed pages go back within a
+second, at once under pressure; and the host pool watches the process's anonymous resident memory against its cgroup's
 (or the machine's) memory, so that what no budget counts cannot get it killed (``resident_cap``).
 """
 
@@ -67,15 +67,24 @@ def _arrow_pool() -> None:
     thread's heap (decoded on an I/O thread, freed by the consumer or the spill writer) until
     that thread collects, and the resident set ran far past what was in use. Measured on TPC-H
     SF 10 ``count(distinct l_comment)`` under a 2 GiB budget: peak resident 3.0-3.4 GB with
-    mimalloc, 2.9 with jemalloc (pyarrow sets its decay to 0: freed pages go back at once),
-    2.7 with glibc's malloc; TPC-H SF 1 (2 threads) geomean 1.67, 1.70 and 1.76x DuckDB."""
+    mimalloc, 2.9 with jemalloc (decay 0: freed pages go back at once), 2.7 with glibc's
+    malloc; TPC-H SF 1 (2 threads) geomean 1.67, 1.70 and 1.76x DuckDB. jemalloc keeps freed
+    pages JEMALLOC_DECAY_MS, and the pools purge them at once under pressure."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
     import pyarrow
     try:
         pyarrow.set_memory_pool(pyarrow.jemalloc_memory_pool())
+        pyarrow.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
     except (NotImplementedError, pyarrow.ArrowNotImplementedError):  # a build without jemalloc
         pass
+
+
+#: How long jemalloc keeps freed pages before handing them back (pyarrow's default: 0, at once).
+#: At 0 every large buffer was faulted in anew: TPC-H SF 10 q01-q18 in one process took 44 s
+#: (32 s of it in the kernel) against 32.7 s (9.2) at 1000 ms and 31.9 (9.0) with mimalloc.
+#: Under memory pressure the pools purge at once anyway (release_thread_cache, trim_for_room).
+JEMALLOC_DECAY_MS = 1000
 
 
 #: glibc keeps freed memory for reuse rather than giving it back: measured on a spilling TPC-H
@@ -114,9 +123,12 @@ def anonymous_resident_bytes() -> int:
 
 
 def release_to_os() -> None:
-    """Give freed heap memory back to the operating system (glibc's malloc_trim)."""
+    """Give freed heap memory back to the operating system: glibc's malloc_trim, and pyarrow's
+    pool's freed pages (jemalloc's purge of every arena; mimalloc: this thread's heap)."""
     if _libc is not None:
         _libc.malloc_trim(0)
+    import pyarrow
+    pyarrow.default_memory_pool().release_unused()
 
 
 #: pyarrow's allocator, where it is mimalloc (see _arrow_pool), keeps a heap per thread, and a buffer
@@ -374,7 +386,6 @@ class MemoryPool:
         try:
             self._trimmed_at = time.monotonic()
             release_to_os()
-            release_thread_cache(force=True)
             self._rss_at = -1.0
         finally:
             self._trimming.release()
