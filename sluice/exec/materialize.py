@@ -184,7 +184,7 @@ class Materializer:
         del pages
         self.res.shrink(nb)  # the pieces are reserved one by one as they are added
         for p, sub in self._split(page):
-            self._add_to(p, sub)
+            self._add_to(p, sub, held=True)
 
     def _start_partitioning(self) -> None:
         self.parts = [[] for _ in range(self.nparts)]
@@ -233,12 +233,18 @@ class Materializer:
                 start += c
         return out
 
-    def _add_to(self, p: int, page: Chunk) -> None:
+    def _add_to(self, p: int, page: Chunk, held: bool = False) -> None:
+        """Hold ``page`` in partition ``p`` (or write it to the partition's file). ``held``: a
+        piece of pages held already (a staged batch split), whose memory exists: the budget
+        alone decides -- against the resident cap every piece of a batch split at the cap
+        failed, and each sent its whole partition to disk."""
         nb = page_nbytes(page)
         if self.files[p] is not None or self.force:
             self._to_file(p, page, nb)
             return
-        if not self._try_reserve(nb):
+        if held and self.res.try_grow(nb, resident=False):
+            self._count_peak()
+        elif not self._try_reserve(nb):
             # Nothing of its own left to spill and the rest of the pool held by operators that
             # cannot spill (a join's table above): this partition goes to disk from here on.
             self.spill_partition(p)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import os
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -101,10 +102,12 @@ def test_spills_largest_partition_first(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_spills_what_is_missing_when_the_resident_set_lags(tmp_path, monkeypatch):
+@pytest.mark.parametrize("page_rows", [20_000, 16_000])  # split as they come; gathered, then split
+def test_spills_what_is_missing_when_the_resident_set_lags(tmp_path, monkeypatch, page_rows):
     """Where the resident cap binds and the resident set does not fall as partitions are spilled
     (pages being written, heap not handed back), an operator spills what was missing by the
-    pool's own account and stops: it once spilled all 64 partitions for half a MiB."""
+    pool's own account and stops: it once spilled all 64 partitions for half a MiB (and, with
+    small pages gathered first, every piece of the gathered batch failed against the cap)."""
     import random
 
     import sluice.io.memory as M
@@ -119,11 +122,11 @@ def test_spills_what_is_missing_when_the_resident_set_lags(tmp_path, monkeypatch
     mat = Materializer(ctx, "test", by_key, threshold=0)
     r = random.Random(7)
     added = []
-    for i in range(10):  # about 3 MiB over the 64 partitions (pages split as they come)
-        added.append(page([r.randrange(1 << 40) for _ in range(20_000)], i))
+    for i in range(200_000 // page_rows):  # about 3 MiB over the 64 partitions
+        added.append(page([r.randrange(1 << 40) for _ in range(page_rows)], i))
         mat.add(added[-1])
     assert not mat.spilled
-    rss["now"] = pool.cap - (100 << 10)  # untracked memory leaves 100 KiB, and stays
+    rss["now"] = pool.cap  # untracked memory fills the rest, and stays
     assert not mat.make_room(256 << 10)
     spilled = sum(f is not None for f in mat.files)
     assert 0 < spilled < 16, spilled
