@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sluice.chunk import Column
-from sluice.kernels.keys import GOLDEN
+from sluice.kernels.keys import GOLDEN, bit_set, packed_bits
 from sluice.metrics import fmt_bytes
 
 _MAX_BITS = 1 << 24
@@ -230,10 +230,7 @@ class RuntimeFilter:
         if span is not None:  # packed, little-endian bit order (bit i of byte j: value 8j + i)
             if not self._chunks:  # a rank without build keys of its own: zeros, OR-ed with the others'
                 return torch.zeros((span + 7) // 8, dtype=torch.uint8)
-            x = torch.unique(torch.cat(self._chunks) - self.lo)
-            # distinct values set distinct bits: their sum per byte is their OR
-            bit = torch.ones_like(x).bitwise_left_shift_(x & 7).to(torch.uint8)
-            return torch.zeros((span + 7) // 8, dtype=torch.uint8).index_add_(0, x >> 3, bit)
+            return packed_bits(torch.unique(torch.cat(self._chunks) - self.lo), span)
         bits = 1
         while bits < 16 * keys and bits < _MAX_BITS:
             bits <<= 1
@@ -339,7 +336,7 @@ class RuntimeFilter:
                 # a key outside [lo, hi] reads slot 0 and is dropped by ``keep`` anyway
                 x = (v - self.lo).clamp_(0, self.hi - self.lo)
                 byte = bits.index_select(0, x >> 3)
-                keep &= byte.bitwise_right_shift_((x & 7).to(torch.uint8)).bitwise_and_(1).bool()
+                keep &= bit_set(byte, x)
             elif self.bits is not None:
                 bits = self._bits_on(v.device)
                 a, b = _slots(v, bits.numel())

@@ -83,7 +83,7 @@ def _arrow_pool() -> None:
 #: How long jemalloc keeps freed pages before handing them back (pyarrow's default: 0, at once).
 #: At 0 every large buffer was faulted in anew: TPC-H SF 10 q01-q18 in one process took 44 s
 #: (32 s of it in the kernel) against 32.7 s (9.2) at 1000 ms and 31.9 (9.0) with mimalloc.
-#: Under memory pressure the pools purge at once anyway (release_thread_cache, trim_for_room).
+#: Under memory pressure the pools purge at once anyway (release_to_os).
 JEMALLOC_DECAY_MS = 1000
 
 
@@ -141,11 +141,11 @@ ARROW_COLLECT_INTERVAL = 0.05
 _collected = threading.local()
 
 
-def release_thread_cache(force: bool = False) -> None:
+def release_thread_cache() -> None:
     """Return what this thread's pyarrow heap holds freed (by other threads) to the OS, at most
-    every ARROW_COLLECT_INTERVAL seconds per thread (``force``: now)."""
+    every ARROW_COLLECT_INTERVAL seconds per thread."""
     now = time.monotonic()
-    if not force and now - getattr(_collected, "at", 0.0) < ARROW_COLLECT_INTERVAL:
+    if now - getattr(_collected, "at", 0.0) < ARROW_COLLECT_INTERVAL:
         return
     _collected.at = now
     import pyarrow

@@ -47,6 +47,19 @@ _POPCOUNT = [bin(i).count("1") for i in range(256)]
 GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 (2**64 / golden ratio) as a signed int64
 
 
+def packed_bits(distinct: torch.Tensor, nbits: int) -> torch.Tensor:
+    """A little-endian packed bitmap (bit i of byte j: value 8j + i) of ``nbits`` bits with the
+    bits of the ``distinct`` int64 values in [0, nbits) set."""
+    # distinct values set distinct bits: their sum per byte is their OR
+    bit = torch.ones_like(distinct).bitwise_left_shift_(distinct & 7).to(torch.uint8)
+    return torch.zeros((nbits + 7) // 8, dtype=torch.uint8, device=distinct.device).index_add_(0, distinct >> 3, bit)
+
+
+def bit_set(byte: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Whether bit ``x & 7`` of each ``byte`` (value x's byte of a :func:`packed_bits`) is set."""
+    return byte.bitwise_right_shift((x & 7).to(torch.uint8)).bitwise_and_(1).bool()
+
+
 def hash_slot(v: torch.Tensor, log2: int) -> torch.Tensor:
     """A slot in [0, 2**log2) per int64 key: Fibonacci hashing, the product's top bits."""
     return ((v * GOLDEN) >> (64 - log2)) & ((1 << log2) - 1)
@@ -502,10 +515,7 @@ class RankIndex:
 
     def __init__(self, sorted_keys: torch.Tensor, card: int, unique: bool) -> None:
         distinct = sorted_keys if unique else torch.unique_consecutive(sorted_keys)
-        nbytes = (card + 7) // 8
-        # distinct codes set distinct bits: their sum per byte is their OR
-        bit = torch.ones_like(distinct).bitwise_left_shift_(distinct & 7).to(torch.uint8)
-        self.bits = torch.zeros(nbytes, dtype=torch.uint8).index_add_(0, distinct >> 3, bit)
+        self.bits = packed_bits(distinct, card)
         self.popcount = torch.tensor(_POPCOUNT, dtype=torch.int32)
         per_byte = self.popcount.index_select(0, self.bits.to(torch.int64))
         self.before = torch.cumsum(per_byte, 0, dtype=torch.int32).sub_(per_byte)
@@ -524,13 +534,13 @@ class RankIndex:
     def find(self, key: torch.Tensor, ok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per probe row, where its key's rows start in the sorted build and how many there are
         (0 for a key not in the build or a row not ``ok``)."""
-        k = torch.where(ok & (key >= 0) & (key < self.card), key, torch.zeros_like(key))
+        inside = ok & (key >= 0) & (key < self.card)
+        k = torch.where(inside, key, torch.zeros_like(key))
         byte = k >> 3
         b = self.bits.index_select(0, byte)
-        shift = (k & 7).to(torch.uint8)
-        hit = ok & (key >= 0) & (key < self.card) & (b.bitwise_right_shift(shift) & 1).bool()
+        hit = inside & bit_set(b, k)
         rank = self.before.index_select(0, byte).to(torch.int64) + \
-            self.popcount.index_select(0, (b & self.below.index_select(0, shift.to(torch.int64))).to(torch.int64))
+            self.popcount.index_select(0, (b & self.below.index_select(0, k & 7)).to(torch.int64))
         if self.starts is None:
             return rank, hit.to(torch.int64)
         lo = self.starts.index_select(0, rank)  # (rank <= distinct keys: starts has one more)
