@@ -474,24 +474,29 @@ def _prefix_keys(d: pa.Array) -> torch.Tensor:
     offsets, data = bufs
     n = len(offsets) - 1
     starts = offsets[:-1]
-    lengths = np.minimum(offsets[1:] - starts, 8).astype(np.uint64)
     # Every byte offset as the start of a big-endian 8-byte word, over the buffer itself (no
-    # copy); the few strings starting in the last 7 bytes read from a padded copy of the tail.
+    # copy). Offsets never decrease, so the strings starting in the last 7 bytes are a suffix;
+    # they read from a padded copy of the tail. Written into one array, and only strings of
+    # under 8 bytes masked: each pass over 60 M strings (SF 10 l_comment) is a fresh temporary
+    # and its page faults (MAX(l_comment) by two flags spent a fifth of its time here).
     nd = len(data)
-    if nd >= 8:
+    w = np.empty(n, dtype=np.uint64)
+    k = int(np.searchsorted(starts, nd - 8, side="right")) if nd >= 8 else 0
+    if k:
         words = np.ndarray(shape=(nd - 7,), dtype=">u8", buffer=data, strides=(1,))
-        w = words[np.minimum(starts, nd - 8)].astype(np.uint64)
-    else:
-        w = np.zeros(n, dtype=np.uint64)
-    late = np.nonzero(starts > nd - 8)[0]
-    if len(late):
+        w[:k] = words[starts[:k]]
+    if k < n:
         tail = np.zeros(16, dtype=np.uint8)
         lo = max(0, nd - 8)
         tail[:nd - lo] = data[lo:]
         tw = np.ndarray(shape=(9,), dtype=">u8", buffer=tail, strides=(1,))
-        w[late] = tw[starts[late] - lo].astype(np.uint64)
-    w &= _high_mask(lengths)
-    return host_tensor((w ^ np.uint64(1 << 63)).view(np.int64))
+        w[k:] = tw[starts[k:] - lo]
+    lengths = offsets[1:] - starts
+    short = np.flatnonzero(lengths < 8)
+    if len(short):
+        w[short] &= _high_mask(lengths[short])
+    w ^= np.uint64(1 << 63)
+    return host_tensor(w.view(np.int64))
 
 
 def _high_mask(lengths: np.ndarray) -> np.ndarray:
