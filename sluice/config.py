@@ -37,7 +37,8 @@ AREAS: dict[str, tuple[str, ...]] = {
     "transfer": ("pinned_memory", "copy_stream"),
     "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
-    "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters"),
+    "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
+              "disjoint_groups"),
     "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
@@ -204,6 +205,12 @@ class Config:
     chunks), and those after a conjunct that kept half the rows or fewer run only over the rows
     still in, when they compute more than two operations a column (else: every conjunct over
     every row). TPC-H SF 1 q19's lineitem filter: 3.9 -> 1.8 ms per million rows."""
+
+    disjoint_groups: bool = True
+    """An aggregation over input ordered by its one integer key (lineitem by l_orderkey) makes
+    partial pages of key ranges that do not overlap: each group is then in one page only, and
+    the pages are the answer without the final merge re-grouping every row (SF 10, 15 M groups
+    by l_orderkey: see the README). Checked on the pages' key ranges (else: always merged)."""
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross

@@ -65,7 +65,8 @@ def test_tpch_with_decimals_through_decimal128(name, tpch_dir, tpch_duck, connec
     """``integer_decimals=false, plain_strings=false``: pyarrow decodes the INT64-stored decimals
     as decimal128 and the strings as the file's Arrow schema says (string views), and the scan
     copies them out, as before the footer rewrites; ``selective_filters=false``: every conjunct
-    of a filter over every row."""
+    of a filter over every row; ``disjoint_groups=false``: partial pages always merged."""
     sql = tpch_queries()[name]
-    ours = connect(tpch_dir, integer_decimals=False, plain_strings=False, selective_filters=False).sql(sql).to_arrow()
+    ours = connect(tpch_dir, integer_decimals=False, plain_strings=False, selective_filters=False,
+                   disjoint_groups=False).sql(sql).to_arrow()
     compare(ours, tpch_duck.sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))
