@@ -35,6 +35,7 @@ import torch
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.exec.aggregates import MOMENTS, Accumulator, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
+from sluice.kernels.buffers import positions
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -157,7 +158,10 @@ class HashAggregateOp(Operator):
                 m.close()
 
     def _final(self, mat: Materializer, dev, finish, disjoint: bool = False) -> Iterator[Chunk]:
-        if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.pool.available:
+        # (Pages split into hash partitions: merged a partition at a time, where the pieces of
+        # consecutive key ranges stay apart; all of them at once, their ranges interleave.)
+        if not mat.spilled and mat.held_bytes * MERGE_FACTOR <= mat.held_bytes + mat.pool.available \
+                and not (disjoint and mat.parts is not None):
             out = finish(self._merge_final(mat.pages(), disjoint))
             mat.release(-1)
             yield from _slices(out, mat.ctx.config.chunk_rows)
@@ -224,11 +228,16 @@ class HashAggregateOp(Operator):
 
     def _merge_final(self, pages: list[Chunk], disjoint: bool) -> Chunk:
         """The last merge of pages that each hold a group once (``disjoint``: no row passed
-        through): where their one integer key's ranges do not overlap, no group is in two pages
-        and the pages are the answer as they are."""
-        if disjoint and len(pages) > 1 and _disjoint_ranges(pages, self.key_names):
-            return concat_chunks(pages, unify=False)
-        return self._merge_pages(pages)
+        through): where their one integer key's ranges overlap at most at their ends (input
+        ordered by the key), only the rows of the keys at those ends are merged -- every other
+        group is in one page only -- and the pages are otherwise the answer as they are."""
+        split = _range_split(pages, self.key_names) if disjoint and len(pages) > 1 else None
+        if split is None:
+            return self._merge_pages(pages)
+        alone, shared = split
+        if shared:
+            alone.append(self._merge_pages(shared))
+        return concat_chunks(alone, unify=False) if len(alone) > 1 else alone[0]
 
     def _merge_pages(self, pages: list[Chunk]) -> Chunk:
         """Merge partial pages (each already one row per group) into one page with one row
@@ -319,21 +328,47 @@ class HashAggregateOp(Operator):
 _RANGED_KINDS = frozenset({"int8", "int16", "int32", "int64", "decimal", "date", "timestamp", "timestamptz"})
 
 
-def _disjoint_ranges(pages: list[Chunk], keys: list[str]) -> bool:
-    """Whether the pages' one integer key (no NULLs) spans ranges that pairwise do not overlap:
-    input ordered by the key (lineitem by l_orderkey: 15 M groups at SF 10) makes partial pages
-    of consecutive key ranges, and re-grouping their rows at the end was half the query."""
+def _range_split(pages: list[Chunk], keys: list[str]) -> tuple[list[Chunk], list[Chunk]] | None:
+    """Pages of partial states (each group once in a page) split by their one integer key (no
+    NULLs): (the pages' rows whose group is in no other page, the rows of the groups that are),
+    or None when two pages' key ranges overlap past a shared end. Input ordered by the key
+    (lineitem by l_orderkey: 15 M groups at SF 10) makes pages of consecutive ranges, which
+    share at most the key a chunk boundary cut (re-grouping every row at the end was half of
+    such a query). A key in two pages is then the end of one range and the start of the
+    next (pages in between hold it alone), so only those keys' rows need merging."""
     if len(keys) != 1:
-        return False
-    cols = [p.columns[keys[0]] for p in pages if p.num_rows]
-    if len(cols) < 2:
-        return True
-    if any(c.type.kind not in _RANGED_KINDS or c.valid is not None or c.data.dim() != 1 or c.data.numel() < 2
-           for c in cols):
-        return False  # (a broadcast constant, or one row: cheap to merge anyway)
+        return None
+    pages = [p for p in pages if p.num_rows]
+    if len(pages) < 2:
+        return pages, []
+    cols = [p.columns[keys[0]] for p in pages]
+    if any(c.type.kind not in _RANGED_KINDS or c.valid is not None or c.wide is not None or c.data.dim() != 1
+           or c.data.numel() != p.num_rows for c, p in zip(cols, pages)):
+        return None  # (a broadcast constant key: one group, cheap to merge anyway)
     bounds = torch.stack([torch.stack(torch.aminmax(c.data)).long() for c in cols]).tolist()  # one read-back
-    bounds.sort()
-    return all(a[1] < b[0] for a, b in zip(bounds, bounds[1:]))
+    order = sorted(range(len(pages)), key=lambda i: bounds[i])
+    ends = set()
+    for a, b in zip(order, order[1:]):
+        if bounds[a][1] > bounds[b][0]:
+            return None
+        if bounds[a][1] == bounds[b][0]:
+            ends.add(bounds[a][1])
+    if not ends:
+        return pages, []
+    alone, shared = [], []
+    for p, c, (lo, hi) in zip(pages, cols, bounds):
+        at = [k for k in (lo, hi) if k in ends]
+        if not at:
+            alone.append(p)
+            continue
+        mask = c.data == at[0]
+        if len(at) > 1 and at[1] != at[0]:
+            mask |= c.data == at[1]
+        inside = positions(~mask)
+        if inside.numel():
+            alone.append(p.take(inside))
+        shared.append(p.take(positions(mask)))
+    return alone, shared
 
 
 def _as_is(page: Chunk) -> Chunk:

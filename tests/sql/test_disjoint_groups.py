@@ -1,7 +1,7 @@
 """Aggregations over input ordered by their one integer key (``disjoint_groups``): partial pages
-whose key ranges do not overlap are the answer without the final merge. Where a group spans two
-chunks (their ranges touch), the input is not ordered, the key has NULLs or there are several
-keys, the pages are merged. The answers are DuckDB's with the setting on and off."""
+whose key ranges do not overlap are the answer without the final merge; where ranges share an
+end (a group a chunk boundary cut in two), only that group's rows are merged. Where the input is
+not ordered, the key has NULLs or there are several keys, the pages are merged. The answers are DuckDB's with the setting on and off."""
 
 from __future__ import annotations
 
@@ -36,9 +36,12 @@ def data(tmp_path_factory):
                              "s": pa.array(rng.choice(["x", "yy", "z"], len(ka))),
                              "d": pa.array(np.full(len(ka), "1.25")).cast(pa.decimal128(10, 2))}),
                    root / "aligned.parquet", row_group_size=4_000)
-    perm = rng.permutation(n)
-    kn = pa.array(k[perm], mask=rng.random(n) < 0.01)
-    pq.write_table(pa.table({"k": kn, **{c: a.take(pa.array(perm)) for c, a in cols.items()}}),
+    # The same keys with NULLs scattered among them (NULL is a group: never skipped).
+    kn = pa.array(k, mask=rng.random(n) < 0.01)
+    pq.write_table(pa.table({"k": kn, **cols}), root / "nulls.parquet", row_group_size=5_000)
+    # Few keys, shuffled: groups repeat in every chunk (no pass-through) and ranges overlap.
+    ks = rng.permutation(np.repeat(np.arange(300, dtype=np.int64), 70))  # (n is about 24,000)
+    pq.write_table(pa.table({"k": pa.array(ks), **{c: a.slice(0, len(ks)) for c, a in cols.items()}}),
                    root / "shuffled.parquet", row_group_size=5_000)
     return root
 
@@ -52,37 +55,46 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("table", ["ordered", "aligned", "shuffled"])
+@pytest.mark.parametrize("table", ["ordered", "aligned", "nulls", "shuffled"])
 @pytest.mark.parametrize("on", [True, False])
-@pytest.mark.parametrize("chunk_rows", [4_000, 1 << 20])
-def test_answers_equal_duckdbs(data, table, on, chunk_rows, connect):
-    con = connect(data, disjoint_groups=on, chunk_rows=chunk_rows)
+@pytest.mark.parametrize("forced", [{}, {"force_spill": True}, {"chunk_rows": 1 << 20}])
+def test_answers_equal_duckdbs(data, table, on, forced, connect):
+    con = connect(data, **{"disjoint_groups": on, "chunk_rows": 4_000, **forced})
     for q in QUERIES:
         sql = q.format(t=table)
         theirs = duckdb.sql(q.format(t=f"'{data / table}.parquet'")).to_arrow_table()
         compare(con.sql(sql).to_arrow(), theirs, [0] if "order by" in sql else [])
 
 
-def test_the_merge_is_skipped_only_where_ranges_do_not_overlap(data, connect, monkeypatch):
+def test_only_groups_shared_at_range_ends_are_merged(data, connect, monkeypatch):
     seen = []
-    real = hash_aggregate._disjoint_ranges
+    real = hash_aggregate._range_split
 
     def spy(pages, keys):
         got = real(pages, keys)
-        seen.append((len(pages), got))
+        seen.append((len(pages), "merge all" if got is None else "ends" if got[1] else "none"))
         return got
 
-    monkeypatch.setattr(hash_aggregate, "_disjoint_ranges", spy)
+    monkeypatch.setattr(hash_aggregate, "_range_split", spy)
     sql = "select k, sum(v) as sv from {t} group by k"
-    # Chunks of whole row groups, each holding whole groups: several pages, no merge.
+    # Chunks of whole row groups, each holding whole groups: several pages, nothing merged.
     connect(data, chunk_rows=4_000).sql(sql.format(t="aligned")).to_arrow()
-    assert seen and all(got for pages, got in seen if pages > 1) and any(pages > 1 for pages, _ in seen)
-    # Groups cut by row groups (ranges touch) and unordered keys: merged (where pages are left
-    # at the end: compaction may have merged them into one already).
-    for t in ("ordered", "shuffled"):
+    assert any(n > 1 for n, _ in seen) and {how for n, how in seen if n > 1} == {"none"}
+    # Groups cut by row groups: only the cut groups merged (pages left at the end; compaction
+    # may have merged some already).
+    seen.clear()
+    connect(data, chunk_rows=4_000).sql(sql.format(t="ordered")).to_arrow()
+    assert {how for n, how in seen if n > 1} <= {"ends"}
+    # Unordered keys, and NULL keys: everything merged.
+    for t in ("shuffled", "nulls"):
         seen.clear()
         connect(data, chunk_rows=4_000).sql(sql.format(t=t)).to_arrow()
-        assert not any(got for pages, got in seen if pages > 1)
+        assert any(n > 1 for n, _ in seen) and {how for n, how in seen if n > 1} == {"merge all"}
+    # Spilled: a partition's pieces of consecutive ranges are never merged whole (the spill
+    # writer may have combined them into one page already).
+    seen.clear()
+    connect(data, chunk_rows=4_000, force_spill=True).sql(sql.format(t="aligned")).to_arrow()
+    assert {how for n, how in seen if n > 1} <= {"none"}
     # Turned off: never asked.
     seen.clear()
     connect(data, chunk_rows=4_000, disjoint_groups=False).sql(sql.format(t="aligned")).to_arrow()
@@ -91,13 +103,27 @@ def test_the_merge_is_skipped_only_where_ranges_do_not_overlap(data, connect, mo
 
 def _page(keys, valid=None) -> Chunk:
     data = torch.tensor(keys, dtype=torch.int64)
-    return Chunk({"k": Column(data, INT64, None if valid is None else torch.tensor(valid))}, len(keys))
+    cols = {"k": Column(data, INT64, None if valid is None else torch.tensor(valid)),
+            "v": Column(torch.arange(len(keys), dtype=torch.int64), INT64)}
+    return Chunk(cols, len(keys))
 
 
-def test_ranges_that_touch_or_hold_nulls_are_not_disjoint():
-    check = hash_aggregate._disjoint_ranges
-    assert check([_page([5, 1, 3]), _page([9, 6]), _page([]), _page([12, 10])], ["k"])
-    assert not check([_page([1, 5]), _page([5, 9])], ["k"])        # group 5 in both pages
-    assert not check([_page([1, 9]), _page([4, 6])], ["k"])        # one range inside the other
-    assert not check([_page([1, 2]), _page([4, 6], [True, False])], ["k"])  # a NULL key
-    assert not check([_page([1, 2]), _page([4, 6])], ["k", "k"])   # several keys
+def _rows(pages):
+    return sorted(r for p in pages for r in zip(p.columns["k"].data.tolist(), p.columns["v"].data.tolist()))
+
+
+def test_range_split():
+    split = hash_aggregate._range_split
+    pages = [_page([5, 1, 3]), _page([9, 6]), _page([]), _page([12, 10])]
+    alone, shared = split(pages, ["k"])
+    assert shared == [] and _rows(alone) == _rows(pages)
+    # 5 ends one range and starts the next, and is a page of its own between them.
+    pages = [_page([1, 5, 3]), _page([5, 9, 7]), _page([5]), _page([9, 11])]
+    alone, shared = split(pages, ["k"])
+    assert sorted(k for p in shared for k in p.columns["k"].data.tolist()) == [5, 5, 5, 9, 9]
+    assert sorted(k for p in alone for k in p.columns["k"].data.tolist()) == [1, 3, 7, 11]
+    assert _rows(alone + shared) == _rows(pages)
+    assert split([_page([1, 9]), _page([4, 6])], ["k"]) is None             # one range inside the other
+    assert split([_page([1, 5]), _page([4, 9])], ["k"]) is None             # past a shared end
+    assert split([_page([1, 2]), _page([4, 6], [True, False])], ["k"]) is None  # a NULL key
+    assert split([_page([1, 2]), _page([4, 6])], ["k", "k"]) is None        # several keys
