@@ -10,7 +10,7 @@ import weakref
 import pyarrow as pa
 import torch
 
-from sluice.kernels.encode import encode_strings
+from sluice.kernels.encode import encode_string_list, encode_strings
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
 
@@ -182,7 +182,7 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
         unique, mapping = hit
         return unique, [lookup(to_device(mapping, codes.device), codes) if len(first) else codes
                         for _, codes in pairs]
-    unique, mapping = _encode(pa.concat_arrays([_as_string(d) for d in dicts]))
+    unique, mapping = _encode_list([_as_string(d) for d in dicts])
     out, off = [], 0
     for d, codes in pairs:
         if mapping is None:  # no repeats: each dictionary's codes move by its position
@@ -202,6 +202,16 @@ def _encode(d: pa.Array) -> tuple[pa.Array, torch.Tensor | None]:
     if len(unique) == len(d):
         unique, mapping = d, None
     _ENCODED.get(unique, lambda u: None)  # None: repeat-free (never the array itself: see DictionaryCache)
+    return unique, mapping
+
+
+def _encode_list(arrs: list[pa.Array]) -> tuple[pa.Array, torch.Tensor | None]:
+    """:func:`_encode` of the arrays' concatenation, made only when it has no repeats (then it
+    is the dictionary)."""
+    unique, mapping = encode_string_list(arrs)
+    if len(unique) == sum(len(a) for a in arrs):
+        unique, mapping = pa.concat_arrays(arrs), None
+    _ENCODED.get(unique, lambda u: None)  # None: repeat-free (as in _encode)
     return unique, mapping
 
 
