@@ -31,7 +31,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "integer_decimals", "plain_strings", "measure_reads",
+             "integer_decimals", "plain_strings", "measure_reads", "decode_in_task",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
@@ -123,6 +123,13 @@ class Config:
     scan-bound query's time, TPC-H SF 1 q03 123 -> 135 ms). ``--analyze``, ``--plot``,
     ``--trace``, ``Relation.analyze()`` and the progress display turn it on for their run;
     otherwise the read is part of the decode stage."""
+
+    decode_in_task: bool = True
+    """On a CPU, a scan task's columns are decoded by pyarrow on the task's own I/O thread, read
+    as they are decoded, when the scan has a task for each I/O thread (else: across pyarrow's
+    thread pool, the column chunks pre-buffered on its I/O pool). With two cores, handing each
+    column to another thread cost more than it shared out: see the README. Not used with a GPU
+    (unmeasured there, where the decode pool was found idle half the time)."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""

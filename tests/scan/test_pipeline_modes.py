@@ -15,6 +15,8 @@ MODES = {
     "tiny_scan_buffer": {"scan_buffer_bytes": "1MiB", "chunk_rows": 20000},
     "one_io_thread": {"io_threads": 1},
     "eight_io_threads": {"io_threads": 8, "chunk_rows": 20000},
+    "decode_in_task": {"io_threads": 2, "chunk_rows": 20000},
+    "decode_across_pool": {"io_threads": 2, "chunk_rows": 20000, "decode_in_task": False},
 }
 
 
@@ -147,3 +149,25 @@ def test_reads_are_timed_apart_only_when_measured(tpch_dir, tpch_duck, connect):
     assert [e for e in ctx.recorder.events if e.stage == "read"] and "  read     busy" in report
     assert measured.stats.bytes_read == reader.stats.bytes_read and rel.measure_reads is False
     compare(plain, tpch_duck.sql(sql).to_arrow_table(), [0])
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_tasks_decode_on_their_own_thread_when_each_thread_has_one(tpch_dir, connect, monkeypatch, on):
+    """``decode_in_task``: with a task for every I/O thread, pyarrow decodes a task on its
+    thread (no thread pool, no pre-buffering); a scan of fewer tasks still spreads its columns
+    over pyarrow's pool."""
+    import pyarrow.parquet as pq
+    calls = []
+    real = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, columns=None, use_threads=True, **kw):
+        calls.append(use_threads)
+        return real(self, row_groups, columns=columns, use_threads=use_threads, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    con = connect(tpch_dir, io_threads=2, chunk_rows=20000, decode_in_task=on)
+    con.sql("select sum(l_quantity) from lineitem").to_arrow()
+    assert calls and set(calls) == {not on}
+    calls.clear()
+    connect(tpch_dir, io_threads=2, decode_in_task=on).sql("select max(n_name) from nation").to_arrow()
+    assert calls == [True]
