@@ -10,7 +10,7 @@ import weakref
 import pyarrow as pa
 import torch
 
-from sluice.kernels.encode import encode_string_list, encode_strings
+from sluice.kernels.encode import encode_string_list
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
 
@@ -198,20 +198,16 @@ def unify_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]
 def _encode(d: pa.Array) -> tuple[pa.Array, torch.Tensor | None]:
     """(d without repeats, int32 position in it of each entry of d), or (d, None) when d has
     no repeats. The result is remembered as repeat-free for later calls."""
-    unique, mapping = encode_strings(_as_string(d))
-    if len(unique) == len(d):
-        unique, mapping = d, None
-    _ENCODED.get(unique, lambda u: None)  # None: repeat-free (never the array itself: see DictionaryCache)
-    return unique, mapping
+    return _encode_list([d])
 
 
 def _encode_list(arrs: list[pa.Array]) -> tuple[pa.Array, torch.Tensor | None]:
     """:func:`_encode` of the arrays' concatenation, made only when it has no repeats (then it
-    is the dictionary)."""
-    unique, mapping = encode_string_list(arrs)
+    is the dictionary: the array itself when there is one)."""
+    unique, mapping = encode_string_list([_as_string(a) for a in arrs])
     if len(unique) == sum(len(a) for a in arrs):
-        unique, mapping = pa.concat_arrays(arrs), None
-    _ENCODED.get(unique, lambda u: None)  # None: repeat-free (as in _encode)
+        unique, mapping = (arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs)), None
+    _ENCODED.get(unique, lambda u: None)  # None: repeat-free (never the array itself: see DictionaryCache)
     return unique, mapping
 
 
