@@ -265,6 +265,28 @@ def _unify_input(c: Column) -> tuple[pa.Array, torch.Tensor]:
     return (c.dictionary, c.data) if count[0] > REUSED_AFTER else _compacted(c)
 
 
+def used_strings(cols: list[Column]) -> list[pa.Array]:
+    """The dictionary entries some valid row of the string columns uses: an array per distinct
+    dictionary (a dictionary as it is where every entry is used), repeats possible. What
+    COUNT(DISTINCT x) needs of its pages' values: no codes, no unified dictionary."""
+    used: dict[int, tuple[pa.Array, torch.Tensor]] = {}
+    for c in cols:
+        d = c.dictionary
+        codes = c.data.reshape(-1)
+        if c.valid is not None:
+            codes = codes[c.valid.expand(c.data.shape).reshape(-1)]
+        if id(d) not in used:
+            used[id(d)] = (d, torch.zeros(len(d), dtype=torch.bool))
+        used[id(d)][1][codes.cpu().long()] = True
+    out = []
+    for d, mask in used.values():
+        if len(d) and not bool(mask.all()):
+            d = d.filter(pa.array(mask.numpy()))
+        if len(d):
+            out.append(_as_string(d))
+    return out
+
+
 def _as_string(d: pa.Array) -> pa.Array:
     return d if d.type == pa.string() else d.cast(pa.string())
 

@@ -38,7 +38,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
-              "disjoint_groups"),
+              "disjoint_groups", "distinct_counts"),
     "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
@@ -218,6 +218,12 @@ class Config:
     partial pages of key ranges that do not overlap: each group is then in one page only, and
     the pages are the answer without the final merge re-grouping every row (SF 10, 15 M groups
     by l_orderkey: see the README). Checked on the pages' key ranges (else: always merged)."""
+
+    distinct_counts: bool = True
+    """COUNT(DISTINCT x) of a string, with no GROUP BY and no other aggregate of DISTINCT x:
+    each hash piece of the values is deduplicated and counted, without the codes and the
+    unified dictionary that grouping by the values needs (SF 10 ``count(distinct l_comment)``:
+    see the README). Else: the values are grouped as for any DISTINCT aggregate."""
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross

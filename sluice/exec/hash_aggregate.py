@@ -32,10 +32,11 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, Column, concat_chunks
+from sluice.chunk import Chunk, Column, concat_chunks, used_strings
 from sluice.exec.aggregates import MOMENTS, Accumulator, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import positions
+from sluice.kernels.encode import count_distinct_strings
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -143,8 +144,9 @@ class HashAggregateOp(Operator):
                 return
             for arg, dm in dmats.items():
                 dm.finish()
+                counted = ctx.config.on("distinct_counts") and self._counts_strings(arg)
                 for part in dm.partitions():
-                    for page in self._distinct_states(part, arg, dev):
+                    for page in self._distinct_states(part, arg, dev, counted):
                         main.add(page)
                 dm.close()
             if rows_seen == 0:
@@ -278,21 +280,38 @@ class HashAggregateOp(Operator):
             cols.update(acc.identity(g, dev))
         return Chunk(cols, g, home=dev)
 
-    def _distinct_states(self, part, arg: Expr, dev) -> Iterator[Chunk]:
+    def _counts_strings(self, arg: Expr) -> bool:
+        """Whether ``arg`` is a string whose only DISTINCT aggregate is COUNT, with no keys:
+        its distinct values need counting only (:func:`count_distinct_strings`)."""
+        return not self.keys and arg.type.kind == "string" and \
+            all(kind == "count" for kind, a, distinct in self.accs if distinct and a == arg)
+
+    def _distinct_states(self, part, arg: Expr, dev, counted: bool = False) -> Iterator[Chunk]:
         """Pages of group states of the DISTINCT aggregates over ``arg`` from one partition of
-        (keys, value) pairs: equal pairs are all in this partition."""
+        (keys, value) pairs: equal pairs are all in this partition. ``counted``: no keys and
+        COUNT the only one (:meth:`_counts_strings`): the values are counted, not grouped."""
         mat = part.mat
         if not part.fits(MERGE_FACTOR):
             sub = part.split()
             try:
                 for p in sub.partitions():
-                    yield from self._distinct_states(p, arg, dev)
+                    yield from self._distinct_states(p, arg, dev, counted)
             finally:
                 sub.close()
             return
         with mat.pool.reservation(f"{self.label} DISTINCT partition") as res:
-            data = concat_chunks(part.load(res))
+            pages = part.load(res)
             mat.release(part.index)
+            if counted:
+                k = count_distinct_strings(used_strings([p.columns["__x"].expand(p.num_rows) for p in pages]))
+                cols = {}
+                for (kind, a, distinct), acc in self.accs.items():
+                    cols.update(acc.identity(1, dev))
+                    if distinct and a == arg:
+                        cols[acc.name("n")] = Column(torch.full((1,), k, dtype=torch.int64, device=dev), _INT64)
+                yield Chunk(cols, 1, home=dev)
+                return
+            data = concat_chunks(pages)
             if data is None:  # no rows at all (an empty input)
                 return
             n = data.num_rows

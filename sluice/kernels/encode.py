@@ -42,27 +42,61 @@ def encode_string_list(arrs: list[pa.Array]) -> tuple[pa.Array, torch.Tensor]:
     if n < max(PARALLEL_MIN, 1):
         enc = pc.dictionary_encode(arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs))
         return enc.dictionary, _indices(enc)
+    pieces, order = _pieces(arrs, n)
+    results = compute_pool().map(lambda i: _maybe(pc.dictionary_encode, pieces(i)), range(pieces.count))
+    return _assemble(list(results), order, n)
+
+
+def count_distinct_strings(arrs: list[pa.Array]) -> int:
+    """The number of distinct strings in the arrays together (no NULLs): the pieces of
+    :func:`encode_string_list`, each deduplicated on its own, counted. COUNT(DISTINCT x) needs
+    no codes and no dictionary: assembling them (a scatter of every string's code and a copy of
+    every distinct string) was a third of the encoding of SF 10 l_comment."""
+    arrs = [a for a in arrs if len(a)]
+    n = sum(len(a) for a in arrs)
+    if n < PARALLEL_MIN:
+        return len(pc.unique(pa.concat_arrays(arrs))) if n else 0
+    pieces, _ = _pieces(arrs, n)
+    return sum(compute_pool().map(lambda i: len(pc.unique(pieces(i))) if pieces.size(i) else 0,
+                                  range(pieces.count)))
+
+
+def _maybe(f, arr: pa.Array | None):
+    return None if arr is None else f(arr)
+
+
+class _Pieces:
+    """The strings of piece i (an array, None when empty), taken from every array in turn."""
+
+    def __init__(self, arrs: list[pa.Array], order: np.ndarray, counts: list[int]):
+        self.arrs, self.order, self.counts, self.count = arrs, order, counts, len(counts)
+        self.starts = np.cumsum([0] + counts[:-1]).tolist()
+        self.offs = np.cumsum([0] + [len(a) for a in arrs])
+
+    def size(self, i: int) -> int:
+        return self.counts[i]
+
+    def __call__(self, i: int) -> pa.Array | None:
+        if self.counts[i] == 0:
+            return None
+        mine = self.order[self.starts[i]: self.starts[i] + self.counts[i]]  # increasing: stable within the piece
+        cuts = np.searchsorted(mine, self.offs)
+        arrs, offs = self.arrs, self.offs
+        parts = [arrs[a].take(pa.array(mine[cuts[a]:cuts[a + 1]] - offs[a]))
+                 for a in range(len(arrs)) if cuts[a + 1] > cuts[a]]
+        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+
+
+def _pieces(arrs: list[pa.Array], n: int) -> tuple[_Pieces, torch.Tensor]:
+    """The strings split by :func:`_piece_of` into pieces of about PIECE_ROWS, and the stable
+    order that lists them piece by piece."""
     pieces = 1 << max(1, int(np.ceil(np.log2(n / PIECE_ROWS))))
     if len(arrs) > 1 and n < TAKE_ROWS_MIN * pieces * len(arrs):
         arrs = [pa.concat_arrays(arrs)]  # many small arrays: a take from each per piece costs more
     piece = torch.cat([_piece_of(a, pieces) for a in arrs])
     order = torch.argsort(piece, stable=True)
     counts = torch.bincount(piece, minlength=pieces).tolist()
-    del piece
-    starts = np.cumsum([0] + counts[:-1]).tolist()
-    order_np = order.numpy()
-    offs = np.cumsum([0] + [len(a) for a in arrs])
-
-    def encode(i: int) -> pa.DictionaryArray | None:
-        if counts[i] == 0:
-            return None
-        mine = order_np[starts[i]: starts[i] + counts[i]]  # increasing: stable within the piece
-        cuts = np.searchsorted(mine, offs)
-        parts = [arrs[a].take(pa.array(mine[cuts[a]:cuts[a + 1]] - offs[a]))
-                 for a in range(len(arrs)) if cuts[a + 1] > cuts[a]]
-        return pc.dictionary_encode(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
-
-    return _assemble(list(compute_pool().map(encode, range(pieces))), order, n)
+    return _Pieces(arrs, order.numpy(), counts), order
 
 
 def _assemble(results: list, order: torch.Tensor, n: int) -> tuple[pa.Array, torch.Tensor]:

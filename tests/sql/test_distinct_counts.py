@@ -1,0 +1,100 @@
+"""COUNT(DISTINCT x) of a string with no GROUP BY (``distinct_counts``): the values' hash pieces
+are deduplicated and counted, with no codes and no unified dictionary. The answers are DuckDB's
+with the setting on and off, in small pieces (every piece path taken), with NULLs, filtered
+dictionaries (entries no row uses), dictionary-encoded and plain strings, spilled pages and
+aggregates beside it."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sluice.exec.hash_aggregate as hash_aggregate
+import sluice.kernels.encode as encode
+from sluice.testing.oracle import compare
+
+N = 30_000
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    root = tmp_path_factory.mktemp("distinct_counts")
+    words = np.array([f"w{i:05d}" + "x" * (i % 23) for i in range(12_000)])
+    many = rng.choice(words, N)                      # about 11,500 distinct, repeats across chunks
+    few = rng.choice(["", "a", "bb", "a longer string than eight bytes", "é"], N)
+    t = pa.table({"s": pa.array(many, mask=rng.random(N) < 0.05),
+                  "f": pa.array(few),
+                  "v": pa.array(rng.integers(0, 100, N))})
+    pq.write_table(t, root / "t.parquet", row_group_size=4_000, use_dictionary=["f"])
+    pq.write_table(t, root / "d.parquet", row_group_size=4_000, use_dictionary=True)
+    return root
+
+
+QUERIES = [
+    "select count(distinct s) as c from {t}",
+    "select count(distinct s) as c, count(*) as n, sum(v) as sv, count(s) as cs from {t}",
+    "select count(distinct s) as c, count(distinct f) as cf, count(distinct v) as cv from {t}",
+    "select count(distinct s) as c from {t} where v < 3",                # dictionaries mostly unused
+    "select count(distinct f) as c from {t} where f <> 'a'",
+    "select count(distinct s) as c from {t} where v < 0",                # no rows
+    "select count(distinct s) as c, min(distinct s) as m from {t}",      # grouped: not only a count
+    "select count(distinct s || f) as c, count(distinct upper(s)) as u from {t}",
+]
+
+
+@pytest.fixture(params=["pieces", "one piece"])
+def pieces(request, monkeypatch):
+    if request.param == "pieces":  # tiny pieces: the parallel path, many arrays to take from
+        monkeypatch.setattr(encode, "PARALLEL_MIN", 1_000)
+        monkeypatch.setattr(encode, "PIECE_ROWS", 512)
+        monkeypatch.setattr(encode, "TAKE_ROWS_MIN", 1)
+    return request.param
+
+
+@pytest.mark.parametrize("table", ["t", "d"])
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.parametrize("forced", [{}, {"force_spill": True}, {"chunk_rows": 1 << 20}])
+def test_answers_equal_duckdbs(data, table, on, forced, pieces, connect):
+    con = connect(data, **{"distinct_counts": on, "chunk_rows": 3_000, **forced})
+    for q in QUERIES:
+        theirs = duckdb.sql(q.format(t=f"'{data / table}.parquet'")).to_arrow_table()
+        compare(con.sql(q.format(t=table)).to_arrow(), theirs, [])
+
+
+def test_only_counts_without_keys_take_the_path(data, connect, monkeypatch):
+    calls = []
+    real = hash_aggregate.count_distinct_strings
+
+    def spy(arrs):
+        calls.append(sum(len(a) for a in arrs))
+        return real(arrs)
+
+    monkeypatch.setattr(hash_aggregate, "count_distinct_strings", spy)
+    con = connect(data, chunk_rows=3_000)
+    con.sql("select count(distinct s) as c, sum(v) as sv from t").to_arrow()
+    assert len(calls) == 1 and calls[0] >= 11_000
+    for sql in ("select count(distinct s) as c, max(distinct s) as m from t",
+                "select f, count(distinct s) as c from t group by f",
+                "select count(distinct v) as c from t"):
+        calls.clear()
+        con.sql(sql).to_arrow()
+        assert not calls, sql
+    connect(data, chunk_rows=3_000, distinct_counts=False).sql("select count(distinct s) as c from t").to_arrow()
+    assert not calls
+
+
+def test_count_distinct_strings_counts_across_arrays(monkeypatch):
+    monkeypatch.setattr(encode, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(encode, "PIECE_ROWS", 16)
+    monkeypatch.setattr(encode, "TAKE_ROWS_MIN", 1)
+    rng = np.random.default_rng(5)
+    pool = [f"s{i}" * (1 + i % 5) for i in range(300)] + ["", "a", "abcdefgh", "abcdefghi"]
+    arrs = [pa.array(rng.choice(pool, int(m))).slice(1) for m in rng.integers(1, 200, 12)]
+    arrs.append(pa.array([], pa.string()))
+    expected = len(set(pa.concat_arrays(arrs).to_pylist()))
+    assert encode.count_distinct_strings(arrs) == expected
+    assert encode.count_distinct_strings([]) == 0
