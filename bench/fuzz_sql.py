@@ -193,6 +193,9 @@ def query2():
                       "range between 5 preceding and 5 following", "rows between 3 preceding and 1 preceding"])
         f = R.choice(["sum(t.a)", "avg(t.d)", "min(t.s)", "max(t.dt)", "count(t.a)", "sum(t.f)", "first_value(t.s)", "last_value(t.a)", "count(*)"])
         return f"select t.b, t.g, {f} over (partition by t.g order by t.a {R.choice(['','desc'])} {R.choice(['','nulls first','nulls last'])}, t.b {w}) from t"
+    if k < 0.35:  # COUNT(DISTINCT string) with no GROUP BY: counted, not grouped (distinct_counts)
+        return (f"select count(distinct {strexpr('t')}), {agg('t')} from t" +
+                (f" where {pred('t')}" if R.random() < .6 else ""))
     if k < 0.45:
         return (f"select {R.choice(['t.g','t.s'])}, {agg('t')}, {agg('t')} from t "
                 f"group by {R.choice(['rollup','cube','grouping sets'])} (t.g, t.s)")
@@ -422,7 +425,9 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        {"integer_decimals": False},
        # filters conjunct by conjunct over the rows still in, on chunks of any size (the
        # threshold is 4096 rows), and every conjunct over every row
-       {"_selective_rows": 1}, {"_selective_rows": 1, "scan_mode": "pushdown"}, {"selective_filters": False}]
+       {"_selective_rows": 1}, {"_selective_rows": 1, "scan_mode": "pushdown"}, {"selective_filters": False},
+       # COUNT(DISTINCT string) grouped like any DISTINCT aggregate
+       {"distinct_counts": False, "chunk_rows": 7}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 
