@@ -277,7 +277,11 @@ def used_strings(cols: list[Column]) -> list[pa.Array]:
             codes = codes[c.valid.expand(c.data.shape).reshape(-1)]
         if id(d) not in used:
             used[id(d)] = (d, torch.zeros(len(d), dtype=torch.bool))
-        used[id(d)][1][codes.cpu().long()] = True
+        codes = codes.cpu().long()
+        if codes.numel() and not (0 <= int(codes.min()) and int(codes.max()) < len(d)):
+            from sluice.errors import ExecutionError
+            raise ExecutionError(f"internal error: a string code outside its dictionary of {len(d)}")
+        used[id(d)][1][codes] = True
     out = []
     for d, mask in used.values():
         if len(d) and not bool(mask.all()):

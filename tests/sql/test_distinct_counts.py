@@ -65,6 +65,23 @@ def test_answers_equal_duckdbs(data, table, on, forced, pieces, connect):
         compare(con.sql(q.format(t=table)).to_arrow(), theirs, [])
 
 
+def test_partitions_split_again_count_apart(data, connect, monkeypatch):
+    """A DISTINCT partition too big to merge is split on further hash bits, counted part by
+    part: every value in one part only, so the parts' counts add up."""
+    import sluice.exec.materialize as materialize
+    real = materialize.Partition.fits
+    real_count = hash_aggregate.count_distinct_strings
+    monkeypatch.setattr(materialize.Partition, "fits", lambda self, f: self.mat.level >= 1 and real(self, f))
+    calls = []
+    monkeypatch.setattr(hash_aggregate, "count_distinct_strings", lambda arrs: calls.append(1) or real_count(arrs))
+    con = connect(data, chunk_rows=3_000)
+    for q in (QUERIES[1], QUERIES[3]):
+        calls.clear()
+        theirs = duckdb.sql(q.format(t=f"'{data / 't'}.parquet'")).to_arrow_table()
+        compare(con.sql(q.format(t="t")).to_arrow(), theirs, [])
+        assert len(calls) > 8  # counted part by part
+
+
 def test_only_counts_without_keys_take_the_path(data, connect, monkeypatch):
     calls = []
     real = hash_aggregate.count_distinct_strings
