@@ -14,6 +14,7 @@ consumer's thread, then yields.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -133,6 +134,8 @@ class ScanReader:
         self.columns = columns
         self.cfg = config
         self.pool = pool
+        self.in_flight = 0  # loads submitted ahead and not finished (decode_in_task asks)
+        self._flight = threading.Lock()
         self.cache = cache
         self.device = device
         self.rec = recorder
@@ -216,6 +219,13 @@ class ScanReader:
             release_thread_cache()
         return self._load(i, mode)
 
+    def _load_ahead(self, i: int, mode: str):
+        try:
+            return self.load(i, mode)
+        finally:
+            with self._flight:
+                self.in_flight -= 1
+
     def _excluded(self, rg: RowGroup) -> bool:
         """Whether a ready runtime filter's key range rules out every row of ``rg``."""
         for rf in self.runtime:
@@ -293,7 +303,9 @@ class ScanReader:
                 break  # adaptive: modes are chosen a few slices ahead of what they measure
             i = self.next_task
             mode = self._mode_of(i)
-            self.pending.append((self.pool.submit(self.load, i, mode), i, est, mode))
+            with self._flight:
+                self.in_flight += 1
+            self.pending.append((self.pool.submit(self._load_ahead, i, mode), i, est, mode))
             self.buffered += est
             self.next_task += 1
             self.stats.peak_buffered = max(self.stats.peak_buffered, self.buffered)
