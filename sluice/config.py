@@ -128,9 +128,9 @@ class Config:
     """On a CPU, a scan task's columns are decoded by pyarrow on the task's own I/O thread, read
     as they are decoded, when the scan has a load in flight for each I/O thread (else, as for a
     scan's last task or tasks too big for two in its buffer: across pyarrow's thread pool, the
-    column chunks pre-buffered on its I/O pool). With two cores, handing each
-    column to another thread cost more than it shared out: see the README. Not used with a GPU
-    (unmeasured there, where the decode pool was found idle half the time)."""
+    column chunks pre-buffered on its I/O pool). With two cores, handing each column to another
+    thread cost more than it shared out: see the README. Not used with a GPU (unmeasured there,
+    where the decode pool was found idle half the time)."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""

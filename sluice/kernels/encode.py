@@ -57,7 +57,7 @@ def count_distinct_strings(arrs: list[pa.Array]) -> int:
     if n < PARALLEL_MIN:
         return len(pc.unique(pa.concat_arrays(arrs))) if n else 0
     pieces, _ = _pieces(arrs, n)
-    return sum(compute_pool().map(lambda i: len(pc.unique(pieces(i))) if pieces.size(i) else 0,
+    return sum(compute_pool().map(lambda i: _maybe(lambda p: len(pc.unique(p)), pieces(i)) or 0,
                                   range(pieces.count)))
 
 
@@ -72,9 +72,6 @@ class _Pieces:
         self.arrs, self.order, self.counts, self.count = arrs, order, counts, len(counts)
         self.starts = np.cumsum([0] + counts[:-1]).tolist()
         self.offs = np.cumsum([0] + [len(a) for a in arrs])
-
-    def size(self, i: int) -> int:
-        return self.counts[i]
 
     def __call__(self, i: int) -> pa.Array | None:
         if self.counts[i] == 0:

@@ -126,12 +126,12 @@ class ArrowDecoder:
                 nread, t1 = sum(ln for _, ln in ranges), t0
             decimals, plain = s.cfg.on("integer_decimals"), s.cfg.on("plain_strings")
             ints = s.cache.integer_footer(path, md, decimals, plain) if decimals or plain else None
-            # On a CPU whose I/O threads each have a task of this scan, a task decodes on its own
-            # thread: pyarrow's pool and its pre-buffering (reads on its I/O pool) only handed
-            # work between threads there (SSB SF 10 Q1.3 1.29 -> 1.05 s, see decode_in_task).
-            # Counted among the loads in flight, not the scan's tasks: tasks too big for two in
-            # the scan buffer (ClickBench q23's 105 columns) run one at a time, and one thread
-            # then decoded each alone (12-14 s against 8-9 with pyarrow's pool).
+            # On a CPU with a load of this scan in flight for every I/O thread, a task decodes on
+            # its own thread: pyarrow's pool and its pre-buffering (reads on its I/O pool) only
+            # handed work between threads there (SSB SF 10 Q1.3 1.29 -> 1.05 s, see
+            # decode_in_task). Loads in flight, not the scan's tasks: tasks too big for two in the
+            # scan buffer (ClickBench q23's 105 columns) run one at a time, and one thread then
+            # decoded each alone (12-14 s against 8-9 with pyarrow's pool).
             alone = s.device.type == "cpu" and s.cfg.on("decode_in_task") and s.in_flight >= s.cfg.io_threads
             f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
                                pre_buffer=not alone)
