@@ -121,6 +121,23 @@ def mk_dates(n, seed):  # dates and timestamps far from today: before year 1, pa
     return pa.table({"i": pa.array(range(n)), "d": pa.array(days, pa.date32()),
                      "ts": pa.array([None if x is None else x * 86_400_000_000 + r.randint(0, 86_400_000_000 - 1) for x in days], pa.timestamp("us"))})
 pq.write_table(mk_dates(50, 5), root/"dd.parquet", row_group_size=11)
+# Values mostly falling from row group to row group (later ones ruled out by a MIN / MAX bound:
+# minmax_bounds), keys with NULLs, groups that first appear late with the smallest values, and
+# values NULL for a while: what skipping a row group on its statistics and keys must get right.
+_MR = random.Random(50_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+def mk_minmax(n, rising):
+    ks = ["p", "q", "r", None, "late"]
+    rows = []
+    for j in range(n):
+        v = (j if rising else n - j) * 10 + _MR.randint(-15, 15) if _MR.random() < .85 else _MR.randint(-50, 10 * n)
+        k = _MR.choice(ks[:4]) if j < n - 8 else _MR.choice(ks)
+        rows.append((k, _MR.randint(0, 2), None if _MR.random() < .1 else v))
+    return pa.table({"k": pa.array([r[0] for r in rows], pa.string()), "h": pa.array([r[1] for r in rows], pa.int32()),
+                     "v": pa.array([r[2] for r in rows], pa.int64()),
+                     "s": pa.array([None if r[2] is None else f"s{r[2] + 100:06d}" for r in rows], pa.string()),
+                     "dt": pa.array([None if r[2] is None else dt.date(2000, 1, 1) + dt.timedelta(days=r[2]) for r in rows], pa.date32())})
+pq.write_table(mk_minmax(120, False), root/"mm.parquet", row_group_size=_MR.choice([7, 10, 13]))  # MAX skips
+pq.write_table(mk_minmax(120, True), root/"mr.parquet", row_group_size=_MR.choice([7, 10, 13]))   # MIN skips
 
 NUM = ["a", "b", "g", "d", "f"]
 INTS = ["a", "b", "g"]
@@ -346,8 +363,23 @@ def like_query():
     return (f"select t.s, count(*) from t where {R.choice(['t.s', 'upper(t.s)', 't.s || t.s'])} "
             f"{R.choice(['like', 'not like', 'ilike', 'not ilike'])} '{R.choice(LIKE_PATTERNS)}' group by t.s")
 
+def minmax_query():
+    """Only MIN / MAX over plain columns, grouped by plain columns: the scan may skip row groups
+    the aggregation's bound rules out (minmax_bounds)."""
+    src = R.choice(["mm", "mr"])
+    keys = R.sample([f"{src}.k", f"{src}.h"], R.randint(0, 2))
+    # (a MIN and a MAX of one column skip only row groups strictly inside both bounds)
+    one = R.choice(["max", "min"]) if R.random() < .7 else None
+    aggs = ", ".join((one or R.choice(["min", "max"])) + f"({src}.{R.choice(['v', 's', 'dt'])})"
+                     for _ in range(R.randint(1, 3)))
+    q = f"select {', '.join(keys + [aggs])} from {src}"
+    if R.random() < .4: q += f" where {R.choice([f'{src}.h <> 1', f'{src}.v > 100', f'{src}.k is not null', f'{src}.s < {chr(39)}s0005{chr(39)}'])}"
+    if keys: q += f" group by {', '.join(keys)}"
+    return q
+
 def query():
     if R.random() < 0.04: return like_query()
+    if R.random() < 0.06: return minmax_query()
     if R.random() < 0.3: return query4()
     if R.random() < 0.35: return query3()
     if R.random() < 0.4: return query2()
@@ -427,7 +459,9 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # threshold is 4096 rows), and every conjunct over every row
        {"_selective_rows": 1}, {"_selective_rows": 1, "scan_mode": "pushdown"}, {"selective_filters": False},
        # COUNT(DISTINCT string) grouped like any DISTINCT aggregate
-       {"distinct_counts": False, "chunk_rows": 7}]
+       {"distinct_counts": False, "chunk_rows": 7},
+       # row groups read whole however the MIN / MAX bound stands
+       {"minmax_bounds": False, "chunk_rows": 7}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 
@@ -458,7 +492,10 @@ for i in range(N):
         if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
         continue
     try:
-        ci = R.randrange(len(cons)); con = cons[ci]
+        ci = R.randrange(len(cons))
+        if " from m" in q and R.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
+            ci = R.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
+        con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
         selective.SELECTIVE_MIN_ROWS = CFG[ci].get("_selective_rows", SELECTIVE_ROWS)
         ours = con.sql(q).to_arrow()

@@ -209,6 +209,9 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
         for spec in op.runtime_filters:
             if spec in ctx.filters:
                 desc += f"\n{'  ' * (depth + 1)}  {ctx.filters[spec].describe()}"
+        for spec in getattr(op, "minmax_bounds", ()):
+            if spec in ctx.bounds:
+                desc += f"\n{'  ' * (depth + 1)}  {ctx.bounds[spec].describe()}"
     lines.append("  " * depth + desc)
     for c in op.children:
         _tree(c, ctx, depth + 1, lines)

@@ -38,7 +38,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
-              "disjoint_groups", "distinct_counts"),
+              "disjoint_groups", "distinct_counts", "minmax_bounds"),
     "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
@@ -225,6 +225,13 @@ class Config:
     each hash piece of the values is deduplicated and counted, without the codes and the
     unified dictionary that grouping by the values needs (SF 10 ``count(distinct l_comment)``:
     see the README). Else: the values are grouped as for any DISTINCT aggregate."""
+
+    minmax_bounds: bool = True
+    """An aggregation of only MIN / MAX over columns of a Parquet scan (grouped by columns of it)
+    bounds the scan on a CPU: once every group seen has a value, a row group whose statistics
+    cannot beat the weakest of them, and whose keys are all groups seen, is skipped after its
+    keys are read (SF 10 ``MAX(l_comment)`` by the two flags: see the README). Else every row
+    group is read whole."""
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross

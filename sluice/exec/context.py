@@ -19,6 +19,7 @@ from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import InternalError, SluiceError, internal_error, is_resource_error
 from sluice.exec.materialize import MaterializeStats
+from sluice.exec.minmax_bounds import MinMaxBound
 from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
@@ -57,6 +58,7 @@ class ExecContext:
     scan_count: int = 1                                            # scans in the plan (they share read-ahead memory)
     dist: object | None = None                                     # the DistGroup of a distributed run
     filters: dict[object, RuntimeFilter] = field(default_factory=dict)  # RuntimeFilterSpec -> this run's filter
+    bounds: dict[object, MinMaxBound] = field(default_factory=dict)  # MinMaxBoundSpec -> this run's bound
     recursive_work: dict[str, list] = field(default_factory=dict)  # recursive CTE -> rows of its last step
     scan_coordinator: Coordinator = field(default_factory=Coordinator)  # one adaptive scan samples at a time
     rank_stats: list = field(default_factory=list)                 # rank 0 of a distributed run: each rank's summary
@@ -87,6 +89,13 @@ class ExecContext:
             rf = self.filters[spec] = RuntimeFilter(spec.join, spec.column, bloom=spec.bloom, topk=spec.topk,
                                                    deep=spec.deep)
         return rf
+
+    def minmax_bound(self, spec) -> MinMaxBound:
+        """This run's MIN / MAX bound for a MinMaxBoundSpec (created empty on first use)."""
+        b = self.bounds.get(spec)
+        if b is None:
+            b = self.bounds[spec] = MinMaxBound(spec)
+        return b
 
     def memory_stats(self, op):
         """``op``'s MaterializeStats (created on first use)."""

@@ -62,6 +62,7 @@ class HashAggregateOp(Operator):
     keys: tuple[tuple[str, Expr], ...]
     aggs: tuple[tuple[str, AggCall], ...]
     phase: str = "single"  # "single" | "partial" | "final" (see the module docstring)
+    minmax_bound: object = None  # MinMaxBoundSpec shared with the scan below (physical.minmax_bounds)
     label = "HashAggregate"
 
     def __post_init__(self):
@@ -120,6 +121,9 @@ class HashAggregateOp(Operator):
                         # chunk's): deduplicating each chunk hashed every string twice, once
                         # here and once in the final pass that must dedupe them anyway.
                         raw.update(a for a, dp in dpages.items() if dp.num_rows > PASSTHROUGH_RATIO * chunk.num_rows)
+                bound = ctx.bounds.get(self.minmax_bound) if self.minmax_bound is not None else None
+                if bound is not None and not passthrough:  # the scan below skips what it rules out
+                    bound.observe(page, self.key_names, self.accs)
                 if rows_seen == 0 and self.keys and self.phase != "final" and \
                         page.num_rows > PASSTHROUGH_RATIO * chunk.num_rows:
                     # Nearly every row its own group (l_comment, keys unique per chunk): grouping

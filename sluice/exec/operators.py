@@ -86,6 +86,7 @@ class ScanOp(Operator):
     pruned: int = 0
     outputs: tuple[str, ...] | None = None  # emitted columns (None: all)
     runtime_filters: list = field(default_factory=list)  # RuntimeFilterSpecs of the joins that filter this scan
+    minmax_bounds: list = field(default_factory=list)  # MinMaxBoundSpecs of the aggregation above (one at most)
     label = "Scan"
 
     def reader(self, ctx: ExecContext) -> ScanReader:
@@ -130,6 +131,8 @@ class ScanOp(Operator):
                 progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
                 predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
                 runtime=[ctx.runtime_filter(spec) for spec in self.runtime_filters],
+                bound=ctx.minmax_bound(self.minmax_bounds[0]) if self.minmax_bounds and ctx.device.type == "cpu"
+                and ctx.config.on("minmax_bounds") else None,
                 decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory, host_pool=ctx.memory)
         return r
 

@@ -73,10 +73,12 @@ class RecursiveUnionOp(Operator):
 
     def _reset(self, ctx) -> None:
         """Let the step's operators run again: new scan readers, recomputed shared subplans,
-        empty runtime filters (the last step's keys are not this one's)."""
+        empty runtime filters and MIN / MAX bounds (the last step's keys are not this one's)."""
         for op in self.step.walk():
             for spec in getattr(op, "runtime_filters", ()):
                 ctx.filters.pop(spec[1] if isinstance(spec, tuple) else spec, None)
+            for spec in getattr(op, "minmax_bounds", ()):  # the last step's groups are not this one's
+                ctx.bounds.pop(spec, None)
             if isinstance(op, ScanOp):
                 ctx.run(op).reader = None
             elif isinstance(op, SharedOp):

@@ -32,6 +32,7 @@ from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
+from sluice.physical.minmax_bounds import attach_minmax_bound
 from sluice.physical.distribute import exchange, gather, place_join, placed, share
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.runtime_filters import attach_runtime_filters, attach_topk_filters
@@ -214,7 +215,7 @@ def _(plan: Aggregate, state):
             return answered
     child = lower(plan.child, state)
     if child.distribution == SINGLE:
-        return _estimated(HashAggregateOp(child, plan.keys, plan.aggs), plan)
+        return _estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs)), plan)
     names = tuple(Col(n, e.type) for n, e in plan.keys)
     if any(a.distinct for _, a in plan.aggs):  # each group's rows on one rank, one phase
         if plan.keys:
@@ -222,12 +223,19 @@ def _(plan: Aggregate, state):
             moved = exchange(child, keys, tuple(e.type for e in keys), state)
             return _dist(_estimated(HashAggregateOp(moved, plan.keys, plan.aggs), plan), hashed(names))
         return _estimated(HashAggregateOp(gather(child, state), plan.keys, plan.aggs), plan)
-    partial = _dist(_estimated(HashAggregateOp(child, plan.keys, plan.aggs, "partial"), plan), ANY)
+    partial = _dist(_estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, "partial")), plan), ANY)
     final_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
     if plan.keys:
         moved = exchange(partial, names, tuple(e.type for e in names), state)
         return _dist(_estimated(HashAggregateOp(moved, final_keys, plan.aggs, "final"), plan), hashed(names))
     return _estimated(HashAggregateOp(gather(partial, state), final_keys, plan.aggs, "final"), plan)
+
+
+def _bounded(op: HashAggregateOp) -> HashAggregateOp:
+    """``op`` with a MIN / MAX bound for the scan under it, where one is exact (decided here,
+    used only where the run turns it on: see ScanOp.reader)."""
+    attach_minmax_bound(op)
+    return op
 
 
 @_lower.register

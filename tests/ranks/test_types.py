@@ -52,6 +52,9 @@ QUERIES = {
     "timestamps": "select k, ts - interval 3 day as x, tz + interval 90 minute as y from t",
     "window": "select k, s, row_number() over (partition by k order by i16) rn, sum(d) over (partition by s) from t",
     "except": "select s, dt from t except select s, dt from t where i16 > 0",
+    # MIN / MAX bounds on each rank's scan (minmax_bounds): row groups skipped per rank
+    "minmax": "select k, min(i16), max(s), min(dt), max(d) from t group by k",
+    "minmax_keyless": "select max(s), min(i8), max(dt) from t where b",
 }
 
 

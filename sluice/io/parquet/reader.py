@@ -113,8 +113,12 @@ class ScanReader:
                  recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
                  reservation=None, predicate: Expr | None = None, policy: ScanPolicy | None = None,
-                 mode: str = "direct", runtime: list | None = None, decode_pool=None, host_pool=None) -> None:
+                 mode: str = "direct", runtime: list | None = None, decode_pool=None, host_pool=None,
+                 bound=None) -> None:
         self.table = table
+        # The MIN / MAX bound of the aggregation above (sluice.exec.minmax_bounds): a task whose
+        # row groups it rules out is read only as far as its group keys.
+        self.bound = bound
         # The budget the torch decoder's temporary tensors are reserved against (None: unbounded).
         self.decode_pool = decode_pool
         self.host_pool = host_pool  # the host budget (pinned staging on a GPU counts there)
@@ -243,6 +247,18 @@ class ScanReader:
                 return None, None, 0, 0, True
         md = self._footer(task[0].path)
         n = sum(rg.num_rows for rg in task)
+        if self.bound is not None:
+            keys_read = []
+
+            def decode_keys():
+                if not self.bound.spec.keys:
+                    return [], n
+                cols, nread = self._decode(task, md, list(self.bound.spec.keys))
+                keys_read.append(nread)
+                return [cols[c] for c in self.bound.spec.keys], n
+
+            if self.bound.rules_out(task, decode_keys):
+                return None, None, sum(keys_read), 0, True
         filters = [rf.column for rf in self.runtime if rf.active and rf.column in self.columns]
         if mode in ("staging", "pushdown"):  # the filters this slice applies (active now: at least these)
             self._applied[i] = {id(rf) for rf in self.runtime if rf.active}

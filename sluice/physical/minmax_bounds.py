@@ -1,0 +1,76 @@
+"""Where an aggregation's MIN / MAX bound may skip row groups of the scan below it (see
+:mod:`sluice.exec.minmax_bounds` for how it runs), decided when lowering.
+
+Only where it is exact: every aggregate a MIN or MAX (not DISTINCT) of a column, every group key
+a column, both straight from one Parquet scan (through renaming projections, as the operators
+are chained: a filter pushed into the scan is fine), each argument of a type whose statistics
+order as SQL does -- strings (byte order), signed integers, dates, decimals of up to 18 digits --
+and the aggregation over that scan's own rows (a single or partial phase, not one over an
+exchange). ``minmax_bounds=false`` turns it off.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from sluice.exec.hash_aggregate import HashAggregateOp
+from sluice.exec.minmax_bounds import MinMaxBoundSpec
+from sluice.exec.operators import Operator, ProjectOp, ScanOp
+from sluice.expr.nodes import Col
+
+
+def attach_minmax_bound(op: HashAggregateOp) -> None:
+    """Give ``op`` and the scan under it a shared bound spec where one is exact."""
+    if op.phase == "final" or not op.accs or op.distinct_args:
+        return
+    scan, names = _scan_below(op.child)
+    if scan is None or scan.table.format != "parquet":
+        return
+    keys = []
+    for _, e in op.keys:
+        col = names.get(e.name) if isinstance(e, Col) else None
+        if col is None:
+            return
+        keys.append(col)
+    aggs = []
+    for acc_key in op.accs:
+        kind, arg, distinct = acc_key
+        if kind not in ("min", "max") or distinct or not isinstance(arg, Col):
+            return
+        col = names.get(arg.name)
+        if col is None or col in scan.table.partitions or not _orders_as_sql(scan, col):
+            return
+        aggs.append((acc_key, kind, col))
+    spec = MinMaxBoundSpec(tuple(keys), tuple(aggs))
+    op.minmax_bound = spec
+    scan.minmax_bounds.append(spec)
+
+
+def _scan_below(op: Operator) -> tuple[ScanOp | None, dict[str, str]]:
+    """The scan whose rows ``op`` passes on unchanged, and its output names -> file columns
+    (through projections that only rename)."""
+    renames: list[dict[str, str]] = []
+    while isinstance(op, ProjectOp):
+        if not all(isinstance(e, Col) for _, e in op.exprs):
+            return None, {}
+        renames.append({n: e.name for n, e in op.exprs})
+        op = op.child
+    if not isinstance(op, ScanOp):
+        return None, {}
+    names = dict(op.columns)  # scan output -> file column
+    for r in reversed(renames):
+        names = {n: names[src] for n, src in r.items() if src in names}
+    return op, names
+
+
+def _orders_as_sql(scan: ScanOp, col: str) -> bool:
+    """Whether ``col``'s statistics, as the catalog keeps them, compare as the aggregate's
+    states do (not floats: NaN; not unsigned integers, which old writers ordered as signed)."""
+    t = scan.table.arrow_schema.field(col).type
+    kind = scan.table.types[col].kind
+    if kind == "string":
+        return True
+    if kind == "decimal":
+        return pa.types.is_decimal(t) and t.precision <= 18
+    return (kind == "date" and pa.types.is_date32(t)) or (scan.table.types[col].is_integer
+                                                           and pa.types.is_signed_integer(t))
