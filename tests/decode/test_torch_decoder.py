@@ -173,6 +173,25 @@ def test_delta_pages_without_values_last(tmp_path, device):
     assert check_file(path, device=device) == 3
 
 
+def test_a_row_group_of_null_strings_has_a_dictionary_its_codes_index(tmp_path, device, connect):
+    """A dictionary-coded string column whose last row group holds only NULLs (an empty
+    dictionary page): its rows' codes 0 must index the dictionary (it was empty, and grouping by
+    the column raised an IndexError: found by bench/fuzz_sql.py seed 11)."""
+    import duckdb
+
+    from sluice.testing.oracle import compare
+    vals = ["p", "q", None, "r", None, "p", "q", None]
+    pq.write_table(pa.table({"k": pa.array(vals, pa.string()), "v": pa.array(range(8), pa.int64())}),
+                   tmp_path / "t.parquet", row_group_size=7)
+    md = pq.read_metadata(tmp_path / "t.parquet")
+    chunks, _ = fetch_chunks(str(tmp_path / "t.parquet"), md, [1], ["k"])
+    k = decode_column(chunks["k"], column_spec(md, "k", pa.string(), from_arrow(pa.string())), _torch_device(device))
+    assert k.data.numel() == 1 and int(k.data.max()) < len(k.dictionary)
+    q = "select k, count(*) as n, max(v) as m from t group by k"
+    con = connect(tmp_path, decoder="device", chunk_rows=5)
+    compare(con.sql(q).to_arrow(), duckdb.sql(q.replace(" t ", f" '{tmp_path / 't.parquet'}' ")).to_arrow_table(), [])
+
+
 @pytest.mark.parametrize("budget", [1, 60_000, 400_000])
 @pytest.mark.parametrize("scheme", ["dictionary", "plain", "delta", "byte_stream_split"])
 def test_page_batches_equal_one_batch(tmp_path, scheme, budget, device):

@@ -711,6 +711,7 @@ def _strings(ctx: _Ctx) -> tuple[torch.Tensor, pa.Array]:
         at += count
     if codes is None:
         codes = torch.zeros(N, dtype=torch.long, device=dev)
-    if not parts:
-        return codes.int(), pa.array([], pa.string())
-    return codes.int(), parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+    d = pa.array([], pa.string()) if not parts else parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+    if N and not len(d):  # every row NULL (an empty dictionary page, or none): codes 0 must index it
+        d = pa.array([""], pa.string())
+    return codes.int(), d
