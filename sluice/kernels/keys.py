@@ -133,9 +133,23 @@ def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
     return codes, k
 
 
+#: Code ranges up to this size are counted by bincount on a CPU (past it, its random writes
+#: into a large count array cost more than marking: 100k codes of 1M rows, 6.4 against 6.0 ms).
+COUNTED_CODES = 4096
+
+
 def _densify(codes: torch.Tensor, card: int) -> tuple[torch.Tensor, int]:
     """Group ids 0..g-1 (int64) for ``codes`` in 0..card-1, numbered in code order."""
     n = codes.numel()
+    if card <= min(n, COUNTED_CODES) and codes.device.type == "cpu":
+        # Few codes on a CPU: counted (one pass, no int64 copy to index with); every code
+        # present -- flags, a year -- and the codes are the ids (1M codes of 2-60 values:
+        # 4.5-5.2 -> 0.8-2.5 ms). (On a GPU bincount waits for the device: marked as below.)
+        counts = torch.bincount(codes, minlength=card)
+        if bool(counts.all()):
+            return codes.long(), card
+        remap = torch.cumsum(counts > 0, 0, dtype=torch.int64) - 1
+        return remap.index_select(0, codes), int(remap[-1]) + 1
     if card <= n:
         # Few codes (a chunk's flags, a date's year): mark, number with the -1 folded in, and one
         # gather straight to int64 (q01's two flags, 114k rows: 0.33 -> 0.2 ms a chunk).

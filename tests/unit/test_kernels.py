@@ -44,6 +44,25 @@ def test_group_ids_match_python(rows):
         assert seen.setdefault(r, i) == i
 
 
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=300), st.integers(0, 30), st.sampled_from([torch.int32, torch.int64]))
+@settings(max_examples=80, deadline=None)
+def test_densify_numbers_codes_in_order_either_way(codes, extra, dtype):
+    """Codes numbered 0..g-1 in code order, whether counted (a CPU, up to COUNTED_CODES) or
+    marked: every code present (the codes are the ids) or not, int32 or int64 codes."""
+    import sluice.kernels.keys as keys
+    c = torch.tensor(codes, dtype=dtype)
+    card = max(codes) + 1 + extra
+    want = {v: i for i, v in enumerate(sorted(set(codes)))}
+    for counted in (keys.COUNTED_CODES, 0):
+        old, keys.COUNTED_CODES = keys.COUNTED_CODES, counted
+        try:
+            ids, g = keys._densify(c, card)
+        finally:
+            keys.COUNTED_CODES = old
+        assert ids.dtype == torch.int64 and g == len(want)
+        assert ids.tolist() == [want[v] for v in codes]
+
+
 @given(st.lists(st.tuples(st.integers(0, 8), st.booleans(), st.integers(0, 3), st.booleans()), min_size=1, max_size=200),
        st.booleans(), st.booleans())
 @settings(max_examples=80, deadline=None)
