@@ -38,15 +38,17 @@ def _exact(t: LType) -> bool:
 
 def count_by(ids: torch.Tensor, g: int, valid: torch.Tensor | None = None,
              sync_free: bool | None = None) -> torch.Tensor:
-    """Rows per group (those where ``valid``, when given). ``sync_free`` (default: on a GPU)
-    adds ones (or the validity) by group instead of ``bincount``, which reads the largest id
+    """Rows per group (those where ``valid``, when given). ``sync_free`` (default: on a GPU, and
+    with ``valid`` anywhere) adds ones (or the validity) by group instead of ``bincount``, which reads the largest id
     on the host and masks by a boolean index -- a wait for the GPU each (two a chunk in every
     grouped aggregate, counted on an H200)."""
     if g == 1:
         if valid is None:
             return torch.full((1,), ids.numel(), dtype=torch.int64, device=ids.device)
         return valid.sum(0, keepdim=True, dtype=torch.int64)
-    if sync_free if sync_free is not None else ids.is_cuda:
+    # With a validity mask on a CPU too: bincount of the masked ids gathers them first (1M ids,
+    # a seventh valid: 3.6 ms; nine tenths: 10.5) where adding the validity takes 2.2-2.7 ms.
+    if sync_free if sync_free is not None else (ids.is_cuda or valid is not None):
         w = (torch.ones(1, dtype=torch.int64, device=ids.device).expand(ids.shape) if valid is None
              else valid.to(torch.int64))
         return torch.zeros(g, dtype=torch.int64, device=ids.device).scatter_add_(0, ids, w)
@@ -118,8 +120,8 @@ class SumAcc(Accumulator):
         dev = ids.device
         if _exact(self.arg_type):
             v = arg.data.to(torch.int64)
-            if valid is not None:
-                v = torch.where(valid, v, torch.zeros_like(v))
+            if valid is not None:  # (a product: 2.0 ms a million rows against where's 2.9)
+                v = v * valid
             s = exact_group_sum(v, ids, g, dev)
             return {self.name("hi"): Column(s["hi"], INT64), self.name("lo"): Column(s["lo"], INT64),
                     self.name("n"): Column(n, INT64)}
