@@ -150,7 +150,9 @@ def numexpr(tab, depth=0):
     if c < 0.75: return f"({numexpr(tab, depth+1)} {R.choice(['+','-','*'])} {numexpr(tab, depth+1)})"
     if c < 0.8: return f"abs({numexpr(tab, depth+1)})"
     if c < 0.85: return f"coalesce({col(tab)}, {numexpr(tab, depth+1)})"
-    if c < 0.9: return f"case when {pred(tab, depth+1)} then {numexpr(tab, depth+1)} else {numexpr(tab, depth+1)} end"
+    if c < 0.9:  # (no ELSE, or ELSE NULL: the branch's values under the NULLs are never read)
+        tail = R.choice([f" else {numexpr(tab, depth+1)}", "", " else null"])
+        return f"case when {pred(tab, depth+1)} then {numexpr(tab, depth+1)}{tail} end"
     # a branch that raises (infinite f) where the guard does not need it
     if c < 0.905: return f"case when {tab}.f between -1e9 and 1e9 then cast({tab}.f as integer) else {numexpr(tab, depth+1)} end"
     if c < 0.91: return f"cast({col(tab, INTS)} as bigint)"
@@ -191,6 +193,7 @@ def strexpr(tab, depth=0):
     return R.choice([f"upper({strexpr(tab, depth+1)})", f"lower({strexpr(tab, depth+1)})", f"substring({strexpr(tab, depth+1)}, {R.randint(1,3)}, {R.randint(0,4)})",
         f"({strexpr(tab, depth+1)} || '-' || {strexpr(tab, depth+1)})", f"trim({strexpr(tab, depth+1)})", f"replace({strexpr(tab, depth+1)}, 'a', 'XY')",
         f"coalesce({tab}.s, 'zz')", f"case when {pred(tab, depth+1)} then {tab}.s else 'other' end", f"cast({tab}.a as varchar)",
+        f"case when {pred(tab, depth+1)} then {strexpr(tab, depth+1)} end",
         f"concat({tab}.s, {tab}.a)", f"left({tab}.s, 2)", f"reverse({tab}.s)"])
 AGGS = ["sum({})", "count({})", "min({})", "max({})", "avg({})", "count(distinct {})", "count(*)"]
 def agg(tab):

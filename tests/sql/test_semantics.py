@@ -161,6 +161,12 @@ QUERIES = {
                           "from t",
     "round_negative": "select round(d, -1), round(a, -1), round(f, -1), round(b, -2) from t",
     "case_no_else_string": "select case when a > 2 then s end, coalesce(null, s) from t",
+    # one branch, no ELSE or ELSE NULL (the value's own data kept under the NULLs): a NULL
+    # condition never holds, a NULL value stays NULL, and sums, counts and keys see only the rest
+    "case_else_null": "select b, case when a > 2 then d end, case when a > 1 then f else null end, "
+                      "case when s > 'b' then s end from t",
+    "case_else_null_aggregated": "select a > 3 as k, sum(case when a > 1 then b end), count(case when f > 0 then d end), "
+                                 "max(case when s is not null then s else null end) from t group by a > 3",
     "star_exclude_replace": "select * exclude (dt, f) replace (b * 2 as b) from t",
     "union_null_column": "select s, null as n from t union all select null, b from t",
     # INTERSECT / EXCEPT [ALL]: NULLs compare equal, duplicates counted per side

@@ -39,6 +39,15 @@ def _bind_case(args, params):
 # case: cond1, val1, cond2, val2, ..., else
 @register("case", bind=_bind_case)
 def case(e, cols, chunk) -> Column:
+    from sluice.expr.nodes import Lit
+    if len(cols) == 3 and isinstance(e.args[2], Lit) and e.args[2].value is None:
+        # CASE WHEN c THEN v [ELSE NULL] END (TPC-DS q02's seven per-weekday sums): v where c
+        # holds, else NULL -- v's values under the NULLs are never read, so the value needs no
+        # select, only the validity one AND (q02: two passes a row and branch saved).
+        c, v = cols[0], cols[1]
+        if c.data.dim() == 1 and v.data.dim() == 1 and v.wide is None and v.type == e.type:
+            holds = c.data if c.valid is None else c.data & c.valid
+            return Column(v.data, e.type, holds if v.valid is None else holds & v.valid, v.dictionary)
     conds = [cols[i] for i in range(0, len(cols) - 1, 2)]
     vals = [cols[i] for i in range(1, len(cols) - 1, 2)] + [cols[-1]]
     return select_first(e.type, [(c.data if c.valid is None else c.data & c.valid) for c in conds],
