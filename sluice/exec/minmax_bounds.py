@@ -69,20 +69,14 @@ def key_tuples(cols: list[Column], n: int, grouped: bool) -> list[tuple] | None:
 
 
 def _stored(c: Column) -> list:
+    """A column's values as Python values, NULL as None: str for strings, the stored number
+    otherwise (days for dates, scaled units for decimals: as the catalog keeps statistics)."""
     if c.type.kind == "string":
         return column_to_arrow(c).to_pylist()
     values = c.data.tolist()
     if c.valid is None:
         return values
     return [v if ok else None for v, ok in zip(values, c.valid.reshape(-1).tolist())]
-
-
-def _values(col: Column) -> list:
-    """A MIN / MAX state column's values as Python values comparable with the statistics: str
-    for strings, the stored integer otherwise (days for dates, scaled units for decimals)."""
-    if col.type.kind == "string":
-        return column_to_arrow(Column(col.data, col.type, None, col.dictionary)).to_pylist()
-    return col.data.reshape(-1).tolist()
 
 
 class MinMaxBound:
@@ -114,7 +108,7 @@ class MinMaxBound:
         for (acc_key, func, _), best in zip(self.spec.aggs, self.best):
             acc = accs[acc_key]
             counts = page.columns[acc.name("n")].data.reshape(-1).tolist()
-            for k, cnt, v in zip(keys, counts, _values(page.columns[acc.name("v")])):
+            for k, cnt, v in zip(keys, counts, _stored(page.columns[acc.name("v")])):
                 if cnt and v is not None:
                     cur = best.get(k)
                     if cur is None or (v > cur if func == "max" else v < cur):
