@@ -41,6 +41,11 @@ from sluice.kernels import checks  # noqa: E402
 from sluice.expr import evaluate as selective  # noqa: E402
 
 SELECTIVE_ROWS = selective.SELECTIVE_MIN_ROWS
+from sluice.exec import aggregates  # noqa: E402
+
+FIRST_BYTE = {n: getattr(aggregates, n) for n in ("FIRST_BYTE_MIN_ROWS", "FIRST_BYTE_ROWS_PER_GROUP",
+                                                  "FIRST_BYTE_MAX_GROUPS", "FIRST_BYTE_MIN_ENTRIES_PER_ROW")}
+FIRST_BYTE_FORCED = {n: (1 << 30 if n == "FIRST_BYTE_MAX_GROUPS" else 0) for n in FIRST_BYTE}
 from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
 
 if {"-h", "--help"} & set(sys.argv[1:]):
@@ -380,8 +385,20 @@ def minmax_query():
     if keys: q += f" group by {', '.join(keys)}"
     return q
 
+def string_minmax_query():
+    """String MIN / MAX by group over text whose first bytes mislead: "" (below "\x00..."),
+    multi-byte UTF-8, ties on the first byte (the first-byte pass keeps only each group's best)."""
+    if R.random() < .5:
+        agg = ", ".join(f"{R.choice(['min', 'max'])}(w.w)" for _ in range(R.randint(1, 2)))
+        return f"select w.i % {R.randint(1, 4)} as g, {agg} from w" + (" where w.i > 7" if R.random() < .3 else "") + " group by g"
+    key = R.choice(["t.g", "t.b % 3", "t.s is null"])
+    agg = ", ".join(f"{R.choice(['min', 'max'])}(t.s)" for _ in range(R.randint(1, 2)))
+    return f"select {key} as k, {agg} from t" + (f" where {pred('t')}" if R.random() < .4 else "") + " group by k"
+
+
 def query():
     if R.random() < 0.04: return like_query()
+    if R.random() < 0.03: return string_minmax_query()
     if R.random() < 0.06: return minmax_query()
     if R.random() < 0.3: return query4()
     if R.random() < 0.35: return query3()
@@ -464,7 +481,9 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # COUNT(DISTINCT string) grouped like any DISTINCT aggregate
        {"distinct_counts": False, "chunk_rows": 7},
        # row groups read whole however the MIN / MAX bound stands
-       {"minmax_bounds": False, "chunk_rows": 7}]
+       {"minmax_bounds": False, "chunk_rows": 7},
+       # string MIN / MAX's first-byte pass on every chunk (it needs 4096 rows, 16 per group)
+       {"_first_byte": True}, {"_first_byte": True, "chunk_rows": 7}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 
@@ -498,9 +517,13 @@ for i in range(N):
         ci = R.randrange(len(cons))
         if " from m" in q and R.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
             ci = R.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
+        elif ("min(" in q or "max(" in q) and R.random() < .3:  # string MIN / MAX's first-byte pass
+            ci = R.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
         con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
         selective.SELECTIVE_MIN_ROWS = CFG[ci].get("_selective_rows", SELECTIVE_ROWS)
+        for name, value in (FIRST_BYTE_FORCED if CFG[ci].get("_first_byte") else FIRST_BYTE).items():
+            setattr(aggregates, name, value)
         ours = con.sql(q).to_arrow()
     except Exception as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__

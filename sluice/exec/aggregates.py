@@ -18,6 +18,7 @@ import torch
 
 from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers, to_device
 from sluice.errors import ExecutionError, UnsupportedError
+from sluice.kernels.buffers import lookup, positions
 from sluice.kernels.bounds import max_abs
 from sluice.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
@@ -224,6 +225,8 @@ class StringMinMaxAcc(MinMaxAcc):
     candidates are then compared in full. So the work is one pass over the rows, not a sort
     of every string seen."""
 
+    first_byte = True  # the minmax_first_byte setting (HashAggregateOp sets it per run)
+
     def _winners(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
         dev = ids.device
         # Dictionary entries need not be unique here (equal strings tie on rank): no hashing.
@@ -232,15 +235,39 @@ class StringMinMaxAcc(MinMaxAcc):
         if codes.numel() != ids.numel():
             codes = codes.expand(ids.shape)
         if valid is not None:
-            rows = valid.nonzero().squeeze(1)
+            rows = positions(valid)
             ids_v, codes_v = ids[rows], codes[rows]
         else:
             ids_v, codes_v = ids, codes
-        pre = to_device(string_prefix_keys(d), dev)[codes_v]
         red = "amin" if self.func == "min" else "amax"
+        if self.first_byte and _first_byte_pays(len(d), codes_v.numel(), g):
+            # Plain strings (a dictionary entry per row), many rows per group: a row can win
+            # only where its first byte is its group's best (a count of each group's first
+            # bytes finds those), and the 8-byte keys are built for those rows alone (SF 10
+            # MAX(l_comment) by two flags: 1 row in 2,500).
+            fb = lookup(to_device(string_first_bytes(d), dev), codes_v)
+            slot = ids_v.long() * 257
+            slot += fb
+            hist = torch.bincount(slot, minlength=g * 257).reshape(g, 257) > 0
+            have = hist.any(1)
+            pos = torch.arange(257, device=dev).expand(g, 257)
+            mx = self.func == "max"
+            best = torch.where(hist, pos, -1 if mx else 257)
+            best = best.amax(1) if mx else best.amin(1)
+            # First against the weakest group's best (no gather), then each against its own.
+            edge = int((best[have].min() if mx else best[have].max()).item())
+            keep = positions((fb >= edge) if mx else (fb <= edge))
+            if 2 * keep.numel() < fb.numel():
+                ids_v, codes_v, fb = ids_v[keep], codes_v[keep], fb[keep]
+            b = best[ids_v]
+            keep = positions((fb >= b) if mx else (fb <= b))
+            ids_v, codes_v = ids_v[keep], codes_v[keep]
+            pre = to_device(_prefix_keys(d, codes_v.cpu().numpy()), dev)
+        else:
+            pre = to_device(string_prefix_keys(d), dev)[codes_v]
         best = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, ids_v, pre, reduce=red,
                                                                               include_self=False)
-        cand = (pre == best[ids_v]).nonzero().squeeze(1)
+        cand = positions(pre == best[ids_v])
         cids, ccodes = ids_v[cand], codes_v[cand]
         # Exact order among the candidates: rank their distinct strings.
         uniq, inv = torch.unique(ccodes, return_inverse=True)
@@ -469,31 +496,70 @@ def string_prefix_keys(d: pa.Array) -> torch.Tensor:
     return _PREFIXES.get(d, _prefix_keys)
 
 
-def _prefix_keys(d: pa.Array) -> torch.Tensor:
-    bufs = string_buffers(d)
+#: The first-byte pass pays where a dictionary is about as long as the rows (plain strings:
+#: no key is shared) and the rows fall into few groups (most rows lose on their first byte).
+#: (Module settings so that tests and the fuzzer can force the pass onto small chunks.)
+FIRST_BYTE_MIN_ROWS = 4096
+FIRST_BYTE_ROWS_PER_GROUP = 16
+FIRST_BYTE_MAX_GROUPS = 1024  # a count per group and byte value: 257 per group
+FIRST_BYTE_MIN_ENTRIES_PER_ROW = 0.5
+
+
+def _first_byte_pays(entries: int, rows: int, groups: int) -> bool:
+    return (rows >= max(1, FIRST_BYTE_MIN_ROWS) and entries >= FIRST_BYTE_MIN_ENTRIES_PER_ROW * rows
+            and groups <= FIRST_BYTE_MAX_GROUPS and groups * FIRST_BYTE_ROWS_PER_GROUP <= rows)
+
+
+def string_first_bytes(d: pa.Array) -> torch.Tensor:
+    """Per string, 1 + its first byte (1-256) as int64, 0 for the empty string: ordered as the
+    strings are by their first byte ("" before every other string). int64: the counts by
+    group and byte add it to int64 slots, and mixed-type arithmetic took 5x as long."""
+    bufs = string_buffers(d, widen=False)
     if bufs is None:
         return torch.zeros(0, dtype=torch.int64)
     offsets, data = bufs
-    n = len(offsets) - 1
     starts = offsets[:-1]
+    n, nd = len(starts), len(data)
+    k = int(np.searchsorted(starts, nd, side="left"))  # offsets never decrease: the rest are "" at the end
+    out = np.empty(n, dtype=np.int64)
+    out[:k] = data[starts[:k]]
+    out[:k] += 1
+    out[k:] = 0
+    out[np.flatnonzero(offsets[1:k + 1] == starts[:k])] = 0
+    return host_tensor(out)
+
+
+def _prefix_keys(d: pa.Array, at: np.ndarray | None = None) -> torch.Tensor:
+    """The keys of every entry of ``d``, or of the entries ``at`` (in that order)."""
+    bufs = string_buffers(d, widen=at is None)
+    if bufs is None:
+        return torch.zeros(0, dtype=torch.int64)
+    offsets, data = bufs
+    if at is not None:
+        return _words(offsets[at].astype(np.int64), offsets[at + 1].astype(np.int64), data)
+    return _words(offsets[:-1], offsets[1:], data)
+
+
+def _words(starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> torch.Tensor:
+    """Big-endian 8-byte keys of the strings data[starts[i]:ends[i]]; starts need not be sorted."""
+    n = len(starts)
     # Every byte offset as the start of a big-endian 8-byte word, over the buffer itself (no
-    # copy). Offsets never decrease, so the strings starting in the last 7 bytes are a suffix;
-    # they read from a padded copy of the tail. Written into one array, and only strings of
-    # under 8 bytes masked: each pass over 60 M strings (SF 10 l_comment) is a fresh temporary
-    # and its page faults (MAX(l_comment) by two flags spent a fifth of its time here).
+    # copy); the few strings starting in the last 7 bytes read from a padded copy of the tail.
+    # Written into one array, and only strings of under 8 bytes masked: each pass over 60 M
+    # strings (SF 10 l_comment) is a fresh temporary and its page faults.
     nd = len(data)
     w = np.empty(n, dtype=np.uint64)
-    k = int(np.searchsorted(starts, nd - 8, side="right")) if nd >= 8 else 0
-    if k:
+    if nd >= 8:
         words = np.ndarray(shape=(nd - 7,), dtype=">u8", buffer=data, strides=(1,))
-        w[:k] = words[starts[:k]]
-    if k < n:
+        w[:] = words[np.minimum(starts, nd - 8)]
+    near = np.flatnonzero(starts > nd - 8)
+    if len(near):
         tail = np.zeros(16, dtype=np.uint8)
         lo = max(0, nd - 8)
         tail[:nd - lo] = data[lo:]
         tw = np.ndarray(shape=(9,), dtype=">u8", buffer=tail, strides=(1,))
-        w[k:] = tw[starts[k:] - lo]
-    lengths = offsets[1:] - starts
+        w[near] = tw[starts[near] - lo]
+    lengths = ends - starts
     short = np.flatnonzero(lengths < 8)
     if len(short):
         w[short] &= _high_mask(lengths[short])

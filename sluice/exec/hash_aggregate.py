@@ -33,7 +33,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks, used_strings
-from sluice.exec.aggregates import MOMENTS, Accumulator, count_by, make_accumulator
+from sluice.exec.aggregates import MOMENTS, Accumulator, StringMinMaxAcc, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import positions
 from sluice.kernels.encode import count_distinct_strings
@@ -101,6 +101,9 @@ class HashAggregateOp(Operator):
 
     def execute(self, ctx):
         dev = ctx.device
+        for acc in self.accs.values():
+            if isinstance(acc, StringMinMaxAcc):
+                acc.first_byte = ctx.config.on("minmax_first_byte")
         stats = ctx.memory_stats(self)
         main = Materializer(ctx, self.label, self._hash(self.key_names), stats=stats, combine=self._merge_pages)
         dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT", self._hash(self.key_names + ["__x"]),

@@ -12,9 +12,10 @@ import torch
 _READONLY_WARNED = False
 
 
-def string_buffers(d: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+def string_buffers(d: pa.Array, widen: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
     """(int64 offsets, uint8 bytes) of a string array, as numpy views of its Arrow buffers
-    (NULLs as empty strings); None when it is empty."""
+    (NULLs as empty strings); None when it is empty. ``widen=False`` leaves the offsets as
+    stored (int32 for ``string``): no copy of them."""
     if d.type != pa.string() and d.type != pa.large_string():
         d = d.cast(pa.large_string())
     if d.offset or d.null_count:
@@ -24,7 +25,9 @@ def string_buffers(d: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     bufs = d.buffers()
     off_dtype = np.int64 if d.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1).astype(np.int64)
+    offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=n + 1)
+    if widen:
+        offsets = offsets.astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     return offsets, data
 

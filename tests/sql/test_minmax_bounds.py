@@ -97,7 +97,9 @@ def _bound(rel):
 
 
 def test_row_groups_are_skipped_and_late_groups_kept(data, connect):
-    con = connect(data, chunk_rows=RG)
+    # Loads on demand: with read-ahead, how many tasks are loaded before the aggregation
+    # publishes its first bound is a race (the answers are the same either way).
+    con = connect(data, chunk_rows=RG, prefetch=False)
     for q, table in (("select max(s) as a from {t}", "t"),
                      ("select k, max(i) as a, max(s) as b from {t} group by k", "p"),
                      ("select k, min(s) as a, min(d) as b from {t} group by k", "r"),
