@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402
 from sluice.expr import evaluate as selective  # noqa: E402
+from sluice.exec import aggregates  # noqa: E402
 
 SELECTIVE_ROWS = selective.SELECTIVE_MIN_ROWS
-from sluice.exec import aggregates  # noqa: E402
 
 FIRST_BYTE = {n: getattr(aggregates, n) for n in ("FIRST_BYTE_MIN_ROWS", "FIRST_BYTE_ROWS_PER_GROUP",
                                                   "FIRST_BYTE_MAX_GROUPS", "FIRST_BYTE_MIN_ENTRIES_PER_ROW")}

@@ -234,7 +234,7 @@ class Config:
     group is read whole."""
 
     minmax_first_byte: bool = True
-    """String MIN / MAX over plain strings (about a dictionary entry per row) in few groups
+    """On a CPU, string MIN / MAX over plain strings (about a dictionary entry per row) in few groups
     (at most 1,024, 16 rows each or more, 4,096 rows a chunk): only rows whose first byte is
     their group's best get the 8-byte keys and the comparisons after them (SF 10
     ``MAX(l_comment)`` by the two flags: 1 row in 2,500). Else every row gets its key."""

@@ -225,7 +225,7 @@ class StringMinMaxAcc(MinMaxAcc):
     candidates are then compared in full. So the work is one pass over the rows, not a sort
     of every string seen."""
 
-    first_byte = True  # the minmax_first_byte setting (HashAggregateOp sets it per run)
+    first_byte = False  # the minmax_first_byte setting on a CPU (HashAggregateOp sets it per run)
 
     def _winners(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
         dev = ids.device
@@ -259,9 +259,10 @@ class StringMinMaxAcc(MinMaxAcc):
             keep = positions((fb >= edge) if mx else (fb <= edge))
             if 2 * keep.numel() < fb.numel():
                 ids_v, codes_v, fb = ids_v[keep], codes_v[keep], fb[keep]
-            b = best[ids_v]
-            keep = positions((fb >= b) if mx else (fb <= b))
-            ids_v, codes_v = ids_v[keep], codes_v[keep]
+            if g > 1:  # one group: its best is the edge
+                b = best[ids_v]
+                keep = positions((fb >= b) if mx else (fb <= b))
+                ids_v, codes_v = ids_v[keep], codes_v[keep]
             pre = to_device(_prefix_keys(d, codes_v.cpu().numpy()), dev)
         else:
             pre = to_device(string_prefix_keys(d), dev)[codes_v]

@@ -103,7 +103,8 @@ class HashAggregateOp(Operator):
         dev = ctx.device
         for acc in self.accs.values():
             if isinstance(acc, StringMinMaxAcc):
-                acc.first_byte = ctx.config.on("minmax_first_byte")
+                # a CPU only: unmeasured on a GPU, where it adds host syncs per chunk
+                acc.first_byte = dev.type == "cpu" and ctx.config.on("minmax_first_byte")
         stats = ctx.memory_stats(self)
         main = Materializer(ctx, self.label, self._hash(self.key_names), stats=stats, combine=self._merge_pages)
         dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT", self._hash(self.key_names + ["__x"]),

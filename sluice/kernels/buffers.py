@@ -13,9 +13,9 @@ _READONLY_WARNED = False
 
 
 def string_buffers(d: pa.Array, widen: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
-    """(int64 offsets, uint8 bytes) of a string array, as numpy views of its Arrow buffers
-    (NULLs as empty strings); None when it is empty. ``widen=False`` leaves the offsets as
-    stored (int32 for ``string``): no copy of them."""
+    """(offsets, uint8 bytes) of a string array, as numpy views of its Arrow buffers (NULLs as
+    empty strings); None when it is empty. The offsets are int64, or with ``widen=False`` as
+    stored (int32 for ``string``: no copy of them)."""
     if d.type != pa.string() and d.type != pa.large_string():
         d = d.cast(pa.large_string())
     if d.offset or d.null_count:
