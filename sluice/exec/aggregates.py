@@ -241,29 +241,7 @@ class StringMinMaxAcc(MinMaxAcc):
             ids_v, codes_v = ids, codes
         red = "amin" if self.func == "min" else "amax"
         if self.first_byte and _first_byte_pays(len(d), codes_v.numel(), g):
-            # Plain strings (a dictionary entry per row), many rows per group: a row can win
-            # only where its first byte is its group's best (a count of each group's first
-            # bytes finds those), and the 8-byte keys are built for those rows alone (SF 10
-            # MAX(l_comment) by two flags: 1 row in 2,500).
-            fb = lookup(to_device(string_first_bytes(d), dev), codes_v)
-            slot = ids_v.long() * 257
-            slot += fb
-            hist = torch.bincount(slot, minlength=g * 257).reshape(g, 257) > 0
-            have = hist.any(1)
-            pos = torch.arange(257, device=dev).expand(g, 257)
-            mx = self.func == "max"
-            best = torch.where(hist, pos, -1 if mx else 257)
-            best = best.amax(1) if mx else best.amin(1)
-            # First against the weakest group's best (no gather), then each against its own.
-            edge = int((best[have].min() if mx else best[have].max()).item())
-            keep = positions((fb >= edge) if mx else (fb <= edge))
-            if 2 * keep.numel() < fb.numel():
-                ids_v, codes_v, fb = ids_v[keep], codes_v[keep], fb[keep]
-            if g > 1:  # one group: its best is the edge
-                b = best[ids_v]
-                keep = positions((fb >= b) if mx else (fb <= b))
-                ids_v, codes_v = ids_v[keep], codes_v[keep]
-            pre = to_device(_prefix_keys(d, codes_v.cpu().numpy()), dev)
+            ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.func == "max")
         else:
             pre = to_device(string_prefix_keys(d), dev)[codes_v]
         best = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, ids_v, pre, reduce=red,
@@ -511,14 +489,45 @@ def _first_byte_pays(entries: int, rows: int, groups: int) -> bool:
             and groups <= FIRST_BYTE_MAX_GROUPS and groups * FIRST_BYTE_ROWS_PER_GROUP <= rows)
 
 
+def _first_byte_rows(d: pa.Array, ids: torch.Tensor, codes: torch.Tensor, g: int, mx: bool
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows (ids, codes) that can still win MAX (``mx``) or MIN of their group, and their
+    prefix keys. Plain strings (a dictionary entry per row), many rows per group: a row can
+    win only where its first byte is its group's best (a count of each group's first bytes
+    finds those), and the 8-byte keys are built for those rows alone (SF 10 MAX(l_comment) by
+    two flags: 1 row in 2,500)."""
+    dev = ids.device
+    bufs = string_buffers(d, widen=False)  # once for both passes (a sliced dictionary is copied)
+    fb = lookup(to_device(_first_bytes(*bufs), dev), codes)
+    slot = ids.long() * 257
+    slot += fb
+    hist = torch.bincount(slot, minlength=g * 257).reshape(g, 257) > 0
+    have = hist.any(1)
+    pos = torch.arange(257, device=dev).expand(g, 257)
+    best = torch.where(hist, pos, -1 if mx else 257)
+    best = best.amax(1) if mx else best.amin(1)
+    # First against the weakest group's best (no gather), then each against its own.
+    edge = int((best[have].min() if mx else best[have].max()).item())
+    keep = positions((fb >= edge) if mx else (fb <= edge))
+    if 2 * keep.numel() < fb.numel():
+        ids, codes, fb = ids[keep], codes[keep], fb[keep]
+    if g > 1:  # one group: its best is the edge
+        b = best[ids]
+        keep = positions((fb >= b) if mx else (fb <= b))
+        ids, codes = ids[keep], codes[keep]
+    return ids, codes, to_device(_prefix_keys(d, codes.cpu().numpy(), bufs=bufs), dev)
+
+
 def string_first_bytes(d: pa.Array) -> torch.Tensor:
     """Per string, 1 + its first byte (1-256) as int64, 0 for the empty string: ordered as the
-    strings are by their first byte ("" before every other string). int64: the counts by
-    group and byte add it to int64 slots, and mixed-type arithmetic took 5x as long."""
+    strings are by their first byte ("" before every other string)."""
     bufs = string_buffers(d, widen=False)
-    if bufs is None:
-        return torch.zeros(0, dtype=torch.int64)
-    offsets, data = bufs
+    return torch.zeros(0, dtype=torch.int64) if bufs is None else _first_bytes(*bufs)
+
+
+def _first_bytes(offsets: np.ndarray, data: np.ndarray) -> torch.Tensor:
+    """:func:`string_first_bytes` from the buffers. int64: the counts by group and byte add it
+    to int64 slots, and mixed-type arithmetic took 5x as long."""
     starts = offsets[:-1]
     n, nd = len(starts), len(data)
     k = int(np.searchsorted(starts, nd, side="left"))  # offsets never decrease: the rest are "" at the end
@@ -530,9 +539,11 @@ def string_first_bytes(d: pa.Array) -> torch.Tensor:
     return host_tensor(out)
 
 
-def _prefix_keys(d: pa.Array, at: np.ndarray | None = None) -> torch.Tensor:
-    """The keys of every entry of ``d``, or of the entries ``at`` (in that order)."""
-    bufs = string_buffers(d, widen=at is None)
+def _prefix_keys(d: pa.Array, at: np.ndarray | None = None, bufs=None) -> torch.Tensor:
+    """The keys of every entry of ``d``, or of the entries ``at`` (in that order); ``bufs``:
+    its :func:`string_buffers` where the caller has them."""
+    if bufs is None:
+        bufs = string_buffers(d, widen=at is None)
     if bufs is None:
         return torch.zeros(0, dtype=torch.int64)
     offsets, data = bufs

@@ -66,10 +66,10 @@ def test_the_first_byte_pass_runs_and_keeps_few_rows(data, connect, monkeypatch,
     kept = []
     real = aggregates._prefix_keys
 
-    def spy(d, at=None):
+    def spy(d, at=None, **kw):
         if at is not None:
             kept.append((len(at), len(d)))
-        return real(d, at)
+        return real(d, at, **kw)
     monkeypatch.setattr(aggregates, "_prefix_keys", spy)
     q = "select k, max(s) as hi from t group by k"
     connect(data).sql(q).to_arrow()
