@@ -296,3 +296,27 @@ def test_decode_rates_measure_both_decoders(tpch_dir):
     from sluice.io.parquet.decode_rates import measure
     rates = measure(tpch_dir / "supplier.parquet", torch.device("cpu"), runs=1)
     assert set(rates) == {"arrow", "device"} and all(v > 0 for v in rates.values())
+
+
+def test_the_column_chunks_as_read_count_against_the_host_budget(tpch_dir, connect, monkeypatch):
+    """The torch decoder's read buffer (a task's column chunks, pinned on a GPU) is reserved
+    against the host budget while the task's columns decode, and released after."""
+    from sluice.io.parquet.decoders import TorchDecoder
+    seen = []
+    orig = TorchDecoder._decode_all
+
+    def spy(self, ours, chunks, *args):
+        pool = self.scan.host_pool
+        held = dict(pool.holders(top=100))
+        seen.append((held.get("Scan orders column chunks", 0),
+                     sum(len(mv) for parts in chunks.values() for mv, *_ in parts)))
+        return orig(self, ours, chunks, *args)
+
+    monkeypatch.setattr(TorchDecoder, "_decode_all", spy)
+    con = connect(tpch_dir, decoder="device", chunk_rows=50_000)
+    rel = con.sql("select count(*), max(o_comment), sum(o_totalprice) from orders")
+    rel.to_arrow()
+    assert len(seen) > 1
+    assert all(held >= chunk_bytes > 0 for held, chunk_bytes in seen)
+    _op, ctx = rel.last_run
+    assert not [o for o, _ in ctx.memory.holders(top=100) if o.endswith("column chunks")]

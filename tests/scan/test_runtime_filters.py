@@ -65,8 +65,9 @@ def _filters(rel):
     return [(o, ctx.runtime_filter(spec)) for o in op.walk() if isinstance(o, ScanOp) for spec in o.runtime_filters]
 
 
+@pytest.mark.parametrize("flush", [1, 1 << 30])  # keys to the host per build chunk, or once at publish
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_deferred_build_statistics_as_on_a_gpu(name, rf_dir, connect, monkeypatch):
+def test_deferred_build_statistics_as_on_a_gpu(name, flush, rf_dir, connect, monkeypatch):
     # On a GPU the build side's low, high, count and keys are read back once, at publish; the
     # same path forced on the host gives the same answers and the same filters (NULL keys in dim
     # and fact, a build with none left after its filter, several build chunks).
@@ -78,11 +79,12 @@ def test_deferred_build_statistics_as_on_a_gpu(name, rf_dir, connect, monkeypatc
     want = [(s.table.name, rf.lo, rf.hi, rf.keys, rf.exact, None if rf.bits is None else rf.bits.tolist())
             for s, rf in _filters(plain)]
     monkeypatch.setattr(runtime_filter, "DEFER_ON_CPU", True)
+    monkeypatch.setattr(runtime_filter, "DEFER_FLUSH_BYTES", flush)
     rel = connect(rf_dir, **settings).sql(sql)
     compare(rel.to_arrow(), duckdb_connect(rf_dir).sql(sql).to_arrow_table())
     got = [(s.table.name, rf.lo, rf.hi, rf.keys, rf.exact, None if rf.bits is None else rf.bits.tolist())
            for s, rf in _filters(rel)]
-    assert got == want and not any(rf._pending for _, rf in _filters(rel))
+    assert got == want and not any(rf._pending or rf._device_keys or rf._host_keys for _, rf in _filters(rel))
 
 
 def test_preserved_sides_are_never_filtered(rf_dir, connect):

@@ -196,17 +196,26 @@ class TorchDecoder:
         cols: dict[str, Column] = {}
         nread = 0
         if ours:
-            t0 = time.perf_counter()
-            try:
-                chunks, nread = fetch_chunks(path, md, rg_idx, ours, pinned=self.kvikio)
-            except OSError as e:
-                raise DataError(f"cannot read {path}: {e}") from None
-            t1 = time.perf_counter()
-            s._record("read", t0, t1, nread)
-            stream = decode_stream(s.device)
-            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                self._decode_all(ours, chunks, md, path, keep, cols, rest)
-            s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+            # The column chunks as read (pinned on a GPU with KvikIO) live while the task's
+            # columns decode: host memory, counted against the host budget (past it if need be:
+            # they exist already, and other consumers see the pressure and spill).
+            host = s.host_pool
+            with host.reservation(f"Scan {s.table.name} column chunks") if host is not None \
+                    else contextlib.nullcontext() as held:
+                t0 = time.perf_counter()
+                try:
+                    chunks, nread = fetch_chunks(path, md, rg_idx, ours, pinned=self.kvikio)
+                except OSError as e:
+                    raise DataError(f"cannot read {path}: {e}") from None
+                if held is not None and not held.try_grow(nread):
+                    held.force(nread)
+                t1 = time.perf_counter()
+                s._record("read", t0, t1, nread)
+                stream = decode_stream(s.device)
+                with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                    self._decode_all(ours, chunks, md, path, keep, cols, rest)
+                del chunks
+                s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
             more, n2 = self.arrow.decode(task, md, rest, keep)
             cols.update(more)
