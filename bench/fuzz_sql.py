@@ -40,8 +40,12 @@ import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402
 from sluice.expr import evaluate as selective  # noqa: E402
 from sluice.exec import aggregates  # noqa: E402
+from sluice.io.parquet import reader as reader_mod  # noqa: E402
+from sluice.exec import runtime_filter  # noqa: E402
 
 SELECTIVE_ROWS = selective.SELECTIVE_MIN_ROWS
+MERGE_ROWS = reader_mod.MERGE_ROWS_PER_ENTRY
+FLUSH_BYTES = runtime_filter.DEFER_FLUSH_BYTES
 
 FIRST_BYTE = {n: getattr(aggregates, n) for n in ("FIRST_BYTE_MIN_ROWS", "FIRST_BYTE_ROWS_PER_GROUP",
                                                   "FIRST_BYTE_MAX_GROUPS", "FIRST_BYTE_MIN_ENTRIES_PER_ROW")}
@@ -471,7 +475,8 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # the torch decoder (pages of every scheme above), also on a row selection
        {"decoder": "device"}, {"decoder": "device", "scan_mode": "staging", "chunk_rows": 5},
        # value checks deferred to the query's end, as on a GPU (kernels/checks.py; this process
-       # only: the --ranks pass runs RANK_CFG in its own workers)
+       # only: the --ranks pass runs RANK_CFG in its own workers), and runtime filters built the
+       # GPU's way (exec/runtime_filter.py)
        {"_defer_checks": True}, {"_defer_checks": True, "chunk_rows": 7},
        # decimals through pyarrow's decimal128 (no footer rewrite)
        {"integer_decimals": False},
@@ -483,7 +488,11 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # row groups read whole however the MIN / MAX bound stands
        {"minmax_bounds": False, "chunk_rows": 7},
        # string MIN / MAX's first-byte pass on every chunk (it needs 4096 rows, 16 per group)
-       {"_first_byte": True}, {"_first_byte": True, "chunk_rows": 7}]
+       {"_first_byte": True}, {"_first_byte": True, "chunk_rows": 7},
+       # loaded read tasks merged into larger chunks (coalesce_rows: on a GPU by default), every
+       # merge waiting for the tasks in flight and taking string columns of any dictionary
+       {"_coalesce": True, "chunk_rows": 7, "coalesce_rows": 60},
+       {"_coalesce": True, "chunk_rows": 7, "coalesce_rows": 100, "scan_mode": "auto", "adapt_min_slices": 1}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 
@@ -521,6 +530,12 @@ for i in range(N):
             ci = R.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
         con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
+        # (and the runtime filters' build statistics and keys read back at publish, as on a GPU:
+        # with tiny chunks, the keys cross to the host a few chunks at a time)
+        runtime_filter.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
+        runtime_filter.DEFER_FLUSH_BYTES = 64 if CFG[ci].get("chunk_rows") == 7 else FLUSH_BYTES
+        reader_mod.WAIT_TO_COALESCE = bool(CFG[ci].get("_coalesce"))
+        reader_mod.MERGE_ROWS_PER_ENTRY = 0 if CFG[ci].get("_coalesce") else MERGE_ROWS
         selective.SELECTIVE_MIN_ROWS = CFG[ci].get("_selective_rows", SELECTIVE_ROWS)
         for name, value in (FIRST_BYTE_FORCED if CFG[ci].get("_first_byte") else FIRST_BYTE).items():
             setattr(aggregates, name, value)

@@ -13,8 +13,9 @@
 #   bash scripts/gpu_check.sh first                # one call: the whole suite in parallel
 #                                                  # (pytest-xdist), the OOM and sync probes beside
 #                                                  # it, then bench/decode.py and TPC-H SF 1
-#   bash scripts/gpu_check.sh recheck              # one call (about 5 minutes): the whole suite,
-#                                                  # then TPC-H SF 10
+#   bash scripts/gpu_check.sh recheck              # one call (about 7 minutes): the whole suite,
+#                                                  # then TPC-H SF 10, 7 of its queries again with
+#                                                  # coalesce_rows off, and a profile of q19, q10, q12
 #   bash scripts/gpu_check.sh all                  # one call (about 8 minutes): first, then TPC-H
 #                                                  # SF 10 and a profile of q01, q06, q10 there; the
 #                                                  # logs in one $OUT/logs.tgz (a call returns 8 files)
@@ -126,6 +127,12 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       tests/decode tests/scan tests/spill tests/sql tests/layout tests/test_cli.py tests/unit tests/ranks/test_nccl.py
     tpch_data 10 /tmp/sluice-data/sf10
     run tpch 120 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1
+    # coalesce_rows's A/B: the same queries with loaded tasks never merged (the default merges on a GPU)
+    run tpch_unmerged 90 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
+      --queries q01,q03,q06,q10,q12,q14,q19 --set coalesce_rows=1
+    # where the slowest queries of the last GPU run (q19 3.2x, q10 3.0x, q12 2.8x DuckDB) spend it
+    run profile 80 python3 bench/profile_query.py --data /tmp/sluice-data/sf10 --device cuda \
+      --queries q19,q10,q12 --top 22
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
   all)

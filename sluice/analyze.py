@@ -190,7 +190,8 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
                  f"{fmt_bytes(s.bytes_decoded)}, {s.rows:,} rows, row groups {s.row_groups - s.pruned}/"
                  f"{s.row_groups} (pruned {s.pruned}), waited {s.wait_s * 1000:.1f}ms, "
                  f"peak buffered {fmt_bytes(s.peak_buffered)}"
-                 + (f" in {s.peak_in_flight} task(s) at once" if s.peak_in_flight else ""))
+                 + (f" in {s.peak_in_flight} task(s) at once" if s.peak_in_flight else "")
+                 + (f", {s.merged} task(s) merged into the chunk before them" if s.merged else ""))
         if s.modes and (len(s.modes) > 1 or "direct" not in s.modes or s.switches):
             desc += f"\n{'  ' * (depth + 1)}  {_modes_line(s)}"
         if s.decoder != "arrow":

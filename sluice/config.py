@@ -24,6 +24,8 @@ from sluice.errors import ConfigError
 #: Rows per chunk. A million rows amortises Python overhead per chunk while keeping a
 #: chunk of lineitem (16 columns) around 100 MiB on the device.
 DEFAULT_CHUNK_ROWS = 1 << 20
+#: ``coalesce_rows=0`` on a GPU: merged chunks of up to this many times ``chunk_rows``.
+COALESCE_CHUNKS = 8
 
 
 #: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
@@ -31,7 +33,7 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 AREAS: dict[str, tuple[str, ...]] = {
     "engine": ("device", "threads", "pipeline", "recursion_limit", "disabled_rules"),
     "scan": ("chunk_rows", "io_threads", "prefetch", "scan_buffer_bytes", "reader_combining", "metadata_cache",
-             "integer_decimals", "plain_strings", "measure_reads", "decode_in_task",
+             "integer_decimals", "plain_strings", "measure_reads", "decode_in_task", "coalesce_rows",
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
@@ -131,6 +133,15 @@ class Config:
     column chunks pre-buffered on its I/O pool). With two cores, handing each column to another
     thread cost more than it shared out: see the README. Not used with a GPU (unmeasured there,
     where the decode pool was found idle half the time)."""
+
+    coalesce_rows: int = 0
+    """Read tasks a scan has already loaded when its consumer asks for the next chunk are
+    merged into one chunk of up to this many rows (never waiting for a task still loading, so
+    it adds no latency): where the consumer falls behind, the operators above pay their fixed
+    cost per chunk -- on a GPU one Python call and kernel launch per operation -- once per
+    merged chunk. Tasks with large string dictionaries (plain strings) are not merged: their
+    bytes would be copied on the host. 0 (default): 8 x ``chunk_rows`` on a GPU, off on a CPU
+    (measured no faster there, see the README); any value up to ``chunk_rows`` turns it off."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""
@@ -343,6 +354,8 @@ class Config:
                                   f"({', '.join(OPTIONAL_RULES)})")
         if self.recursion_limit < 1:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
+        if self.coalesce_rows < 0:
+            raise ConfigError(f"coalesce_rows must be 0 (automatic) or a number of rows, not {self.coalesce_rows}")
         if self.chunk_rows < 1:
             raise ConfigError(f"chunk_rows must be at least 1, not {self.chunk_rows}")
         if self.threads < 0:
@@ -363,6 +376,12 @@ class Config:
             v = getattr(self, name)
             if v < 0 or (0 < v < (64 << 10)):
                 raise ConfigError(f"{name} must be 0 (automatic) or at least 64KiB, not {v}")
+
+    def coalesce_target(self, device_type: str) -> int:
+        """Rows a scan merges loaded tasks up to (0: it does not merge): ``coalesce_rows``, or
+        its automatic value on ``device_type``."""
+        rows = self.coalesce_rows or (COALESCE_CHUNKS * self.chunk_rows if device_type == "cuda" else 0)
+        return rows if rows > self.chunk_rows and self.on("prefetch") else 0
 
     @property
     def read_ahead_bytes(self) -> int:

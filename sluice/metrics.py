@@ -107,6 +107,7 @@ class ScanStats:
     wait_s: float = 0.0      # consumer time blocked waiting for data
     peak_buffered: int = 0   # most decoded bytes held ahead of the consumer
     peak_in_flight: int = 0  # most read tasks queued or running at once (overlapped scans)
+    merged: int = 0          # tasks merged onto the task before them into one chunk (coalesce_rows)
     modes: dict = field(default_factory=dict)   # data-movement mode -> ModeStats
     switches: list = field(default_factory=list)  # the mode policy's decisions (adapt.scan_policy.Switch)
     decoder: str = "arrow"   # which decoder decoded the pages (io.parquet.decoders)

@@ -17,14 +17,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from sluice.chunk import Chunk, Column
+from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.kernels.buffers import positions
 from sluice.config import Config
 from sluice.errors import DataError
@@ -58,6 +58,27 @@ SLICES = 64
 
 #: A scan gives freed memory back to the OS after consuming this many decoded bytes.
 SCAN_TRIM_BYTES = 128 << 20
+
+
+#: Tests and the fuzzer: a scan that merges tasks (``coalesce_rows``) first waits for those in
+#: flight, as a consumer slower than its I/O threads finds them, so every merge path runs.
+WAIT_TO_COALESCE = False
+
+
+#: Rows per dictionary entry a string column needs for its task to be merged (below: plain
+#: strings, whose bytes the merge would copy on the host, paid for by the consumer rather than
+#: the I/O threads). The fuzzer sets 0 to merge every string column.
+MERGE_ROWS_PER_ENTRY = 8
+
+
+def _mergeable(parts: list[Chunk]) -> bool:
+    """Whether more rows may be merged onto ``parts`` (``coalesce_rows``), by their string
+    columns' dictionaries (:data:`MERGE_ROWS_PER_ENTRY`)."""
+    for c in parts:
+        for col in c.columns.values():
+            if col.dictionary is not None and len(col.dictionary) * MERGE_ROWS_PER_ENTRY > c.num_rows:
+                return False
+    return True
 
 
 def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = None,
@@ -408,9 +429,11 @@ class ScanReader:
                 break
         return keep
 
-    def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
+    def _prepare(self, i: int, loaded, seq: int, mode: str) -> Chunk | None:
+        """Task ``i`` as loaded -> its chunk of surviving rows (None: nothing decoded), with
+        the direct mode's filter and the runtime filters that came too late for its load
+        applied; counted in the scan's statistics."""
         cols, event, nread, n, filtered = loaded
-        t_begin = time.perf_counter()
         wait_for(event, cols)
         rows_in = sum(rg.num_rows for rg in self.tasks[i])
         st = self.stats.modes.setdefault(mode, ModeStats())
@@ -420,50 +443,117 @@ class ScanReader:
         self.stats.rows += rows_in
         if self.progress is not None:
             self.progress(nread)
-        if cols is not None:
-            self.stats.bytes_decoded += columns_nbytes(cols)
-            self._since_trim += self.estimates[i]
-            if self._since_trim >= SCAN_TRIM_BYTES and (self.host_pool is None or self.host_pool.resident_near_limit()):
-                # Decoded tasks come and go faster than glibc hands memory back: without this the
-                # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
-                # Only with the resident set near the budget: far below it the page faults
-                # after a trim cost more than the memory is worth (TPC-H SF 1, 2 threads: Q18
-                # 312 -> 190 ms, Q01 255 -> 200 ms without the trims).
-                self._since_trim = 0
-                release_to_os()
-            whole = Chunk(cols, n, seq, self.device)
-            applied = self._applied.pop(i, ())
-            late = [rf for rf in self._probing(self.tasks[i]) if rf.active and id(rf) not in applied
-                    and rf.column in whole.columns]
-            if not filtered and self.predicate is not None:  # direct: the consumer filters
-                keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
-                late = []
-                if keep is not None:
-                    whole = whole.take(keep)
+        if cols is None:
+            return None
+        self.stats.bytes_decoded += columns_nbytes(cols)
+        self._since_trim += self.estimates[i]
+        if self._since_trim >= SCAN_TRIM_BYTES and (self.host_pool is None or self.host_pool.resident_near_limit()):
+            # Decoded tasks come and go faster than glibc hands memory back: without this the
+            # resident set of a long scan grows ~40% above what it holds (SF 10 lineitem).
+            # Only with the resident set near the budget: far below it the page faults
+            # after a trim cost more than the memory is worth (TPC-H SF 1, 2 threads: Q18
+            # 312 -> 190 ms, Q01 255 -> 200 ms without the trims).
+            self._since_trim = 0
+            release_to_os()
+        whole = Chunk(cols, n, seq, self.device)
+        applied = self._applied.pop(i, ())
+        late = [rf for rf in self._probing(self.tasks[i]) if rf.active and id(rf) not in applied
+                and rf.column in whole.columns]
+        if not filtered and self.predicate is not None:  # direct: the consumer filters
+            keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
+            late = []
+            if keep is not None:
+                whole = whole.take(keep)
+            n = whole.num_rows
+        if late and n:
+            # read before its filter was ready (or by direct): filtered now rather than
+            # aggregated below the join (TPC-H q17 at SF 10: 7 M rows of early slices made
+            # 1.9 M groups the join then dropped) or probed by it (SSB q3.4 at SF 10: the
+            # three slices read while the dimensions were built, 2.7 M rows, went through a
+            # binary search per row in the join where the bitmap kept 0.8 %)
+            keep = self._runtime_keep(whole.columns, n, late)
+            if keep is not None:
+                whole = whole.take(keep)
                 n = whole.num_rows
-            if late and n:
-                # read before its filter was ready (or by direct): filtered now rather than
-                # aggregated below the join (TPC-H q17 at SF 10: 7 M rows of early slices made
-                # 1.9 M groups the join then dropped) or probed by it (SSB q3.4 at SF 10: the
-                # three slices read while the dimensions were built, 2.7 M rows, went through a
-                # binary search per row in the join where the bitmap kept 0.8 %)
-                keep = self._runtime_keep(whole.columns, n, late)
-                if keep is not None:
-                    whole = whole.take(keep)
-                    n = whole.num_rows
-            st.rows_out += n
-            step = self.cfg.chunk_rows
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
-        # End to end: wall time since the previous slice was consumed (this one's decode ran
-        # meanwhile, in parallel with it), so contention between the threads counts too.
+        st.rows_out += n
+        return whole
+
+    def _consumed(self, slices: list[tuple[int, str]], t_begin: float) -> None:
+        """``slices`` ((task, mode) pairs) reached the consumer and it asked for more: their
+        end-to-end cost -- wall time since the previous slice was consumed (their decode ran
+        meanwhile, in parallel with it), so contention between the threads counts too --
+        shared among them by their input rows, for the statistics and the policy."""
         now = time.perf_counter()
         cost = now - (self._last_consumed if self._last_consumed is not None else t_begin)
         self._last_consumed = now
-        st.seconds += cost
-        if self.policy is not None:
-            self.policy.observe(i, mode, rows_in, cost)
+        rows = [sum(rg.num_rows for rg in self.tasks[i]) for i, _ in slices]
+        total = sum(rows)
+        for (i, mode), r in zip(slices, rows):
+            share = cost * r / total if total else cost / len(slices)
+            self.stats.modes[mode].seconds += share
+            if self.policy is not None:
+                self.policy.observe(i, mode, r, share)
+
+    def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
+        t_begin = time.perf_counter()
+        whole = self._prepare(i, loaded, seq, mode)
+        if whole is not None:
+            n, step = whole.num_rows, self.cfg.chunk_rows
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+        self._consumed([(i, mode)], t_begin)
+
+    def _next_loaded(self, release: bool = True) -> tuple[int, object, str]:
+        """The oldest pending task, waited for (the wait is counted), and the read-ahead
+        refilled behind it; with ``release`` false its bytes stay counted in the scan's buffer
+        (the caller releases them)."""
+        fut, i, est, mode = self.pending.popleft()
+        t0 = time.perf_counter()
+        loaded = fut.result()
+        t1 = time.perf_counter()
+        self.stats.wait_s += t1 - t0
+        if t1 - t0 > 1e-4:
+            self._record("wait", t0, t1)
+        if release:
+            self.buffered -= est
+            self._fill()
+        return i, loaded, mode
+
+    def _coalesced(self, target: int) -> Iterator[Chunk]:
+        """The next task's chunk merged with the tasks after it that are loaded already, up to
+        ``target`` rows and half the scan's buffer (``coalesce_rows``)."""
+        t_begin = time.perf_counter()
+        i, loaded, mode = self._next_loaded()
+        slices = [(i, mode)]
+        first = self._prepare(i, loaded, i, mode)
+        parts = [] if first is None or not first.num_rows else [first]
+        rows = 0 if first is None else first.num_rows
+        nbytes = self.estimates[i]
+        held = 0  # the merged tasks' bytes: counted in the buffer until the consumer is done
+        if WAIT_TO_COALESCE:
+            wait([fut for fut, *_ in self.pending])
+        while (self.pending and self.pending[0][0].done() and _mergeable(parts)
+               and rows + sum(rg.num_rows for rg in self.tasks[self.pending[0][1]]) <= target
+               and nbytes + self.pending[0][2] <= self.buffer_bytes // 2):
+            nbytes += self.pending[0][2]
+            held += self.pending[0][2]
+            j, loaded, mode = self._next_loaded(release=False)
+            slices.append((j, mode))
+            more = self._prepare(j, loaded, j, mode)
+            if more is not None and more.num_rows:
+                parts.append(more)
+                rows += more.num_rows
+        self.stats.merged += len(slices) - 1
+        whole = concat_chunks(parts, unify=False) if len(parts) > 1 else parts[0] if parts else None
+        if whole is not None:
+            n, step = whole.num_rows, max(target, self.cfg.chunk_rows)
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+        self.buffered -= held
+        self._fill()
+        self._consumed(slices, t_begin)
 
     def __iter__(self) -> Iterator[Chunk]:
         if not self.started:
@@ -480,19 +570,15 @@ class ScanReader:
                 if self.policy is not None:
                     self.policy.close()
             return
+        target = self.cfg.coalesce_target(self.device.type)
         try:
             while self.pending or self.next_task < len(self.tasks):
                 if not self.pending:
                     self._fill()
-                fut, i, est, mode = self.pending.popleft()
-                t0 = time.perf_counter()
-                loaded = fut.result()
-                t1 = time.perf_counter()
-                self.stats.wait_s += t1 - t0
-                if t1 - t0 > 1e-4:
-                    self._record("wait", t0, t1)
-                self.buffered -= est
-                self._fill()
+                if target:
+                    yield from self._coalesced(target)
+                    continue
+                i, loaded, mode = self._next_loaded()
                 yield from self._chunks_of(i, loaded, i, mode)
         finally:
             for fut, *_ in self.pending:
