@@ -559,7 +559,8 @@ for i in range(N):
         print("WRONG", CFG[ci], str(e)[:400], "\n   ", q)
 
 RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {"chunk_rows": 7, "exchange": "blocking"},
-            {"broadcast_bytes": -1, "exchange": "chunked"}, {"host_memory_limit": 4 << 20, "chunk_rows": 3, "broadcast_bytes": 0}]
+            {"broadcast_bytes": -1, "exchange": "chunked"}, {"host_memory_limit": 4 << 20, "chunk_rows": 3, "broadcast_bytes": 0},
+            {"chunk_rows": 7, "coalesce_rows": 100}]  # (merging what happens to be loaded: the workers do not wait)
 
 
 def on_ranks(batch, ranks, cfg):

@@ -160,7 +160,7 @@ class RuntimeFilter:
         if self.bloom:  # the keys, batched on the device, then copied to the host without a wait
             # (copies: the build's own tensors may change in place once handed on)
             self._device_keys.append((v.clone(), None if valid is None else valid.clone()))
-            self._device_bytes += v.numel() * v.element_size()
+            self._device_bytes += v.numel() * v.element_size() + (0 if valid is None else valid.numel())
             if self._device_bytes >= DEFER_FLUSH_BYTES:
                 self._flush()
 

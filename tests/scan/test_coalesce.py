@@ -110,3 +110,80 @@ def test_an_adaptive_scan_observes_every_merged_slice(waiting, tpch_dir, connect
     assert sorted(i for i, _ in observed) == list(range(len(r.tasks)))
     assert sum(rows for _, rows in observed) == r.stats.rows
     assert sum(m.slices for m in r.stats.modes.values()) == len(r.tasks)
+
+
+def _spy_chunks(monkeypatch):
+    seen = []
+    orig = reader_mod.ScanReader._coalesced
+
+    def spy(self, target):
+        for chunk in orig(self, target):
+            seen.append(chunk)
+            yield chunk
+
+    monkeypatch.setattr(reader_mod.ScanReader, "_coalesced", spy)
+    return seen
+
+
+def test_a_plain_string_task_never_joins_a_merge(waiting, tmp_path, connect, monkeypatch):
+    # Row groups alternate a two-entry dictionary and one entry a row: neither kind may be
+    # merged onto the other (the check is of the task joining, not only of those merged).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    n, tables = 1000, []
+    for g in range(8):
+        s = ["a" if i % 2 else "b" for i in range(n)] if g % 2 == 0 else [f"plain-{g}-{i}" for i in range(n)]
+        # (dictionary-typed in the file's schema: read as a dictionary per row group)
+        tables.append(pa.table({"k": pa.array(range(g * n, (g + 1) * n), pa.int64()),
+                                "s": pa.array(s).dictionary_encode()}))
+    with pq.ParquetWriter(tmp_path / "t.parquet", tables[0].schema) as w:
+        for t in tables:
+            w.write_table(t, row_group_size=n)
+    seen = _spy_chunks(monkeypatch)
+    con = connect(tmp_path, chunk_rows=n, coalesce_rows=8 * n)
+    rel = con.sql("select count(*), max(s), sum(k) from t")
+    out = rel.to_arrow()
+    assert [out.column(i)[0].as_py() for i in range(3)] == [8 * n, "plain-7-999", sum(range(8 * n))]
+    seen.clear()
+    r = _scan(rel)["t"]
+    assert r.stats.merged == 0
+    assert sorted(len(c.columns["s"].dictionary) for c in seen) == [2] * 4 + [n] * 4
+
+
+def test_a_task_alone_keeps_chunks_of_chunk_rows(tmp_path, connect):
+    # Nothing to merge (plain strings): the chunks are chunk_rows long as without coalescing.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"s": [f"p{i}" for i in range(8000)]}), tmp_path / "u.parquet", row_group_size=1000)
+    sizes = {}
+    for target in (0, 2000):
+        con = connect(tmp_path, chunk_rows=250, coalesce_rows=target)
+        rel = con.sql("select s from u")
+        rel.to_arrow()
+        scan = [o for o in rel.last_run[0].walk() if o.label == "Scan"][0]
+        sizes[target] = rel.last_run[1].run(scan).stats.chunks
+    assert sizes[0] == sizes[2000] == 32
+
+
+def test_merges_never_mix_the_adaptive_scans_modes(waiting, tmp_path, connect, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    n = 1000
+    pq.write_table(pa.table({"k": pa.array(range(128 * n), pa.int64()),
+                             "v": pa.array([i % 97 for i in range(128 * n)], pa.int64())}),
+                   tmp_path / "f.parquet", row_group_size=n)
+    mixed = []
+    orig = reader_mod.ScanReader._consumed
+
+    def spy(self, slices, t0):
+        if len({m for _, m in slices}) > 1:
+            mixed.append(slices)
+        return orig(self, slices, t0)
+
+    monkeypatch.setattr(reader_mod.ScanReader, "_consumed", spy)
+    con = connect(tmp_path, chunk_rows=n, coalesce_rows=8 * n, scan_mode="auto", adapt_min_slices=1)
+    rel = con.sql("select sum(k) from f where v < 10")
+    assert rel.to_arrow().column(0).to_pylist() == [sum(k for k in range(128 * n) if k % 97 < 10)]
+    r = _scan(rel)["f"]
+    assert r.policy is not None and r.stats.merged > 0 and len(r.stats.modes) > 1
+    assert not mixed

@@ -71,14 +71,24 @@ WAIT_TO_COALESCE = False
 MERGE_ROWS_PER_ENTRY = 8
 
 
-def _mergeable(parts: list[Chunk]) -> bool:
-    """Whether more rows may be merged onto ``parts`` (``coalesce_rows``), by their string
-    columns' dictionaries (:data:`MERGE_ROWS_PER_ENTRY`)."""
-    for c in parts:
-        for col in c.columns.values():
-            if col.dictionary is not None and len(col.dictionary) * MERGE_ROWS_PER_ENTRY > c.num_rows:
-                return False
+def _mergeable(cols: dict[str, Column] | None, n: int) -> bool:
+    """Whether a task's decoded columns (``n`` rows) may take part in a merge
+    (``coalesce_rows``), by their string columns' dictionaries (:data:`MERGE_ROWS_PER_ENTRY`)."""
+    for col in (cols or {}).values():
+        if col.dictionary is not None and len(col.dictionary) * MERGE_ROWS_PER_ENTRY > n:
+            return False
     return True
+
+
+def _merge_next(pending: deque, mode: str) -> bool:
+    """Whether the next pending task can join a merge of slices in ``mode``: loaded without an
+    error (one is raised in its turn, not early), in the same mode (the adaptive policy compares
+    modes by their slices' costs) and not of plain strings."""
+    fut, _i, _est, its_mode = pending[0]
+    if not fut.done() or its_mode != mode or fut.exception() is not None:
+        return False
+    cols, _event, _nread, n, _filtered = fut.result()
+    return _mergeable(cols, n)
 
 
 def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = None,
@@ -517,7 +527,7 @@ class ScanReader:
             self._record("wait", t0, t1)
         if release:
             self.buffered -= est
-            self._fill()
+        self._fill()  # (held bytes still count: this refills what the policy's slice count allows)
         return i, loaded, mode
 
     def _coalesced(self, target: int) -> Iterator[Chunk]:
@@ -526,19 +536,21 @@ class ScanReader:
         t_begin = time.perf_counter()
         i, loaded, mode = self._next_loaded()
         slices = [(i, mode)]
+        merging = _mergeable(loaded[0], loaded[3])
         first = self._prepare(i, loaded, i, mode)
         parts = [] if first is None or not first.num_rows else [first]
         rows = 0 if first is None else first.num_rows
         nbytes = self.estimates[i]
         held = 0  # the merged tasks' bytes: counted in the buffer until the consumer is done
-        if WAIT_TO_COALESCE:
+        more = None
+        if merging and WAIT_TO_COALESCE:
             wait([fut for fut, *_ in self.pending])
-        while (self.pending and self.pending[0][0].done() and _mergeable(parts)
+        while (merging and self.pending and _merge_next(self.pending, mode)
                and rows + sum(rg.num_rows for rg in self.tasks[self.pending[0][1]]) <= target
                and nbytes + self.pending[0][2] <= self.buffer_bytes // 2):
             nbytes += self.pending[0][2]
             held += self.pending[0][2]
-            j, loaded, mode = self._next_loaded(release=False)
+            j, loaded, _ = self._next_loaded(release=False)
             slices.append((j, mode))
             more = self._prepare(j, loaded, j, mode)
             if more is not None and more.num_rows:
@@ -546,8 +558,10 @@ class ScanReader:
                 rows += more.num_rows
         self.stats.merged += len(slices) - 1
         whole = concat_chunks(parts, unify=False) if len(parts) > 1 else parts[0] if parts else None
+        del parts, first, loaded, more  # the pieces merged: not held beside the merged chunk while it is used
         if whole is not None:
-            n, step = whole.num_rows, max(target, self.cfg.chunk_rows)
+            # a merged chunk goes whole (it is within the target); a task alone as without merging
+            n, step = whole.num_rows, target if len(slices) > 1 else self.cfg.chunk_rows
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
