@@ -16,6 +16,8 @@
 #   bash scripts/gpu_check.sh recheck              # one call (about 7 minutes): the whole suite,
 #                                                  # then TPC-H SF 10, 7 of its queries again with
 #                                                  # coalesce_rows off, and a profile of q19, q10, q12
+#   bash scripts/gpu_check.sh ab                   # after recheck: 6 TPC-H SF 10 queries with 8, 12
+#                                                  # and 14 I/O threads (about 4 minutes)
 #   bash scripts/gpu_check.sh all                  # one call (about 8 minutes): first, then TPC-H
 #                                                  # SF 10 and a profile of q01, q06, q10 there; the
 #                                                  # logs in one $OUT/logs.tgz (a call returns 8 files)
@@ -135,6 +137,12 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --queries q19,q10,q12 --top 22
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
+  ab)  # a second call after recheck (SF 10 generated): I/O threads beyond the default 8, side by side with DuckDB
+    tpch_data 10 /tmp/sluice-data/sf10
+    for t in 8 12 14; do
+      run "tpch_io$t" 100 python3 bench/tpch.py --sf 10 --data /tmp/sluice-data/sf10 --device cuda --runs 1 \
+        --queries q01,q03,q06,q10,q12,q19 --set io_threads=$t
+    done ;;
   all)
     SUITE_S=${SUITE_S:-230} bash "$0" first || failed=1
     bash "$0" tpch 10 || failed=1
@@ -142,6 +150,6 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --queries q01,q06,q10 --top 22
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
-  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, recheck, all)" >&2; exit 2 ;;
+  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, recheck, ab, all)" >&2; exit 2 ;;
 esac
 exit "$failed"
