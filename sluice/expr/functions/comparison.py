@@ -42,8 +42,29 @@ def bind_compare(args, params):
         if ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif not (ka == "bool" and kb == "bool"):
-        common_numeric(a.type, b.type)
+        t = common_numeric(a.type, b.type)
+        a, b = _fold_literal(a, t), _fold_literal(b, t)
     return [a, b], BOOL
+
+
+def _fold_literal(e, t):
+    """A numeric constant compared with a column of another type, converted to the type they
+    meet at (``common_numeric``) once, while binding -- not per chunk: ``l_quantity >= 1``
+    scaled its 1 to 1.00 on every chunk, with an overflow check (TPC-H q19's twelve constants:
+    a fifth of its consumer's torch calls, each a kernel launch on a GPU). The conversion is the
+    one :func:`compare` would make; a constant it would refuse (past 18 digits) stays as it is,
+    so the refusal still comes only where rows meet it."""
+    from sluice.errors import SluiceError
+    from sluice.expr.constants import column_scalar, literal_column
+    from sluice.expr.nodes import Lit
+    from sluice.kernels.values import to_type
+    if not isinstance(e, Lit) or e.value is None or e.type == t or not e.type.is_numeric:
+        return e
+    try:
+        value = column_scalar(Column(to_type(literal_column(e, torch.device("cpu")), t).reshape(()), t))
+    except SluiceError:
+        return e
+    return Lit(value, t)
 
 
 def compare(e, args, chunk) -> Column:

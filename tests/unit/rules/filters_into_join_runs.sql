@@ -34,7 +34,7 @@ where s_acctbal > 0 and n_name <> 'FRANCE' and 1 = 1;
 -- before
 Project COUNT(*)
   Aggregate keys=[] aggs=[COUNT(*) := count(*)]
-    Filter ((supplier.s_acctbal > 0) AND (nation.n_name <> 'FRANCE') AND True)
+    Filter ((supplier.s_acctbal > 0.00) AND (nation.n_name <> 'FRANCE') AND True)
       Join left [nation.n_nationkey = supplier.s_nationkey]
         InnerJoins [(nation.n_regionkey = region.r_regionkey)]
           Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
@@ -43,7 +43,7 @@ Project COUNT(*)
 -- after
 Project COUNT(*)
   Aggregate keys=[] aggs=[COUNT(*) := count(*)]
-    Filter ((supplier.s_acctbal > 0) AND True)
+    Filter ((supplier.s_acctbal > 0.00) AND True)
       Join left [nation.n_nationkey = supplier.s_nationkey]
         InnerJoins [(nation.n_regionkey = region.r_regionkey), (nation.n_name <> 'FRANCE')]
           Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]

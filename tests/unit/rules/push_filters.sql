@@ -108,7 +108,7 @@ select count(*) from nation left join supplier on s_nationkey = n_nationkey and 
 -- before
 Project COUNT(*)
   Aggregate keys=[] aggs=[COUNT(*) := count(*)]
-    Join left [nation.n_nationkey = supplier.s_nationkey] residual=((supplier.s_acctbal > 0) AND (nation.n_regionkey = 1))
+    Join left [nation.n_nationkey = supplier.s_nationkey] residual=((supplier.s_acctbal > 0.00) AND (nation.n_regionkey = 1))
       Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
       Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment]
 -- after
@@ -116,4 +116,4 @@ Project COUNT(*)
   Aggregate keys=[] aggs=[COUNT(*) := count(*)]
     Join left [nation.n_nationkey = supplier.s_nationkey] residual=(nation.n_regionkey = 1)
       Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
-      Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment] filter=(supplier.s_acctbal > 0)
+      Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment] filter=(supplier.s_acctbal > 0.00)

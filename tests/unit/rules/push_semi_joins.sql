@@ -17,7 +17,7 @@ Sort [orders.o_totalprice desc, orders.o_orderdate] limit=100
             Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment]
             Scan customer [customer.c_custkey, customer.c_name, customer.c_address, customer.c_nationkey, customer.c_phone, customer.c_acctbal, customer.c_mktsegment, customer.c_comment]
         Project lineitem.l_orderkey#2
-          Filter (SUM(l_quantity) > 300)
+          Filter (SUM(l_quantity) > 300.00)
             Aggregate keys=[lineitem.l_orderkey#2] aggs=[SUM(l_quantity) := sum(lineitem.l_quantity#2)]
               Scan lineitem [lineitem.l_orderkey#2 := l_orderkey, lineitem.l_partkey#2 := l_partkey, lineitem.l_suppkey#2 := l_suppkey, lineitem.l_linenumber#2 := l_linenumber, lineitem.l_quantity#2 := l_quantity, lineitem.l_extendedprice#2 := l_extendedprice, lineitem.l_discount#2 := l_discount, lineitem.l_tax#2 := l_tax, lineitem.l_returnflag#2 := l_returnflag, lineitem.l_linestatus#2 := l_linestatus, lineitem.l_shipdate#2 := l_shipdate, lineitem.l_commitdate#2 := l_commitdate, lineitem.l_receiptdate#2 := l_receiptdate, lineitem.l_shipinstruct#2 := l_shipinstruct, lineitem.l_shipmode#2 := l_shipmode, lineitem.l_comment#2 := l_comment]
 -- after
@@ -30,7 +30,7 @@ Sort [orders.o_totalprice desc, orders.o_orderdate] limit=100
           Join semi [orders.o_orderkey = lineitem.l_orderkey#2]
             Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment]
             Project lineitem.l_orderkey#2
-              Filter (SUM(l_quantity) > 300)
+              Filter (SUM(l_quantity) > 300.00)
                 Aggregate keys=[lineitem.l_orderkey#2] aggs=[SUM(l_quantity) := sum(lineitem.l_quantity#2)]
                   Scan lineitem [lineitem.l_orderkey#2 := l_orderkey, lineitem.l_partkey#2 := l_partkey, lineitem.l_suppkey#2 := l_suppkey, lineitem.l_linenumber#2 := l_linenumber, lineitem.l_quantity#2 := l_quantity, lineitem.l_extendedprice#2 := l_extendedprice, lineitem.l_discount#2 := l_discount, lineitem.l_tax#2 := l_tax, lineitem.l_returnflag#2 := l_returnflag, lineitem.l_linestatus#2 := l_linestatus, lineitem.l_shipdate#2 := l_shipdate, lineitem.l_commitdate#2 := l_commitdate, lineitem.l_receiptdate#2 := l_receiptdate, lineitem.l_shipinstruct#2 := l_shipinstruct, lineitem.l_shipmode#2 := l_shipmode, lineitem.l_comment#2 := l_comment]
           Scan customer [customer.c_custkey, customer.c_name, customer.c_address, customer.c_nationkey, customer.c_phone, customer.c_acctbal, customer.c_mktsegment, customer.c_comment]
