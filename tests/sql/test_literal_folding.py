@@ -43,3 +43,21 @@ def test_a_constant_the_conversion_would_refuse_stays_as_written(tpch_dir, conne
     sql = "select count(*) from lineitem where l_orderkey < 0 and l_quantity < 100000000000000000"
     assert "100000000000000000" in con.sql(sql).explain()
     assert con.sql(sql).to_arrow().column(0).to_pylist() == [0]
+
+
+ARITH = [
+    "select sum(l_extendedprice * (1 - l_discount)), sum(1 + l_tax), sum(l_quantity - 0.5) from lineitem",
+    "select sum(l_quantity / 2), sum(l_linenumber % 3), max(l_extendedprice / 7.5) from lineitem",
+    "select sum(p_size + 2.25), sum(p_size * 1.5e0), min(3 - p_retailprice) from part",
+]
+
+
+@pytest.mark.parametrize("sql", ARITH)
+def test_folded_arithmetic_matches_duckdb(sql, tpch_dir, tpch_duck, connect):
+    ours = connect(tpch_dir).sql(sql).to_arrow()
+    compare(ours, tpch_duck.sql(sql).to_arrow_table())
+
+
+def test_arithmetic_holds_the_converted_constant(tpch_dir, connect):
+    plan = connect(tpch_dir).sql("select sum(l_extendedprice * (1 - l_discount)) from lineitem").explain()
+    assert "(1.00 - lineitem.l_discount)" in plan

@@ -14,7 +14,7 @@ from sluice.kernels.bounds import max_abs, remember
 from sluice.kernels.checks import fail_if
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
-from sluice.expr.functions.common import I64_MAX, and_valid, numeric_pair, to_type
+from sluice.expr.functions.common import I64_MAX, and_valid, fold_literal, numeric_pair, to_type
 from sluice.types import DATE, FLOAT64, INT64, INTERVAL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric, decimal
 
 
@@ -56,8 +56,9 @@ def bind_arith(op: str):
                 raise PlanError("use || to concatenate strings")
             raise PlanError(f"cannot apply {op} to {ta} and {tb}")
         if op == "/":  # DOUBLE, but REAL stays REAL as in DuckDB (2e38::REAL / 0.1 is inf)
-            return [a, b], (common_numeric(ta, tb) if "float32" in (ta.kind, tb.kind)
-                            and "float64" not in (ta.kind, tb.kind) else FLOAT64)
+            t = (common_numeric(ta, tb) if "float32" in (ta.kind, tb.kind)
+                 and "float64" not in (ta.kind, tb.kind) else FLOAT64)
+            return [fold_literal(a, t), fold_literal(b, t)], t
         if op == "*" and ta.kind == "decimal" and tb.kind == "decimal":
             p = ta.precision + tb.precision if ta.precision and tb.precision else 0
             if not p or p > 18:  # the product may pass 64 bits: a literal's trailing zeros go
@@ -72,7 +73,8 @@ def bind_arith(op: str):
             t = INT64
         if t.kind == "decimal" and op in ("+", "-") and t.precision:
             t = decimal(t.scale, t.precision + 1 if t.precision < 38 else 0)  # room for the carry
-        return [a, b], t
+        # (every operation here converts both operands to t: numeric_pair in arith)
+        return [fold_literal(a, t), fold_literal(b, t)], t
     return bind
 
 

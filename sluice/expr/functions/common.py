@@ -25,6 +25,25 @@ def and_valid(*vs):
 
 
 
+def fold_literal(e, t: LType):
+    """A numeric constant an operation will convert to ``t`` (:func:`numeric_pair`: the type
+    it meets a column of another type at), converted once, while binding, not per chunk:
+    ``l_quantity >= 1`` scaled its 1 to 1.00 on every chunk, with an overflow check (TPC-H
+    q19's twelve constants: a fifth of its consumer's torch calls, each a kernel launch on a
+    GPU). The conversion is the one evaluation would make; a constant it would refuse (past
+    18 digits) stays as it is, so the refusal still comes only where rows meet it."""
+    from sluice.errors import SluiceError
+    from sluice.expr.constants import column_scalar, literal_column
+    from sluice.expr.nodes import Lit
+    if not isinstance(e, Lit) or e.value is None or e.type == t or not e.type.is_numeric:
+        return e
+    try:
+        value = column_scalar(Column(to_type(literal_column(e, torch.device("cpu")), t).reshape(()), t))
+    except SluiceError:
+        return e
+    return Lit(value, t)
+
+
 def numeric_pair(a: Column, b: Column, t: LType):
     return to_type(a, t), to_type(b, t)
 

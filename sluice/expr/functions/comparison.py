@@ -12,7 +12,7 @@ from sluice.chunk import Column, lookup, unify_dictionaries
 from sluice.errors import PlanError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import DEFAULT_SEL, register
-from sluice.expr.functions.common import and_valid, dictionary_rank, gather_bool, numeric_pair
+from sluice.expr.functions.common import and_valid, dictionary_rank, fold_literal, gather_bool, numeric_pair
 from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, common_numeric
 
 #: ``column = constant`` when the column's distinct values are unknown.
@@ -43,28 +43,10 @@ def bind_compare(args, params):
             raise PlanError(f"cannot compare {a.type} with {b.type}")
     elif not (ka == "bool" and kb == "bool"):
         t = common_numeric(a.type, b.type)
-        a, b = _fold_literal(a, t), _fold_literal(b, t)
+        a, b = fold_literal(a, t), fold_literal(b, t)
     return [a, b], BOOL
 
 
-def _fold_literal(e, t):
-    """A numeric constant compared with a column of another type, converted to the type they
-    meet at (``common_numeric``) once, while binding -- not per chunk: ``l_quantity >= 1``
-    scaled its 1 to 1.00 on every chunk, with an overflow check (TPC-H q19's twelve constants:
-    a fifth of its consumer's torch calls, each a kernel launch on a GPU). The conversion is the
-    one :func:`compare` would make; a constant it would refuse (past 18 digits) stays as it is,
-    so the refusal still comes only where rows meet it."""
-    from sluice.errors import SluiceError
-    from sluice.expr.constants import column_scalar, literal_column
-    from sluice.expr.nodes import Lit
-    from sluice.kernels.values import to_type
-    if not isinstance(e, Lit) or e.value is None or e.type == t or not e.type.is_numeric:
-        return e
-    try:
-        value = column_scalar(Column(to_type(literal_column(e, torch.device("cpu")), t).reshape(()), t))
-    except SluiceError:
-        return e
-    return Lit(value, t)
 
 
 def compare(e, args, chunk) -> Column:

@@ -10,7 +10,7 @@ order by revenue desc;
 -- before
 Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
   Project nation.n_name, SUM(l_extendedprice * (1 - l_discount))
-    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1 - lineitem.l_discount)))]
+    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)))]
       InnerJoins [(customer.c_custkey = orders.o_custkey), (lineitem.l_orderkey = orders.o_orderkey), (lineitem.l_suppkey = supplier.s_suppkey), (customer.c_nationkey = supplier.s_nationkey), (supplier.s_nationkey = nation.n_nationkey), (nation.n_regionkey = region.r_regionkey), (region.r_name = 'ASIA'), (orders.o_orderdate >= DATE '1994-01-01'), (orders.o_orderdate < DATE '1995-01-01')]
         Scan customer [customer.c_custkey, customer.c_name, customer.c_address, customer.c_nationkey, customer.c_phone, customer.c_acctbal, customer.c_mktsegment, customer.c_comment]
         Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment]
@@ -21,7 +21,7 @@ Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
 -- after
 Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
   Project nation.n_name, SUM(l_extendedprice * (1 - l_discount))
-    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1 - lineitem.l_discount)))]
+    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)))]
       Join inner [lineitem.l_orderkey = orders.o_orderkey, supplier.s_nationkey = customer.c_nationkey]
         Join inner [lineitem.l_suppkey = supplier.s_suppkey]
           Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
@@ -55,7 +55,7 @@ Sort [all_nations.o_year]
   Project all_nations.o_year, mkt_share := (SUM(CASE WHEN nation = 'BRAZIL' THEN volume ELSE / SUM(volume))
     Aggregate keys=[all_nations.o_year] aggs=[SUM(CASE WHEN nation = 'BRAZIL' THEN volume ELSE := sum(case((all_nations.nation = 'BRAZIL'), all_nations.volume, 0.0000)), SUM(volume) := sum(all_nations.volume)]
       Project all_nations.o_year := o_year, all_nations.volume := volume, all_nations.nation := n2.n_name
-        Project o_year := extract(orders.o_orderdate, 'year'), volume := (lineitem.l_extendedprice * (1 - lineitem.l_discount)), n2.n_name
+        Project o_year := extract(orders.o_orderdate, 'year'), volume := (lineitem.l_extendedprice * (1.00 - lineitem.l_discount)), n2.n_name
           InnerJoins [(part.p_partkey = lineitem.l_partkey), (supplier.s_suppkey = lineitem.l_suppkey), (lineitem.l_orderkey = orders.o_orderkey), (orders.o_custkey = customer.c_custkey), (customer.c_nationkey = n1.n_nationkey), (n1.n_regionkey = region.r_regionkey), (region.r_name = 'AMERICA'), (supplier.s_nationkey = n2.n_nationkey), (orders.o_orderdate >= DATE '1995-01-01'), (orders.o_orderdate <= DATE '1996-12-31'), (part.p_type = 'ECONOMY ANODIZED STEEL')]
             Scan part [part.p_partkey, part.p_name, part.p_mfgr, part.p_brand, part.p_type, part.p_size, part.p_container, part.p_retailprice, part.p_comment]
             Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment]
@@ -70,7 +70,7 @@ Sort [all_nations.o_year]
   Project all_nations.o_year, mkt_share := (SUM(CASE WHEN nation = 'BRAZIL' THEN volume ELSE / SUM(volume))
     Aggregate keys=[all_nations.o_year] aggs=[SUM(CASE WHEN nation = 'BRAZIL' THEN volume ELSE := sum(case((all_nations.nation = 'BRAZIL'), all_nations.volume, 0.0000)), SUM(volume) := sum(all_nations.volume)]
       Project all_nations.o_year := o_year, all_nations.volume := volume, all_nations.nation := n2.n_name
-        Project o_year := extract(orders.o_orderdate, 'year'), volume := (lineitem.l_extendedprice * (1 - lineitem.l_discount)), n2.n_name
+        Project o_year := extract(orders.o_orderdate, 'year'), volume := (lineitem.l_extendedprice * (1.00 - lineitem.l_discount)), n2.n_name
           Join inner [supplier.s_suppkey = lineitem.l_suppkey]
             Join inner [supplier.s_nationkey = n2.n_nationkey]
               Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment]

@@ -26,7 +26,7 @@ Sort [profit.nation, profit.o_year desc]
   Project profit.nation, profit.o_year, SUM(amount)
     Aggregate keys=[profit.nation, profit.o_year] aggs=[SUM(amount) := sum(profit.amount)]
       Project profit.nation := nation.n_name, profit.o_year := o_year, profit.amount := amount
-        Project nation.n_name, o_year := extract(orders.o_orderdate, 'year'), amount := ((lineitem.l_extendedprice * (1 - lineitem.l_discount)) - (partsupp.ps_supplycost * lineitem.l_quantity))
+        Project nation.n_name, o_year := extract(orders.o_orderdate, 'year'), amount := ((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)) - (partsupp.ps_supplycost * lineitem.l_quantity))
           Join inner [partsupp.ps_suppkey = lineitem.l_suppkey, partsupp.ps_partkey = lineitem.l_partkey]
             Scan partsupp [partsupp.ps_partkey, partsupp.ps_suppkey, partsupp.ps_availqty, partsupp.ps_supplycost, partsupp.ps_comment]
             Join inner [lineitem.l_suppkey = supplier.s_suppkey]
@@ -43,7 +43,7 @@ Sort [profit.nation, profit.o_year desc]
   Project profit.nation, profit.o_year, SUM(amount)
     Aggregate keys=[profit.nation, profit.o_year] aggs=[SUM(amount) := sum(profit.amount)]
       Project profit.nation := nation.n_name, profit.o_year := o_year, profit.amount := amount
-        Project nation.n_name, o_year := extract(orders.o_orderdate, 'year'), amount := ((lineitem.l_extendedprice * (1 - lineitem.l_discount)) - (partsupp.ps_supplycost * lineitem.l_quantity))
+        Project nation.n_name, o_year := extract(orders.o_orderdate, 'year'), amount := ((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)) - (partsupp.ps_supplycost * lineitem.l_quantity))
           Join inner [partsupp.ps_suppkey = lineitem.l_suppkey, partsupp.ps_partkey = lineitem.l_partkey] outputs=[partsupp.ps_supplycost, orders.o_orderdate, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, nation.n_name]
             Scan partsupp [partsupp.ps_partkey, partsupp.ps_suppkey, partsupp.ps_supplycost]
             Join inner [lineitem.l_suppkey = supplier.s_suppkey] outputs=[orders.o_orderdate, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, nation.n_name]
@@ -68,7 +68,7 @@ order by revenue desc;
 -- before
 Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
   Project nation.n_name, SUM(l_extendedprice * (1 - l_discount))
-    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1 - lineitem.l_discount)))]
+    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)))]
       Join inner [lineitem.l_orderkey = orders.o_orderkey, supplier.s_nationkey = customer.c_nationkey]
         Join inner [lineitem.l_suppkey = supplier.s_suppkey]
           Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
@@ -83,7 +83,7 @@ Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
 -- after
 Sort [SUM(l_extendedprice * (1 - l_discount)) desc]
   Project nation.n_name, SUM(l_extendedprice * (1 - l_discount))
-    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1 - lineitem.l_discount)))]
+    Aggregate keys=[nation.n_name] aggs=[SUM(l_extendedprice * (1 - l_discount)) := sum((lineitem.l_extendedprice * (1.00 - lineitem.l_discount)))]
       Join inner [lineitem.l_orderkey = orders.o_orderkey, supplier.s_nationkey = customer.c_nationkey] outputs=[lineitem.l_extendedprice, lineitem.l_discount, nation.n_name]
         Join inner [lineitem.l_suppkey = supplier.s_suppkey] outputs=[lineitem.l_orderkey, lineitem.l_extendedprice, lineitem.l_discount, supplier.s_nationkey, nation.n_name]
           Scan lineitem [lineitem.l_orderkey, lineitem.l_suppkey, lineitem.l_extendedprice, lineitem.l_discount]

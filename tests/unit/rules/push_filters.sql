@@ -16,7 +16,7 @@ Sort [shipping.supp_nation, shipping.cust_nation, shipping.l_year]
   Project shipping.supp_nation, shipping.cust_nation, shipping.l_year, SUM(volume)
     Aggregate keys=[shipping.supp_nation, shipping.cust_nation, shipping.l_year] aggs=[SUM(volume) := sum(shipping.volume)]
       Project shipping.supp_nation := n1.n_name, shipping.cust_nation := n2.n_name, shipping.l_year := l_year, shipping.volume := volume
-        Project n1.n_name, n2.n_name, l_year := extract(lineitem.l_shipdate, 'year'), volume := (lineitem.l_extendedprice * (1 - lineitem.l_discount))
+        Project n1.n_name, n2.n_name, l_year := extract(lineitem.l_shipdate, 'year'), volume := (lineitem.l_extendedprice * (1.00 - lineitem.l_discount))
           Filter (((n1.n_name = 'FRANCE') AND (n2.n_name = 'GERMANY')) OR ((n1.n_name = 'GERMANY') AND (n2.n_name = 'FRANCE')))
             Join inner [lineitem.l_orderkey = orders.o_orderkey]
               Join inner [lineitem.l_suppkey = supplier.s_suppkey]
@@ -38,7 +38,7 @@ Sort [shipping.supp_nation, shipping.cust_nation, shipping.l_year]
   Project shipping.supp_nation, shipping.cust_nation, shipping.l_year, SUM(volume)
     Aggregate keys=[shipping.supp_nation, shipping.cust_nation, shipping.l_year] aggs=[SUM(volume) := sum(shipping.volume)]
       Project shipping.supp_nation := n1.n_name, shipping.cust_nation := n2.n_name, shipping.l_year := l_year, shipping.volume := volume
-        Project n1.n_name, n2.n_name, l_year := extract(lineitem.l_shipdate, 'year'), volume := (lineitem.l_extendedprice * (1 - lineitem.l_discount))
+        Project n1.n_name, n2.n_name, l_year := extract(lineitem.l_shipdate, 'year'), volume := (lineitem.l_extendedprice * (1.00 - lineitem.l_discount))
           Filter (((n1.n_name = 'FRANCE') AND (n2.n_name = 'GERMANY')) OR ((n1.n_name = 'GERMANY') AND (n2.n_name = 'FRANCE')))
             Join inner [lineitem.l_orderkey = orders.o_orderkey]
               Join inner [lineitem.l_suppkey = supplier.s_suppkey]

@@ -32,7 +32,7 @@ unchanged
 select sum(l_orderkey + 1), sum(l_orderkey + 2), sum(l_quantity + 1), sum(l_quantity + 2) from lineitem;
 -- before
 Project SUM(l_orderkey + 1), SUM(l_orderkey + 2), SUM(l_quantity + 1), SUM(l_quantity + 2)
-  Aggregate keys=[] aggs=[SUM(l_orderkey + 1) := sum((lineitem.l_orderkey + 1)), SUM(l_orderkey + 2) := sum((lineitem.l_orderkey + 2)), SUM(l_quantity + 1) := sum((lineitem.l_quantity + 1)), SUM(l_quantity + 2) := sum((lineitem.l_quantity + 2))]
+  Aggregate keys=[] aggs=[SUM(l_orderkey + 1) := sum((lineitem.l_orderkey + 1)), SUM(l_orderkey + 2) := sum((lineitem.l_orderkey + 2)), SUM(l_quantity + 1) := sum((lineitem.l_quantity + 1.00)), SUM(l_quantity + 2) := sum((lineitem.l_quantity + 2.00))]
     Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
 -- after
 unchanged
