@@ -124,6 +124,34 @@ pq.write_table(pa.table({"v": pa.array([_XR.choice([_I64[0], _I64[0] + 1, _I64[0
                                         for _ in range(300)], pa.int64())}), root/"xk.parquet", row_group_size=40)
 for _name, _end, _step in (("dmin", _I64[0], 1), ("dmax", _I64[1], -1)):
     pq.write_table(pa.table({"v": pa.array([_end, _end + 3 * _step], pa.int64()), "name": ["end", "near"]}), root/f"{_name}.parquet")
+# Columns whose values sit where a constant of another type converts inexactly: 2**53 + 1 as a
+# double, 0.1 and 2**24 + 1 as REAL, booleans against numbers. Sorted, in small row groups, so
+# their statistics rule groups out (row-group pruning once compared the statistics exactly where
+# the query compared converted values; a boolean once met a decimal's raw integer).
+_BIG = 2 ** 53
+_MC = sorted([_BIG - 1, _BIG, _BIG + 1, _BIG + 2, -_BIG - 1, 0, 1, 7] * 3)
+pq.write_table(pa.table({"i": pa.array(_MC, pa.int64()),
+                         "f": pa.array([float(v) for v in _MC], pa.float64()),
+                         "r": pa.array([0.1, 0.1, 0.5, 16777216.0, 16777216.0, 16777218.0, -0.1, 1.0] * 3, pa.float32()),
+                         "b": pa.array([True, False, None, True] * 6, pa.bool_()),
+                         "d": pa.array([decimal.Decimal(v) / 10 for v in range(-12, 12)], pa.decimal128(4, 1))}),
+               root/"mc.parquet", row_group_size=4)
+MC_LITERALS = ["9007199254740993", "9007199254740993.0", "9007199254740993e0", "9007199254740992", "-9007199254740993",
+               "0.1", "0.10", "cast(0.1 as real)", "16777217", "16777217.0", "1", "1.0", "0", "0.5", "-1.2", "7.0e0",
+               "cast(16777217 as real)", "cast(9007199254740993 as double)"]
+
+
+def mixed_compare_query():
+    c = R.choice(["mc.i", "mc.f", "mc.r", "mc.b", "mc.d"])
+    if c == "mc.b":  # (DuckDB compares a boolean with a number for = and <> only)
+        return (f"select count(*), sum(mc.i % 1000) from mc where mc.b {R.choice(['=', '<>'])} "
+                f"{R.choice(['1', '1.0', '0', '0.0', '1e0', '2'])}")
+    conds = [f"{c} {R.choice(['=', '<>', '<', '<=', '>', '>='])} {R.choice(MC_LITERALS)}" for _ in range(R.randint(1, 2))]
+    if R.random() < .3:
+        conds = [f"{R.choice(MC_LITERALS)} {R.choice(['=', '<', '>='])} {c}"]
+    return f"select count(*), sum(mc.i % 1000), min(mc.d) from mc where {' and '.join(conds)}"
+
+
 def mk_dates(n, seed):  # dates and timestamps far from today: before year 1, past 9999
     r = random.Random(seed)
     days = [None if r.random() < .1 else r.choice([r.randint(-800000, -700000), r.randint(-1000, 30000), r.randint(2900000, 2932000)]) for _ in range(n)]
@@ -401,6 +429,7 @@ def string_minmax_query():
 
 
 def query():
+    if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
     if R.random() < 0.03: return string_minmax_query()
     if R.random() < 0.06: return minmax_query()

@@ -54,7 +54,7 @@ def compare(e, args, chunk) -> Column:
     valid = and_valid(a.valid, b.valid)
     if a.type.kind == "string":
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
-    if a.type.is_temporal or a.type.kind in ("bool", "interval"):
+    if a.type.is_temporal or a.type.kind == "interval" or (a.type.kind == "bool" and b.type.kind == "bool"):
         x, y = a.data, b.data
     elif a.type.kind == "decimal" and b.type.kind == "decimal" and a.type.scale != b.type.scale:
         return Column(_compare_scaled(e.op, a, b), BOOL, valid)

@@ -12,6 +12,9 @@ hold a NaN are not used.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+
+import numpy as np
 
 from sluice.catalog import RowGroup
 from sluice.expr import nodes as E
@@ -21,7 +24,8 @@ _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
 
 
 def _bounds(c: Expr, columns: dict[str, str]):
-    """(file column, op, value in the column's representation) or None."""
+    """(file column, op, value in the column's representation, the conversion the query applies
+    to the column's values -- to its statistics too -- or None) or None."""
     if not isinstance(c, Func) or c.op not in _FLIP:
         return None
     a, b = c.args
@@ -47,20 +51,36 @@ def _bounds(c: Expr, columns: dict[str, str]):
         return None
     elif ta.is_numeric and not tb.is_numeric:
         return None
+    conv = None
     if tb.kind == "decimal" and ta.kind != "decimal":
-        v = v / 10 ** tb.scale
+        # an integer column meets the decimal exactly (a float quotient could round past a
+        # statistic); a float column meets it as a float
+        v = Fraction(v, 10 ** tb.scale) if ta.is_integer else v / 10 ** tb.scale
+    elif ta.is_integer and tb.is_float:
+        # the query compares the column converted to the constant's float type: so do the
+        # statistics (2**53 + 1 as a double is 2**53: exact integer bounds would rule it out)
+        conv = _to_float32 if tb.kind == "float32" else float
     if isinstance(v, float) and math.isnan(v):
         return None
     if ta.is_float and op in (">", ">="):
         return None
-    return columns[a.name], op, v
+    return columns[a.name], op, v, conv
 
 
-def _may_match(rg: RowGroup, col: str, op: str, v) -> bool:
+def _to_float32(x) -> float:
+    return float(np.float32(x))
+
+
+def _may_match(rg: RowGroup, col: str, op: str, v, conv=None) -> bool:
     st = rg.stats.get(col)
     if st is None or st[0] is None or st[1] is None:
         return True
     lo, hi = st
+    if conv is not None:  # (rounding is monotonic: converted bounds still bound the converted values)
+        try:
+            lo, hi = conv(lo), conv(hi)
+        except (TypeError, ValueError, OverflowError):
+            return True
     if (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float) and math.isnan(hi)):
         return True
     try:
