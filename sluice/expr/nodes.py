@@ -53,8 +53,12 @@ class Lit(Expr):
             return "NULL"
         if self.type.kind == "string":
             return repr(self.value)
-        if self.type.kind == "decimal":
-            return f"{self.value / 10 ** self.type.scale:.{self.type.scale}f}"
+        if self.type.kind == "decimal":  # exactly (a float quotient rounds past 2**53)
+            v, sc = int(self.value), self.type.scale
+            if not sc:
+                return str(v)
+            whole, frac = divmod(abs(v), 10 ** sc)
+            return f"{'-' if v < 0 else ''}{whole}.{frac:0{sc}d}"
         if self.type.kind == "date":
             from sluice.kernels.dates import days_to_date
             return f"DATE '{days_to_date(self.value)}'"
