@@ -80,6 +80,16 @@ def _mergeable(cols: dict[str, Column] | None, n: int) -> bool:
     return True
 
 
+def _sliced(whole: Chunk | None, step: int) -> Iterator[Chunk]:
+    """``whole`` (None: nothing) in chunks of at most ``step`` rows."""
+    if whole is None:
+        return
+    n = whole.num_rows
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+
+
 def _merge_next(pending: deque, mode: str) -> bool:
     """Whether the next pending task can join a merge of slices in ``mode``: loaded without an
     error (one is raised in its turn, not early), in the same mode (the adaptive policy compares
@@ -186,6 +196,7 @@ class ScanReader:
         if policy is not None:
             rows = max(1, min(rows, sum(rg.num_rows for rg in groups) // SLICES))
         self.tasks = plan_reads(groups, rows, cap, lambda rg: estimate_decoded(table, [rg], columns, cache))
+        self.task_rows = [sum(rg.num_rows for rg in t) for t in self.tasks]
         self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
         self.pending: deque[tuple[Future, int, int, str]] = deque()
         self.ahead = max(3, config.io_threads + POLICY_AHEAD)  # adaptive: slices in flight at most
@@ -445,7 +456,7 @@ class ScanReader:
         applied; counted in the scan's statistics."""
         cols, event, nread, n, filtered = loaded
         wait_for(event, cols)
-        rows_in = sum(rg.num_rows for rg in self.tasks[i])
+        rows_in = self.task_rows[i]
         st = self.stats.modes.setdefault(mode, ModeStats())
         st.slices += 1
         st.rows_in += rows_in
@@ -496,7 +507,7 @@ class ScanReader:
         now = time.perf_counter()
         cost = now - (self._last_consumed if self._last_consumed is not None else t_begin)
         self._last_consumed = now
-        rows = [sum(rg.num_rows for rg in self.tasks[i]) for i, _ in slices]
+        rows = [self.task_rows[i] for i, _ in slices]
         total = sum(rows)
         for (i, mode), r in zip(slices, rows):
             share = cost * r / total if total else cost / len(slices)
@@ -506,12 +517,7 @@ class ScanReader:
 
     def _chunks_of(self, i: int, loaded, seq: int, mode: str = "direct") -> Iterator[Chunk]:
         t_begin = time.perf_counter()
-        whole = self._prepare(i, loaded, seq, mode)
-        if whole is not None:
-            n, step = whole.num_rows, self.cfg.chunk_rows
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+        yield from _sliced(self._prepare(i, loaded, seq, mode), self.cfg.chunk_rows)
         self._consumed([(i, mode)], t_begin)
 
     def _next_loaded(self, release: bool = True) -> tuple[int, object, str]:
@@ -546,7 +552,7 @@ class ScanReader:
         if merging and WAIT_TO_COALESCE:
             wait([fut for fut, *_ in self.pending])
         while (merging and self.pending and _merge_next(self.pending, mode)
-               and rows + sum(rg.num_rows for rg in self.tasks[self.pending[0][1]]) <= target
+               and rows + self.task_rows[self.pending[0][1]] <= target
                and nbytes + self.pending[0][2] <= self.buffer_bytes // 2):
             nbytes += self.pending[0][2]
             held += self.pending[0][2]
@@ -559,12 +565,8 @@ class ScanReader:
         self.stats.merged += len(slices) - 1
         whole = concat_chunks(parts, unify=False) if len(parts) > 1 else parts[0] if parts else None
         del parts, first, loaded, more  # the pieces merged: not held beside the merged chunk while it is used
-        if whole is not None:
-            # a merged chunk goes whole (it is within the target); a task alone as without merging
-            n, step = whole.num_rows, target if len(slices) > 1 else self.cfg.chunk_rows
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                yield whole if (start == 0 and stop == n) else whole.slice(start, stop)
+        # a merged chunk goes whole (it is within the target); a task alone as without merging
+        yield from _sliced(whole, target if len(slices) > 1 else self.cfg.chunk_rows)
         self.buffered -= held
         self._fill()
         self._consumed(slices, t_begin)
