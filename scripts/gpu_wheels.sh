@@ -17,8 +17,11 @@ get() {
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$dest" "$@"
 }
 rm -rf .whl .whl-gpu  # one version of each: two stop pip's install there
-get .whl sqlglot==30.30.0 duckdb==2.0.1 rich==15.0.0 markdown-it-py mdurl tpchgen-cli==4.0.0 \
-  prompt_toolkit==3.0.53 wcwidth hypothesis==6.170.15 sortedcontainers tpcgen-cli==4.0.0
+# The versions in constraints.txt: the GPU machine runs what the suite passed with here.
+pins() { for p in "$@"; do grep -iE "^$p==" constraints.txt || { echo "$p: not in constraints.txt" >&2; exit 1; }; done; }
+locked=$(pins sqlglot duckdb rich markdown-it-py mdurl tpchgen-cli prompt_toolkit wcwidth hypothesis \
+  sortedcontainers tpcgen-cli)
+get .whl $locked
 # The GPU wheels (37 MB) and .whl (38 MB, duckdb 24 of it) together pass 64 MiB: the GPU ones
 # travel as one xz tarball of what is imported (no headers, tools or other Pythons' builds),
 # 25 MB, unpacked into the same --target folder there.
