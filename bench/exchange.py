@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
-from sluice.dist.launch import run_job  # noqa: E402
+from sluice.launch import run_job  # noqa: E402
 from sluice.metrics import fmt_rate  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 

@@ -65,7 +65,7 @@ def _launch(i: int, port: int, args: list[str]) -> subprocess.Popen:
 def raw_rate(port: int) -> float:
     """all_to_all_single over the link, bytes/s one rank sends, at 4 MiB per destination."""
     import json
-    procs = [_launch(i, port, ["-m", "sluice.dist.bandwidth"]) for i in range(2)]
+    procs = [_launch(i, port, ["-m", "sluice.ranks.bandwidth"]) for i in range(2)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     return json.loads(next(o for o in outs if o.strip()))[str(4 << 20)]
 

@@ -593,7 +593,7 @@ RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {
 
 
 def on_ranks(batch, ranks, cfg):
-    from sluice.dist.launch import run_job
+    from sluice.launch import run_job
     job = {"kind": "queries", "data": str(root), "queries": [q for q, _ in batch],
            "settings": {"device": "cpu", "dist_timeout_s": 60, **cfg}}
     return run_job(ranks, job)

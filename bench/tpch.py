@@ -89,7 +89,7 @@ def by_ranks(data: Path, queries: dict[str, str], counts: list[int], settings: d
     """Per rank count and query one job answering it runs + 1 times (the first is the
     warm-up; one query's error leaves the others measured); the best time on rank 0 (every
     rank has finished by then)."""
-    from sluice.dist.launch import run_job
+    from sluice.launch import run_job
     duck = duckdb_connect(data, threads=args.threads)
     names = list(queries)
     times: dict[int, dict[str, float]] = {}

@@ -11,7 +11,7 @@ import sys
 from sluice.cli import main
 
 if __name__ == "__main__":
-    from sluice.dist.group import in_torchrun
+    from sluice.ranks.group import in_torchrun
     if not in_torchrun():
         main()
     code = 1

@@ -6,7 +6,7 @@
 - storage read, page-cached: the same files read again;
 - host -> device: pinned 256 MiB copies (CUDA only);
 - all-to-all between N local ranks (``--ranks N``): the network term of T_min
-  (:mod:`sluice.dist.bandwidth`), kept per number of ranks at the exchange's batch size.
+  (:mod:`sluice.ranks.bandwidth`), kept per number of ranks at the exchange's batch size.
 
 Results are cached in ``$XDG_CACHE_HOME/sluice/calibration.json`` (default ``~/.cache``),
 keyed by the data directory's real path.

@@ -384,7 +384,7 @@ def run(argv: list[str] | None = None) -> int:
             if args.ranks < 2:
                 raise ConfigError(f"--ranks must be at least 2 to measure an all-to-all, not {args.ranks}")
             from sluice.calibrate import save_all_to_all
-            from sluice.dist.launch import run_job
+            from sluice.launch import run_job
             status: dict = {}
             with _Status(f"measuring all-to-all between {args.ranks} ranks ..."):
                 run_job(args.ranks, {"kind": "bandwidth"}, status=status)
@@ -440,7 +440,7 @@ def run(argv: list[str] | None = None) -> int:
         if con.launches_ranks:  # the same command on each of N local ranks; rank 0 prints
             if args.output and not Path(args.output).resolve().parent.exists():
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
-            from sluice.dist.launch import run_cli
+            from sluice.launch import run_cli
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs())
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed

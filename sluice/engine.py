@@ -72,7 +72,7 @@ class Connection:
         self.root = Path(data) if data is not None else Path.cwd()
         if data is not None and not self.root.is_dir():
             raise DataError(f"data directory {self.root} does not exist")
-        from sluice.dist.group import current_group, device_for_rank
+        from sluice.ranks.group import current_group, device_for_rank
         # Inside a torchrun job (or a rank --ranks started) this process is one rank of it.
         self.group = current_group(self.config.dist_timeout_s)
         self.device = resolve_device(self.config.device)
@@ -315,11 +315,11 @@ class Relation:
                              progress)
 
     def _on_ranks(self, write: tuple[str, str] | None = None) -> pa.Table | int:
-        """Run this query on ``ranks`` local ranks (:mod:`sluice.dist.launch`): its result, or
+        """Run this query on ``ranks`` local ranks (:mod:`sluice.launch`): its result, or
         with ``write`` (path, format) the rows rank 0 wrote."""
         import json
 
-        from sluice.dist.launch import run_job
+        from sluice.launch import run_job
         c = self._con
         settings = json.loads(json.dumps({k: v for k, v in c._settings.items() if k != "ranks"}, default=str))
         job = {"kind": "queries", "data": str(c.root.resolve()), "queries": [self.query],

@@ -132,7 +132,7 @@ def test_cuda_spellings_resolve_to_one_indexed_device(monkeypatch):
 @pytest.mark.parametrize("setting,local_rank,want", [("cuda", "1", 1), ("auto", "3", 1), ("cuda:0", "1", 0)])
 def test_each_rank_takes_its_local_gpu_unless_one_is_named(monkeypatch, setting, local_rank, want):
     from sluice.devices import resolve_device
-    from sluice.dist.group import device_for_rank
+    from sluice.ranks.group import device_for_rank
     _fake_cuda(monkeypatch)
     monkeypatch.setenv("LOCAL_RANK", local_rank)
     assert device_for_rank(resolve_device(setting), setting) == torch.device("cuda", want)

@@ -9,16 +9,16 @@ early), and each stage's received rows are held in a Materializer -- the same bu
 state, spilled when it must be.
 
 Sending is chunked: each input chunk is split by destination and serialised
-(:mod:`sluice.dist.wire`); once the buffered bytes reach ``exchange_batch_bytes`` (a few MiB:
+(:mod:`sluice.ranks.wire`); once the buffered bytes reach ``exchange_batch_bytes`` (a few MiB:
 smaller transfers fall below the network's bandwidth, PystachIO Fig. 7) a round goes out: the
 per-destination byte counts (with a "more to come" flag) in one small all-to-all, then the
 bytes in one ``all_to_all_single`` with split sizes. Rows for this rank skip the wire. A rank
 whose input is exhausted keeps taking part in rounds until every rank's flag is down.
 
 ``exchange_wire`` picks how rows cross: ``arrow`` -- each part one Arrow IPC stream of host
-bytes (:mod:`sluice.dist.wire`) over gloo; ``tensor`` -- fixed-width columns as raw tensor
+bytes (:mod:`sluice.ranks.wire`) over gloo; ``tensor`` -- fixed-width columns as raw tensor
 bytes over the data group (NCCL on CUDA: they stay on the GPU) and the rest as host bytes
-(:mod:`sluice.dist.tensor_wire`), two ``all_to_all_single`` per round. ``auto``: tensor on
+(:mod:`sluice.ranks.tensor_wire`), two ``all_to_all_single`` per round. ``auto``: tensor on
 CUDA when each local rank has a GPU of its own (NCCL refuses two ranks on one), else arrow.
 
 ``exchange`` picks the variant: ``deferred`` (default) issues round k's transfer
@@ -245,8 +245,8 @@ class ExchangeOp(Operator):
                 dres.free()
 
     def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
-        from sluice.dist.tensor_wire import unpack
-        from sluice.dist.wire import bytes_to_chunks
+        from sluice.ranks.tensor_wire import unpack
+        from sluice.ranks.wire import bytes_to_chunks
         t0 = time.perf_counter()
         rnd.work.wait()
         if rnd.device is not None:  # on CUDA (NCCL) this orders the stream, the host goes on
@@ -285,10 +285,10 @@ def wire_of(ctx) -> str:
 
 
 def _pack(part: Chunk, tensors: bool, dictionaries: bool):
-    from sluice.dist.tensor_wire import Packed, pack
+    from sluice.ranks.tensor_wire import Packed, pack
     if tensors:
         return pack(part, dictionaries)
-    from sluice.dist.wire import chunk_to_bytes
+    from sluice.ranks.wire import chunk_to_bytes
     return Packed(chunk_to_bytes(part, dictionaries), [], 0)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sluice.dist.launch import run_job
+from sluice.launch import run_job
 from sluice.testing.oracle import compare, duckdb_connect
 from sluice.testing.queries import order_by_columns
 

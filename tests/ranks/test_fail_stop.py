@@ -48,7 +48,7 @@ def _rank_pid(mark: str, rank: int) -> int | None:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if f"RANK={rank}".encode() in env and b"sluice.dist.worker" in cmd:
+        if f"RANK={rank}".encode() in env and b"sluice.launch_worker" in cmd:
             return pid
     return None
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.dist.launch import run_job
+from sluice.launch import run_job
 from sluice.testing.oracle import compare, duckdb_connect
 
 D = decimal.Decimal

@@ -50,7 +50,7 @@ def test_page_dictionaries_setting_changes_the_page_form():
     import torch
 
     from sluice.chunk import Column
-    from sluice.dist.wire import chunk_to_bytes
+    from sluice.ranks.wire import chunk_to_bytes
     from sluice.chunk import Chunk
     from sluice.types import from_arrow
     n = 10_000

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sluice.chunk import Chunk, Column
-from sluice.dist.tensor_wire import pack, unpack
+from sluice.ranks.tensor_wire import pack, unpack
 from sluice.types import _TORCH_DTYPES, LType
 
 CPU = torch.device("cpu")

@@ -1,5 +1,5 @@
 """The process group of this process: joined once, from the environment torchrun (or the
-local launcher, :mod:`sluice.dist.launch`) sets -- ``RANK``, ``WORLD_SIZE``,
+local launcher, :mod:`sluice.launch`) sets -- ``RANK``, ``WORLD_SIZE``,
 ``MASTER_ADDR``/``MASTER_PORT``. Nothing here discovers peers or moves bytes itself: the
 rendezvous is PyTorch's (c10d), the transport its backends: gloo for control (counts, plan
 fingerprints, host bytes) and, on CUDA, an NCCL group for the exchange's device bytes.

@@ -10,7 +10,7 @@ A chunk splits in two:
   CUDA they never touch the host;
 - everything that lives on the host: string columns (their dictionaries are host Arrow arrays,
   so a string column costs one device-to-host copy of its codes, and travels as values or as
-  dictionary + codes exactly as :mod:`sluice.dist.wire` sends it), SUMs beyond 64 bits, and the
+  dictionary + codes exactly as :mod:`sluice.ranks.wire` sends it), SUMs beyond 64 bits, and the
   layout of the device bytes (each column's name, type and whether it has a validity mask), as
   one framed Arrow IPC stream per chunk.
 
@@ -28,7 +28,7 @@ import pyarrow as pa
 import torch
 
 from sluice.arrow import batch_to_page, page_to_batch
-from sluice.dist.wire import FRAME, framed
+from sluice.ranks.wire import FRAME, framed
 from sluice.chunk import Chunk, Column
 from sluice.types import LType
 

@@ -2,7 +2,7 @@
 (the machinery behind ``torchrun --standalone``: a c10d rendezvous on a free local port, no
 restarts), and report what happened in one line.
 
-Each rank is ``python -m sluice.dist.worker JOB``: it joins the process group from the
+Each rank is ``python -m sluice.launch_worker JOB``: it joins the process group from the
 environment the launcher sets, runs the job, and writes its outcome (``status-RANK.json``)
 and, on rank 0, the result (Arrow IPC) into the job's temporary folder, which is removed
 afterwards with the launcher's own log folder. Fail-stop: a rank that fails ends the query
@@ -39,7 +39,7 @@ def _quiet() -> None:
 
 
 def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: dict | None = None) -> list[pa.Table]:
-    """Run ``job`` (see :mod:`sluice.dist.worker`) on ``ranks`` local ranks; rank 0's results
+    """Run ``job`` (see :mod:`sluice.launch_worker`) on ``ranks`` local ranks; rank 0's results
     (and its status into ``status``). Raises the first rank's error (as its own category), or
     RankFailed naming the rank."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
@@ -59,7 +59,7 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
                            monitor_interval=0.1, logs_specs=DefaultLogsSpecs(log_dir=str(folder / "logs")))
         failure = None
         try:
-            elastic_launch(cfg, sys.executable)("-m", "sluice.dist.worker", str(folder))
+            elastic_launch(cfg, sys.executable)("-m", "sluice.launch_worker", str(folder))
         except ChildFailedError as e:
             rank, f = min(e.failures.items(), key=lambda kv: kv[1].timestamp)
             failure = (rank, f.exitcode)

@@ -1,4 +1,4 @@
-"""One rank of a job the local launcher started (:mod:`sluice.dist.launch`): run it and
+"""One rank of a job the local launcher started (:mod:`sluice.launch`): run it and
 write the outcome where the launcher reads it. Jobs: ``cli`` (a ``sluice`` command line;
 rank 0 prints), ``queries`` (query texts on a data folder; rank 0 writes each result and,
 with ``analyze``, what every rank did) and ``bandwidth`` (the ranks' all-to-all rate)."""
@@ -62,7 +62,7 @@ def _failure(e: BaseException) -> dict:
         return {"error": "interrupted", "category": "interrupted"}
     err = e if isinstance(e, SluiceError) else InternalError(
         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    from sluice.dist.group import current_group
+    from sluice.ranks.group import current_group
     g = current_group()
     if g is not None:
         g.abort()
@@ -97,13 +97,13 @@ def _queries(job: dict, root: Path, rank: int) -> int:
 
 
 def _bandwidth(job: dict) -> dict:
-    from sluice.dist.bandwidth import measure
-    from sluice.dist.group import current_group
+    from sluice.ranks.bandwidth import measure
+    from sluice.ranks.group import current_group
     g = current_group()
     device = None
     if job.get("device", "cpu").startswith("cuda"):  # the NCCL data group, a GPU per rank
         import torch
-        from sluice.dist.group import device_for_rank
+        from sluice.ranks.group import device_for_rank
         device = device_for_rank(torch.device("cuda", 0), "cuda")
         torch.cuda.set_device(device)
     group = g.group if device is None else g.data_group(device)

@@ -46,13 +46,13 @@ def measure(group, sizes=SIZES, device: torch.device | None = None) -> dict[int,
 
 
 def main() -> None:
-    """``torchrun ... -m sluice.dist.bandwidth``: rank 0 prints the rates (bytes/s) as JSON."""
+    """``torchrun ... -m sluice.ranks.bandwidth``: rank 0 prints the rates (bytes/s) as JSON."""
     import json
 
-    from sluice.dist.group import current_group
+    from sluice.ranks.group import current_group
     g = current_group()
     if g is None:
-        raise SystemExit("run under torchrun: torchrun --nproc-per-node N -m sluice.dist.bandwidth")
+        raise SystemExit("run under torchrun: torchrun --nproc-per-node N -m sluice.ranks.bandwidth")
     rates = measure(g.group)
     if g.rank == 0:
         print(json.dumps({str(n): r for n, r in rates.items()}))
