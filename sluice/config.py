@@ -48,6 +48,14 @@ AREAS: dict[str, tuple[str, ...]] = {
 #: expect them). ``plan.rules`` checks each is one of its rules.
 OPTIONAL_RULES = ("push_semi_joins", "semi_join_reduction", "filter_shared_ctes", "sum_offsets",
                   "dependent_group_keys")
+#: The optimisation switches: each read through :meth:`Config.on` only (a test checks the source), so
+#: ``pipeline=blocking`` -- the papers' baseline -- turns every one of them off. Settings that pick
+#: a mechanism rather than switch an optimisation on (``kvikio``, ``page_dictionaries``,
+#: ``device_decompress``, ``keep_freed_memory``) are read directly.
+SWITCHES: tuple[str, ...] = (
+    "prefetch", "reader_combining", "metadata_cache", "integer_decimals", "plain_strings", "decode_in_task",
+    "pinned_memory", "copy_stream", "row_group_pruning", "stats_aggregates", "runtime_filters", "topk_filters",
+    "selective_filters", "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte")
 AREA_OF = {key: area for area, keys in AREAS.items() for key in keys}
 ENV_PREFIX = "SLUICE__"
 
@@ -91,7 +99,7 @@ class Config:
     pipeline: str = "overlapped"
     """``overlapped`` (default): storage reads, decoding, transfers and compute run at the same
     time. ``blocking``: the papers' baseline -- each scan reads its whole table synchronously,
-    then computes; every switch below is then off."""
+    then computes; every optimisation switch (:data:`SWITCHES`) is then off."""
 
     prefetch: bool = True
     """Read and decode row groups ahead of the consumer on the I/O pool (else: on demand, in
@@ -395,7 +403,10 @@ class Config:
         return dirs or [tempfile.gettempdir()]
 
     def on(self, switch: str) -> bool:
-        """Whether an optimisation switch is in effect (all are off when pipeline=blocking)."""
+        """Whether an optimisation switch (:data:`SWITCHES`) is in effect: all are off when
+        pipeline=blocking."""
+        if switch not in SWITCHES:
+            raise KeyError(f"{switch} is not an optimisation switch (config.SWITCHES)")
         return self.pipeline == "overlapped" and bool(getattr(self, switch))
 
     @classmethod

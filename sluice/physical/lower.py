@@ -69,9 +69,9 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_jo
         op = lower(plan, state)
         if state.distributed:
             op = placed(gather(op, state), state)
-        if cfg.runtime_filters:
+        if cfg.on("runtime_filters"):
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
-        if cfg.topk_filters:
+        if cfg.on("topk_filters"):
             attach_topk_filters(op)
         return op
     except SluiceError:
@@ -103,7 +103,7 @@ def _(plan: Scan, state):
         from sluice.exec.csv_scan import CsvScanOp
         return CsvScanOp(plan.table, dict(plan.columns), plan.filter, plan.outputs)
     groups = list(plan.table.row_groups)
-    kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.row_group_pruning else groups
+    kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.on("row_group_pruning") else groups
     pruned = len(groups) - len(kept)
     if state.distributed:  # this rank's share of the row groups
         scan = ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
@@ -209,7 +209,7 @@ def _(plan: Union, state):
 
 @_lower.register
 def _(plan: Aggregate, state):
-    if not state.distributed and state.world == 1 and state.config.stats_aggregates:
+    if not state.distributed and state.world == 1 and state.config.on("stats_aggregates"):
         answered = statistics_aggregate(plan)
         if answered is not None:
             return answered

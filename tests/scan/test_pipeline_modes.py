@@ -176,3 +176,54 @@ def test_tasks_decode_on_their_own_thread_when_each_thread_has_one(tpch_dir, con
     connect(tpch_dir, io_threads=2, chunk_rows=20000, scan_buffer_bytes=1 << 20,
             decode_in_task=on).sql("select sum(l_quantity) from lineitem").to_arrow()
     assert len(calls) > 3 and set(calls) == {True}
+
+
+def test_blocking_turns_every_optimisation_switch_off(tpch_dir, connect):
+    """``pipeline=blocking`` is the papers' baseline: no runtime or top-k filter, no row group
+    pruned, no aggregate answered from statistics (each was left on before: they were read
+    as plain settings, not through ``Config.on``)."""
+    from sluice.exec.operators import ScanOp
+    queries = {"join": "select count(*) from orders join lineitem on o_orderkey = l_orderkey where o_totalprice < 2000",
+               "topk": "select l_orderkey from lineitem order by l_orderkey desc limit 3",
+               "pruned": "select count(*) from lineitem where l_orderkey < 10",
+               "stats": "select max(l_orderkey) from lineitem"}
+    for name, sql in queries.items():
+        plans = {}
+        for pipeline in ("overlapped", "blocking"):
+            rel = connect(tpch_dir, pipeline=pipeline, chunk_rows=20000).sql(sql)
+            rel.to_arrow()
+            op, _ = rel.last_run
+            scans = [o for o in op.walk() if isinstance(o, ScanOp)]
+            plans[pipeline] = (sum(len(s.runtime_filters) for s in scans), sum(s.pruned for s in scans), len(scans))
+        on, off = plans["overlapped"], plans["blocking"]
+        assert off[0] == 0 and off[1] == 0, (name, off)
+        if name in ("join", "topk"):
+            assert on[0] > 0, (name, on)  # the switch does something when on
+        if name == "pruned":
+            assert on[1] > 0, (name, on)
+        if name == "stats":
+            assert on[2] == 0 and off[2] == 1, (name, plans)  # answered from the footers only when on
+
+
+def test_switches_are_read_one_way():
+    """Every optimisation switch is read through ``Config.on`` (so blocking turns it off); a
+    direct ``config.<switch>`` read anywhere in sluice/ fails here."""
+    import ast
+    from pathlib import Path
+
+    import sluice
+    from sluice.config import SWITCHES, Config
+    assert set(SWITCHES) <= set(Config.keys())
+    direct = []
+    for p in Path(sluice.__file__).parent.rglob("*.py"):
+        if p.name == "config.py":
+            continue
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.Attribute) and n.attr in SWITCHES and isinstance(n.ctx, ast.Load):
+                base = n.value
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                if name in ("config", "cfg"):
+                    direct.append(f"{p.name}:{n.lineno} {name}.{n.attr}")
+    assert not direct, direct
+    with pytest.raises(KeyError):
+        Config().on("chunk_rows")
