@@ -441,7 +441,8 @@ def run(argv: list[str] | None = None) -> int:
             if args.output and not Path(args.output).resolve().parent.exists():
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
             from sluice.launch import run_cli
-            return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs())
+            return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs(),
+                           con.config.dist_timeout_s)
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
             rel.to_arrow()

@@ -328,10 +328,14 @@ class Config:
     side stays where it is); above it both sides are partitioned by the keys. 0 always
     partitions, -1 always broadcasts (where the join allows it)."""
 
-    dist_timeout_s: int = 1800
-    """Seconds a rank waits in a collective before the query fails: a peer that neither answers
-    nor dies (hung). Long, because a rank legitimately waits while rank 0 alone finishes the
-    query (a final sort, writing the result); a peer that fails or dies ends the query at once."""
+    dist_timeout_s: int = 60
+    """Seconds a rank may show no sign of life before the query ends on every rank with one line
+    naming it: joining the job (a peer that never joins), then, watched over the job's store
+    (:mod:`sluice.ranks.liveness`), a rank that stops answering (stopped, unreachable) or is
+    busy with no progress -- no chunk out of any operator -- for this long (a read that never
+    returns). A rank waiting for its peers or for its caller is not hung, so ranks busy between
+    two collectives for longer are not failed; one operation that itself takes longer than this
+    is taken for a hang. A peer that fails or dies ends the query at once."""
 
     def __post_init__(self) -> None:
         if self.ranks < 1:

@@ -327,9 +327,9 @@ class Relation:
         if write is not None:
             job["write"] = list(write)
             status: dict = {}
-            run_job(c.config.ranks, job, c.config.spill_dirs(), status=status)
+            run_job(c.config.ranks, job, c.config.spill_dirs(), status=status, timeout_s=c.config.dist_timeout_s)
             return status["written"][0]
-        return run_job(c.config.ranks, job, c.config.spill_dirs())[0]
+        return run_job(c.config.ranks, job, c.config.spill_dirs(), timeout_s=c.config.dist_timeout_s)[0]
 
     def write(self, path: str | os.PathLike, fmt: str | None = None, progress=None) -> int:
         """Stream the result into a Parquet or CSV file (by ``fmt`` or the suffix), chunk by

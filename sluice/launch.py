@@ -20,6 +20,8 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -38,7 +40,8 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: dict | None = None) -> list[pa.Table]:
+def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: dict | None = None,
+            timeout_s: float = 60) -> list[pa.Table]:
     """Run ``job`` (see :mod:`sluice.launch_worker`) on ``ranks`` local ranks; rank 0's results
     (and its status into ``status``). Raises the first rank's error (as its own category), or
     RankFailed naming the rank."""
@@ -53,11 +56,15 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     folder = Path(tempfile.mkdtemp(prefix="sluice-ranks-"))
     try:
-        (folder / "job.json").write_text(json.dumps({**job, "launcher": os.getpid()}))
+        (folder / "job.json").write_text(json.dumps({**job, "launcher": os.getpid(), "timeout_s": timeout_s}))
         cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=ranks, run_id=f"sluice-{uuid.uuid4().hex[:8]}",
                            rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0", max_restarts=0,
                            monitor_interval=0.1, logs_specs=DefaultLogsSpecs(log_dir=str(folder / "logs")))
         failure = None
+        stop = threading.Event()
+        stopped: list[int] = []  # ranks the launcher stopped itself (not a cause to report)
+        reaper = threading.Thread(target=_stop_stragglers, args=(folder, ranks, stop, stopped), daemon=True)
+        reaper.start()
         try:
             elastic_launch(cfg, sys.executable)("-m", "sluice.launch_worker", str(folder))
         except ChildFailedError as e:
@@ -69,14 +76,25 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
             raise RankFailed(f"stopped by {signal.Signals(e.sigval).name}; the query stopped on every rank") from None
         except Exception as e:  # noqa: BLE001 - the launcher itself failed (rendezvous, spawn)
             raise RankFailed(f"could not start {ranks} ranks: {str(e).strip().splitlines()[0][:200]}") from None
+        finally:
+            stop.set()
+            reaper.join()
         statuses = {}
         for p in folder.glob("status-*.json"):
             statuses[int(p.stem.split("-")[1])] = json.loads(p.read_text())
         errors = {r: s for r, s in statuses.items() if "error" in s}
-        if failure is not None and failure[0] not in errors:
-            if spill_dirs:
-                from sluice.io.spill import clean_stale
-                clean_stale(spill_dirs)  # what the killed ranks left behind
+        if failure is not None and spill_dirs:
+            from sluice.io.spill import clean_stale
+            clean_stale(spill_dirs)  # what killed ranks left behind
+        came = {int(p.name.split("-")[1]) for p in folder.glob("joining-*")}
+        if len(came) < ranks and any("cannot join" in s["error"] for s in errors.values()):
+            missing = ", ".join(str(r) for r in range(ranks) if r not in came)
+            raise RankFailed(f"rank {missing} did not join the job within {timeout_s:g} s (dist_timeout_s); "
+                             "the query stopped on every rank")
+        lost = {r: s for r, s in errors.items() if "lost" in s}
+        if lost:  # the watchdog's line names the rank that hung (the launcher then stopped it)
+            raise RankFailed(lost[min(lost)]["error"].split(": ", 1)[1])
+        if failure is not None and failure[0] not in errors and failure[0] not in stopped:
             raise RankFailed(f"rank {failure[0]} {_exit_text(failure[1])}; the query stopped on every rank")
         if errors:
             raise _first_error(errors)
@@ -88,6 +106,41 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
                 for i in range(statuses[0].get("results", 0))]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: After a rank reported an error, the ranks still running get this long to end by themselves
+#: (a peer of a failed rank fails its next collective at once) before the launcher stops them:
+#: one that hangs (stopped, or blocked where nothing wakes it) would keep the job open forever.
+STRAGGLER_GRACE_S = 2.0
+
+
+def _stop_stragglers(folder: Path, ranks: int, stop: threading.Event, stopped: list[int]) -> None:
+    """Stop (SIGKILL) every rank still running :data:`STRAGGLER_GRACE_S` after the first error
+    status appeared in the job's folder, into ``stopped``; nothing while every rank is healthy."""
+    failed_at = None
+    while not stop.wait(0.1):
+        if failed_at is None:
+            for p in folder.glob("status-*.json"):
+                try:
+                    if "error" in json.loads(p.read_text()):
+                        failed_at = time.monotonic()
+                except (OSError, ValueError):
+                    continue
+            continue
+        if time.monotonic() - failed_at < STRAGGLER_GRACE_S:
+            continue
+        for r in range(ranks):
+            pid_file = folder / f"pid-{r}"
+            if (folder / f"status-{r}.json").exists() or not pid_file.exists():
+                continue
+            try:
+                pid = int(pid_file.read_text())
+                if str(folder).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():  # still that rank
+                    stopped.append(r)
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        return
 
 
 def _exit_text(code: int) -> str:
@@ -111,7 +164,7 @@ def _first_error(errors: dict[int, dict]) -> SluiceError:
     return cls(text if same or cls is RankFailed else f"{text} (rank {rank})")
 
 
-def run_cli(ranks: int, argv: list[str], spill_dirs: list[str] | None = None) -> int:
+def run_cli(ranks: int, argv: list[str], spill_dirs: list[str] | None = None, timeout_s: float = 60) -> int:
     """``sluice query ... --ranks N``: the same command on N ranks; rank 0 prints."""
-    run_job(ranks, {"kind": "cli", "argv": argv}, spill_dirs)
+    run_job(ranks, {"kind": "cli", "argv": argv}, spill_dirs, timeout_s=timeout_s)
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -17,8 +18,22 @@ def main(folder: str) -> int:
     job = json.loads((root / "job.json").read_text())
     _die_with(job.get("launcher"))
     rank = int(os.environ.get("RANK", "0"))
+    (root / f"pid-{rank}").write_text(str(os.getpid()))  # the launcher stops a rank left hanging
     status: dict = {}
+    # Ctrl-C while torch loads raised KeyboardInterrupt inside pybind11's import machinery, which
+    # ends the process with a C++ "terminate called" on stderr: held until the imports are done.
+    held: list = []
+    signal.signal(signal.SIGINT, lambda *_: held.append(1))
     try:
+        import torch  # noqa: F401 - loaded here, with Ctrl-C held
+        from sluice import cli  # noqa: F401
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if held:
+            raise KeyboardInterrupt
+        _write_status_when_lost(root, rank)
+        from sluice.ranks.group import current_group
+        (root / f"joining-{rank}").write_text("")  # the launcher names a rank that never came to join
+        current_group(job.get("timeout_s", 60))
         if job["kind"] == "cli":
             from sluice.cli import run
             run(job["argv"])  # errors raise: a cli run's own exit code is not used here
@@ -32,11 +47,30 @@ def main(folder: str) -> int:
         except BaseException:  # noqa: BLE001 - e.g. interrupted mid-import: still one status, no traceback
             status = {"error": "interrupted" if isinstance(e, KeyboardInterrupt) else
                       f"internal error: {type(e).__name__}", "category": "internal error"}
+    _write_status(root, rank, status)
+    sys.stdout.flush()
+    os._exit(0)  # the status file says how it went (the launcher would report a non-zero exit as a crash)
+
+
+def _write_status(root: Path, rank: int, status: dict) -> None:
     tmp = root / f".status-{rank}.json"
     tmp.write_text(json.dumps(status))
     tmp.rename(root / f"status-{rank}.json")
-    sys.stdout.flush()
-    os._exit(0)  # the status file says how it went (the launcher would report a non-zero exit as a crash)
+
+
+def _write_status_when_lost(root: Path, rank: int) -> None:
+    """When the ranks' watchdog finds a rank lost or hung (:mod:`sluice.ranks.liveness`), this
+    rank's status names it and the process ends (its main thread may be blocked in a
+    collective that nothing wakes); the launcher stops whatever rank is still hanging."""
+    from sluice.errors import RankFailed
+    from sluice.ranks import group
+
+    def lost(line: str, lost_rank: int) -> None:
+        _write_status(root, rank, {"error": f"{RankFailed.category}: {line}", "category": RankFailed.category,
+                                   "lost": lost_rank})
+        sys.stdout.flush()
+        os._exit(3)
+    group.ON_LOST = lost
 
 
 def _die_with(launcher: int | None) -> None:
@@ -45,7 +79,6 @@ def _die_with(launcher: int | None) -> None:
     if launcher is None or not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -62,8 +95,8 @@ def _failure(e: BaseException) -> dict:
         return {"error": "interrupted", "category": "interrupted"}
     err = e if isinstance(e, SluiceError) else InternalError(
         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    from sluice.ranks.group import current_group
-    g = current_group()
+    from sluice.ranks.group import joined_group
+    g = joined_group()  # (a rank that failed to join must not try again here)
     if g is not None:
         g.abort()
     return {"error": str(err), "category": err.category}

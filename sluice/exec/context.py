@@ -25,6 +25,7 @@ from sluice.io.memory import MemoryPool, default_device_limit, default_host_limi
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.spill import SpillManager
 from sluice.metrics import OperatorStats, Recorder
+from sluice.ranks import liveness
 
 
 @dataclass(eq=False)
@@ -179,6 +180,7 @@ def timed(gen, st: OperatorStats, recorder=None, device: torch.device | None = N
             recorder.add("operator", t0, t1, 0, st.name)
         if device is not None:
             check_device(chunk, device, st.name)
+        liveness.tick()  # progress, for the ranks' watchdog (nothing outside a job)
         st.rows += chunk.num_rows
         st.chunks += 1
         st.nbytes += chunk_nbytes(chunk)

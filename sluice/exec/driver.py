@@ -13,6 +13,7 @@ from sluice.exec.context import ExecContext
 from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges, wire_of
 from sluice.exec.operators import Operator
 from sluice.arrow import column_to_arrow
+from sluice.ranks import liveness
 from sluice.types import to_arrow
 
 
@@ -25,7 +26,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
     """Run the plan, yielding each output chunk as an Arrow batch (strings decoded) as soon as
     it is produced; value checks deferred on a GPU are read before the run ends."""
     arrow_schema = result_schema(names, out_names, schema)
-    with deferred_checks() as checks:
+    with liveness.armed(), deferred_checks() as checks:
         try:
             if ctx.dist is not None:  # the same exchanges and shares on every rank, or none runs
                 ctx.dist.check_same_plan(f"{plan_fingerprint(op)}\nwire={wire_of(ctx)} on {ctx.device.type}")
@@ -34,7 +35,8 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
                 run_exchanges(op, ctx)  # every stage that moves rows, children first
             for chunk in op.stream(ctx):
                 arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
-                yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+                with liveness.waiting():  # the caller's time (a terminal, a file) is not a hang here
+                    yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
             if ctx.dist is not None:  # per-rank counts to rank 0 (and every rank finished)
                 ctx.rank_stats.extend(ctx.dist.gather_objects(rank_summary(op, ctx)) or ())
         except BaseException:

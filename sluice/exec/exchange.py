@@ -43,6 +43,7 @@ from sluice.exec.materialize import Materializer
 from sluice.exec.operators import Operator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
+from sluice.ranks import liveness
 
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
@@ -248,9 +249,10 @@ class ExchangeOp(Operator):
         from sluice.ranks.tensor_wire import unpack
         from sluice.ranks.wire import bytes_to_chunks
         t0 = time.perf_counter()
-        rnd.work.wait()
-        if rnd.device is not None:  # on CUDA (NCCL) this orders the stream, the host goes on
-            rnd.device.work.wait()
+        with liveness.waiting():
+            rnd.work.wait()
+            if rnd.device is not None:  # on CUDA (NCCL) this orders the stream, the host goes on
+                rnd.device.work.wait()
         t1 = time.perf_counter()
         st.network_s += t1 - t0
         nbytes = int(rnd.out.numel()) + (int(rnd.device.out.numel()) if rnd.device is not None else 0)
@@ -321,7 +323,10 @@ class _Round(NamedTuple):
 
 def _all_to_all(out, inp, group, out_splits=None, in_splits=None, async_op: bool = False):
     import torch.distributed as dist
-    return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group, async_op=async_op)
+    if async_op:
+        return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group, async_op=True)
+    with liveness.waiting():
+        return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group)
 
 
 def exchanges_in_order(root: Operator) -> list[ExchangeOp]:

@@ -24,6 +24,7 @@ import torch
 from sluice.chunk import Column
 from sluice.kernels.keys import GOLDEN, bit_set, packed_bits
 from sluice.metrics import fmt_bytes
+from sluice.ranks import liveness
 
 _MAX_BITS = 1 << 24
 _COUNTS = threading.Lock()
@@ -288,6 +289,10 @@ class RuntimeFilter:
         the lows, max of the highs) and Bloom bits (OR), sized by the keys of all ranks, then
         publish the same filter on every rank. Collectives: every rank calls this in the same
         order (the exchange stage that feeds it)."""
+        with liveness.waiting():
+            self._merge_across(group)
+
+    def _merge_across(self, group) -> None:
         import numpy as np
         import torch.distributed as dist
         self._settle()

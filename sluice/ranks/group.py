@@ -4,10 +4,13 @@ local launcher, :mod:`sluice.launch`) sets -- ``RANK``, ``WORLD_SIZE``,
 rendezvous is PyTorch's (c10d), the transport its backends: gloo for control (counts, plan
 fingerprints, host bytes) and, on CUDA, an NCCL group for the exchange's device bytes.
 
-Collectives have a finite timeout (``dist_timeout_s``): a peer that hangs ends the query with
-an error instead of a hang; a peer that dies closes its sockets and the next collective fails
-at once. On any failure the group is aborted, not destroyed (``destroy_process_group`` can
-hang after a peer died).
+Joining waits at most ``dist_timeout_s`` for every peer (a peer lost before it joins ends the
+others then). Once joined, a watchdog (:mod:`sluice.ranks.liveness`) ends the query on every
+rank when one stops answering or makes no progress for ``dist_timeout_s``; the collectives'
+own timeout is only a backstop (:data:`COLLECTIVE_BACKSTOP_S`), so ranks busy between two
+collectives for longer than that are not failed. A peer that dies closes its sockets and the
+next collective fails at once. On any failure the group is aborted, not destroyed
+(``destroy_process_group`` can hang after a peer died).
 """
 
 from __future__ import annotations
@@ -15,11 +18,32 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 
 import torch
 
 from sluice.errors import RankFailed
+from sluice.ranks import liveness
+
+#: The collectives' own timeout once the watchdog runs: it only catches what the watchdog
+#: cannot see (a rank whose watchdog thread runs while its collective never completes).
+COLLECTIVE_BACKSTOP_S = 1800
+
+#: What a rank does when the watchdog finds a rank lost: the local launcher's worker writes its
+#: status first (:mod:`sluice.launch_worker`); by default the line goes to stderr and the
+#: process ends -- a thread blocked in a collective cannot be woken by an exception.
+ON_LOST = None
+
+
+def _on_lost(line: str, rank: int) -> None:
+    if ON_LOST is not None:
+        ON_LOST(line, rank)
+    import sys
+    try:
+        print(f"{RankFailed.category}: {line}", file=sys.stderr, flush=True)
+    finally:
+        os._exit(1)
 
 
 def in_torchrun() -> bool:
@@ -48,7 +72,8 @@ class DistGroup:
         if self._data is None:
             import torch.distributed as dist
             try:
-                self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
+                with liveness.waiting():
+                    self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
             except Exception as e:  # noqa: BLE001 - no NCCL in this build, or it failed to start
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise RankFailed(f"rank {self.rank} cannot start NCCL for the exchange: {msg[:160]} "
@@ -67,7 +92,8 @@ class DistGroup:
         digest = hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
         out: list = [None] * self.world
         try:
-            dist.all_gather_object(out, digest, group=self.group)
+            with liveness.waiting():
+                dist.all_gather_object(out, digest, group=self.group)
         except Exception as e:  # noqa: BLE001 - a peer is gone
             raise self.fail(e) from None
         if len(set(out)) != 1:
@@ -80,7 +106,8 @@ class DistGroup:
         import torch.distributed as dist
         out: list = [None] * self.world
         try:
-            dist.all_gather_object(out, obj, group=self.group)
+            with liveness.waiting():
+                dist.all_gather_object(out, obj, group=self.group)
         except Exception as e:  # noqa: BLE001
             raise self.fail(e) from None
         return out if self.rank == 0 else None
@@ -100,6 +127,12 @@ class DistGroup:
 _GROUP: DistGroup | None = None
 
 
+def joined_group() -> DistGroup | None:
+    """The group this process has joined, if any -- never a join (an error path must not wait
+    for peers that are gone)."""
+    return _GROUP
+
+
 def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     """This process's group (joined on first use) when it runs under torchrun; else None."""
     global _GROUP
@@ -109,14 +142,41 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
         return None
     import torch.distributed as dist
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    store = None
     if not dist.is_initialized():
         try:  # control and host bytes over gloo; DistGroup.data_group adds NCCL on CUDA
-            dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
+            store, rank, world = _arrive(timeout_s)
+            backstop = datetime.timedelta(seconds=max(COLLECTIVE_BACKSTOP_S, timeout_s))
+            dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=backstop)
+        except RankFailed:
+            raise
         except Exception as e:  # noqa: BLE001 - the rendezvous failed: one line
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise RankFailed(f"cannot join the ranks of this job: {msg[:200]}") from None
     _GROUP = DistGroup(dist.get_rank(), world, dist.group.WORLD, timeout_s)
+    if store is not None:
+        _GROUP.timeout_s = max(COLLECTIVE_BACKSTOP_S, timeout_s)
+        liveness.watch(store, _GROUP.rank, world, timeout_s, _on_lost)
     return _GROUP
+
+
+def _arrive(timeout_s: float):
+    """The job's store (PyTorch's env:// rendezvous: torchrun's agent store or MASTER_ADDR/PORT)
+    and a wait of at most ``timeout_s`` until every rank has arrived at it: joining is bounded
+    by ``timeout_s``, while the group's collectives get the backstop (the watchdog watches them)."""
+    import torch.distributed as dist
+    store, rank, world = next(dist.rendezvous("env://", timeout=datetime.timedelta(seconds=timeout_s)))
+    store.add(_ARRIVED, 1)
+    deadline = time.monotonic() + timeout_s
+    while (n := store.add(_ARRIVED, 0)) < world:
+        if time.monotonic() > deadline:
+            raise RankFailed(f"cannot join the ranks of this job: {n} of {world} ranks arrived within "
+                             f"{timeout_s:g} s (dist_timeout_s)")
+        time.sleep(0.05)
+    return store, rank, world
+
+
+_ARRIVED = "sluice/arrived"
 
 
 def device_for_rank(device: torch.device, setting: str = "cuda") -> torch.device:

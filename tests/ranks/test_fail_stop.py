@@ -210,3 +210,63 @@ def test_ctrl_c_stops_every_rank(tpch_spread, tmp_path):
     time.sleep(0.5)
     assert _procs_with(mark) == []
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("sluice-")] == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
+def test_a_rank_that_hangs_ends_the_job_within_the_timeout(tpch_spread, tmp_path):
+    """A rank stopped mid-query (SIGSTOP: it neither answers nor dies) ended nothing before: its
+    peer timed out after dist_timeout_s (then 30 minutes), wrote its status and exited 0, and the
+    launcher waited for the stopped rank forever. Now the watchdog names it within the timeout,
+    the launcher stops it, and nothing is left behind."""
+    mark = uuid.uuid4().hex
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = _launch_two_ranks(tpch_spread, tmp, mark, "--set", f"spill_dir={spill}", "--set", "force_spill=true",
+                             "--set", "dist_timeout_s=4")
+    pid = None
+    try:
+        pid = _rank_pid(mark, 1)
+        assert pid is not None, "rank 1 never started"
+        time.sleep(2.5)
+        assert proc.poll() is None, "the query ended before rank 1 could be stopped"
+        stopped_at = time.time()
+        os.kill(pid, signal.SIGSTOP)
+        out, err = proc.communicate(timeout=60)
+        took = time.time() - stopped_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _procs_with(mark):
+            os.kill(p, signal.SIGKILL)
+    assert proc.returncode != 0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "rank 1 stopped answering for 4 s" in lines[0], lines[0]
+    assert out == ""
+    assert took < 4 + 15, f"the job took {took:.1f}s to stop"
+    time.sleep(0.5)
+    assert _procs_with(mark) == [], "processes left behind"
+    assert list(spill.iterdir()) == [], "spill folders left behind"
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("sluice-")] == [], "job folders left behind"
+
+
+def test_a_peer_that_never_joins_ends_the_rank_within_the_timeout(tpch_spread, tmp_path):
+    """One rank of a job of two whose peer never comes (lost before it joins): one line after
+    about dist_timeout_s, not a wait of 30 minutes in the store."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**_env(tmp_path, uuid.uuid4().hex), "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    t = time.time()
+    res = subprocess.run(_sluice("query", "--data", str(tpch_spread), "--device", "cpu", "--set", "dist_timeout_s=3",
+                                 "select count(*) from nation"), capture_output=True, text=True, timeout=120, env=env)
+    took = time.time() - t
+    assert res.returncode == 1, res.stderr
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot join the ranks of this job" in lines[0], res.stderr
+    assert took < 3 + 20, took
