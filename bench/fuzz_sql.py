@@ -2,7 +2,10 @@
 empty strings and several row groups, run by sluice (each under a random one of several
 settings: default, tiny chunks, forced spilling, staging and pushdown scans, the torch decoder
 over tables written per seed as dictionary, plain or delta pages) and by DuckDB;
-prints every query whose answers differ, or that sluice fails on while DuckDB answers.
+prints every query whose answers differ, that sluice fails on while DuckDB answers, or that
+sluice answers while DuckDB raises an overflow (``ANSWERED``: DuckDB's overflow errors are
+sluice's too; ``narrow_query`` writes arithmetic of narrow integers at their ends with small
+integer literals, which DuckDB types as the column's type where they fit).
 
     python bench/fuzz_sql.py SEED [QUERIES] [-v]     # -v: also DuckDB's own rejections
     python bench/fuzz_sql.py SEED [QUERIES] --ranks 3  # also every query on 2..3 local ranks
@@ -175,6 +178,52 @@ def mk_minmax(n, rising):
                      "dt": pa.array([None if r[2] is None else dt.date(2000, 1, 1) + dt.timedelta(days=r[2]) for r in rows], pa.date32())})
 pq.write_table(mk_minmax(120, False), root/"mm.parquet", row_group_size=_MR.choice([7, 10, 13]))  # MAX skips
 pq.write_table(mk_minmax(120, True), root/"mr.parquet", row_group_size=_MR.choice([7, 10, 13]))   # MIN skips
+
+# Narrow integers near their ends (z): arithmetic with small integer literals, which DuckDB types
+# as the column's type where they fit (INTEGER_LITERAL: i8 + 1 overflows at 127, i8 + 1000 is an
+# INTEGER) and INTEGER * INTEGER an INTEGER -- sluice once answered 128 where DuckDB raises. Half
+# the rows sit at or next to an end (in some row groups none do), the rest small.
+_ZR = random.Random(60_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_ZENDS = {"i8": (pa.int8(), 127), "i16": (pa.int16(), 32767), "i32": (pa.int32(), 2 ** 31 - 1), "i64": (pa.int64(), 2 ** 63 - 1)}
+def mk_narrow(n):
+    def val(hi, j):
+        if _ZR.random() < .1: return None
+        if j // 20 % 2 and _ZR.random() < .6: return _ZR.choice([hi, hi - 1, hi - 2, -hi - 1, -hi, -hi + 1, hi // 2, -hi // 2])
+        return _ZR.randint(-20, 20)
+    return pa.table({"k": pa.array([j % 3 for j in range(n)], pa.int32()), "o": pa.array(range(n), pa.int64()),
+                     **{c: pa.array([val(hi, j) for j in range(n)], t) for c, (t, hi) in _ZENDS.items()}})
+pq.write_table(mk_narrow(80), root/"z.parquet", row_group_size=20)
+ZCOLS = [f"z.{c}" for c in _ZENDS]
+ZLITS = ["0", "1", "2", "3", "-1", "-2", "7", "100", "127", "128", "-128", "-129", "255", "1000", "32767", "32768",
+         "-32768", "40000", "2147483647", "2147483648", "-2147483648", "3000000000", "(1)", "- 1", "1::integer",
+         "1::tinyint", "2::smallint", "1::bigint", "(1 + 1)"]
+def narrow_expr(depth=0):
+    c = R.random()
+    if depth > 1 or c < .3: return R.choice(ZCOLS)
+    if c < .75:
+        a, b = narrow_expr(depth + 1), R.choice(ZLITS) if R.random() < .8 else narrow_expr(depth + 1)
+        if R.random() < .3: a, b = b, a
+        return f"({a} {R.choice(['+', '-', '*', '//', '%'])} {b})"
+    if c < .8: return f"(-{narrow_expr(depth + 1)})"
+    if c < .85: return f"abs({narrow_expr(depth + 1)})"
+    if c < .92: return f"coalesce({R.choice(ZCOLS)}, {R.choice(ZLITS)})"
+    return f"case when z.k = {R.randint(0, 2)} then {narrow_expr(depth + 1)} else {R.choice(ZLITS)} end"
+def narrow_query():
+    """Narrow integer columns at their ends with small integer literals (overflow or widening,
+    as DuckDB types the literal); DuckDB's overflow errors must be sluice's too (checked below)."""
+    where = R.choice(["", "", f" where z.k = {R.randint(0, 2)}", " where z.o < 20", " where z.o >= 20 and z.o < 40",
+                      # x + c1 op c2 is x op c2 - c1 in both (DuckDB moves the constant: no overflow)
+                      f" where {R.choice(ZCOLS)} {R.choice(['+', '-'])} {R.choice(['1', '2', '100'])} {R.choice(['<', '>=', '=', '<>'])} {R.choice(['0', '5', '-3'])}",
+                      f" where {narrow_expr()} {R.choice(['<', '>=', '=', '<>'])} z.k",
+                      # an integer with a decimal: exact at any magnitude (i64 < 1.5 was refused)
+                      f" where {R.choice(ZCOLS)} {R.choice(['<', '>=', '=', '<>'])} {R.choice(['1.5', '-0.5', '2.0', '126.9', '-128.0'])}"])
+    k = R.random()
+    if k < .5:
+        return f"select z.o, {', '.join(narrow_expr() for _ in range(R.randint(1, 3)))} from z{where}"
+    if k < .85:  # (grouped: DuckDB's sum rewriter answers an ungrouped SUM(x + c) however x + c overflows)
+        aggs = ", ".join(f"{R.choice(['sum', 'min', 'max', 'avg', 'count'])}({narrow_expr()})" for _ in range(R.randint(1, 3)))
+        return f"select z.k, {aggs} from z{where} group by z.k"
+    return f"select count(*) from z where {narrow_expr()} {R.choice(['<', '>', '=', '<>'])} {R.choice(ZCOLS)}"
 
 NUM = ["a", "b", "g", "d", "f"]
 INTS = ["a", "b", "g"]
@@ -429,6 +478,7 @@ def string_minmax_query():
 
 
 def query():
+    if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
     if R.random() < 0.03: return string_minmax_query()
@@ -540,6 +590,8 @@ def duck_fails_without_limit(q):
 
 fails = 0
 internal = 0
+overflows = 0  # DuckDB raised an overflow where sluice answered (counted in fails too)
+overflow_errors = 0  # both raised
 dskip = 0
 answered: list[tuple[str, pa.Table]] = []  # (query, DuckDB's answer) for the ranks pass
 for i in range(N):
@@ -548,9 +600,12 @@ for i in range(N):
         theirs = duck.sql(q).arrow()
         theirs = theirs.read_all() if hasattr(theirs, 'read_all') else theirs
     except Exception as e:
-        dskip+=1
-        if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
-        continue
+        if "Out of Range" in str(e) or "Overflow" in str(e):  # an overflow must be sluice's error too
+            theirs = e
+        else:
+            dskip+=1
+            if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
+            continue
     try:
         ci = R.randrange(len(cons))
         if " from m" in q and R.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
@@ -569,7 +624,13 @@ for i in range(N):
         for name, value in (FIRST_BYTE_FORCED if CFG[ci].get("_first_byte") else FIRST_BYTE).items():
             setattr(aggregates, name, value)
         ours = con.sql(q).to_arrow()
+        if isinstance(theirs, Exception):  # DuckDB overflowed, sluice answered
+            fails += 1; overflows += 1
+            print("ANSWERED", CFG[ci], "DuckDB:", str(theirs).splitlines()[0][:150], "\n   ", q); continue
     except Exception as e:
+        if isinstance(theirs, Exception) and isinstance(e, sluice.errors.ExecutionError):
+            overflow_errors += 1; continue  # both raise
+
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if msg.startswith("unsupported") or "unsupported" in msg[:40]:
             print("UNSUP", msg[:150], "|", q[:200]); continue
@@ -620,5 +681,6 @@ if RANKS > 1:  # the same queries on several ranks: one job per batch, a query a
             except AssertionError as e:
                 fails += 1
                 print("WRONG ranks", ranks, cfg, str(e)[:400], "\n   ", q)
-print("done", N, "fails", fails, "internal", internal, "duck-rejected", dskip)
+print("done", N, "fails", fails, "internal", internal, "duck-rejected", dskip, "answered-overflow", overflows,
+      "both-overflow", overflow_errors)
 shutil.rmtree(root, ignore_errors=True)

@@ -11,7 +11,7 @@ from sluice.expr.evaluate import evaluate_constant
 from sluice.expr.functions import lookup
 from sluice.expr.functions.cast import coerce  # noqa: F401 - a constructor too
 from sluice.expr.nodes import *  # noqa: F401,F403 - the node types beside their constructors
-from sluice.expr.nodes import Expr, Func, Lit
+from sluice.expr.nodes import Expr, Func, Lit, settle_literals
 
 
 def _fold(e: Func) -> Expr:
@@ -38,7 +38,48 @@ def make_arith(op: str, a: Expr, b: Expr) -> Expr:
 
 
 def make_compare(op: str, a: Expr, b: Expr) -> Expr:
-    return make_func(op, [a, b])
+    return _move_constant(make_func(op, [a, b]))
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
+
+
+def _move_constant(e: Expr) -> Expr:
+    """``x + c1 op c2`` as ``x op c2 - c1`` (and ``c1 + x``, ``x - c1``, ``c1 - x``) over one
+    integer type, where ``c2 - c1`` is a value of it -- DuckDB's optimizer moves the constant so
+    (MoveConstantsRule), and ``i8 + 1 > 0`` is no overflow there at 127: the same rows, and the
+    same (absent) error. Not under a cast (``i8 + 1 > 1000`` compares INTEGERs) nor for BETWEEN
+    and IN, which DuckDB leaves alone too."""
+    if not (isinstance(e, Func) and e.op in _FLIP and len(e.args) == 2):
+        return e
+    op, (a, b) = e.op, e.args
+    if isinstance(a, Lit):
+        a, b, op = b, a, _FLIP[op]
+    if not (isinstance(b, Lit) and b.value is not None and b.type.is_integer and isinstance(a, Func)
+            and a.op in ("+", "-") and a.type == b.type and len(a.args) == 2):
+        return e
+    x, c1 = a.args
+    if isinstance(x, Lit) == isinstance(c1, Lit) or any(v.type != b.type for v in a.args):
+        return e
+    if a.op == "+":
+        if isinstance(x, Lit):
+            x, c1 = c1, x
+        if c1.value is None:
+            return e
+        v = b.value - c1.value
+    elif isinstance(c1, Lit):  # x - c1 op c2: x op c2 + c1
+        if c1.value is None:
+            return e
+        v = b.value + c1.value
+    else:  # c1 - x op c2: x flip(op) c1 - c2
+        x, c1 = c1, x
+        if c1.value is None:
+            return e
+        v, op = c1.value - b.value, _FLIP[op]
+    bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[b.type.kind]
+    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+        return e
+    return _move_constant(make_func(op, [x, Lit(v, b.type)]))
 
 
 def make_bool(op: str, args: list[Expr]) -> Expr:
@@ -54,6 +95,11 @@ def make_not(a: Expr) -> Expr:
 
 def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     """The function ``op`` of ``args``: its definition (:mod:`sluice.expr.functions`) checks the
-    types, may insert implicit casts and gives the result type; constants are folded."""
-    args, t = lookup(op).bind(list(args), params)
+    types, may insert implicit casts and gives the result type; constants are folded. Where
+    the arguments meet at one type, integer literals among them first take the others' integer
+    type when they fit it (``i8 + 1`` is a TINYINT: :func:`sluice.expr.nodes.settle_literals`)."""
+    fn = lookup(op)
+    if fn.operands:
+        args = settle_literals(list(args))
+    args, t = fn.bind(list(args), params)
     return _fold(Func(op, tuple(args), t, params))

@@ -8,7 +8,7 @@ the plan's internal (unique) column names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from sluice.types import BOOL, INT32, LType, supertype
@@ -43,10 +43,17 @@ class Col(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Lit(Expr):
-    """A constant: None (NULL), bool, int, float, str, or a scaled int for decimals/dates."""
+    """A constant: None (NULL), bool, int, float, str, or a scaled int for decimals/dates.
+
+    ``integer_literal``: an integer as the SQL text writes it (``1``, ``-128``), DuckDB's
+    INTEGER_LITERAL: typed INTEGER (BIGINT past 32 bits) on its own, it takes the integer type
+    of the operands it meets where its value fits that type (:func:`settle_literals`). A
+    constant computed (``1 + 1``) or cast (``1::INTEGER``) has its type. It takes no part in
+    equality: the same value of the same type is the same constant."""
 
     value: Any
     type: LType
+    integer_literal: bool = field(default=False, compare=False, repr=False)
 
     def __str__(self) -> str:
         if self.value is None:
@@ -95,10 +102,37 @@ COMPARE = ("=", "<>", "<", "<=", ">", ">=")
 BINARY_OPS = ARITH + COMPARE + ("and", "or")
 
 
+def settle_literals(exprs: list[Expr]) -> list[Expr]:
+    """Operands that meet at one type (arithmetic, comparisons, CASE's values, COALESCE, ...)
+    with DuckDB's integer literals settled: an integer as written (``Lit.integer_literal``)
+    takes the integer type the other numeric operands meet at where its value fits it, so
+    ``i8 + 1`` is a TINYINT (127 + 1 overflows) and ``i16 * 2`` a SMALLINT; one that does not
+    fit keeps its INTEGER / BIGINT (``i8 + 1000`` is an INTEGER), and so do literals among
+    decimals, floats or no typed operand at all (``1 + 1``). Booleans (a CASE's conditions)
+    and non-numbers take no part."""
+    loose = [i for i, e in enumerate(exprs) if isinstance(e, Lit) and e.integer_literal and e.value is not None]
+    if not loose:
+        return exprs
+    typed = [e.type for e in exprs if e.type.is_numeric and not (isinstance(e, Lit) and (e.integer_literal or e.value is None))]
+    if not typed:
+        return exprs
+    t = supertype(typed, "operands")
+    if not t.is_integer:
+        return exprs
+    bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[t.kind]
+    out = list(exprs)
+    for i in loose:
+        if -(1 << (bits - 1)) <= exprs[i].value < (1 << (bits - 1)):
+            out[i] = Lit(exprs[i].value, t)
+    return out
+
+
 def common_type(exprs: list[Expr], what: str = "branches") -> LType:
     """The type a CASE's branches, COALESCE's arguments or a VALUES column meet at
     (:func:`sluice.types.supertype`); NULLs and string constants take the others' type, as
-    DuckDB's untyped literals do (``coalesce(x, '12')`` over an INTEGER x is an INTEGER)."""
+    DuckDB's untyped literals do (``coalesce(x, '12')`` over an INTEGER x is an INTEGER), and
+    integer literals that fit it too (:func:`settle_literals`: ``coalesce(i8, 1)`` is a TINYINT)."""
+    exprs = settle_literals(exprs)
     ts = [e.type for e in exprs if not (isinstance(e, Lit) and e.value is None)]
     if not ts:
         return INT32

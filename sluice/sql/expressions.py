@@ -125,8 +125,10 @@ class Expressions:
     def _x_neg(self, n, ctx):
         inner = n.this
         if isinstance(inner, exp.Literal) and not inner.is_string and inner.this == str(2 ** 63):
-            return Lit(-2 ** 63, INT64)  # BIGINT's least value, whose magnitude is no BIGINT
+            return Lit(-2 ** 63, INT64, integer_literal=True)  # BIGINT's least value, whose magnitude is no BIGINT
         a = self.expr(n.this, ctx)
+        if isinstance(a, Lit) and a.integer_literal:  # -128 is an integer literal too, as in DuckDB
+            return Lit(-a.value, a.type, integer_literal=True)
         return E.make_func("neg", [a])
 
     def _binary(self, op, n, ctx):
@@ -242,7 +244,8 @@ class Expressions:
         hi = self.expr(n.args["high"], ctx)
         a1, lo = _coerce_compare(a, lo)
         a2, hi = _coerce_compare(a, hi)
-        return E.make_bool("and", [E.make_compare(">=", a1, lo), E.make_compare("<=", a2, hi)])
+        # (make_func: DuckDB moves no constant out of a BETWEEN's operand, E.make_compare does)
+        return E.make_bool("and", [E.make_func(">=", [a1, lo]), E.make_func("<=", [a2, hi])])
 
     @handles(exp.CurrentDate, exp.CurrentTimestamp)
     def _x_now(self, n, ctx):
@@ -536,8 +539,8 @@ class Expressions:
         if isinstance(a, Lit) and a.value is None:
             return Lit(None, t)
         precision = decimal_precision(n.args["to"])
-        if a.type == t and precision is None:
-            return a
+        if a.type == t and precision is None:  # (a literal cast has its type: 1::INTEGER stays one)
+            return Lit(a.value, t) if isinstance(a, Lit) else a
         op = "try_cast" if isinstance(n, exp.TryCast) else "cast"
         return E.make_func(op, [a], (t, precision) if precision is not None else (t,))
 

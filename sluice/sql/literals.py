@@ -76,7 +76,9 @@ def literal(n: exp.Literal) -> Lit:
     v = int(text)
     if not -(2**63) <= v < 2**63:
         raise UnsupportedError(f"integer constant {text} beyond 64 bits")
-    return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64)
+    # DuckDB's INTEGER_LITERAL: INTEGER (BIGINT past 32 bits), or the integer type of what it
+    # meets where it fits (sluice.expr.nodes.settle_literals)
+    return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64, integer_literal=True)
 
 
 def sql_type(dt_node: exp.DataType) -> LType:

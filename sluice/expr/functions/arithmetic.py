@@ -68,9 +68,7 @@ def bind_arith(op: str):
             return [a, b], decimal(ta.scale + tb.scale, p if p <= 38 else 0)
         if op == "*" and (ta.kind == "decimal") != (tb.kind == "decimal") and not (ta.is_float or tb.is_float):
             return [a, b], decimal(max(ta.scale, tb.scale))
-        t = common_numeric(ta, tb)
-        if t.kind == "int32" and op == "*":
-            t = INT64
+        t = common_numeric(ta, tb)  # INTEGER * INTEGER too, overflowing as in DuckDB
         if t.kind == "decimal" and op in ("+", "-") and t.precision:
             t = decimal(t.scale, t.precision + 1 if t.precision < 38 else 0)  # room for the carry
         # (every operation here converts both operands to t: numeric_pair in arith)
@@ -97,7 +95,7 @@ def _trimmed(e):
 
 
 def _register_arith(op: str):
-    register(op, bind=bind_arith(op))(arith)
+    register(op, bind=bind_arith(op), operands=True)(arith)
 
 
 def arith(e, args, chunk) -> Column:

@@ -56,7 +56,7 @@ def compare(e, args, chunk) -> Column:
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
     if a.type.is_temporal or a.type.kind == "interval" or (a.type.kind == "bool" and b.type.kind == "bool"):
         x, y = a.data, b.data
-    elif a.type.kind == "decimal" and b.type.kind == "decimal" and a.type.scale != b.type.scale:
+    elif _scaled_apart(a.type, b.type):
         return Column(_compare_scaled(e.op, a, b), BOOL, valid)
     else:
         x, y = numeric_pair(a, b, common_numeric(a.type, b.type))
@@ -76,8 +76,19 @@ def _compare_floats(op: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _from_lt_eq(op, (x < y) | (ny & ~nx), (x == y) | (nx & ny))
 
 
+def _scaled_apart(ta, tb) -> bool:
+    """Decimals of two scales, or an integer (scale 0) and a decimal of a scale: compared
+    exactly by :func:`_compare_scaled`. DuckDB meets them at a decimal of up to 38 digits;
+    sluice's are 64-bit, and a BIGINT scaled up to the decimal's scale left 64 bits
+    (``i64 < 1.5`` over 2**62 was refused)."""
+    if ta.kind == "decimal" and tb.kind == "decimal":
+        return ta.scale != tb.scale
+    return (ta.kind == "decimal" and tb.is_integer and ta.scale > 0) or (tb.kind == "decimal" and ta.is_integer and tb.scale > 0)
+
+
 def _compare_scaled(op: str, a: Column, b: Column) -> torch.Tensor:
-    """Exact comparison of decimals with different scales, without upscaling (no overflow):
+    """Exact comparison of decimals with different scales (an integer is one of scale 0),
+    without upscaling (no overflow):
     a (scale sa) vs b (scale sb > sa): with b = q*f + r (f = 10**(sb-sa), 0 <= r < f),
     a < b/f  <=>  a < q or (a == q and r > 0);  a == b/f  <=>  a == q and r == 0."""
     if a.type.scale > b.type.scale:
@@ -85,7 +96,7 @@ def _compare_scaled(op: str, a: Column, b: Column) -> torch.Tensor:
         op = FLIP.get(op, op)
     f = 10 ** (b.type.scale - a.type.scale)
     x = a.data
-    q = torch.div(b.data, f, rounding_mode="floor")
+    q = torch.div(b.data.long(), f, rounding_mode="floor")
     r = b.data - q * f
     frac = r > 0
     return _from_lt_eq(op, (x < q) | ((x == q) & frac), (x == q) & ~frac)
@@ -156,10 +167,10 @@ def range_selectivity(e, est) -> float:
     return max(0.01, frac if op in ("<", "<=") else 1.0 - frac)
 
 
-register("=", bind=bind_compare, selectivity=eq_selectivity)(compare)
-register("<>", bind=bind_compare, selectivity=lambda e, est: 0.9)(compare)
+register("=", bind=bind_compare, selectivity=eq_selectivity, operands=True)(compare)
+register("<>", bind=bind_compare, selectivity=lambda e, est: 0.9, operands=True)(compare)
 for _op in ("<", "<=", ">", ">="):
-    register(_op, bind=bind_compare, selectivity=range_selectivity)(compare)
+    register(_op, bind=bind_compare, selectivity=range_selectivity, operands=True)(compare)
 
 
 # ------------------------------------------------------------------ IN, IS NULL

@@ -114,7 +114,7 @@ def _bind_int_div(args, params):
     return list(args), FLOAT64
 
 
-@register("int_div", bind=_bind_int_div)
+@register("int_div", bind=_bind_int_div, operands=True)
 def int_div(e, args, chunk) -> Column:
     a, b = args
     valid = and_valid(a.valid, b.valid)

@@ -19,21 +19,26 @@ class Function:
     gives the result type. ``kernel(e, args, chunk) -> Column``: the function over the
     evaluated argument columns of one chunk. ``selectivity(e, est) -> float``: the fraction of
     rows a predicate keeps, ``est`` giving the scan's statistics and the selectivity of
-    sub-predicates (None: the estimator's default guess)."""
+    sub-predicates (None: the estimator's default guess). ``operands``: its arguments meet at
+    one type (arithmetic, comparisons, ``//``), so integer literals among them take the
+    others' integer type before ``bind`` sees them (:func:`sluice.expr.nodes.settle_literals`,
+    DuckDB's INTEGER_LITERAL; CASE and COALESCE settle them with their common type)."""
 
     name: str
     bind: Callable[[list, tuple], tuple[list, Any]]
     kernel: Callable
     selectivity: Callable | None = None
+    operands: bool = False
 
 
 _REGISTRY: dict[str, Function] = {}
 
 
 def register(*names: str, bind: Callable | None = None, result: Callable | None = None,
-             selectivity: Callable | None = None) -> Callable:
+             selectivity: Callable | None = None, operands: bool = False) -> Callable:
     """Decorator for a kernel: registers it under each of ``names``. Give either ``bind``
-    (arguments may be rewritten) or ``result(args, params) -> type`` (they are kept)."""
+    (arguments may be rewritten) or ``result(args, params) -> type`` (they are kept);
+    ``operands``: the arguments meet at one type (:attr:`Function.operands`)."""
     if (bind is None) == (result is None):
         raise TypeError("register needs exactly one of bind= and result=")
     binder = bind if bind is not None else (lambda args, params: (args, result(args, params)))
@@ -42,6 +47,6 @@ def register(*names: str, bind: Callable | None = None, result: Callable | None 
         for n in names:
             if n in _REGISTRY:
                 raise ValueError(f"function {n} registered twice")
-            _REGISTRY[n] = Function(n, binder, kernel, selectivity)
+            _REGISTRY[n] = Function(n, binder, kernel, selectivity, operands)
         return kernel
     return deco

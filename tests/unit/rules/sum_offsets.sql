@@ -6,18 +6,21 @@ Project lineitem.l_returnflag, SUM(CAST(l_linenumber AS SMALLINT) + 1), SUM(2 + 
     Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
 -- after
 Project lineitem.l_returnflag, SUM(CAST(l_linenumber AS SMALLINT) + 1), SUM(2 + CAST(l_linenumber AS SMALLINT)), SUM(CAST(l_linenumber AS SMALLINT) - 3)
-  Project lineitem.l_returnflag, SUM(CAST(l_linenumber AS SMALLINT) + 1) := (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (1 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count)), SUM(2 + CAST(l_linenumber AS SMALLINT)) := (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (2 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count)), SUM(CAST(l_linenumber AS SMALLINT) - 3) := (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (-3 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count))
-    Aggregate keys=[lineitem.l_returnflag] aggs=[SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum := sum(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0))), SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count := count(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0)))]
+  Project lineitem.l_returnflag, SUM(CAST(l_linenumber AS SMALLINT) + 1) := case(is_null((SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑max + 1)), NULL, (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (1 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count))), SUM(2 + CAST(l_linenumber AS SMALLINT)) := case(is_null((SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑max + 2)), NULL, (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (2 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count))), SUM(CAST(l_linenumber AS SMALLINT) - 3) := case(is_null((SUM(CAST(l_linenumber AS SMALLINT) - 3) ∑min + -3)), NULL, (SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum + (-3 * SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count)))
+    Aggregate keys=[lineitem.l_returnflag] aggs=[SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑sum := sum(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0))), SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑count := count(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0))), SUM(CAST(l_linenumber AS SMALLINT) + 1) ∑max := max(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0))), SUM(CAST(l_linenumber AS SMALLINT) - 3) ∑min := min(cast(lineitem.l_linenumber, LType(kind='int16', scale=0, precision=0)))]
       Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
 
--- case: an int32 column plus a constant could overflow int32: left as it is
+-- case: an int32 column plus a constant may overflow INTEGER, as the original would: the sums wait for max(x) + c in its type
 select sum(l_linenumber + 1), sum(l_linenumber + 2) from lineitem;
 -- before
 Project SUM(l_linenumber + 1), SUM(l_linenumber + 2)
   Aggregate keys=[] aggs=[SUM(l_linenumber + 1) := sum((lineitem.l_linenumber + 1)), SUM(l_linenumber + 2) := sum((lineitem.l_linenumber + 2))]
     Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
 -- after
-unchanged
+Project SUM(l_linenumber + 1), SUM(l_linenumber + 2)
+  Project SUM(l_linenumber + 1) := case(is_null((SUM(l_linenumber + 1) ∑max + 1)), NULL, (SUM(l_linenumber + 1) ∑sum + (1 * SUM(l_linenumber + 1) ∑count))), SUM(l_linenumber + 2) := case(is_null((SUM(l_linenumber + 1) ∑max + 2)), NULL, (SUM(l_linenumber + 1) ∑sum + (2 * SUM(l_linenumber + 1) ∑count)))
+    Aggregate keys=[] aggs=[SUM(l_linenumber + 1) ∑sum := sum(lineitem.l_linenumber), SUM(l_linenumber + 1) ∑count := count(lineitem.l_linenumber), SUM(l_linenumber + 1) ∑max := max(lineitem.l_linenumber)]
+      Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
 
 -- case: one offset alone is left as it is
 select sum(l_linenumber + 1) from lineitem;
