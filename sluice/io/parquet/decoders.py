@@ -1,4 +1,4 @@
-"""The decode stage of a scan, as interchangeable strategies (DESIGN §6: read planning -> byte
+"""The decode stage of a scan, as interchangeable strategies (docs/design.md §6: read planning -> byte
 fetch -> decode -> transfer).
 
 - :class:`ArrowDecoder`: the storage stage reads the selected column chunks (measured), then
