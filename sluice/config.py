@@ -90,16 +90,23 @@ class Config:
     """Rows per chunk produced by scans; operators work a chunk at a time."""
 
     threads: int = 0
-    """CPU threads for torch and for Parquet decoding; 0 means all cores."""
+    """CPU threads for torch and for Parquet decoding; 0 means all cores. Both are process-wide:
+    the first connection sets them and they stay."""
 
     io_threads: int = 0
     """Threads of the shared I/O pool that read and decode row groups ahead of the consumer. 0
-    (default): sized to the machine by :func:`auto_io_threads` when the connection opens."""
+    (default): sized to the machine by :func:`auto_io_threads` when the connection opens -- on a
+    GPU half the cores (2 to 8), on a CPU 2."""
 
     pipeline: str = "overlapped"
     """``overlapped`` (default): storage reads, decoding, transfers and compute run at the same
     time. ``blocking``: the papers' baseline -- each scan reads its whole table synchronously,
-    then computes; every optimisation switch (:data:`SWITCHES`) is then off."""
+    then computes; every optimisation switch is then off (``prefetch``, ``reader_combining``,
+    ``metadata_cache``, ``integer_decimals``, ``plain_strings``, ``decode_in_task``,
+    ``pinned_memory``, ``copy_stream``, ``row_group_pruning``, ``stats_aggregates``,
+    ``runtime_filters``, ``topk_filters``, ``selective_filters``, ``disjoint_groups``,
+    ``distinct_counts``, ``minmax_bounds``, ``minmax_first_byte``: :data:`SWITCHES`, each read
+    through ``Config.on``)."""
 
     prefetch: bool = True
     """Read and decode row groups ahead of the consumer on the I/O pool (else: on demand, in
@@ -107,8 +114,8 @@ class Config:
 
     scan_buffer_bytes: int = 0
     """Decoded bytes each scan may hold ahead of its consumer (bounded queue; producers wait
-    when it is full). Accepts 64MiB etc.; 0 (default): :func:`auto_scan_buffer` of the I/O
-    threads, read through :attr:`read_ahead_bytes`."""
+    when it is full). Accepts 64MiB etc.; 0 (default): 128 MiB per I/O thread, at least 256 MiB
+    (:func:`auto_scan_buffer`), within the scan's share of the memory budget."""
 
     reader_combining: bool = True
     """All scans of a plan start reading at once on the one shared I/O pool (join build and
@@ -139,7 +146,7 @@ class Config:
     as they are decoded, when the scan has a load in flight for each I/O thread (else, as for a
     scan's last task or tasks too big for two in its buffer: across pyarrow's thread pool, the
     column chunks pre-buffered on its I/O pool). With two cores, handing each column to another
-    thread cost more than it shared out: see the README. Not used with a GPU (unmeasured there,
+    thread cost more than it shared out (docs/scan.md). Not used with a GPU (unmeasured there,
     where the decode pool was found idle half the time)."""
 
     coalesce_rows: int = 0
@@ -149,7 +156,7 @@ class Config:
     cost per chunk -- on a GPU one Python call and kernel launch per operation -- once per
     merged chunk. Tasks with large string dictionaries (plain strings) are not merged: their
     bytes would be copied on the host. 0 (default): 8 x ``chunk_rows`` on a GPU, off on a CPU
-    (measured no faster there, see the README); any value up to ``chunk_rows`` turns it off."""
+    (measured no faster there: docs/scan.md); any value up to ``chunk_rows`` turns it off."""
 
     pinned_memory: bool = True
     """CUDA: decoded columns are staged in reusable pinned host buffers (else: pageable)."""
@@ -163,11 +170,15 @@ class Config:
     sides, aggregation state, sort runs, shared CTE results, the result). 0: 80% of the
     machine's memory less 1 GiB (at least a tenth of it), where the machine's memory is the
     container's (cgroup) limit when that is smaller. Accepts 4GiB etc. Past it, operators
-    spill to ``spill_dir``."""
+    spill to ``spill_dir``. Whatever the budget, the process's anonymous resident memory is also
+    held under that memory less 6 % (at least 64 MiB; shared by the ranks on one machine): near
+    it, operators that can spill do."""
 
     device_memory_limit: int = field(default=0)
-    """Device memory budget in bytes (0: 85% of the device's memory); past it device pages
-    move to host memory."""
+    """Device memory budget in bytes, e.g. 40GiB (0: 85% of what the process can have of the GPU
+    when the query starts: free memory plus torch's cached blocks); past it device pages move to
+    host memory. A CUDA out-of-memory error reruns the query under a quarter of the budget (twice
+    at most), so its state spills to pinned host memory and disk."""
 
     keep_freed_memory: bool = True
     """glibc keeps freed memory for the next chunk's allocations (no automatic heap trim below
@@ -187,7 +198,8 @@ class Config:
     spill_compression: str = "auto"
     """Compression of spilled pages: ``auto`` (self-regulating: steps along none, lz4, zstd
     levels to balance compression cost against write cost), or a fixed ``none``, ``lz4``,
-    ``zstd``."""
+    ``zstd``. ``auto``'s benefit is not measured yet: only unit tests with simulated costs
+    check how it steps (docs/memory.md)."""
 
     page_dictionaries: bool = True
     """A spilled or exchanged page's low-cardinality string column travels as its dictionary and
@@ -225,7 +237,7 @@ class Config:
     """ORDER BY ... LIMIT k: once k rows are known, the k-th row's leading key bounds the scan
     that key comes from: row groups whose statistics lie beyond it are skipped, and in pushdown
     slices rows beyond it are dropped on the I/O threads (DuckDB's top-N dynamic filter). At
-    SF 10, ``order by l_extendedprice desc limit 5``: see the README."""
+    SF 10, ``order by l_extendedprice desc limit 5``: see docs/scan.md."""
 
     selective_filters: bool = True
     """A filter's conjuncts on the host run most selective first (pass rates measured on earlier
@@ -237,19 +249,19 @@ class Config:
     """An aggregation over input ordered by its one integer key (lineitem by l_orderkey) makes
     partial pages of key ranges that do not overlap: each group is then in one page only, and
     the pages are the answer without the final merge re-grouping every row (SF 10, 15 M groups
-    by l_orderkey: see the README). Checked on the pages' key ranges (else: always merged)."""
+    by l_orderkey: docs/benchmarks.md). Checked on the pages' key ranges (else: always merged)."""
 
     distinct_counts: bool = True
     """COUNT(DISTINCT x) of a string, with no GROUP BY and no other aggregate of DISTINCT x:
     each hash piece of the values is deduplicated and counted, without the codes and the
     unified dictionary that grouping by the values needs (SF 10 ``count(distinct l_comment)``:
-    see the README). Else: the values are grouped as for any DISTINCT aggregate."""
+    docs/benchmarks.md). Else: the values are grouped as for any DISTINCT aggregate."""
 
     minmax_bounds: bool = True
     """An aggregation of only MIN / MAX over columns of a Parquet scan (grouped by columns of it)
     bounds the scan on a CPU: once every group seen has a value, a row group whose statistics
     cannot beat the weakest of them, and whose keys are all groups seen, is skipped after its
-    keys are read (SF 10 ``MAX(l_comment)`` by the two flags: see the README). Else every row
+    keys are read (SF 10 ``MAX(l_comment)`` by the two flags: docs/benchmarks.md). Else every row
     group is read whole."""
 
     minmax_first_byte: bool = True
@@ -262,10 +274,11 @@ class Config:
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross
     to the device), ``device`` (sluice's torch decoder on the scan's device: on a GPU the pages
     cross as stored and decode there; a column it cannot decode goes to pyarrow, counted in
-    ``--analyze``), or ``auto``: ``device`` on a GPU where nvCOMP is installed (pages cross
-    PCIe compressed and decompress there), unless ``sluice calibrate`` measured pyarrow's scan
-    of this data faster on this machine; ``arrow`` everywhere else (on a CPU pyarrow is the
-    faster, and without nvCOMP the device decoder would decompress on the host anyway)."""
+    ``--analyze``), or ``auto``: ``device`` only on a GPU where nvCOMP is installed *and*
+    ``sluice calibrate --data DIR`` measured the torch decoder faster than pyarrow on this data
+    on this machine; ``arrow`` everywhere else, calibrated or not (on the one GPU measured the
+    torch decoder was the slower; on a CPU pyarrow is the faster, and without nvCOMP the device
+    decoder would decompress on the host anyway)."""
 
     strict_device: bool = False
     """With ``decoder=device``: a column the device decoder cannot decode, or a page it must
@@ -285,9 +298,10 @@ class Config:
     match its bytes is a corrupt-file error."""
 
     kvikio: bool = True
-    """The device decoder on a GPU with KvikIO installed reads column chunks with KvikIO
-    (GPUDirect Storage where the system has it, else its compat mode: POSIX reads by its own
-    threads) into pinned memory; ``--analyze`` says which. Off: plain reads."""
+    """The device decoder on a GPU with KvikIO installed reads column chunks with KvikIO into
+    one pinned *host* buffer per read task (POSIX reads by KvikIO's threads, all ranges in
+    flight at once); ``--analyze`` names the mode. These reads never use GPUDirect Storage, which
+    reads only into device memory. Off: plain ``preadv`` into the same buffer."""
 
     disabled_rules: str = ""
     """Plan rewrites to skip, by name, comma-separated (as DuckDB's ``disabled_optimizers``):
@@ -305,8 +319,10 @@ class Config:
 
     exchange: str = "deferred"
     """How an exchange sends between ranks: ``deferred`` (a batch's transfer flies while the
-    next batch is partitioned), ``chunked`` (each batch waited on), ``blocking`` (the whole
-    input buffered, then sent at once: the baseline)."""
+    next batch is partitioned: only the wait on the network is deferred), ``chunked`` (each
+    batch waited on), ``blocking`` (the whole input buffered, then sent at once). On the one GPU
+    measurement (one rank, NCCL over loopback) deferred moved 8.2 GiB/s against blocking's 11.3:
+    docs/ranks.md."""
 
     exchange_wire: str = "auto"
     """How rows cross ranks: ``tensor`` (fixed-width columns as raw tensor bytes over the data
@@ -510,7 +526,8 @@ def auto_scan_buffer(io_threads: int) -> int:
 def auto_io_threads(device_type: str, cores: int) -> int:
     """``io_threads=0``: on a GPU, where compute leaves the host's cores to reading and decoding,
     half of them (2 to 8); on a CPU, 2 -- the compute thread and torch's own threads need the
-    rest. Measured (README): on an H200 with 16 cores, TPC-H SF 10 with ``decoder=arrow`` took
+    rest. Measured (bench/results/2026-11-27-h200-runs-1-2.md): on an H200 with 16 cores, TPC-H
+    SF 10 with ``decoder=arrow`` took
     1.01 s for q06 and 1.39 s for q18 with 8 I/O threads against 1.39 and 1.81 s with 2 (q01
     even); on a 2-core CPU, 2. Many-core CPUs are not measured yet: they keep 2."""
     if device_type == "cuda":

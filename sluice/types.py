@@ -1,4 +1,4 @@
-"""Logical types and their tensor / Arrow representations (DESIGN §1).
+"""Logical types and their tensor / Arrow representations (docs/design.md §1).
 
 decimal(p, s) is an int64 scaled by 10**s; date is int32 days since 1970-01-01;
 timestamp is int64 microseconds; string is int32 codes into a host-side dictionary.

@@ -1,4 +1,4 @@
-"""Aggregate functions as accumulators over state columns (DESIGN §4).
+"""Aggregate functions as accumulators over state columns (docs/design.md §4).
 
 An accumulator keeps the partial state of one aggregate as named columns of a page (one row
 per group): ``update`` reduces input rows grouped by ids into a state, ``merge`` combines
@@ -455,7 +455,7 @@ def exact_group_sum(v: torch.Tensor, ids: torch.Tensor, g: int, dev, check: bool
 
 
 def _wide_sum(hi, lo, t, valid) -> Column:
-    """A sum beyond 64 bits: exact Python integers ride along for output (DESIGN §1)."""
+    """A sum beyond 64 bits: exact Python integers ride along for output (docs/design.md §1)."""
     values = [h * 4294967296 + lw for h, lw in zip(hi.cpu().tolist(), lo.cpu().tolist())]
     if t.kind != "decimal":
         raise UnsupportedError(f"SUM of {t} values exceeds 64 bits (DuckDB's HUGEINT); "

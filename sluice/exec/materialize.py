@@ -1,5 +1,5 @@
 """Adaptive materialization: the paged state of a join build, an aggregation or a shared
-result, partitioned and spilled only when memory asks for it (Umami §4.2-4.3, DESIGN §4).
+result, partitioned and spilled only when memory asks for it (Umami §4.2-4.3, docs/design.md §4).
 
 ::
 

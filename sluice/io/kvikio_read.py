@@ -6,7 +6,10 @@ device memory directly -- by GPUDirect Storage (DMA from NVMe to the GPU, no hos
 system has it, otherwise in its "compat mode" (POSIX reads into its own pinned bounce buffers in
 a thread pool, then copies to the device) -- and splits every read into tasks run in parallel,
 so all ranges of a task are in flight at once. Without KvikIO the ranges are read into one pinned
-host buffer and cross in one copy.
+host buffer and cross in one copy. The torch decoder today always passes a pinned *host* buffer
+(``io/parquet/ranges.fetch_chunks``: the device decompression stages from it), which KvikIO fills
+with POSIX reads on its threads: no GPUDirect Storage there, whatever KvikIO's mode
+(:func:`reads_label` says so in ``--analyze``).
 
 The ranges are the scan's: (file offset, length) pairs as :func:`sluice.io.parquet.ranges.
 column_chunk_ranges` and ``merge_spans`` give them, read into consecutive slices of the target.
@@ -51,6 +54,21 @@ def compat_mode() -> bool | None:
         return bool(d.compat_mode())
     except Exception:
         return None
+
+
+def reads_label(compat: bool | None, into_device: bool) -> str:
+    """What ``--analyze`` says about a scan's KvikIO reads: where the bytes land and how.
+
+    GPUDirect Storage (DMA from storage to the GPU) can only happen for a read into device
+    memory with KvikIO out of compat mode; sluice's torch decoder reads a task's column chunks
+    into one pinned *host* buffer (``io/parquet/ranges.py``), which KvikIO fills with POSIX
+    reads on its own threads whatever its mode, so those reads never use GDS."""
+    mode = {True: "compat mode", False: "not in compat mode", None: "mode unknown"}[compat]
+    if not into_device:
+        return f"kvikio into pinned host memory (POSIX reads by KvikIO's threads, {mode}; no GPUDirect Storage)"
+    if compat is False:
+        return "kvikio into device memory (not in compat mode: cuFile, GPUDirect Storage where the file system allows it)"
+    return f"kvikio into device memory ({mode}: POSIX reads through host bounce buffers, no GPUDirect Storage)"
 
 
 def _check(ranges, out: torch.Tensor) -> int:

@@ -293,7 +293,7 @@ def _to(page: Chunk, device: torch.device, pinned: bool = False) -> Chunk:
 
 class HostPages:
     """A partition's pages moved off the device into (pinned) host memory: on a GPU the first
-    spill tier, one above disk (DESIGN §4). It reserves the host budget; when that is full,
+    spill tier, one above disk (docs/design.md §4). It reserves the host budget; when that is full,
     it hands its pages on to a spill file and becomes that file (at once under
     ``force_spill``, so that forcing spills reaches the disk on a GPU too). Same interface as
     :class:`SpillFile`, so operators do not tell the tiers apart."""

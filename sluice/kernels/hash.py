@@ -1,5 +1,5 @@
 """A value hash: equal values get equal 64-bit hashes, whatever chunk, dictionary or device
-they come from (DESIGN §4). It is the one partitioner of spill partitions (and later of
+they come from (docs/design.md §4). It is the one partitioner of spill partitions (and later of
 exchanges and Bloom filters); it decides where rows go, never whether two rows are equal.
 
 Integers, decimals (as scaled integers of one common scale), dates and booleans hash their

@@ -1,4 +1,4 @@
-"""Compare a sluice result with DuckDB's on the same files (the test oracle, DESIGN §8).
+"""Compare a sluice result with DuckDB's on the same files (the test oracle, docs/design.md §8).
 
 Rows are compared as multisets (sorted on all columns); numbers exactly when both sides are
 exact (integers, decimals), within a relative 1e-9 when either side is floating point. When

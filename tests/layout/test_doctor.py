@@ -79,3 +79,19 @@ def test_doctor_bad_input_is_one_line(tmp_path):
     (tmp_path / "x.parquet").write_bytes(b"not parquet")
     rc, out, err = doctor(str(tmp_path / "x.parquet"))
     assert rc == 1 and out == "" and "not a readable Parquet file" in err
+
+
+def test_expected_gains_are_quoted_only_for_the_device_they_were_measured_on(tmp_path):
+    """The doctor quotes the layout study's gain only where the report's device is the kind it
+    was measured on (a CPU so far); a GPU report says it was not measured there (issue 49: it
+    used to offer the CPU's `--for gpu` figures as a GPU fix's expected gain)."""
+    from sluice.layout import doctor as d
+
+    t = pa.table({"k": np.arange(300_000, dtype=np.int64)})
+    pq.write_table(t, tmp_path / "t.parquet", row_group_size=10_000)
+    gpu = format_report(diagnose(tmp_path, "cuda"))
+    assert "expected: not measured on this device (a GPU)" in gpu
+    assert "1.85x" not in gpu and "2.3x" not in gpu and "bench/layout.py" not in gpu
+    cpu = format_report(diagnose(tmp_path, "cpu"))
+    assert "expected: on TPC-H lineitem SF 1 (bench/layout.py on a 2-core CPU" in cpu and "1.85x" in cpu
+    assert set(d.MEASURED) == {"cpu"}, "a new measurement needs its device's key and a bench/results file"

@@ -227,3 +227,15 @@ def test_switches_are_read_one_way():
     assert not direct, direct
     with pytest.raises(KeyError):
         Config().on("chunk_rows")
+
+
+def test_the_pipeline_setting_lists_every_switch():
+    """The settings page (generated from the docstrings) names what blocking turns off."""
+    import re
+
+    import inspect
+
+    from sluice.config import SWITCHES, Config
+    src = inspect.getsource(Config)
+    text = src[src.index("pipeline: str"):src.index("prefetch: bool")]
+    assert set(re.findall(r"``(\w+)``", text)) - {"overlapped", "blocking", "Config.on"} == set(SWITCHES), text

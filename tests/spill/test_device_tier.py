@@ -1,4 +1,4 @@
-"""The device tier of spilling (DESIGN §4), exercised on the CPU: with ``device_tier`` the
+"""The device tier of spilling (docs/design.md §4), exercised on the CPU: with ``device_tier`` the
 operators' state is held against a device budget, partitions that leave it go to host memory
 (:class:`~sluice.io.spill.HostPages`), and from there to disk when the host budget is full.
 On a GPU the same code moves the pages device -> pinned host -> disk."""

@@ -1,4 +1,4 @@
-"""The decode stage of a scan, as interchangeable strategies (DESIGN §6: read planning -> byte
+"""The decode stage of a scan, as interchangeable strategies (docs/design.md §6: read planning -> byte
 fetch -> decode -> transfer).
 
 - :class:`ArrowDecoder`: the storage stage reads the selected column chunks (measured), then
@@ -170,9 +170,9 @@ class TorchDecoder:
             from sluice.io import kvikio_read
             if kvikio_read.available():
                 self.kvikio = True
-                compat = kvikio_read.compat_mode()
-                scan.stats.reads = "kvikio " + ("(compat mode: POSIX reads, no GPUDirect Storage)" if compat
-                                                 else "(GPUDirect Storage)")
+                # The chunks land in a pinned host buffer (ranges.fetch_chunks), never
+                # straight in device memory: the label says so, and so never claims GDS.
+                scan.stats.reads = kvikio_read.reads_label(kvikio_read.compat_mode(), into_device=False)
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
