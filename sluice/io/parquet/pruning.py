@@ -19,6 +19,7 @@ import numpy as np
 from sluice.catalog import RowGroup
 from sluice.expr import nodes as E
 from sluice.expr.nodes import Col, Expr, Func, Lit
+from sluice.kernels.values import decimal_to_float
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "<>": "<>"}
 
@@ -55,7 +56,7 @@ def _bounds(c: Expr, columns: dict[str, str]):
     if tb.kind == "decimal" and ta.kind != "decimal":
         # an integer column meets the decimal exactly (a float quotient could round past a
         # statistic); a float column meets it as a float
-        v = Fraction(v, 10 ** tb.scale) if ta.is_integer else v / 10 ** tb.scale
+        v = Fraction(v, 10 ** tb.scale) if ta.is_integer else decimal_to_float(v, tb.scale)
     elif ta.is_integer and tb.is_float:
         # the query compares the column converted to the constant's float type: so do the
         # statistics (2**53 + 1 as a double is 2**53: exact integer bounds would rule it out)
