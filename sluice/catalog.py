@@ -21,6 +21,11 @@ class RowGroup:
     num_rows: int
     stats: dict[str, tuple[object, object]]
     nbytes: int
+    #: A hash of the row group's footer entries -- rows, each column chunk's compressed and
+    #: uncompressed sizes, statistics and NULL counts: ranks that share out row groups compare
+    #: it, so two copies of a table that differ in content are refused rather than mixed (a
+    #: copy whose footers match in all of these is not told apart: no data is read to compare).
+    digest: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ to the rank with fewest rows so far, the same answer on every rank.
 
 from __future__ import annotations
 
+import hashlib
+
 from sluice.exec.exchange import ExchangeOp, OffRankOp
 from sluice.exec.hash_join import _key_type
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
@@ -49,6 +51,14 @@ def share(groups: list, rank: int, world: int) -> list:
         if r == rank:
             mine.add(i)
     return [g for i, g in enumerate(groups) if i in mine]
+
+
+def shared_fingerprint(table_name: str, groups: list) -> str:
+    """What every rank must agree on before it takes its :func:`share` of ``groups``: their
+    count and rows, and their content as far as the footers tell (each row group's digest, in
+    order: a rank whose files are listed in another order would share out other groups)."""
+    content = hashlib.sha1("".join(g.digest for g in groups).encode()).hexdigest()[:16]
+    return f"data {table_name}: {len(groups)} row groups, {sum(g.num_rows for g in groups)} rows, content {content}"
 
 
 def placed(op: Operator, state) -> Operator:

@@ -33,7 +33,7 @@ from sluice.exec.window import WindowOp
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
-from sluice.physical.distribute import exchange, gather, place_join, placed, share
+from sluice.physical.distribute import exchange, gather, place_join, placed, share, shared_fingerprint
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.runtime_filters import attach_runtime_filters, attach_topk_filters
 from sluice.physical.statistics import statistics_aggregate
@@ -109,7 +109,7 @@ def _(plan: Scan, state):
         scan = ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
                       pruned, plan.outputs)
         # What every rank must agree on before sharing (compared across ranks at the start).
-        scan.shared_from = f"{plan.table.name}: {len(kept)} row groups, {sum(g.num_rows for g in kept)} rows"
+        scan.shared_from = shared_fingerprint(plan.table.name, kept)
         return _dist(scan, ANY)
     if state.world > 1 and state.rank != 0:  # local (rank 0 reads everything)
         kept = []

@@ -86,20 +86,29 @@ class DistGroup:
         return RankFailed(f"rank {self.rank} lost contact with its peers ({msg[:160]})")
 
     def check_same_plan(self, fingerprint: str) -> None:
-        """Every rank must run the same exchanges in the same order: compare a hash of the
-        plan's exchanges (an object collective, once per query)."""
+        """Every rank must run the same exchanges in the same order, over the same data: compare
+        a hash of the plan's exchanges and one of the data its scans share out (the lines of
+        ``fingerprint`` starting ``data ``: row groups and their footers' digests), in one object
+        collective per query; ranks that differ are refused in one line saying which part."""
         import torch.distributed as dist
-        digest = hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
+        lines = fingerprint.splitlines()
+        data = "\n".join(ln for ln in lines if ln.startswith("data "))
+        plan = "\n".join(ln for ln in lines if not ln.startswith("data "))
+        digest = tuple(hashlib.sha1(t.encode()).hexdigest()[:16] for t in (plan, data))
         out: list = [None] * self.world
         try:
             with liveness.waiting():
                 dist.all_gather_object(out, digest, group=self.group)
         except Exception as e:  # noqa: BLE001 - a peer is gone
             raise self.fail(e) from None
-        if len(set(out)) != 1:
-            bad = [r for r, d in enumerate(out) if d != out[0]]
-            raise RankFailed(f"ranks planned different queries (rank {bad[0]} differs from rank 0): "
-                             "every rank needs the same data, settings and query")
+        bad = [r for r, d in enumerate(out) if d != out[0]]
+        if not bad:
+            return
+        if out[bad[0]][0] == out[0][0]:
+            raise RankFailed(f"ranks read different data (rank {bad[0]}'s files differ from rank 0's in their row "
+                             "groups, sizes or statistics): every rank must see the same copy of the tables")
+        raise RankFailed(f"ranks planned different queries (rank {bad[0]} differs from rank 0): "
+                         "every rank needs the same data, settings and query")
 
     def gather_objects(self, obj) -> list | None:
         """``obj`` of every rank on rank 0 (None elsewhere); once per query, at its end."""

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sluice.testing.oracle import compare, duckdb_connect
@@ -44,3 +45,47 @@ def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
     assert sorted("wrote" in err for _, err in done) == [False, True]  # rank 0 reports the file
     assert all(o == "" for o, _ in done)
     compare(pq.read_table(out), duckdb_connect(tpch_spread).sql(sql).to_arrow_table(), [0])
+
+
+def test_two_nodes_with_different_copies_of_a_table_are_refused(tpch_spread, tmp_path):
+    """Two nodes whose lineitem differ in content but not in row-group layout once answered with
+    a sum over a mixture of the two copies (exit 0): the ranks compared only row-group counts
+    and rows. Now the footers' sizes and statistics are compared too, and the query is refused
+    in one line on every node."""
+    import shutil
+
+    import pyarrow.compute as pc
+    other = tmp_path / "other"
+    other.mkdir()
+    for p in tpch_spread.glob("*.parquet"):
+        if p.name != "lineitem.parquet":
+            shutil.copy(p, other / p.name)
+    li = pq.read_table(tpch_spread / "lineitem.parquet")
+    li = li.set_column(li.schema.get_field_index("l_quantity"), "l_quantity",
+                       pc.add(li["l_quantity"], pa.scalar(1, li.schema.field("l_quantity").type)))
+    pq.write_table(li, other / "lineitem.parquet", row_group_size=10_000)
+    assert pq.ParquetFile(other / "lineitem.parquet").num_row_groups == \
+        pq.ParquetFile(tpch_spread / "lineitem.parquet").num_row_groups
+    port = _free_port()
+
+    def node(data):
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"d{port}",
+               "--log-dir", str(tmp_path / f"logs-{data.name}"),
+               "-m", "sluice", "query", "--data", str(data), "--device", "cpu", "--set", "broadcast_bytes=0",
+               "--set", "dist_timeout_s=60", "select sum(l_quantity) from lineitem"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    nodes = [node(tpch_spread), node(other)]
+    try:
+        done = [p.communicate(timeout=120) for p in nodes]
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                p.kill()
+    for p, (out, err) in zip(nodes, done):
+        assert p.returncode != 0, out
+        assert out == ""
+        mine = [ln for ln in err.splitlines() if ln.startswith("rank failed: ranks read different data")]
+        assert len(mine) == 1, err

@@ -7,6 +7,8 @@ the file's size or modification time changes.
 
 from __future__ import annotations
 
+import hashlib
+
 import os
 import threading
 from pathlib import Path
@@ -217,17 +219,22 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
             rg = md.row_group(i)
             stats = {}
             nbytes = 0
+            facts: list = [rg.num_rows]  # what the row group's digest covers
             for j in range(rg.num_columns):
                 cc = rg.column(j)
                 nbytes += cc.total_compressed_size
                 st = cc.statistics
+                facts.append((cc.total_compressed_size, cc.total_uncompressed_size, None if st is None else
+                              (st.null_count, st.min_raw if st.has_min_max else None,
+                               st.max_raw if st.has_min_max else None)))
                 col = cc.path_in_schema
                 if st is not None and st.has_min_max and col in types:
                     try:
                         stats[col] = (_stat_value(st.min, types[col]), _stat_value(st.max, types[col]))
                     except Exception:  # noqa: BLE001 - unreadable statistics are just not used
                         pass
-            groups.append(RowGroup(f, i, rg.num_rows, stats, nbytes))
+            groups.append(RowGroup(f, i, rg.num_rows, stats, nbytes,
+                                   hashlib.sha1(repr(facts).encode()).hexdigest()[:16]))
     assert schema is not None
     parts = hive_partitions(files, hive, schema.names, hive_root)
     for k, (typ, _) in parts.items():
@@ -236,7 +243,7 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
     if parts:  # a partition value is each row group's min and max: filters on it prune files
         groups = [RowGroup(g.path, g.index, g.num_rows,
                            {**g.stats, **{k: (_stat_value(v[g.path], types[k]),) * 2 for k, (_, v) in parts.items()}},
-                           g.nbytes) for g in groups]
+                           g.nbytes, g.digest + "".join(f"/{v[g.path]}" for _, v in parts.values())) for g in groups]
     return TableInfo(name, tuple(files), schema, types, tuple(groups), unsupported,
                      partitions={k: v for k, (_, v) in parts.items()})
 
