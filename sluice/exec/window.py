@@ -19,7 +19,7 @@ from sluice.chunk import Chunk, Column, concat_chunks, lookup, unify_dictionarie
 from sluice.exec.context import chunk_nbytes
 from sluice.expr.evaluate import evaluate
 from sluice.kernels import window as K
-from sluice.kernels.interpolate import interpolate_float, interpolate_scaled
+from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.types import FLOAT64
 from sluice.exec.operators import Operator
@@ -224,6 +224,8 @@ def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: i
     # and a decimal's scaled integers through one fused double operation
     if x.type.kind == "decimal":
         return Column(torch.where(hi_i > lo_i, interpolate_scaled(lo, d, hi), lo), t, valid)
+    if x.type.kind == "float32":
+        return Column(torch.where(hi_i > lo_i, interpolate_real(lo, d, hi), lo), t, valid)
     lo, hi = lo.to(torch.float64), hi.to(torch.float64)
     return Column(torch.where(hi_i > lo_i, interpolate_float(lo, d, hi), lo), t, valid)
 

@@ -4,8 +4,9 @@ DuckDB interpolates a DOUBLE as ``lo * (1 - d) + hi * d``: each term stays withi
 range, so the midpoint of -1e308 and 1e308 is 0 (``lo + d * (hi - lo)`` overflows to inf
 there, and MAD's second median to NaN). A decimal is interpolated in its scaled integers
 through doubles, ``trunc(fma(double(hi) - double(lo), d, double(lo)))`` clamped to int64's
-range; DuckDB is built with a fused multiply-add there, and decimals are compared exactly, so
-the fused operation is emulated here exactly (PyTorch has none).
+range (a REAL's the same way, rounded to float32 at the end, unclamped); DuckDB is built with a fused
+multiply-add there, and decimals are compared exactly, so the fused operation is emulated here
+exactly (PyTorch has none).
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def interpolate_scaled(lo: torch.Tensor, d: torch.Tensor, hi: torch.Tensor) -> t
     out = torch.trunc(safe).to(torch.int64)
     out = torch.where(big, torch.full_like(out, torch.iinfo(torch.int64).max), out)
     return torch.where(small, torch.full_like(out, torch.iinfo(torch.int64).min), out)
+
+
+def interpolate_real(lo: torch.Tensor, d: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+    """DuckDB's interpolation of float32 (REAL stays REAL): through doubles with one rounding,
+    then rounded to float32 (an infinity stays one)."""
+    lo_f, hi_f = lo.to(torch.float64), hi.to(torch.float64)
+    delta = hi_f - lo_f
+    finite = torch.isfinite(lo_f) & torch.isfinite(hi_f)
+    zero = torch.zeros_like(lo_f)
+    r = torch.where(finite, fused_multiply_add(torch.where(finite, delta, zero), d, torch.where(finite, lo_f, zero)),
+                    lo_f + delta * d)
+    return r.to(torch.float32)
 
 
 def fused_multiply_add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:

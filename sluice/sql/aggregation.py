@@ -241,15 +241,15 @@ class Aggregation:
             plan = Window(plan, part, order, ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
         if is_mad(node):
-            # MAD: the median of the distances from the median (decimals in their own type,
-            # other numbers as DOUBLE, as DuckDB)
+            # MAD: the median of the distances from the median (decimals and REALs in their
+            # own type, other numbers as DOUBLE, as DuckDB)
             e = self.expr(node.expressions[0], ctx)
             if not e.type.is_numeric:
                 raise UnsupportedError(f"MAD of {e.type}")
             m1, dev = self.fresh("median"), self.fresh("deviation")
             c1 = WindowCall("quantile_cont", (e,), (0.5,))
             plan = Window(plan, part, (SortKey(e, True, False),), ((m1, c1),))
-            x = e if e.type.kind == "decimal" else E.make_func("cast", [e], (FLOAT64,))
+            x = e if e.type.kind in ("decimal", "float32") else E.make_func("cast", [e], (FLOAT64,))
             d = E.make_func("abs", [E.make_arith("-", x, Col(m1, c1.type))])
             plan = Project(plan, tuple((k, Col(k, t)) for k, t in plan.schema.items()) + ((dev, d),))
             c2 = WindowCall("quantile_cont", (Col(dev, d.type),), (0.5,))
