@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
+from sluice.sql.dialect import wrong_arguments
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
@@ -258,6 +259,8 @@ class Aggregation:
         if isinstance(node, exp.Mode):
             # MODE: the most frequent non-NULL value (the least of those tied), from the
             # partition sorted by the value: its longest run of peers.
+            if node.this is None:
+                raise wrong_arguments("MODE")
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedError("DISTINCT in MODE")
             e = self.expr(node.this, ctx)
@@ -282,6 +285,8 @@ class Aggregation:
             arg = node.this
             q_ast = None if isinstance(node, exp.Median) else node.args.get(
                 "quantile" if isinstance(node, exp.Quantile) else "expression")
+            if q_ast is None and not isinstance(node, exp.Median):
+                raise wrong_arguments(what)  # (quantile_cont(x) took 0.5: DuckDB has no default)
         q = 0.5
         if q_ast is not None:
             qe = self.expr(q_ast, ctx)
