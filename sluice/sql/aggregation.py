@@ -36,13 +36,7 @@ class Aggregation:
         (from the last argument) set when argument j is not grouped in that set."""
         calls = []
         for node in grouping_nodes:
-            idx = []
-            for a in node.expressions:
-                e = self.expr(a, ctx)
-                match = [i for i, (_, k) in enumerate(keys) if k == e]
-                if not match:
-                    raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
-                idx.append(match[0])
+            idx = self._grouping_keys(node, keys, ctx)
             name = self.fresh(node.sql(dialect="duckdb"))
             calls.append((name, idx))
             agg_cols[id(node)] = Col(name, INT64)
@@ -83,6 +77,21 @@ class Aggregation:
                 exprs = keys_of(members) + [(n, Col(n, a.type)) for n, a in aggs] + grouping_consts(members)
                 branches.append(Project(agg, tuple(exprs)))
         return branches[0] if len(branches) == 1 else Union(tuple(branches))
+
+    def _grouping_keys(self, node: exp.Grouping, keys, ctx: Ctx) -> list[int]:
+        """The GROUP BY key each GROUPING argument is (repeats allowed), as DuckDB checks them:
+        each must be a key, and at most 63 of them (the result is a BIGINT with one bit per
+        argument; 64 once overflowed int64, an internal error, and more answered)."""
+        if len(node.expressions) > 63:
+            raise PlanError(f"GROUPING with {len(node.expressions)} arguments: at most 63")
+        idx = []
+        for a in node.expressions:
+            e = self.expr(a, ctx)
+            match = [i for i, (_, k) in enumerate(keys) if k == e]
+            if not match:
+                raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
+            idx.append(match[0])
+        return idx
 
     def _mergeable_states(self, aggs):
         """For grouping sets: the aggregates as states a coarser grouping can merge -- (name,
@@ -182,6 +191,7 @@ class Aggregation:
                 sch = out.schema
                 zeros = []
                 for node in grouping_nodes:
+                    self._grouping_keys(node, keys, ctx)
                     agg_cols[id(node)] = Col(self.fresh(node.sql(dialect="duckdb")), INT64)
                     zeros.append((agg_cols[id(node)].name, Lit(0, INT64)))
                 out = Project(out, tuple((n, Col(n, t)) for n, t in sch.items()) + tuple(zeros))

@@ -39,7 +39,7 @@ _TOO_MANY_ARGUMENTS = re.compile(r"The number of provided arguments \((\d+)\) is
                                  r"of supported arguments \((\d+)\)")
 
 
-def _wrong_arguments(er: dict) -> PlanError | None:
+def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
     """A function called with the wrong number of arguments, as DuckDB's binder reports it (a
     plan error naming the function), not a syntax error quoting sqlglot's class names."""
     description = er.get("description", "")
@@ -49,6 +49,8 @@ def _wrong_arguments(er: dict) -> PlanError | None:
                          f"(line {er.get('line')}, column {er.get('col')})")
     m = _MISSING_ARGUMENT.match(description)
     cls = getattr(exp, m.group(1), None) if m else None
+    if cls is exp.Grouping:
+        return UnsupportedError("GROUPING() without arguments")  # (DuckDB: 0)
     if not (isinstance(cls, type) and issubclass(cls, exp.Func)) or issubclass(cls, exp.Cast):
         return None
     return wrong_arguments(cls.sql_names()[0] if cls.sql_names() else m.group(1).upper())
