@@ -44,6 +44,13 @@ ANSWERS = [
     "select try_cast('1111-11-11 11' as timestamp), try_cast('1111-11-11 11:30' as timestamp)",
     "select arg_min(i, s), arg_max(s, i), min_by(i, s), quantile_cont(i, 0.5), quantile_disc(i, 0.25), "
     "quantile(i, 0.5), any_value(i), mode(i), median(i), count() from t",
+    # an enclosing query's t.* in a subquery: t's columns as outer references (was: unknown t)
+    "select * from t, lateral (select t.*)",
+    "select * from t, lateral (select t.* exclude (s))",
+    "select * from t, lateral (select t.* replace (t.i + 1 as i))",
+    "select * from t, lateral (select t.*, u.* from (values (3)) u(c))",
+    "select * from t where exists (select t.*)",
+    "select * from t, lateral (select i + 1 as x, x * 2 as y)",
 ]
 
 
@@ -91,6 +98,21 @@ ERRORS = [
         "corr(i)", "first()", "approx_count_distinct()", "bool_and()", "count_if()", "lag() over ()",
         "lead(i, 1, 2, 3) over ()", "nth_value(i) over ()", "first_value() over ()", "row_number(i) over ()",
         "ntile() over ()", "abs()", "round()")),
+    # * without a FROM clause (lateral (select *) stood for no column: the join answered t's rows)
+    "select * from t, lateral (select *)",
+    "select * from t join lateral (select *) x on true",
+    "select * from t, lateral (select * exclude (i))",
+    "select * from t, lateral (select *, i)",
+    "select (select *) from t",
+    "select * from t where exists (select *)",
+    "select *",
+    "select t.*",
+    "select (select t.*) from t",
+    # a select-list alias used by its own item or an earlier one (lateral (select i + 1 as i)
+    # answered (i + 1) + 1 over the outer i)
+    "select * from t, lateral (select i + 1 as i)",
+    "select * from t, lateral (select s as c, i + 1 as s)",
+    "select x * 2, i + 1 as x from t",
 ]
 
 
