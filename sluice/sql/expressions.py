@@ -12,6 +12,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.dialect import wrong_arguments
 from sluice.sql.coverage import construct_name
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Lit
@@ -440,10 +441,14 @@ class Expressions:
     @handles(exp.Pad)
     def _x_pad(self, n, ctx):
         name = "lpad" if n.args.get("is_left") else "rpad"
+        if n.args.get("fill_pattern") is None:
+            raise wrong_arguments(name.upper())  # (DuckDB has no default fill; ' ' was taken)
         width = _const_int(n.expression, name.upper())
-        fill = _const_str(n.args.get("fill_pattern"), name.upper()) if n.args.get("fill_pattern") else " "
-        if len(fill) != 1 or width < 0:
-            raise UnsupportedError(f"{name.upper()} with a fill that is not one character, or a negative width")
+        if not -2 ** 31 <= width < 2 ** 31:  # (2**63 - 1 crashed pyarrow's kernel)
+            raise PlanError(f"{name.upper()} width {width} is no INTEGER")
+        fill = _const_str(n.args.get("fill_pattern"), name.upper())
+        if len(fill) != 1:
+            raise UnsupportedError(f"{name.upper()} with a fill that is not one character")
         return self._string_fn(n, ctx, name, width, fill)
 
     @handles(exp.RegexpLike)
