@@ -133,7 +133,8 @@ class Aggregation:
             position: dict[int, int] = {}  # id(AST key) -> index in keys
             for g0 in _set_members(group):
                 g = g0
-                if isinstance(g, exp.Literal) and not g.is_string:
+                if isinstance(g, exp.Literal) and not g.is_string and g.this.isdigit():
+                    # (a position; GROUP BY 1.5 groups by that constant, as in DuckDB)
                     k = int(g.this)
                     if not 1 <= k <= len(select_items):
                         raise PlanError(f"GROUP BY position {k} is not in the select list")

@@ -7,7 +7,8 @@
   gave a DATE; DuckDB casts the DATE, giving a VARCHAR;
 - ARG_MIN / ARG_MAX / QUANTILE* and ANY_VALUE are built without counting their arguments
   (``argmin()`` had no value, ``arg_max(x)`` no key: internal errors; ``any_value(x, y)``
-  dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB.
+  dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB;
+- VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
 """
 
 from __future__ import annotations
@@ -28,6 +29,19 @@ def _any_value(args):
     if len(args) != 1:
         raise wrong_arguments("ANY_VALUE")
     return exp.IgnoreNulls(this=exp.AnyValue(this=args[0]))
+
+
+def _text_type(dtype: exp.DataType) -> exp.DataType:
+    """VARCHAR(n): DuckDB ignores one integer ``n`` and refuses anything else (sqlglot dropped
+    every parameter: varchar(1.5) and varchar(3, 4) were read as VARCHAR)."""
+    params = dtype.expressions
+    if len(params) > 1 or any(not (isinstance(p.this if isinstance(p, exp.DataTypeParam) else p, exp.Literal)
+                                   and str((p.this if isinstance(p, exp.DataTypeParam) else p).this).isdigit())
+                              for p in params):
+        written = ", ".join(p.sql(dialect="duckdb") for p in params)
+        raise PlanError(f"type VARCHAR does not accept the type parameters ({written})")
+    dtype.set("expressions", None)
+    return dtype
 
 
 class _CountedArguments:
@@ -62,6 +76,8 @@ class Sluice(DuckDB):
                if k in DuckDB.Parser.FUNCTIONS},
             "ANY_VALUE": _any_value,
         }
+
+        TYPE_CONVERTERS = {**DuckDB.Parser.TYPE_CONVERTERS, exp.DataType.Type.TEXT: _text_type}
 
         def _parse_distinct_arg_function(self, func, distinct_index: int = 0):
             return super()._parse_distinct_arg_function(_CountedArguments(func), distinct_index)
