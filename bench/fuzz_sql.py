@@ -21,6 +21,8 @@ peer engine's own tests found wrong: every numeric type (REAL, int8/16, unsigned
 mixed-type set operations and VALUES, casts at the limits, repeated and positional names,
 correlated subqueries over empty groups, STRFTIME formats, recursive CTEs, unicode text,
 dates before year 1 and past 9999, empty tables, non-equi joins under a 4 MiB budget.
+``quantile_query`` (one query in twenty, from its own RNG) takes MEDIAN / QUANTILE / MAD of
+doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN, DuckDB 1e308).
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
@@ -146,6 +148,38 @@ pq.write_table(pa.table({"i": pa.array(_MC, pa.int64()),
 MC_LITERALS = ["9007199254740993", "9007199254740993.0", "9007199254740993e0", "9007199254740992", "-9007199254740993",
                "0.1", "0.10", "cast(0.1 as real)", "16777217", "16777217.0", "1", "1.0", "0", "0.5", "-1.2", "7.0e0",
                "cast(16777217 as real)", "cast(9007199254740993 as double)"]
+
+# Doubles and REALs at the ends of their range, decimals past 2**53, in small groups: MEDIAN,
+# QUANTILE_CONT and MAD interpolate between neighbours (lo + d (hi - lo) overflowed: the MAD of
+# -1e308 and 1e308 was NaN, DuckDB 1e308). Table xq and its queries come from their own RNG,
+# drawn between the others (quantile_query): a seed's other queries stay as they were.
+_QR = random.Random(60_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_DMAX, _FMAX = 1.7976931348623157e308, 3.4028234663852886e38
+def mk_extremes(n):
+    r = _QR
+    return pa.table({
+        "k": pa.array([r.randint(0, 15) for _ in range(n)], pa.int32()),
+        "x": pa.array([r.choice([-1e308, 1e308, _DMAX, -_DMAX, 0.0, -0.0, 5e-324, float("inf"), float("nan"), None,
+                                 r.uniform(-1e300, 1e300), r.uniform(-10, 10)]) for _ in range(n)], pa.float64()),
+        "r": pa.array([r.choice([-_FMAX, _FMAX, 3e38, -1e-45, float("-inf"), None, r.uniform(-1e30, 1e30), r.uniform(-10, 10)])
+                       for _ in range(n)], pa.float32()),
+        "m": pa.array([r.choice([None, decimal.Decimal(r.randint(-10**18 + 1, 10**18 - 1)) / 100,
+                                 decimal.Decimal(r.randint(-999, 999)) / 100]) for _ in range(n)], pa.decimal128(18, 2)),
+        "i": pa.array([r.choice([None, 2**63 - 1, -2**63, r.randint(-2**62, 2**62), r.randint(-9, 9)]) for _ in range(n)], pa.int64()),
+    })
+pq.write_table(mk_extremes(90), root/"xq.parquet", row_group_size=_QR.choice([8, 20, 90]))
+
+
+def quantile_query():
+    c = _QR.choice(["xq.x", "xq.r", "xq.m", "xq.i"])
+    q = _QR.choice(["0.5", "0.1", "0.25", "0.3", "0.75", "0.9", "0", "1"])
+    fs = ["mad({})", "median({})", f"quantile_cont({{}}, {q})", f"quantile_disc({{}}, {q})",
+          f"percentile_cont({q}) within group (order by {{}})"]
+    aggs = ", ".join(_QR.choice(fs).format(c) for _ in range(_QR.randint(1, 3)))
+    where = f" where {c} {_QR.choice(['>', '<', '<>'])} 0" if _QR.random() < .2 else ""
+    if _QR.random() < .6:
+        return f"select xq.k, {aggs} from xq{where} group by xq.k"
+    return f"select {aggs} from xq{where}"
 
 
 def mixed_compare_query():
@@ -599,7 +633,9 @@ overflow_errors = 0  # both raised
 dskip = 0
 answered: list[tuple[str, pa.Table]] = []  # (query, DuckDB's answer) for the ranks pass
 for i in range(N):
-    q = query()
+    extreme = _QR.random() < 0.05  # (its own RNG: R draws this seed's other queries as before)
+    q = quantile_query() if extreme else query()
+    rr = _QR if extreme else R
     try:
         theirs = duck.sql(q).arrow()
         theirs = theirs.read_all() if hasattr(theirs, 'read_all') else theirs
@@ -611,11 +647,11 @@ for i in range(N):
             if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
             continue
     try:
-        ci = R.randrange(len(cons))
-        if " from m" in q and R.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
-            ci = R.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
-        elif ("min(" in q or "max(" in q) and R.random() < .3:  # string MIN / MAX's first-byte pass
-            ci = R.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
+        ci = rr.randrange(len(cons))
+        if " from m" in q and rr.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
+            ci = rr.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
+        elif ("min(" in q or "max(" in q) and rr.random() < .3:  # string MIN / MAX's first-byte pass
+            ci = rr.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
         con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
         # (and the runtime filters' build statistics and keys read back at publish, as on a GPU:

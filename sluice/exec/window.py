@@ -19,6 +19,7 @@ from sluice.chunk import Chunk, Column, concat_chunks, lookup, unify_dictionarie
 from sluice.exec.context import chunk_nbytes
 from sluice.expr.evaluate import evaluate
 from sluice.kernels import window as K
+from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.types import FLOAT64
 from sluice.exec.operators import Operator
@@ -219,15 +220,14 @@ def _quantile(f: str, q: float, x: Column, count, part: K.Segments, has, t, n: i
     lo = x.data[(part.first + lo_i.to(torch.int64)).clamp(0, last)]
     hi = x.data[(part.first + hi_i.to(torch.int64)).clamp(0, last)]
     d = rn - lo_i
+    # DuckDB's interpolations (kernels/interpolate.py): within the double range at its ends,
+    # and a decimal's scaled integers through one fused double operation
     if x.type.kind == "decimal":
-        # DuckDB truncates the interpolated scaled value toward zero: trunc(lo + f), f >= 0,
-        # is lo + floor(f) at or above zero and lo + ceil(f) below it.
-        f = d * (hi - lo).to(torch.float64)
-        nonneg = lo.to(torch.float64) + f >= 0
-        step = torch.where(nonneg, torch.floor(f), torch.ceil(f)).to(torch.int64)
-        return Column(torch.where(hi_i > lo_i, lo + step, lo), t, valid)
+        return Column(torch.where(hi_i > lo_i, interpolate_scaled(lo, d, hi), lo), t, valid)
+    if x.type.kind == "float32":
+        return Column(torch.where(hi_i > lo_i, interpolate_real(lo, d, hi), lo), t, valid)
     lo, hi = lo.to(torch.float64), hi.to(torch.float64)
-    return Column(torch.where(hi_i > lo_i, lo + d * (hi - lo), lo), t, valid)
+    return Column(torch.where(hi_i > lo_i, interpolate_float(lo, d, hi), lo), t, valid)
 
 
 def _string_agg(x: Column, sep: str, distinct: bool, part: K.Segments, t, n: int) -> Column:

@@ -260,8 +260,8 @@ class WindowCall:
             return FLOAT64
         if self.func == "sum":
             return AggCall("sum", self.args[0]).type
-        if self.func == "quantile_cont" and self.args[0].type.kind != "decimal":
-            return FLOAT64
+        if self.func == "quantile_cont" and self.args[0].type.kind not in ("decimal", "float32"):
+            return FLOAT64  # (a REAL's is a REAL, as DuckDB's)
         if self.func == "string_agg":
             return STRING
         return self.args[0].type

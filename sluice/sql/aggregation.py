@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
+from sluice.sql.dialect import wrong_arguments
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
@@ -35,13 +36,7 @@ class Aggregation:
         (from the last argument) set when argument j is not grouped in that set."""
         calls = []
         for node in grouping_nodes:
-            idx = []
-            for a in node.expressions:
-                e = self.expr(a, ctx)
-                match = [i for i, (_, k) in enumerate(keys) if k == e]
-                if not match:
-                    raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
-                idx.append(match[0])
+            idx = self._grouping_keys(node, keys, ctx)
             name = self.fresh(node.sql(dialect="duckdb"))
             calls.append((name, idx))
             agg_cols[id(node)] = Col(name, INT64)
@@ -83,6 +78,21 @@ class Aggregation:
                 branches.append(Project(agg, tuple(exprs)))
         return branches[0] if len(branches) == 1 else Union(tuple(branches))
 
+    def _grouping_keys(self, node: exp.Grouping, keys, ctx: Ctx) -> list[int]:
+        """The GROUP BY key each GROUPING argument is (repeats allowed), as DuckDB checks them:
+        each must be a key, and at most 63 of them (the result is a BIGINT with one bit per
+        argument; 64 once overflowed int64, an internal error, and more answered)."""
+        if len(node.expressions) > 63:
+            raise PlanError(f"GROUPING with {len(node.expressions)} arguments: at most 63")
+        idx = []
+        for a in node.expressions:
+            e = self.expr(a, ctx)
+            match = [i for i, (_, k) in enumerate(keys) if k == e]
+            if not match:
+                raise PlanError(f"GROUPING argument {a.sql()} is not a GROUP BY key")
+            idx.append(match[0])
+        return idx
+
     def _mergeable_states(self, aggs):
         """For grouping sets: the aggregates as states a coarser grouping can merge -- (name,
         call) over the input -- and each aggregate's final expression over them (a function of
@@ -123,7 +133,8 @@ class Aggregation:
             position: dict[int, int] = {}  # id(AST key) -> index in keys
             for g0 in _set_members(group):
                 g = g0
-                if isinstance(g, exp.Literal) and not g.is_string:
+                if isinstance(g, exp.Literal) and not g.is_string and g.this.isdigit():
+                    # (a position; GROUP BY 1.5 groups by that constant, as in DuckDB)
                     k = int(g.this)
                     if not 1 <= k <= len(select_items):
                         raise PlanError(f"GROUP BY position {k} is not in the select list")
@@ -181,6 +192,7 @@ class Aggregation:
                 sch = out.schema
                 zeros = []
                 for node in grouping_nodes:
+                    self._grouping_keys(node, keys, ctx)
                     agg_cols[id(node)] = Col(self.fresh(node.sql(dialect="duckdb")), INT64)
                     zeros.append((agg_cols[id(node)].name, Lit(0, INT64)))
                 out = Project(out, tuple((n, Col(n, t)) for n, t in sch.items()) + tuple(zeros))
@@ -241,15 +253,15 @@ class Aggregation:
             plan = Window(plan, part, order, ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
         if is_mad(node):
-            # MAD: the median of the distances from the median (decimals in their own type,
-            # other numbers as DOUBLE, as DuckDB)
+            # MAD: the median of the distances from the median (decimals and REALs in their
+            # own type, other numbers as DOUBLE, as DuckDB)
             e = self.expr(node.expressions[0], ctx)
             if not e.type.is_numeric:
                 raise UnsupportedError(f"MAD of {e.type}")
             m1, dev = self.fresh("median"), self.fresh("deviation")
             c1 = WindowCall("quantile_cont", (e,), (0.5,))
             plan = Window(plan, part, (SortKey(e, True, False),), ((m1, c1),))
-            x = e if e.type.kind == "decimal" else E.make_func("cast", [e], (FLOAT64,))
+            x = e if e.type.kind in ("decimal", "float32") else E.make_func("cast", [e], (FLOAT64,))
             d = E.make_func("abs", [E.make_arith("-", x, Col(m1, c1.type))])
             plan = Project(plan, tuple((k, Col(k, t)) for k, t in plan.schema.items()) + ((dev, d),))
             c2 = WindowCall("quantile_cont", (Col(dev, d.type),), (0.5,))
@@ -258,6 +270,8 @@ class Aggregation:
         if isinstance(node, exp.Mode):
             # MODE: the most frequent non-NULL value (the least of those tied), from the
             # partition sorted by the value: its longest run of peers.
+            if node.this is None:
+                raise wrong_arguments("MODE")
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedError("DISTINCT in MODE")
             e = self.expr(node.this, ctx)
@@ -282,6 +296,8 @@ class Aggregation:
             arg = node.this
             q_ast = None if isinstance(node, exp.Median) else node.args.get(
                 "quantile" if isinstance(node, exp.Quantile) else "expression")
+            if q_ast is None and not isinstance(node, exp.Median):
+                raise wrong_arguments(what)  # (quantile_cont(x) took 0.5: DuckDB has no default)
         q = 0.5
         if q_ast is not None:
             qe = self.expr(q_ast, ctx)

@@ -4,7 +4,11 @@
   ``date_trunc(s, d)`` over a column ``s`` read as the unit ``S``. A unit that is not a string
   constant stays a plain function call here, which the translator refuses by name;
 - a typed literal followed by ``::`` (``DATE '2020-01-01'::VARCHAR``) cast the string first and
-  gave a DATE; DuckDB casts the DATE, giving a VARCHAR.
+  gave a DATE; DuckDB casts the DATE, giving a VARCHAR;
+- ARG_MIN / ARG_MAX / QUANTILE* and ANY_VALUE are built without counting their arguments
+  (``argmin()`` had no value, ``arg_max(x)`` no key: internal errors; ``any_value(x, y)``
+  dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB;
+- VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
 """
 
 from __future__ import annotations
@@ -12,6 +16,46 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.tokens import TokenType
+
+from sluice.errors import PlanError
+
+
+def wrong_arguments(name: str) -> PlanError:
+    """DuckDB's binder error for a function called with the wrong number of arguments."""
+    return PlanError(f"no function {name} with these arguments (wrong number of arguments)")
+
+
+def _any_value(args):
+    if len(args) != 1:
+        raise wrong_arguments("ANY_VALUE")
+    return exp.IgnoreNulls(this=exp.AnyValue(this=args[0]))
+
+
+def _text_type(dtype: exp.DataType) -> exp.DataType:
+    """VARCHAR(n): DuckDB ignores one integer ``n`` and refuses anything else (sqlglot dropped
+    every parameter: varchar(1.5) and varchar(3, 4) were read as VARCHAR)."""
+    params = dtype.expressions
+    if len(params) > 1 or any(not (isinstance(p.this if isinstance(p, exp.DataTypeParam) else p, exp.Literal)
+                                   and str((p.this if isinstance(p, exp.DataTypeParam) else p).this).isdigit())
+                              for p in params):
+        written = ", ".join(p.sql(dialect="duckdb") for p in params)
+        raise PlanError(f"type VARCHAR does not accept the type parameters ({written})")
+    dtype.set("expressions", None)
+    return dtype
+
+
+class _CountedArguments:
+    """Stands for an expression class in sqlglot's ``_parse_distinct_arg_function``, which
+    builds it from its argument list unchecked: the list is checked as sqlglot checks others."""
+
+    def __init__(self, func: type[exp.Func]) -> None:
+        self.func = func
+
+    def from_arg_list(self, args: list) -> exp.Func:
+        node = self.func.from_arg_list(args)
+        if node.error_messages(args):
+            raise wrong_arguments(self.func.sql_names()[0])
+        return node
 
 
 def _constant_unit(name: str, build):
@@ -30,7 +74,13 @@ class Sluice(DuckDB):
             **{k: _constant_unit(k, DuckDB.Parser.FUNCTIONS[k])
                for k in ("DATE_TRUNC", "DATETRUNC", "DATE_DIFF", "DATEDIFF", "DATE_SUB", "DATESUB")
                if k in DuckDB.Parser.FUNCTIONS},
+            "ANY_VALUE": _any_value,
         }
+
+        TYPE_CONVERTERS = {**DuckDB.Parser.TYPE_CONVERTERS, exp.DataType.Type.TEXT: _text_type}
+
+        def _parse_distinct_arg_function(self, func, distinct_index: int = 0):
+            return super()._parse_distinct_arg_function(_CountedArguments(func), distinct_index)
 
         def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False):
             # TYPE 'text' [:: ...]: the typed literal first, then what follows applies to it.

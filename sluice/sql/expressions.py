@@ -11,7 +11,8 @@ from typing import Callable
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import ExecutionError, PlanError, UnsupportedError
+from sluice.sql.dialect import wrong_arguments
 from sluice.sql.coverage import construct_name
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Lit
@@ -56,6 +57,8 @@ class Expressions:
     """Translator methods of this pass (mixed into :class:`sluice.sql.translate.Translator`)."""
 
     def expr(self, node: exp.Expression, ctx: Ctx) -> Expr:
+        if node is None:  # an argument sqlglot left out unchecked (ceil(): an internal error)
+            raise PlanError("a function called with too few arguments")
         if ctx.aggs is not None and id(node) in ctx.aggs:
             return ctx.aggs[id(node)]
         if id(node) in ctx.subs:
@@ -443,10 +446,14 @@ class Expressions:
     @handles(exp.Pad)
     def _x_pad(self, n, ctx):
         name = "lpad" if n.args.get("is_left") else "rpad"
+        if n.args.get("fill_pattern") is None:
+            raise wrong_arguments(name.upper())  # (DuckDB has no default fill; ' ' was taken)
         width = _const_int(n.expression, name.upper())
-        fill = _const_str(n.args.get("fill_pattern"), name.upper()) if n.args.get("fill_pattern") else " "
-        if len(fill) != 1 or width < 0:
-            raise UnsupportedError(f"{name.upper()} with a fill that is not one character, or a negative width")
+        if not -2 ** 31 <= width < 2 ** 31:  # (2**63 - 1 crashed pyarrow's kernel)
+            raise PlanError(f"{name.upper()} width {width} is no INTEGER")
+        fill = _const_str(n.args.get("fill_pattern"), name.upper())
+        if len(fill) != 1:
+            raise UnsupportedError(f"{name.upper()} with a fill that is not one character")
         return self._string_fn(n, ctx, name, width, fill)
 
     @handles(exp.RegexpLike)
@@ -711,4 +718,11 @@ def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
     except ValueError:
         raise PlanError(f"bad interval amount {text!r}") from None
     unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
-    return k, unit_s.rstrip("s")
+    unit_s = unit_s.rstrip("s")
+    # DuckDB keeps an interval's months and days in 32 bits and its microseconds in 64: an amount
+    # beyond them is a conversion error there (it overflowed a tensor here: an internal error)
+    calendar = {"day": 1, "week": 7, "month": 1, "quarter": 3, "year": 12}.get(unit_s)
+    if (calendar is not None and not -2 ** 31 <= k * calendar < 2 ** 31) or \
+            (unit_s in _MICROS and not -2 ** 63 <= k * _MICROS[unit_s] < 2 ** 63):
+        raise ExecutionError(f"INTERVAL {k} {unit_s.upper()} is out of range")
+    return k, unit_s

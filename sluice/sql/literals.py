@@ -81,42 +81,76 @@ def literal(n: exp.Literal) -> Lit:
     return Lit(v, INT32 if -(2**31) <= v < 2**31 else INT64, integer_literal=True)
 
 
+def type_params(dt_node: exp.DataType) -> list[int]:
+    """A type's parameters, which DuckDB takes only as integer constants: ``DECIMAL('hello')``,
+    ``DECIMAL(3.2)`` and ``DECIMAL((-17))`` are binder errors there (they met int() here: internal
+    errors)."""
+    out = []
+    for p in dt_node.expressions:
+        v = p.this if isinstance(p, exp.DataTypeParam) else p
+        if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
+            written = ", ".join(q.sql(dialect="duckdb") for q in dt_node.expressions)
+            raise PlanError(f"type {dt_node.this.value} does not accept the type parameters ({written})")
+        out.append(int(v.this))
+    return out
+
+
+def _check_param_count(dt_node: exp.DataType, params: list[int], most: int) -> None:
+    if len(params) > most:
+        raise PlanError(f"type {dt_node.this.value} takes " + (f"at most {most} type parameters" if most
+                        else "no type parameters") + f", not {len(params)}")
+
+
 def sql_type(dt_node: exp.DataType) -> LType:
+    """The type a CAST names, its parameters checked as DuckDB checks them: only DECIMAL,
+    VARCHAR (ignored), FLOAT (its bits choose REAL or DOUBLE) and TIMESTAMP (its digits) take
+    any; BIGINT(5) and DOUBLE(5) are errors there."""
     t = dt_node.this
     T = exp.DataType.Type
-    if t in (T.INT, T.INTEGER if hasattr(T, "INTEGER") else T.INT):
-        return INT32
-    mapping = {T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
+    mapping = {T.INT: INT32, T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
                T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
                T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
+    timestamps = [T.TIMESTAMP]
     for name in ("TIMESTAMPNTZ", "DATETIME"):  # TIMESTAMP (without time zone) as sqlglot spells it
         if hasattr(T, name):
             mapping[getattr(T, name)] = LType("timestamp")
+            timestamps.append(getattr(T, name))
     for name in ("TIMESTAMPTZ", "TIMESTAMPLTZ"):  # WITH TIME ZONE: an instant, in UTC
         if hasattr(T, name):
             mapping[getattr(T, name)] = LType("timestamptz")
+    if t not in mapping and t != T.DECIMAL:
+        raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
+    params = type_params(dt_node)
+    _check_param_count(dt_node, params, 2 if t == T.DECIMAL else 1 if t in (T.VARCHAR, T.TEXT, T.CHAR, T.FLOAT)
+                       or t in timestamps else 0)
+    if t == T.FLOAT and params:  # FLOAT(p): p bits of precision, as in PostgreSQL
+        if not 1 <= params[0] <= 53:
+            raise PlanError(f"FLOAT precision must be between 1 and 53 bits, got {params[0]}")
+        return LType("float32") if params[0] <= 24 else FLOAT64
+    if t in timestamps and params and not 4 <= params[0] <= 6:
+        # (TIMESTAMP(3) is DuckDB's TIMESTAMP_MS: it drops the microseconds)
+        raise UnsupportedError(f"type TIMESTAMP({params[0]}) (only microseconds: TIMESTAMP(6))")
     if t in mapping:
         return mapping[t]
-    if t == T.DECIMAL:
-        params = dt_node.expressions
-        # DECIMAL alone is DECIMAL(18,3) in DuckDB; DECIMAL(p) has scale 0.
-        scale = int(params[1].this.this) if len(params) > 1 else (0 if params else 3)
-        p = decimal_precision(dt_node)
-        if not 0 <= scale <= 18 or scale > p:
-            raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
-                                   "scale at most 18 and at most the precision)")
-        return decimal(scale, p)
-    raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
+    # DECIMAL alone is DECIMAL(18,3) in DuckDB; DECIMAL(p) has scale 0.
+    scale = params[1] if len(params) > 1 else (0 if params else 3)
+    p = decimal_precision(dt_node)
+    if scale > p:
+        raise PlanError(f"DECIMAL scale {scale} cannot be greater than its width {p}")
+    if scale > 18:
+        raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
+                               "scale at most 18)")
+    return decimal(scale, p)
 
 
 def decimal_precision(dt_node: exp.DataType) -> int | None:
     """The precision of a DECIMAL type (18 when not given, as in DuckDB); None for other types."""
     if dt_node.this != exp.DataType.Type.DECIMAL:
         return None
-    params = dt_node.expressions
+    params = type_params(dt_node)
     if not params:
         return 18
-    p = int(params[0].this.this)
+    p = params[0]
     if not 1 <= p <= 38:
         raise PlanError(f"DECIMAL precision must be between 1 and 38, got {p}")
     return p

@@ -9,8 +9,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from sluice.errors import SqlError, UnsupportedError
-from sluice.sql.dialect import Sluice
+from sluice.errors import PlanError, SqlError, UnsupportedError
+from sluice.sql.dialect import Sluice, wrong_arguments
 
 
 #: A number with an exponent and its digits, then + or -: sqlglot's tokenizer reads ``1e2+1`` as
@@ -33,6 +33,29 @@ def _split_exponent_sums(sql: str) -> str:
     return "".join(out)
 
 
+#: sqlglot's own check of a function call's arguments (sum(), lag(1, 2, 3, 4), nth_value(x))
+_MISSING_ARGUMENT = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>")
+_TOO_MANY_ARGUMENTS = re.compile(r"The number of provided arguments \((\d+)\) is greater than the maximum number "
+                                 r"of supported arguments \((\d+)\)")
+
+
+def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
+    """A function called with the wrong number of arguments, as DuckDB's binder reports it (a
+    plan error naming the function), not a syntax error quoting sqlglot's class names."""
+    description = er.get("description", "")
+    many = _TOO_MANY_ARGUMENTS.match(description)
+    if many:
+        return PlanError(f"a function called with {many.group(1)} arguments takes at most {many.group(2)} "
+                         f"(line {er.get('line')}, column {er.get('col')})")
+    m = _MISSING_ARGUMENT.match(description)
+    cls = getattr(exp, m.group(1), None) if m else None
+    if cls is exp.Grouping:
+        return UnsupportedError("GROUPING() without arguments")  # (DuckDB: 0)
+    if not (isinstance(cls, type) and issubclass(cls, exp.Func)) or issubclass(cls, exp.Cast):
+        return None
+    return wrong_arguments(cls.sql_names()[0] if cls.sql_names() else m.group(1).upper())
+
+
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
     try:
@@ -41,6 +64,9 @@ def _parse_cached(sql: str) -> exp.Expression:
         errs = getattr(e, "errors", None) or []
         if errs:
             er = errs[0]
+            wrong = _wrong_arguments(er)
+            if wrong is not None:
+                raise wrong from None
             raise SqlError(f"{er.get('description', 'invalid SQL')} at line {er.get('line')}, "
                            f"column {er.get('col')} near {er.get('highlight', '')!r}") from None
         raise SqlError(str(e).splitlines()[0]) from None

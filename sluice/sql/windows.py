@@ -150,6 +150,8 @@ class Windows:
             if kind != "range":
                 if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
                     raise UnsupportedError("window frame offsets that are not integer constants")
+                if int(v.this) >= 2 ** 63:  # (a BIGINT in DuckDB; it overflowed a tensor here)
+                    raise PlanError(f"window frame offset {v.this} is beyond BIGINT")
                 return int(v.this)
             if len(keys) != 1:
                 raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY expression")

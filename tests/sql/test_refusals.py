@@ -177,6 +177,7 @@ CASES: list[tuple[str, str | None]] = [
     ("select n_name from nation union all select null", None),
     ("select coalesce(null, n_name), coalesce(n_name, null) from nation", None),
     ("select cast(null as varchar) || n_name, cast(null as int) + 1 from nation", None),
+    ("select grouping() from nation group by n_regionkey", "GROUPING() without arguments"),  # (DuckDB: 0)
 ]
 
 

@@ -101,6 +101,69 @@ def test_errors_as_duckdb(sql, error, fn_dir, connect):
         connect(fn_dir).sql(sql).to_arrow()
 
 
+_MIN, _MAX = -2 ** 63, 2 ** 63 - 1
+
+
+@pytest.mark.parametrize("expr", [
+    # positions at int64's ends once reached pyarrow as they were (internal errors); DuckDB's
+    # supported range is [-2**32, 2**32 - 1], and LEFT / RIGHT / REPEAT take any count
+    f"right(s, {_MIN})", f"right(s, {_MAX})", f"left(s, {_MIN})", "left(s, 4294967295)", "left(s, -4294967297)",
+    "substring(s, -4294967296, 2)", "substring(s, 4294967295)", "substring(s, 1, 4294967295)",
+    "substring(s, 2, -4294967296)", "substring(s, -2, 4294967295)", f"repeat(s, {_MIN})", f"repeat('', {_MAX})",
+    "lpad(s, -1, 'x')", "rpad(s, -3, 'x')", "lpad(s, 4, 'ü')",
+])
+def test_string_positions_at_their_ends(expr, fn_dir, connect):
+    sql = f"select i, {expr} as x from t"
+    compare(connect(fn_dir).sql(sql).to_arrow(), duckdb_connect(fn_dir).sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql, error", [
+    (f"select substring(s, {_MIN}, 2) from t", "Substring offset outside of supported range \\(< -4294967296\\)"),
+    ("select substring(s, -4294967297, 2) from t", "offset outside of supported range"),
+    ("select substring(s, 4294967296, 2) from t", "offset outside of supported range \\(> 4294967295\\)"),
+    (f"select substr(s, {_MAX}) from t", "offset outside"),
+    (f"select substring(s, 2, {_MAX}) from t", "length outside of supported range \\(> 4294967295\\)"),
+    (f"select substring(s, 2, {_MIN}) from t", "length outside of supported range \\(< -4294967296\\)"),
+    (f"select left(s, {_MAX}) from t", "length outside"),
+    (f"select substring('abc', {_MIN}, 2)", "offset outside"),
+    (f"select repeat(s, {_MAX}) from t", "maximum string size"),
+    ("select repeat(s, 2147483648) from t", "maximum string size"),
+])
+def test_string_limits_raise_as_duckdb(sql, error, fn_dir, connect):
+    with pytest.raises(Exception, match="Out of Range"):
+        duckdb_connect(fn_dir).sql(sql).fetchall()
+    with pytest.raises(ExecutionError, match=error):
+        connect(fn_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", [
+    f"select lpad(s, {_MAX}, 'x') from t",  # (crashed pyarrow: a segmentation fault)
+    "select rpad(s, 2147483648, 'x') from t",  # (DuckDB's width is an INTEGER)
+    "select lpad(s, 3) from t",  # (no default fill in DuckDB; ' ' was taken)
+])
+def test_pad_arguments_as_duckdb(sql, fn_dir, connect):
+    with pytest.raises(Exception, match="Binder Error"):
+        duckdb_connect(fn_dir).sql(sql).fetchall()
+    with pytest.raises(PlanError):
+        connect(fn_dir).sql(sql).to_arrow()
+
+
+def test_limits_only_where_a_row_has_a_value(fn_dir, connect):
+    """DuckDB checks the rows with a value: no row, or NULL rows only, answer."""
+    for sql in (f"select substring(s, {_MIN}, 2) from t where s is null",
+                f"select left(s, {_MAX}), repeat(s, {_MAX}) from t where i > 100"):
+        compare(connect(fn_dir).sql(sql).to_arrow(), duckdb_connect(fn_dir).sql(sql).to_arrow_table())
+
+
+def test_results_arrow_cannot_hold_are_refused(fn_dir, connect):
+    """Results of 2 GiB and more (DuckDB: out of memory, or a 4 GiB string) are refused in one
+    line (they were internal ArrowCapacityErrors)."""
+    from sluice.errors import UnsupportedError
+    for sql in ("select lpad(s, 2147483647, 'x') from t", "select repeat(s, 1073741824) from t where s = 'ab'"):
+        with pytest.raises(UnsupportedError, match="2 GiB"):
+            connect(fn_dir).sql(sql).to_arrow()
+
+
 @pytest.mark.parametrize("sql, what", [
     ("select floor(d, 1) from t", "FLOOR to a number of digits"),
     ("select trunc(d, a) from t", "TRUNC with a non-constant"),

@@ -309,6 +309,37 @@ def test_semantics(name, chunk_rows, small_dir, connect):
     compare(ours, theirs, order)
 
 
+def _grouping_args(n: int) -> str:
+    return ", ".join(("a", "s", "a", "s", "s")[i % 5] for i in range(n))
+
+
+@pytest.mark.parametrize("sql", [
+    f"select a, s, grouping({_grouping_args(63)}) g, grouping({_grouping_args(7)}) h from t group by cube (a, s)",
+    f"select a, s, grouping({_grouping_args(63)}) g from t group by grouping sets ((a), (s), ())",
+    f"select a, grouping({_grouping_args(63).replace('s', 'a')}) g from t group by a",
+])
+def test_grouping_with_many_repeated_arguments(sql, small_dir, connect):
+    """Up to 63 arguments, repeats allowed: bit j from the last argument (all 63 ungrouped is
+    2**63 - 1, still a BIGINT), as DuckDB."""
+    compare(connect(small_dir).sql(sql).to_arrow(), duckdb_connect(small_dir).sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql", [
+    f"select grouping({_grouping_args(64)}) from t group by cube (a, s)",  # (overflowed int64)
+    f"select grouping({_grouping_args(65)}) from t group by a, s",  # (answered 0)
+    "select grouping(b) from t group by a",  # not a key (answered 0)
+    "select grouping(a + 1) from t group by a",
+    "select grouping(a), count(*) from t",
+])
+def test_grouping_errors_as_duckdb(sql, small_dir, connect):
+    import duckdb
+    from sluice.errors import PlanError
+    with pytest.raises(duckdb.Error):
+        duckdb_connect(small_dir).sql(sql).fetchall()
+    with pytest.raises(PlanError):
+        connect(small_dir).sql(sql).to_arrow()
+
+
 def test_decimal_sum_beyond_64_bits(tmp_path, connect):
     big = [D("12345678901234567.89")] * 100  # 1.2e18 cents each: the total needs > 64 bits
     pq.write_table(pa.table({"x": pa.array(big, pa.decimal128(20, 2)), "g": pa.array([1, 2] * 50, pa.int32())}),

@@ -294,3 +294,22 @@ def test_group_ids_partition_rows_by_their_keys_whatever_determines_what(seed):
         by_key.setdefault(k, set()).add(int(got[r]))
     assert g == len(by_key) and all(len(v) == 1 for v in by_key.values())
     assert len({next(iter(v)) for v in by_key.values()}) == g
+
+
+def test_fused_multiply_add_rounds_once():
+    """The emulated FMA (DuckDB's decimal QUANTILE_CONT rounds through one) equals the exact
+    a * b + c rounded to the nearest double, on integers up to 2**63, fractions and mixes."""
+    from fractions import Fraction
+
+    from sluice.kernels.interpolate import fused_multiply_add
+    r = np.random.default_rng(7)
+    n = 20000
+    pick = r.integers(0, 3, size=(3, n))
+    ints = r.integers(-2 ** 62, 2 ** 62, size=(3, n)).astype(np.float64) * 2
+    fracs = r.random((3, n))
+    wide = r.uniform(-1e20, 1e20, size=(3, n))
+    vals = np.where(pick == 0, ints, np.where(pick == 1, fracs, wide))
+    a, b, c = (torch.from_numpy(v) for v in vals)
+    got = fused_multiply_add(a, b, c).tolist()
+    want = [float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(*(v.tolist() for v in vals))]
+    assert got == want

@@ -5,6 +5,8 @@ timestamps and back."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -304,6 +306,9 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
                 bad = bad.filter(pc.invert(_beyond_range(bad, t)))
             if t.is_integer or t.kind == "decimal":  # and NaN or an infinity, which no such number is
                 bad = bad.filter(pc.invert(pc.match_substring_regex(bad, r"(?i)^\s*[+-]?(nan|inf(inity)?)\s*$")))
+            if t.kind == "decimal":  # and an exponent beyond 16 bits (one string per distinct value)
+                bad = bad.filter(pa.array([not re.search("[eE]", v) or _exponent_fits(v.strip())
+                                           for v in bad.to_pylist()], pa.bool_()))
             if t.is_timestamp:  # so is a time of an hour alone
                 bad = bad.filter(pc.invert(pc.match_substring_regex(bad, _BARE_HOUR)))
             like = _NUMBER_LIKE if t.is_numeric else _DATE_LIKE if t.is_temporal else \
@@ -406,6 +411,20 @@ def _within_64_bits(per: pa.Array, t: LType, lenient: bool) -> pa.Array:
     raise UnsupportedError(f"a string as {t}: beyond 18 digits (sluice's decimals are 64-bit; DuckDB's reach 38)")
 
 
+_EXPONENT = re.compile(r"[eE]([+-]?)0*(\d{0,6})$")
+
+
+def _exponent_fits(text: str) -> bool:
+    """Whether a number's exponent is a 16-bit integer, as DuckDB reads it for a decimal
+    (beyond, ``1e-99999999999999999999999999`` met Python's decimal limits: an internal error;
+    DuckDB cannot convert it)."""
+    m = _EXPONENT.search(text)
+    if m is None:
+        return False
+    value = int(m.group(2) or 0)
+    return value <= (2 ** 15 if m.group(1) == "-" else 2 ** 15 - 1)
+
+
 def _exponents_written_out(arr: pa.Array, scale: int) -> pa.Array:
     """Numbers with an exponent (``-0.0000922e50``) as plain digits, exactly -- a double would
     round a 19-digit mantissa -- rounded half away from zero to ``scale`` digits. Only the
@@ -414,8 +433,13 @@ def _exponents_written_out(arr: pa.Array, scale: int) -> pa.Array:
     has = pc.fill_null(pc.match_substring_regex(arr, "[eE]"), False)
     out = []
     for v in arr.filter(has).to_pylist():
-        d = decimal.Decimal(v)
-        if d.adjusted() > 38:
+        if not _exponent_fits(v):
+            raise pa.ArrowInvalid(f"{v}: its exponent is beyond 16 bits")
+        try:
+            d = decimal.Decimal(v)
+        except decimal.InvalidOperation:
+            raise pa.ArrowInvalid(f"{v} is no number") from None
+        if d and d.adjusted() > 38:  # (0e32767 is 0)
             raise pa.ArrowInvalid(f"{v} is beyond 38 digits")
         q = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP,
                        context=decimal.Context(prec=80))
@@ -441,14 +465,15 @@ def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
     try:
         return arr.cast(target)
     except pa.ArrowInvalid as ex:
-        if "Rescaling" not in str(ex):
+        exponents = pc.any(pc.match_substring_regex(arr, "[eE]")).as_py()
+        if "Rescaling" not in str(ex) or exponents:  # ('1e-10' needs rescaling: written out too)
             if not pc.all(pc.fill_null(pc.match_substring_regex(arr, _DECIMAL_TEXT), True)).as_py():
                 raise
             # blanks, a sign, '.5', '12.' or an exponent, as DuckDB reads them
             arr = pc.utf8_ltrim(pc.utf8_trim_whitespace(arr), "+")
             arr = pc.replace_substring_regex(pc.replace_substring_regex(arr, r"^\.", "0."), r"^-\.", "-0.")
             arr = pc.replace_substring_regex(arr, r"\.$", "")
-            if pc.any(pc.match_substring_regex(arr, "[eE]")).as_py():
+            if exponents:
                 arr = _exponents_written_out(arr, scale)
             try:
                 return arr.cast(target)

@@ -248,8 +248,12 @@ def add_months(e, args, chunk) -> Column:
     a, = args
     if a.type.is_timestamp:
         days, tod = days_and_time(a)
-        return Column(dates.add_months(days, e.params[0]).to(torch.int64) * DAY_US + tod, e.type, a.valid)
-    return Column(dates.add_months(a.data, e.params[0]), e.type, a.valid)
+        moved = dates.add_months(days, e.params[0])
+        fail_if(moved.abs() > (2 ** 63 - 1) // DAY_US - 1, "timestamp out of range", a.valid)
+        return Column(moved * DAY_US + tod, e.type, a.valid)
+    moved = dates.add_months(a.data, e.params[0])
+    fail_if((moved < -(2 ** 31)) | (moved >= 2 ** 31), "date out of range", a.valid)
+    return Column(moved.to(torch.int32), e.type, a.valid)
 
 
 @register("last_day", bind=_temporal("LAST_DAY", lambda args, params: DATE))

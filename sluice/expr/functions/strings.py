@@ -19,6 +19,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid, gather_bool
+from sluice.expr.functions.string_limits import (POSITION_MAX, POSITION_MIN, arrow_string_limit,
+                                                 check_position, check_repeat)
 from sluice.kernels.parallel import map_slices
 from sluice.types import BOOL, INT64, STRING
 
@@ -185,7 +187,9 @@ def substring_slice(start: int, length: int | None) -> tuple[int, int | None]:
 
 @register("substring", bind=_string_arg("SUBSTRING", STRING))
 def substring(e, args, chunk) -> Column:
-    begin, stop = substring_slice(*e.params)
+    start, length = e.params
+    start = check_position(args[0], chunk.num_rows, start, "offset")
+    begin, stop = substring_slice(start, check_position(args[0], chunk.num_rows, length, "length"))
     if stop is None:
         return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin))
     return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin, stop))
@@ -316,6 +320,8 @@ def _regexp_extract(d: pa.Array, pattern: str, group: int) -> pa.Array:
 
 def _pad(pad):
     def fn(d, width, fill):
+        if width < 0:  # '' as in DuckDB
+            return pc.utf8_slice_codeunits(d, 0, 0)
         return pad(pc.utf8_slice_codeunits(d, 0, width), width=width, padding=fill)
     return fn
 
@@ -366,11 +372,26 @@ PER_ENTRY = {
 }
 
 
+def _limited_params(e, a: Column, rows: int) -> tuple:
+    """LEFT's and RIGHT's count as DuckDB takes it (LEFT's non-negative one is SUBSTRING's
+    length, range-checked; the others clamped, which changes nothing: no string is 2**32
+    characters long)."""
+    if e.op == "left" and e.params[0] >= 0:
+        return (check_position(a, rows, e.params[0], "length"),)
+    if e.op in ("left", "right"):
+        return (min(max(e.params[0], POSITION_MIN), POSITION_MAX),)
+    return e.params
+
+
 def per_entry_function(e, args, chunk) -> Column:
     a, = args
     t, fn = PER_ENTRY[e.op]
-    d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
-    res = map_slices(lambda s: fn(s, *e.params), d)
+    params = _limited_params(e, a, chunk.num_rows)
+    if e.op == "repeat":
+        d = check_repeat(a, chunk.num_rows, params[0])
+    else:
+        d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
+    res = arrow_string_limit(lambda: map_slices(lambda s: fn(s, *params), d), e.op.upper())
     if t == STRING:
         return Column(a.data, e.type, a.valid, res.cast(pa.string()))
     return _per_entry_numbers(a, res, t)
