@@ -46,10 +46,10 @@ def _on_lost(line: str, rank: int) -> None:
         os._exit(1)
 
 
-def in_torchrun() -> bool:
+def in_torchrun(environ=os.environ) -> bool:
     """Whether this process is one rank of a job torchrun (or our launcher) started."""
-    return "TORCHELASTIC_RUN_ID" in os.environ or (
-        int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ and "MASTER_ADDR" in os.environ)
+    return "TORCHELASTIC_RUN_ID" in environ or (
+        int(environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in environ and "MASTER_ADDR" in environ)
 
 
 @dataclass
@@ -142,12 +142,41 @@ def joined_group() -> DistGroup | None:
     return _GROUP
 
 
+#: Launchers other than torchrun, by the variables they set: (name, task-count variable, rank variable).
+FOREIGN_LAUNCHERS = (("Slurm's srun", "SLURM_NTASKS", "SLURM_PROCID"), ("Open MPI's mpirun", "OMPI_COMM_WORLD_SIZE",
+                     "OMPI_COMM_WORLD_RANK"), ("an MPI launcher (PMI)", "PMI_SIZE", "PMI_RANK"))
+
+
+def check_launcher(environ=os.environ) -> None:
+    """A process that is one of several tasks of another launcher (srun, mpirun) but not of a
+    torchrun job would run the whole query alone, once per task: N copies of the answer. Refused
+    in one line with the way to launch (docs/ranks.md) -- sluice joins ranks only through
+    torchrun's rendezvous -- unless ``SLUICE_LAUNCHER=none`` says each task is meant to run
+    alone."""
+    if in_torchrun(environ) or environ.get("SLUICE_LAUNCHER", "").lower() == "none":
+        return
+    for name, size, rank in FOREIGN_LAUNCHERS:
+        try:
+            n = int(environ.get(size, "1"))
+        except ValueError:
+            continue
+        if n > 1 and rank in environ:  # (an salloc shell has the count but is no task)
+            from sluice.errors import ConfigError
+            raise ConfigError(
+                f"this process is task {environ.get(rank, '?')} of {n} started by {name}, not a rank of a torchrun "
+                "job: each task would run the whole query alone; start one torchrun per node under it (srun torchrun "
+                "--nnodes N --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HEAD:29500 -m sluice query ...: "
+                "docs/ranks.md), or set SLUICE_LAUNCHER=none to run every task alone")
+
+
 def current_group(timeout_s: float = 60.0) -> DistGroup | None:
-    """This process's group (joined on first use) when it runs under torchrun; else None."""
+    """This process's group (joined on first use) when it runs under torchrun; else None (and
+    a task of another launcher is refused: :func:`check_launcher`)."""
     global _GROUP
     if _GROUP is not None:
         return _GROUP
     if not in_torchrun():
+        check_launcher()
         return None
     import torch.distributed as dist
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -97,3 +97,19 @@ def test_the_interval_fits_the_timeout():
     a, _b, _ = _pair(timeout=3)
     assert a.interval == 0.5
     assert _pair(timeout=60)[0].interval == 1.0
+
+
+def test_a_task_of_another_launcher_is_refused_not_run_n_times():
+    """Under srun or mpirun without torchrun, each task ran the whole query alone (N answers)."""
+    import pytest
+
+    from sluice.errors import ConfigError
+    from sluice.ranks.group import check_launcher
+    for env in ({"SLURM_NTASKS": "4", "SLURM_PROCID": "1"}, {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0"},
+                {"PMI_SIZE": "8", "PMI_RANK": "3"}):
+        with pytest.raises(ConfigError, match="torchrun"):
+            check_launcher(env)
+    check_launcher({"SLURM_NTASKS": "1", "SLURM_PROCID": "0"})  # one task: itself
+    check_launcher({"SLURM_NTASKS": "4"})  # an salloc shell (no task of its own): --ranks N from there works
+    check_launcher({"SLURM_NTASKS": "4", "SLUICE_LAUNCHER": "none"})  # each task alone, on purpose
+    check_launcher({"SLURM_NTASKS": "4", "TORCHELASTIC_RUN_ID": "x"})  # srun torchrun ...: the ranks are torchrun's
