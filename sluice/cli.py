@@ -259,7 +259,7 @@ def _write_atomic(path: str, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        from sluice.io.modes import set_final_mode
+        from sluice.io.permissions import set_final_mode
         set_final_mode(tmp, out)
         os.replace(tmp, out)
     except OSError as e:

@@ -74,7 +74,7 @@ class ExchangeOp(Operator):
     key_types: tuple = ()  # kind "hash": the type each key hashes as (a join's two sides agree)
     #: (build key expression, RuntimeFilterSpec): this exchange feeds a join's build side, whose
     #: probe scan lies beyond an exchange; the filter is built from every rank's input rows,
-    #: merged across ranks when the stage ends (set by physical/runtime_filters.py).
+    #: merged across ranks when the stage ends (set by physical/filter_placement.py).
     runtime_filters: list = field(default_factory=list)
     label = "Exchange"
 

@@ -445,17 +445,6 @@ class Materializer:
                 out.extend(pg for pg, _ in lst)
         return out
 
-    def replace_pages(self, pages: list[Chunk]) -> None:
-        """Swap the held pages for ``pages`` (a compacted form of them), re-reserving."""
-        assert not self.spilled
-        self.res.free()
-        self.unpart, self.parts = [], None
-        self.stage, self.stage_rows, self.stage_bytes = [], 0, 0
-        for pg in pages:
-            nb = page_nbytes(pg)
-            self.res.force(nb)
-            self.unpart.append((pg, nb))
-
     def compact_partitions(self, merge: Callable[[list[Chunk]], Chunk]) -> None:
         """Replace the pages of each in-memory partition (and the unpartitioned ones) by
         ``merge`` of them -- aggregation partials merged into one page per partition."""

@@ -24,7 +24,7 @@ from sluice.chunk import Chunk, Column
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import float_order_key
 from sluice.expr.functions.common import to_type
-from sluice.expr import nodes as E
+from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr, Func
 from sluice.types import LType, common_numeric
 
@@ -58,7 +58,7 @@ def find_range_condition(residual: Expr | None, probe_cols: set[str], build_cols
     """The first inequality of ``residual`` between a probe-side and a build-side expression."""
     if residual is None:
         return None
-    parts = E.conjuncts(residual)
+    parts = N.conjuncts(residual)
     for i, c in enumerate(parts):
         if not (isinstance(c, Func) and c.op in _FLIP and len(c.args) == 2):
             continue
@@ -73,7 +73,7 @@ def find_range_condition(residual: Expr | None, probe_cols: set[str], build_cols
         t = _comparable(p.type, q.type)
         if t is None:
             continue
-        return RangeCondition(p, q, op, E.and_all(parts[:i] + parts[i + 1:]), t)
+        return RangeCondition(p, q, op, N.and_all(parts[:i] + parts[i + 1:]), t)
     return None
 
 

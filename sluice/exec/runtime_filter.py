@@ -5,7 +5,7 @@ range and the Bloom filter rule out on the I/O threads, before they are shipped 
 join. (Applying them on the consumer would repeat the join's own probe: measured slower.)
 
 Which joins get one and which scan it reaches is decided when the plan is lowered
-(:mod:`sluice.physical.runtime_filters`: only where it cannot change an answer). NULL keys
+(:mod:`sluice.physical.filter_placement`: only where it cannot change an answer). NULL keys
 never match, so dropping them is right too.
 
 The Bloom filter: ``m`` bits (a power of two, about 16 per distinct build key, at most 2**24),

@@ -16,7 +16,7 @@
 3. With a LIMIT, only ``offset + limit`` rows are kept between chunks, and a chunk is first
    cut to the rows whose leading key can still make it (one ``topk`` per chunk). Once that
    many rows are known, the last one's leading key bounds the scan it comes from (a runtime
-   filter lowering aimed there: :func:`sluice.physical.runtime_filters.attach_topk_filters`):
+   filter lowering aimed there: :func:`sluice.physical.filter_placement.attach_topk_filters`):
    row groups whose statistics lie beyond it are not read (DuckDB's top-N dynamic filter).
 
 The order within one key is a stable sort per key, last key first; NULLs placed by one more

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sluice.errors import ConfigError, DataError
-from sluice.io.modes import set_final_mode
+from sluice.io.permissions import set_final_mode
 
 CODECS = ("none", "snappy", "lz4", "zstd", "gzip", "brotli")
 ENCODINGS = ("auto", "keep", "plain", "dictionary", "delta", "byte_stream_split")

@@ -35,7 +35,7 @@ from sluice.physical.joins import choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
 from sluice.physical.distribute import exchange, gather, place_join, placed, share, shared_fingerprint
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
-from sluice.physical.runtime_filters import attach_runtime_filters, attach_topk_filters
+from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
 from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from sluice.catalog import RowGroup
-from sluice.expr import nodes as E
+from sluice.expr import nodes as N
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.kernels.values import decimal_to_float
 
@@ -103,7 +103,7 @@ def _may_match(rg: RowGroup, col: str, op: str, v, conv=None) -> bool:
 def prune_row_groups(groups: list[RowGroup], predicate: Expr | None, columns: dict[str, str]) -> list[RowGroup]:
     if predicate is None:
         return groups
-    tests = [b for b in (_bounds(c, columns) for c in E.conjuncts(predicate)) if b is not None]
+    tests = [b for b in (_bounds(c, columns) for c in N.conjuncts(predicate)) if b is not None]
     if not tests:
         return groups
     return [rg for rg in groups if all(_may_match(rg, *t) for t in tests)]

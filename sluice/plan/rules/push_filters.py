@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from sluice.expr import nodes as E
+from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
 from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared,
@@ -35,7 +35,7 @@ def filters_into_join_runs(plan: PlanNode) -> PlanNode:
     if not isinstance(plan, Filter):
         return plan
     child, keep = plan.child, []
-    for c in E.conjuncts(plan.predicate):
+    for c in N.conjuncts(plan.predicate):
         placed = _into_run(child, c) if c.columns() else None
         if placed is None:
             keep.append(c)
@@ -67,7 +67,7 @@ def push_filters(plan: PlanNode) -> PlanNode:
 
 
 def _wrap(plan: PlanNode, conds: list[Expr]) -> PlanNode:
-    c = E.and_all(conds)
+    c = N.and_all(conds)
     return plan if c is None else Filter(plan, c)
 
 
@@ -79,7 +79,7 @@ def _push(plan: PlanNode, conds: list[Expr]) -> PlanNode:
 
 @_push.register
 def _(plan: Filter, conds):
-    return _push(plan.child, conds + E.conjuncts(plan.predicate))
+    return _push(plan.child, conds + N.conjuncts(plan.predicate))
 
 
 @_push.register
@@ -87,9 +87,9 @@ def _(plan: Scan, conds):
     if not conds:
         return plan
     from dataclasses import replace
-    have = E.conjuncts(plan.filter)
+    have = N.conjuncts(plan.filter)
     new = [c for c in conds if not any(c == h for h in have)]
-    return replace(plan, filter=E.and_all(have + new)) if new else plan
+    return replace(plan, filter=N.and_all(have + new)) if new else plan
 
 
 @_push.register
@@ -99,7 +99,7 @@ def _(plan: Project, conds):
     for c in conds:
         # Substitute when every referenced output is a plain expression of the input.
         if c.columns() <= set(mapping):
-            below.append(E.substitute(c, mapping))
+            below.append(N.substitute(c, mapping))
         else:
             keep.append(c)
     return _wrap(Project(_push(plan.child, below), plan.exprs), keep)
@@ -111,14 +111,14 @@ def _(plan: Aggregate, conds):
     below, keep = [], []
     for c in conds:
         if c.columns() and c.columns() <= set(keys):
-            below.append(E.substitute(c, keys))
+            below.append(N.substitute(c, keys))
         else:
             keep.append(c)
             # An OR of branches that each test a group key implies the OR of those tests, which
             # can go below (TPC-DS Q39b: ``moy = 5 OR (cov > 1.5 AND moy = 4)``); c stays.
             for imp in implied_filters(c, [set(keys), set(plan.schema) - set(keys)]):
                 if imp.columns() <= set(keys):
-                    below.append(E.substitute(imp, keys))
+                    below.append(N.substitute(imp, keys))
     return _wrap(Aggregate(_push(plan.child, below), plan.keys, plan.aggs), keep)
 
 
@@ -137,13 +137,13 @@ def _(plan: Join, conds):
         # first: a row it rejects matches nothing either way.
         side = right_names if plan.kind != JoinKind.RIGHT else left_names
         stay = []
-        for c in E.conjuncts(plan.residual):
+        for c in N.conjuncts(plan.residual):
             if c.columns() and c.columns() <= side:
                 (to_left if plan.kind == JoinKind.RIGHT else to_right).append(c)
             else:
                 stay.append(c)
-        if len(stay) < len(E.conjuncts(plan.residual)):
-            plan = replace(plan, residual=E.and_all(stay))
+        if len(stay) < len(N.conjuncts(plan.residual)):
+            plan = replace(plan, residual=N.and_all(stay))
     for c in conds:
         cols = c.columns()
         if cols and cols <= left_names and plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.CROSS, JoinKind.MARK):
@@ -233,8 +233,8 @@ def _across(conds: list[Expr], keys: tuple[Expr, ...], other: tuple[Expr, ...], 
             continue
         (name,) = cols
         for k, o in zip(keys, other):
-            if isinstance(k, E.Col) and k.name == name and k.type == o.type:
-                moved = E.substitute(c, {name: o})
+            if isinstance(k, N.Col) and k.name == name and k.type == o.type:
+                moved = N.substitute(c, {name: o})
                 if not any(moved == x for x in there + out):
                     out.append(moved)
     return out
@@ -247,7 +247,7 @@ def _holds(tree: PlanNode) -> list[Expr]:
     out: list[Expr] = []
     while True:
         if isinstance(tree, Filter):
-            out += E.conjuncts(tree.predicate)
+            out += N.conjuncts(tree.predicate)
             tree = tree.child
         elif isinstance(tree, Join) and tree.outputs is None and tree.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI, JoinKind.MARK):
             if tree.kind == JoinKind.INNER:
@@ -257,9 +257,9 @@ def _holds(tree: PlanNode) -> list[Expr]:
             # what holds below, on the columns passed through, under their names here
             back = {}
             for n, e in tree.exprs:
-                if isinstance(e, E.Col):
-                    back.setdefault(e.name, E.Col(n, e.type))
-            return out + [E.substitute(c, back) for c in _holds(tree.child) if c.columns() <= set(back)]
+                if isinstance(e, N.Col):
+                    back.setdefault(e.name, N.Col(n, e.type))
+            return out + [N.substitute(c, back) for c in _holds(tree.child) if c.columns() <= set(back)]
         else:
             return out
 
@@ -363,12 +363,12 @@ def _unique_on(plan: PlanNode, keys: tuple[Expr, ...]) -> bool:
     aggregate grouped by exactly them, under projections that pass them through."""
     names = set()
     for k in keys:
-        if not isinstance(k, E.Col):
+        if not isinstance(k, N.Col):
             return False
         names.add(k.name)
     while isinstance(plan, Project):
         m = {n: e for n, e in plan.exprs}
-        if not all(isinstance(m.get(n), E.Col) for n in names):
+        if not all(isinstance(m.get(n), N.Col) for n in names):
             return False
         names = {m[n].name for n in names}
         plan = plan.child
