@@ -198,3 +198,19 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
         else:
             raise PlanError(f"{what} mixes {t} and {u}")
     return t
+
+
+def statistics_in_sql_order(arrow_type: pa.DataType, t: LType, *, strings: bool = False) -> bool:
+    """Whether a Parquet column's min / max statistics, as the catalog keeps them, order as SQL
+    orders the column's values of type ``t``: signed integers, 32-bit dates and decimals of up
+    to 18 digits (sluice's 64-bit form); strings (byte order) only where a bound is enough
+    (``strings``: writers may truncate them, so never as exact values). Not floats (NaN), not
+    unsigned integers (old writers ordered them as signed), not timestamps (their units). The
+    one rule for statistics aggregates, MIN / MAX bounds and anything else that trusts them."""
+    if t.kind == "string":
+        return strings
+    if t.kind == "decimal":
+        return pa.types.is_decimal(arrow_type) and arrow_type.precision <= 18
+    if t.kind == "date":
+        return pa.types.is_date32(arrow_type)
+    return t.is_integer and pa.types.is_signed_integer(arrow_type)

@@ -11,7 +11,7 @@ exchange). ``minmax_bounds=false`` turns it off.
 
 from __future__ import annotations
 
-import pyarrow as pa
+from sluice.types import statistics_in_sql_order
 
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.minmax_bounds import MinMaxBoundSpec
@@ -38,7 +38,8 @@ def attach_minmax_bound(op: HashAggregateOp) -> None:
         if kind not in ("min", "max") or distinct or not isinstance(arg, Col):
             return
         col = names.get(arg.name)
-        if col is None or col in scan.table.partitions or not _orders_as_sql(scan, col):
+        if col is None or col in scan.table.partitions or not statistics_in_sql_order(
+                scan.table.arrow_schema.field(col).type, scan.table.types[col], strings=True):
             return
         aggs.append((acc_key, kind, col))
     spec = MinMaxBoundSpec(tuple(keys), tuple(aggs))
@@ -61,16 +62,3 @@ def _scan_below(op: Operator) -> tuple[ScanOp | None, dict[str, str]]:
     for r in reversed(renames):
         names = {n: names[src] for n, src in r.items() if src in names}
     return op, names
-
-
-def _orders_as_sql(scan: ScanOp, col: str) -> bool:
-    """Whether ``col``'s statistics, as the catalog keeps them, compare as the aggregate's
-    states do (not floats: NaN; not unsigned integers, which old writers ordered as signed)."""
-    t = scan.table.arrow_schema.field(col).type
-    kind = scan.table.types[col].kind
-    if kind == "string":
-        return True
-    if kind == "decimal":
-        return pa.types.is_decimal(t) and t.precision <= 18
-    return (kind == "date" and pa.types.is_date32(t)) or (scan.table.types[col].is_integer
-                                                           and pa.types.is_signed_integer(t))

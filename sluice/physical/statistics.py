@@ -11,7 +11,7 @@ ordered as signed). One rank only. ``stats_aggregates=false`` turns it off.
 
 from __future__ import annotations
 
-import pyarrow as pa
+from sluice.types import statistics_in_sql_order
 
 from sluice.exec.operators import Operator, StatisticsOp
 from sluice.expr.nodes import Col, Lit
@@ -39,7 +39,8 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
             return None
         col = _scan_column(plan.child, call.arg.name)
         file_col = scan.columns.get(col) if col is not None else None
-        if file_col is None or not _orders_as_sql(scan.table.arrow_schema.field(file_col).type):
+        if file_col is None or not statistics_in_sql_order(scan.table.arrow_schema.field(file_col).type,
+                                                           scan.table.types[file_col]):
             return None
         bounds = [rg.stats.get(file_col) for rg in groups]
         if any(b is None or b[0] is None or b[1] is None for b in bounds):
@@ -58,7 +59,3 @@ def _scan_column(plan, name: str) -> str | None:
             return None
         plan, name = plan.child, e.name
     return name
-
-
-def _orders_as_sql(t: pa.DataType) -> bool:
-    return pa.types.is_signed_integer(t) or pa.types.is_date32(t) or pa.types.is_decimal(t)

@@ -82,3 +82,16 @@ def test_distributions_say_what_they_satisfy():
     assert SINGLE.satisfies(a) and SINGLE.satisfies(BROADCAST)
     assert ANY.satisfies(ANY) and not ANY.satisfies(a) and a.satisfies(ANY)
     assert str(a) == "hash(x)" and str(BROADCAST) == "broadcast"
+
+
+def test_statistics_order_is_one_rule():
+    """Statistics aggregates and MIN / MAX bounds trust a column's statistics by one rule
+    (types.statistics_in_sql_order; it was written twice, differing on decimals and strings)."""
+    import pyarrow as pa
+
+    from sluice.types import LType, statistics_in_sql_order as ok
+    assert ok(pa.int32(), LType("int32")) and ok(pa.date32(), LType("date"))
+    assert ok(pa.decimal128(15, 2), LType("decimal", 2)) and not ok(pa.decimal128(38, 2), LType("decimal", 2))
+    assert not ok(pa.uint32(), LType("int64")) and not ok(pa.float64(), LType("float64"))
+    assert not ok(pa.timestamp("ms"), LType("timestamp"))
+    assert not ok(pa.string(), LType("string")) and ok(pa.string(), LType("string"), strings=True)
