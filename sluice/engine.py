@@ -98,6 +98,7 @@ class Connection:
         self._tables: dict[str, tuple[TableInfo, list]] = {}
         self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=IO_THREAD_PREFIX)
         self._lock = threading.Lock()
+        self._ranks = None  # the local ranks of ranks=N, kept for the connection's queries
 
     # ------------------------------------------------------------------ catalog
 
@@ -178,8 +179,22 @@ class Connection:
         out.query = query
         return out
 
+    def _rank_pool(self):
+        """The local ranks of this connection (``ranks`` > 1), started by its first query and
+        kept until it closes (:class:`sluice.launch.RankPool`)."""
+        if self._ranks is None:
+            import json
+
+            from sluice.launch import RankPool
+            settings = json.loads(json.dumps({k: v for k, v in self._settings.items() if k != "ranks"}, default=str))
+            self._ranks = RankPool(self.config.ranks, {"data": str(self.root.resolve()), "settings": settings | {"ranks": 1}},
+                                   self.config.spill_dirs(), self.config.dist_timeout_s)
+        return self._ranks
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._ranks is not None:
+            self._ranks.close()
 
     def __enter__(self) -> "Connection":
         return self
@@ -316,20 +331,14 @@ class Relation:
 
     def _on_ranks(self, write: tuple[str, str] | None = None) -> pa.Table | int:
         """Run this query on ``ranks`` local ranks (:mod:`sluice.launch`): its result, or
-        with ``write`` (path, format) the rows rank 0 wrote."""
-        import json
-
-        from sluice.launch import run_job
+        with ``write`` (path, format) the rows rank 0 wrote; the ranks are the connection's,
+        started by its first query."""
         c = self._con
-        settings = json.loads(json.dumps({k: v for k, v in c._settings.items() if k != "ranks"}, default=str))
-        job = {"kind": "queries", "data": str(c.root.resolve()), "queries": [self.query],
-               "settings": settings | {"ranks": 1}, "registered": {k: str(v) for k, v in c._registered.items()}}
+        query = {"queries": [self.query], "registered": {k: str(v) for k, v in c._registered.items()}}
         if write is not None:
-            job["write"] = list(write)
-            status: dict = {}
-            run_job(c.config.ranks, job, c.config.spill_dirs(), status=status, timeout_s=c.config.dist_timeout_s)
-            return status["written"][0]
-        return run_job(c.config.ranks, job, c.config.spill_dirs(), timeout_s=c.config.dist_timeout_s)[0]
+            query["write"] = list(write)
+        results, status = c._rank_pool().run(query)
+        return status["written"][0] if write is not None else results[0]
 
     def write(self, path: str | os.PathLike, fmt: str | None = None, progress=None) -> int:
         """Stream the result into a Parquet or CSV file (by ``fmt`` or the suffix), chunk by

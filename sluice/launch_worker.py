@@ -34,11 +34,14 @@ def main(folder: str) -> int:
         from sluice.ranks.group import current_group
         (root / f"joining-{rank}").write_text("")  # the launcher names a rank that never came to join
         current_group(job.get("timeout_s", 60))
+        (root / f"joined-{rank}").write_text("")
         if job["kind"] == "cli":
             from sluice.cli import run
             run(job["argv"])  # errors raise: a cli run's own exit code is not used here
         elif job["kind"] == "bandwidth":
             status["bandwidth"] = _bandwidth(job)
+        elif job["kind"] == "serve":
+            _serve(job, root, rank)
         else:
             status.update(_queries(job, root, rank))
     except BaseException as e:  # noqa: BLE001 - every failure leaves as a status line
@@ -52,7 +55,7 @@ def main(folder: str) -> int:
     os._exit(0)  # the status file says how it went (the launcher would report a non-zero exit as a crash)
 
 
-def _write_status(root: Path, rank: int, status: dict) -> None:
+def _write_status(root: Path, rank: int | str, status: dict) -> None:
     tmp = root / f".status-{rank}.json"
     tmp.write_text(json.dumps(status))
     tmp.rename(root / f"status-{rank}.json")
@@ -102,13 +105,21 @@ def _failure(e: BaseException) -> dict:
     return {"error": str(err), "category": err.category}
 
 
-def _queries(job: dict, root: Path, rank: int) -> int:
-    import pyarrow as pa
-
+def _queries(job: dict, root: Path, rank: int) -> dict:
     import sluice
     con = sluice.connect(job["data"], **job.get("settings", {}))
+    try:
+        return _run_queries(con, job, root, rank, "result")
+    finally:
+        con.close()
+
+
+def _run_queries(con, job: dict, root: Path, rank: int, prefix: str) -> dict:
+    """The job's queries on ``con``; rank 0 writes each result as ``PREFIX-I.arrow``."""
+    import pyarrow as pa
     for name, path in job.get("registered", {}).items():
-        con.register(name, path)
+        if con._registered.get(name) != path:
+            con.register(name, path)
     ranks, seconds, written = [], [], []
     for i, q in enumerate(job["queries"]):
         t0 = time.perf_counter()
@@ -120,13 +131,36 @@ def _queries(job: dict, root: Path, rank: int) -> int:
         table = rel.to_arrow()
         seconds.append(time.perf_counter() - t0)  # rank 0 has the answer when every rank is done
         if rank == 0:
-            with pa.ipc.new_file(str(root / f"result-{i}.arrow"), table.schema) as w:
+            with pa.ipc.new_file(str(root / f"{prefix}-{i}.arrow"), table.schema) as w:
                 w.write_table(table)
             if job.get("analyze"):  # what each rank did (bench/exchange.py reads it)
                 ranks.append(rel.last_run[1].rank_stats or None)
-    con.close()
     return {"results": 0 if job.get("write") else len(job["queries"]), "rank_stats": ranks, "seconds": seconds,
             "written": written}
+
+
+#: How often an idle served rank looks for the next query (its latency: a fraction of a query's).
+SERVE_POLL_S = 0.005
+
+
+def _serve(job: dict, root: Path, rank: int) -> None:
+    """Ranks kept for a connection (:class:`sluice.launch.RankPool`): one connection, the
+    queries ``query-K.json`` as they come, each one's status ``status-K-RANK.json``, until the
+    launcher writes ``stop``. A failing query raises out of here: the rank's status says why and
+    the pool ends (its group may be broken)."""
+    import sluice
+    con = sluice.connect(job["data"], **job.get("settings", {}))
+    try:
+        k = 0
+        while not (root / "stop").exists():
+            q = root / f"query-{k}.json"
+            if not q.exists():
+                time.sleep(SERVE_POLL_S)
+                continue
+            _write_status(root, f"{k}-{rank}", _run_queries(con, json.loads(q.read_text()), root, rank, f"result-{k}"))
+            k += 1
+    finally:
+        con.close()
 
 
 def _bandwidth(job: dict) -> dict:

@@ -229,7 +229,10 @@ def test_a_rank_that_hangs_ends_the_job_within_the_timeout(tpch_spread, tmp_path
     try:
         pid = _rank_pid(mark, 1)
         assert pid is not None, "rank 1 never started"
-        time.sleep(2.5)
+        deadline = time.time() + 60  # joined (else it is the join that fails: another test)
+        while not list(tmp.glob("sluice-ranks-*/joined-1")) and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.0)
         assert proc.poll() is None, "the query ended before rank 1 could be stopped"
         stopped_at = time.time()
         os.kill(pid, signal.SIGSTOP)
@@ -270,3 +273,33 @@ def test_a_peer_that_never_joins_ends_the_rank_within_the_timeout(tpch_spread, t
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot join the ranks of this job" in lines[0], res.stderr
     assert took < 3 + 20, took
+
+
+def test_connect_with_ranks_starts_them_once(tpch_spread):
+    """sluice.connect(DIR, ranks=N) started fresh ranks for every query (5-12 s each, for a query
+    of a tenth of that); now the connection's first query starts them and the next ones reuse
+    them -- the same processes -- until a query fails (the next one starts fresh ones) or the
+    connection closes (nothing left behind)."""
+    from sluice.errors import ExecutionError
+    duck = duckdb_connect(tpch_spread)
+    con = sluice.connect(tpch_spread, device="cpu", ranks=2, broadcast_bytes=0)
+    queries = ["select o_orderstatus, count(*) c from orders group by 1 order by 1",
+               "select n_name, count(*) c from nation join supplier on n_nationkey = s_nationkey group by 1 order by 1",
+               "select count(*) c, sum(l_quantity) q from lineitem where l_shipdate < date '1995-01-01'"]
+    pids = []
+    for sql in queries:
+        compare(con.sql(sql).to_arrow(), duck.sql(sql).to_arrow_table(), [0])
+        folder = con._ranks.folder
+        pids.append(sorted((folder / f"pid-{r}").read_text() for r in range(2)))
+    assert pids[0] == pids[1] == pids[2], pids
+    with pytest.raises(ExecutionError, match="overflow"):
+        con.sql("select sum(l_orderkey * 4611686018427387904) from lineitem").to_arrow()
+    assert con._ranks.folder is None  # that pool ended
+    compare(con.sql(queries[0]).to_arrow(), duck.sql(queries[0]).to_arrow_table(), [0])
+    folder = con._ranks.folder
+    assert sorted((folder / f"pid-{r}").read_text() for r in range(2)) != pids[0]  # fresh ranks
+    live = [int((folder / f"pid-{r}").read_text()) for r in range(2)]
+    con.close()
+    assert not folder.exists()
+    time.sleep(0.5)
+    assert not [p for p in live if Path(f"/proc/{p}").exists() and b"zombie" not in Path(f"/proc/{p}/status").read_bytes().lower()]
