@@ -134,15 +134,16 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
     Arrow's 16-byte decimal128 before becoming int64), string codes plus their dictionary
     (bounded by the column chunk's uncompressed size), and validity masks."""
     rows = sum(rg.num_rows for rg in task)
-    md = cache.footer(task[0].path)
-    names = md.schema.names
     total = rows
     for c in columns:
         kind = table.types[c].kind
         total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
         if kind == "string" and c not in table.partitions:
-            j = names.index(c)
-            total += sum(md.row_group(rg.index).column(j).total_uncompressed_size for rg in task)
+            # each row group in its own file's footer (the row groups of a table's files)
+            for rg in task:
+                md = cache.footer(rg.path)
+                j = md.schema.names.index(c)
+                total += md.row_group(rg.index).column(j).total_uncompressed_size
     return total
 
 
