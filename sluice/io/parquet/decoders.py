@@ -312,8 +312,7 @@ class TorchDecoder:
 
 
 def make_decoder(scan):
-    files = scan.table.files
-    name = decoder_name(scan.cfg.decoder, scan.device, str(files[0]) if files else None)
+    name = scan.spec.decoder  # chosen when lowering (sluice.physical.scan)
     scan.stats.decoder = name
     return TorchDecoder(scan) if name == "device" else ArrowDecoder(scan)
 
