@@ -18,7 +18,7 @@ from sluice.errors import UnsupportedError
 from sluice.io.parquet.decode import nvcomp
 from sluice.io.parquet.decode.column import ColumnPages, column_spec
 from sluice.io.parquet.decode.device_bytes import DeviceBytes
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.types import from_arrow
 from decode.test_device_codecs import HostDecoder
 from decode.test_torch_decoder import _matrix_table, assert_same, write_matrix

@@ -26,7 +26,8 @@ from sluice.errors import DataError, UnsupportedError
 from sluice.arrow import arrow_to_column, refuse_infinite
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
 from sluice.catalog import RowGroup
-from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
+from sluice.io.parquet.fetch import fetch_chunks, read_ranges
+from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.pinned import columns_nbytes, decode_stream
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
