@@ -270,7 +270,7 @@ def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir
     host = MemoryPool(1 << 10, "host_memory_limit", "host")  # smaller than the pages: forced past it
     seen = []
     dec = TorchDecoder.__new__(TorchDecoder)
-    dec.scan = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
+    dec.ctx = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
                                      table=types.SimpleNamespace(name="orders"))
     monkeypatch.setattr(TorchDecoder, "_decode_reserved", lambda self, p: seen.append(host.used))
     dec._decode_pages(pages)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from sluice.adapt.decoder_policy import decoder_name
 from sluice.catalog import RowGroup, TableInfo
 from sluice.config import Config
 from sluice.expr.nodes import Col, Expr, substitute
-from sluice.io.parquet.decoders import decoder_name
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.read_plan import ReadPlan, plan_scan, slice_rows
 

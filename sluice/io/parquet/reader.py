@@ -28,7 +28,7 @@ from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.kernels.buffers import positions
 from sluice.config import Config
 from sluice.errors import DataError
-from sluice.io.parquet.decoders import make_decoder, partition_column
+from sluice.io.parquet.decoders import DecodeContext, make_decoder, partition_column
 from sluice.catalog import RowGroup
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.read_plan import ReadPlan
@@ -107,8 +107,6 @@ class ScanReader:
         # The MIN / MAX bound of the aggregation above (sluice.exec.minmax_bounds): a task whose
         # row groups it rules out is read only as far as its group keys.
         self.bound = bound
-        # The budget the torch decoder's temporary tensors are reserved against (None: unbounded).
-        self.decode_pool = decode_pool
         self.host_pool = host_pool  # the host budget (pinned staging on a GPU counts there)
         # Runtime filters joins publish while this scan runs (sluice.exec.runtime_filter):
         # a slice whose row groups' statistics miss a filter's key range is not read (any
@@ -145,7 +143,9 @@ class ScanReader:
         self.started = False
         self._since_trim = 0
         self._applied: dict[int, set] = {}  # slice -> ids of the runtime filters its load applied
-        self.decoder = make_decoder(self)
+        self.decoder = make_decoder(spec.decoder, DecodeContext(
+            table, device, config, cache, self.stats, self._record, host_pool, decode_pool,
+            busy=lambda: self.in_flight >= config.io_threads))
 
     # ------------------------------------------------------------------ stages
 
