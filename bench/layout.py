@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
-from sluice.calibrate import calibrate, load_calibration  # noqa: E402
+from sluice.adapt.calibration import calibrate, load_calibration  # noqa: E402
 from sluice.datagen.ssb import generate_ssb  # noqa: E402
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.layout.rewrite import options_from, rewrite  # noqa: E402

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
 from sluice.analyze import plot_timeline, stage_summary, t_min  # noqa: E402
-from sluice.calibrate import calibrate, load_calibration  # noqa: E402
+from sluice.adapt.calibration import calibrate, load_calibration  # noqa: E402
 from sluice.datagen.tpch import generate_tpch  # noqa: E402
 from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
 from sluice.testing.queries import order_by_columns, tpch_queries  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sluice.calibrate import load_calibration
+from sluice.adapt.calibration import load_calibration
 from sluice.exec.context import ExecContext
 from sluice.exec.operators import Operator, ScanOp
 from sluice.metrics import fmt_bytes, fmt_rate

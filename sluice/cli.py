@@ -245,7 +245,7 @@ class _Progress:
 
 
 def _storage_bps(root) -> float | None:
-    from sluice.calibrate import load_calibration
+    from sluice.adapt.calibration import load_calibration
     cal = load_calibration(root)
     return (cal or {}).get("read_cached_bps") or (cal or {}).get("read_cold_bps")
 
@@ -368,7 +368,7 @@ def run(argv: list[str] | None = None) -> int:
         return _rewrite(args)
     if args.cmd == "calibrate":
         import torch
-        from sluice.calibrate import cache_file, calibrate
+        from sluice.adapt.calibration import cache_file, calibrate
         from sluice.devices import resolve_device
         from sluice.metrics import fmt_rate
         if not Path(args.data).is_dir():
@@ -383,7 +383,7 @@ def run(argv: list[str] | None = None) -> int:
         if args.ranks is not None:
             if args.ranks < 2:
                 raise ConfigError(f"--ranks must be at least 2 to measure an all-to-all, not {args.ranks}")
-            from sluice.calibrate import save_all_to_all
+            from sluice.adapt.calibration import save_all_to_all
             from sluice.launch import run_job
             status: dict = {}
             with _Status(f"measuring all-to-all between {args.ranks} ranks ..."):

@@ -251,21 +251,21 @@ class Relation:
                            device_memory=dev_pool)
 
     def bytes_to_scan(self) -> int:
-        """Compressed bytes the scans of this plan will read (after row-group pruning)."""
+        """Compressed bytes the scans of this plan will read (after row-group pruning): the
+        read tasks of their specs."""
         from sluice.exec.operators import ScanOp
-        from sluice.io.parquet.reader import plan_reads, task_compressed_bytes
         op = self._lower()
         total = 0
         for o in op.walk():  # a shared subplan's scans read once
             if isinstance(o, ScanOp) and o.columns:
-                cols = sorted(set(o.columns.values()))
-                for task in plan_reads(o.row_groups, self._con.config.chunk_rows):
-                    total += task_compressed_bytes(o.table, task, cols, self._con.cache)
+                total += o.spec.reads.compressed_bytes(o.table, list(o.spec.columns), self._con.cache)
         return total
 
     def _lower(self):
         g = self._con.group
-        return lower_plan(self.plan, self._con.config, g.rank if g else 0, g.world if g else 1, in_job=g is not None)
+        c = self._con
+        return lower_plan(self.plan, c.config, g.rank if g else 0, g.world if g else 1, in_job=g is not None,
+                          device=c.device, cache=c.cache)
 
     def _execute(self, consume, progress=None):
         """Run the plan, handing its batches to ``consume``; errors become one-line errors.
@@ -484,7 +484,7 @@ class Relation:
         from sluice.analyze import memory_plan
         c = self._con
         if c.launches_ranks:  # what rank 0 of ``ranks`` runs
-            op = lower_plan(self.plan, c.config, 0, c.config.ranks, in_job=True)
+            op = lower_plan(self.plan, c.config, 0, c.config.ranks, in_job=True, device=c.device, cache=c.cache)
         else:
             op = self._lower()
         return "\n".join(explain_ops(op) + [""] + memory_plan(op, self._con.config))

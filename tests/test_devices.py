@@ -260,7 +260,7 @@ def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir
     from sluice.io.memory import MemoryPool
     from sluice.io.parquet.decode.column import ColumnPages, column_spec
     from sluice.io.parquet.decoders import TorchDecoder
-    from sluice.io.parquet.ranges import fetch_chunks
+    from sluice.io.parquet.fetch import fetch_chunks
     from sluice.types import from_arrow
     path = str(tpch_dir / "orders.parquet")
     md = pq.read_metadata(path)
@@ -270,7 +270,7 @@ def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir
     host = MemoryPool(1 << 10, "host_memory_limit", "host")  # smaller than the pages: forced past it
     seen = []
     dec = TorchDecoder.__new__(TorchDecoder)
-    dec.scan = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
+    dec.ctx = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
                                      table=types.SimpleNamespace(name="orders"))
     monkeypatch.setattr(TorchDecoder, "_decode_reserved", lambda self, p: seen.append(host.used))
     dec._decode_pages(pages)

@@ -7,7 +7,7 @@ input. Parameters live on the operator, state in the generator. Empty chunks are
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 
@@ -19,9 +19,9 @@ from sluice.expr.constants import literal_column
 from sluice.expr.evaluate import evaluate, evaluate_predicate, predicate_positions
 from sluice.catalog import RowGroup, TableInfo
 from sluice.adapt.scan_policy import ScanPolicy
-from sluice.io.parquet.reader import ScanReader, estimate_decoded
+from sluice.io.parquet.reader import ScanReader
 from sluice.metrics import OperatorStats, ScanStats
-from sluice.expr.nodes import Col, Expr, substitute
+from sluice.expr.nodes import Expr
 
 
 class Operator(abc.ABC):
@@ -67,34 +67,44 @@ class Operator(abc.ABC):
 
 #: The read-ahead queues of all scans take at most 1/SCAN_SHARE of the memory budget.
 SCAN_SHARE = 4
-#: scan_mode=auto adapts (samples the modes on slices, then exploits the best) only on a scan of
-#: at least this many chunks' worth of rows. An adaptive scan is cut into about 64 slices, far
-#: smaller than a chunk on a table of a few chunks, and every slice costs the operators above it
-#: a chunk's fixed overhead: on TPC-H SF 1 (lineitem: 6 chunks, 53 slices) adapting took 1.25x
-#: the time of either fixed mode (geomean of the 22 queries, 2 threads). A smaller scan takes
-#: pushdown: on that run as fast as direct, and on a GPU it filters before the copy. (At SF 10,
-#: where the small scans are customer, part and supplier, q01-q10 ran within noise: 0.67-1.15x.)
-ADAPT_MIN_CHUNKS = 8
 
 
 @dataclass(eq=False)
 class ScanOp(Operator):
-    table: TableInfo
+    """A Parquet scan: runs its :class:`~sluice.physical.scan.ScanSpec` (what lowering decided)
+    with what a run adds (the I/O pool, memory, the filters' contents)."""
+
     columns: dict[str, str]  # internal -> file column
-    filter: Expr | None
-    row_groups: list[RowGroup]
+    filter: Expr | None  # over the internal names (the spec's predicate is over the file's)
+    spec: object  # the ScanSpec (sluice.physical.scan)
     pruned: int = 0
     outputs: tuple[str, ...] | None = None  # emitted columns (None: all)
-    runtime_filters: list = field(default_factory=list)  # RuntimeFilterSpecs of the joins that filter this scan
-    minmax_bounds: list = field(default_factory=list)  # MinMaxBoundSpecs of the aggregation above (one at most)
     label = "Scan"
+
+    @property
+    def table(self) -> TableInfo:
+        return self.spec.table
+
+    @property
+    def row_groups(self) -> tuple[RowGroup, ...]:
+        return self.spec.row_groups
+
+    @property
+    def runtime_filters(self) -> tuple:
+        """RuntimeFilterSpecs of the joins that filter this scan."""
+        return self.spec.runtime_filters
+
+    @property
+    def minmax_bounds(self) -> tuple:
+        """MinMaxBoundSpecs of the aggregation above (one at most)."""
+        return self.spec.minmax_bounds
 
     def reader(self, ctx: ExecContext) -> ScanReader:
         run = ctx.run(self)
         r = run.reader
         if r is None:
+            spec = self.spec
             stats = ScanStats(self.table.name, len(self.row_groups) + self.pruned, self.pruned)
-            cols = sorted(set(self.columns.values()))
             # The read-ahead queue is memory too: it reserves its bound -- no more than the
             # table's decoded size, and all scans together at most a quarter of the budget --
             # or what is left; at least one row group is always read ahead. Under a small
@@ -104,35 +114,24 @@ class ScanOp(Operator):
             queue_pool = ctx.device_memory if ctx.device.type == "cuda" else ctx.memory
             res = queue_pool.reservation(f"Scan {self.table.name} queue")
             share = queue_pool.limit // (SCAN_SHARE * max(1, ctx.scan_count))
-            total = estimate_decoded(self.table, self.row_groups, cols, ctx.cache) if self.row_groups else 0
-            want = min(ctx.config.read_ahead_bytes, share, total)
+            want = min(spec.read_ahead_bytes, share)
             if not res.try_grow(want):
                 res.try_grow(min(want, queue_pool.available))
-            predicate = None
-            if self.filter is not None:  # over the file's column names, as the reader sees them
-                types = {k: self.table.types[v] for k, v in self.columns.items()}
-                predicate = substitute(self.filter, {k: Col(v, types[k]) for k, v in self.columns.items()})
-            mode = ctx.config.scan_mode
+            buffer_bytes = max(res.size, 1)
+            reads = spec.reads
+            if buffer_bytes < min(ctx.config.read_ahead_bytes, reads.decoded_bytes):
+                # Tasks hold no more than the read-ahead budget (when it is smaller than a chunk's rows).
+                reads = reads.capped(spec.table, list(spec.columns), ctx.cache, buffer_bytes)
             policy = None
-            if mode == "auto" and (predicate is not None or self.runtime_filters):
-                rows = sum(rg.num_rows for rg in self.row_groups)
-                # A top-k's bound narrows while the scan runs: it skips row groups only of
-                # slices not yet read, so that scan keeps its slices (and adapts) at any size.
-                if (rows >= ADAPT_MIN_CHUNKS * ctx.config.chunk_rows
-                        and len(self.row_groups) >= ctx.config.adapt_min_slices) \
-                        or any(s.topk for s in self.runtime_filters):
-                    policy = ScanPolicy(coordinator=ctx.scan_coordinator)
-                    stats.switches = policy.switches
-                else:
-                    mode = "pushdown"
+            if spec.adaptive:
+                policy = ScanPolicy(coordinator=ctx.scan_coordinator)
+                stats.switches = policy.switches
             r = run.reader = ScanReader(
-                self.table, cols, self.row_groups, config=ctx.config,
+                spec, reads, config=ctx.config,
                 pool=ctx.pool, cache=ctx.cache, device=ctx.device, recorder=ctx.recorder, stats=stats,
-                progress=ctx.progress, buffer_bytes=max(res.size, 1), reservation=res,
-                predicate=predicate, policy=policy, mode="direct" if mode == "auto" else mode,
-                runtime=[ctx.runtime_filter(spec) for spec in self.runtime_filters],
-                bound=ctx.minmax_bound(self.minmax_bounds[0]) if self.minmax_bounds and ctx.device.type == "cpu"
-                and ctx.config.on("minmax_bounds") else None,
+                progress=ctx.progress, buffer_bytes=buffer_bytes, reservation=res, policy=policy,
+                runtime=[ctx.runtime_filter(s) for s in spec.runtime_filters],
+                bound=ctx.minmax_bound(spec.bound) if spec.bound is not None else None,
                 decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory, host_pool=ctx.memory)
         return r
 
@@ -151,7 +150,9 @@ class ScanOp(Operator):
 
     def describe(self) -> str:
         f = f" filter={self.filter}" if self.filter is not None else ""
-        return (f"Scan {self.table.name} [{', '.join(self.columns.values())}]{f} "
+        spec = self.spec  # what lowering decided: the read tasks, the mode, the decoder
+        return (f"Scan {self.table.name} [{', '.join(self.columns.values())}]{f} tasks={len(spec.reads.tasks)} "
+                f"mode={'adaptive' if spec.adaptive else spec.mode} decoder={spec.decoder} "
                 f"row_groups={len(self.row_groups)} pruned={self.pruned}")
 
 

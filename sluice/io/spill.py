@@ -28,7 +28,6 @@ from typing import Callable, Iterator
 import pyarrow as pa
 import torch
 
-from sluice.adapt.spill_codec import SpillCodec
 from sluice.arrow import batch_to_page, page_to_batch
 from sluice.chunk import Chunk, Column
 from sluice.errors import ResourcesExhausted
@@ -136,11 +135,11 @@ class SpillFile:
 class SpillManager:
     """The spill folder(s), background writer and counters of one query."""
 
-    def __init__(self, dirs: list[str], codec: SpillCodec | None = None, recorder=None,
+    def __init__(self, dirs: list[str], codec, recorder=None,
                  page_dictionaries: bool = True) -> None:
         self.dirs = [Path(d) for d in dirs]
         self.page_dictionaries = page_dictionaries
-        self.codec = codec or SpillCodec()
+        self.codec = codec  # the SpillCodec policy (sluice.adapt.spill_codec) that picks each page's codec
         self.recorder = recorder
         self._folders: list[Path] = []
         self._next = 0

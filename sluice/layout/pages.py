@@ -5,9 +5,9 @@ The headers are parsed by :mod:`sluice.io.parquet.thrift`, which the torch decod
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from sluice.io.parquet.fetch import read_bytes
 from sluice.io.parquet.ranges import chunk_span
 from sluice.io.parquet.thrift import read_page_header
 
@@ -33,10 +33,4 @@ def read_pages(data: bytes) -> list[PageInfo]:
 
 
 def column_chunk_pages(path: str, cc) -> list[PageInfo]:
-    start, length = chunk_span(cc)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.pread(fd, length, start)
-    finally:
-        os.close(fd)
-    return read_pages(data)
+    return read_pages(bytes(read_bytes(path, [chunk_span(cc)])))

@@ -24,6 +24,7 @@ from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
 from sluice.exec.sort import SortOp
 from sluice.exec.runtime_filter import RuntimeFilterSpec
 from sluice.physical.properties import SINGLE
+from sluice.physical.scan import aim_runtime_filter
 from sluice.expr.nodes import Col
 from sluice.types import LType
 
@@ -105,7 +106,7 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
                 op.build.runtime_filters.append((bk, rf))  # every rank's build input, merged
             else:
                 op.runtime_filters.append((k, rf))
-            scan.runtime_filters.append(rf)
+            aim_runtime_filter(scan, rf)
 
 
 def attach_topk_filters(root: Operator) -> None:
@@ -129,4 +130,4 @@ def attach_topk_filters(root: Operator) -> None:
         spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column,
                                  bloom=False, topk=True)
         op.runtime_filters.append(spec)
-        scan.runtime_filters.append(spec)
+        aim_runtime_filter(scan, spec)

@@ -20,7 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import singledispatch
 
+import torch
+
 from sluice.config import Config
+from sluice.devices import resolve_device
 from sluice.errors import SluiceError, UnsupportedError, internal_error
 from sluice.expr.nodes import Col
 from sluice.exec.hash_aggregate import HashAggregateOp
@@ -30,12 +33,14 @@ from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, Projec
 from sluice.exec.recursive import RecursiveUnionOp, WorkTableOp
 from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
+from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
 from sluice.physical.distribute import exchange, gather, place_join, placed, share, shared_fingerprint
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
+from sluice.physical.scan import decide, scan_spec
 from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
@@ -56,15 +61,22 @@ class LoweringState:
     #: a rank of a job: one rank alone plans exchanges too under ``exchange_loopback`` (its rows
     #: then cross its own transport)
     in_job: bool = False
+    #: the device the plan runs on (scans choose their decoder and bound by it)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    #: the Parquet footers the scans' read tasks are planned from
+    cache: MetadataCache = field(default_factory=MetadataCache)
 
     @property
     def distributed(self) -> bool:
         return (self.world > 1 or (self.in_job and self.config.exchange_loopback)) and not self.local
 
 
-def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_job: bool = False) -> Operator:
-    """The operators that run ``plan`` on this rank (``in_job``: under torchrun or ``--ranks``)."""
-    state = LoweringState(cfg, rank, world, in_job=in_job)
+def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_job: bool = False,
+               device: torch.device | None = None, cache: MetadataCache | None = None) -> Operator:
+    """The operators that run ``plan`` on this rank (``in_job``: under torchrun or ``--ranks``)
+    on ``device`` (default: the one the settings name), reading footers through ``cache``."""
+    state = LoweringState(cfg, rank, world, in_job=in_job, device=device or resolve_device(cfg.device),
+                          cache=cache or MetadataCache())
     try:
         op = lower(plan, state)
         if state.distributed:
@@ -73,6 +85,7 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_jo
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
         if cfg.on("topk_filters"):
             attach_topk_filters(op)
+        _finish_scans(op, state)
         return op
     except SluiceError:
         raise
@@ -106,14 +119,26 @@ def _(plan: Scan, state):
     kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.on("row_group_pruning") else groups
     pruned = len(groups) - len(kept)
     if state.distributed:  # this rank's share of the row groups
-        scan = ScanOp(plan.table, dict(plan.columns), plan.filter, share(kept, state.rank, state.world),
-                      pruned, plan.outputs)
+        scan = _scan(plan, share(kept, state.rank, state.world), pruned, state)
         # What every rank must agree on before sharing (compared across ranks at the start).
         scan.shared_from = shared_fingerprint(plan.table.name, kept)
         return _dist(scan, ANY)
     if state.world > 1 and state.rank != 0:  # local (rank 0 reads everything)
         kept = []
-    return ScanOp(plan.table, dict(plan.columns), plan.filter, kept, pruned, plan.outputs)
+    return _scan(plan, kept, pruned, state)
+
+
+def _scan(plan: Scan, groups: list, pruned: int, state: LoweringState) -> ScanOp:
+    spec = scan_spec(plan.table, dict(plan.columns), plan.filter, groups, state.config, state.device, state.cache)
+    return ScanOp(dict(plan.columns), plan.filter, spec, pruned, plan.outputs)
+
+
+def _finish_scans(root: Operator, state: LoweringState) -> None:
+    """Put the runtime filters and the bound that lowering aimed at each scan into its spec
+    (its mode decided again: a filtered scan may adapt)."""
+    for op in root.walk():
+        if isinstance(op, ScanOp) and (op.spec.runtime_filters or op.spec.minmax_bounds):
+            op.spec = decide(op.spec, state.device, state.cache)
 
 
 @_lower.register
@@ -233,7 +258,7 @@ def _(plan: Aggregate, state):
 
 def _bounded(op: HashAggregateOp) -> HashAggregateOp:
     """``op`` with a MIN / MAX bound for the scan under it, where one is exact (decided here,
-    used only where the run turns it on: see ScanOp.reader)."""
+    used only where it is turned on: see physical.scan.decide)."""
     attach_minmax_bound(op)
     return op
 

@@ -17,6 +17,7 @@ from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.minmax_bounds import MinMaxBoundSpec
 from sluice.exec.operators import Operator, ProjectOp, ScanOp
 from sluice.expr.nodes import Col
+from sluice.physical.scan import aim_minmax_bound
 
 
 def attach_minmax_bound(op: HashAggregateOp) -> None:
@@ -44,7 +45,7 @@ def attach_minmax_bound(op: HashAggregateOp) -> None:
         aggs.append((acc_key, kind, col))
     spec = MinMaxBoundSpec(tuple(keys), tuple(aggs))
     op.minmax_bound = spec
-    scan.minmax_bounds.append(spec)
+    aim_minmax_bound(scan, spec)
 
 
 def _scan_below(op: Operator) -> tuple[ScanOp | None, dict[str, str]]:

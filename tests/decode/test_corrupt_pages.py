@@ -21,7 +21,7 @@ from sluice.errors import DataError
 from sluice.io.parquet.decode.bits import PAD
 from sluice.io.parquet.decode.column import ColumnSpec, NotDecodable, column_spec, decode_column
 from sluice.io.parquet.decode.hybrid import decode_hybrid
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.io.parquet.thrift import ENCODINGS, read_page_headers
 from sluice.types import from_arrow
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sluice.io.parquet.decode.column import ColumnPages, column_spec
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.types import from_arrow
 from decode.test_torch_decoder import _matrix_table, write_matrix
 

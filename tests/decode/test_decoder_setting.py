@@ -268,7 +268,7 @@ def test_auto_decoder_choice(monkeypatch, tmp_path):
 
     import torch
 
-    from sluice.io.parquet import decoders
+    from sluice.adapt import decoder_policy as decoders
     from sluice.io.parquet.decode import nvcomp
     cuda = torch.device("cuda", 0)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -306,7 +306,7 @@ def test_the_column_chunks_as_read_count_against_the_host_budget(tpch_dir, conne
     orig = TorchDecoder._decode_all
 
     def spy(self, ours, chunks, *args):
-        pool = self.scan.host_pool
+        pool = self.ctx.host_pool
         held = dict(pool.holders(top=100))
         seen.append((held.get("Scan orders column chunks", 0),
                      sum(len(mv) for parts in chunks.values() for mv, *_ in parts)))

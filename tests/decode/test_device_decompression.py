@@ -18,7 +18,7 @@ from sluice.errors import UnsupportedError
 from sluice.io.parquet.decode import nvcomp
 from sluice.io.parquet.decode.column import ColumnPages, column_spec
 from sluice.io.parquet.decode.device_bytes import DeviceBytes
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.types import from_arrow
 from decode.test_device_codecs import HostDecoder
 from decode.test_torch_decoder import _matrix_table, assert_same, write_matrix
@@ -167,8 +167,8 @@ def test_a_query_says_where_its_pages_were_decompressed(tpch_dir, tpch_duck, mon
     from sluice.io.parquet import decoders
     init = decoders.TorchDecoder.__init__
 
-    def with_stand_in(self, scan):
-        init(self, scan)
+    def with_stand_in(self, ctx):
+        init(self, ctx)
         self.on_device = nvcomp.OnDevice(True, decompress=stand_in, unverified=True)
     monkeypatch.setattr(decoders.TorchDecoder, "__init__", with_stand_in)
     sql = ("select l_returnflag, count(*) as n, sum(l_extendedprice) as s, max(l_comment) as c "

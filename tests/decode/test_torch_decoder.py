@@ -16,7 +16,7 @@ from sluice.arrow import arrow_to_column
 from sluice.chunk import Column
 from sluice.io.parquet.decode.column import (NotDecodable, _batches, _page_cost, _read_headers, column_spec,
                                              decode_column, decode_rows)
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.layout.rewrite import options_from, rewrite
 from sluice.types import from_arrow
 

@@ -84,7 +84,7 @@ def test_auto_adapts_only_on_scans_of_several_chunks(tpch_dir, tpch_duck, connec
     # An adaptive scan is cut into ~64 slices; on a table of a few chunks those are far smaller
     # than a chunk and cost every operator above a chunk's overhead (TPC-H SF 1: 1.25x the time
     # of a fixed mode), so a scan of under ADAPT_MIN_CHUNKS chunks takes pushdown.
-    from sluice.exec.operators import ADAPT_MIN_CHUNKS
+    from sluice.physical.scan import ADAPT_MIN_CHUNKS
     sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
     want = tpch_duck.sql(sql).fetchall()[0][0]
     # (SF 0.1: 600k rows in 6 row groups, so adapt_min_slices is lowered; the next test checks it)
@@ -100,7 +100,7 @@ def test_auto_adapts_only_on_scans_of_several_chunks(tpch_dir, tpch_duck, connec
 
 def test_auto_does_not_adapt_on_few_row_groups(tpch_dir, tpch_duck, connect):
     # A slice is at least a row group: on 6 of them every slice went to sampling the modes.
-    from sluice.exec.operators import ADAPT_MIN_CHUNKS
+    from sluice.physical.scan import ADAPT_MIN_CHUNKS
     sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
     want = tpch_duck.sql(sql).fetchall()[0][0]
     rel = connect(tpch_dir, chunk_rows=600_000 // (2 * ADAPT_MIN_CHUNKS)).sql(sql)  # rows enough, 6 row groups
@@ -114,7 +114,7 @@ def test_auto_does_not_adapt_on_few_row_groups(tpch_dir, tpch_duck, connect):
 def test_adaptive_scan_keeps_every_io_thread_busy(threads, tpch_dir, tpch_duck, connect):
     # The adaptive policy bounds the slices in flight (it assigns a mode when a slice is
     # queued), but never below the I/O pool: a fixed 3 left an H200's 8 threads 18 % busy.
-    from sluice.exec.operators import ADAPT_MIN_CHUNKS
+    from sluice.physical.scan import ADAPT_MIN_CHUNKS
     sql = "select sum(l_extendedprice) as s from lineitem where l_discount > 0.05"
     rel = connect(tpch_dir, io_threads=threads, chunk_rows=600_000 // (2 * ADAPT_MIN_CHUNKS),
                   adapt_min_slices=1).sql(sql)

@@ -103,3 +103,15 @@ def test_scan_memory_bounded_by_budget(big_lineitem):
     assert growth <= budget + overhead, f"grew {growth >> 20} MiB"
     # the same scan without the bound holds the whole table: the test can fail
     assert blocking > budget + overhead, f"blocking grew only {blocking >> 20} MiB"
+
+
+def test_files_of_unequal_row_groups_with_strings(tmp_path, connect):
+    """The read-ahead estimate of a table of several files looked every row group up in the
+    first file's footer: a later file with more row groups failed (IndexError, an internal error)."""
+    d = tmp_path / "t"
+    d.mkdir()
+    pq.write_table(pa.table({"k": [1, 2], "s": ["a", "b"]}), d / "a.parquet", row_group_size=2)
+    pq.write_table(pa.table({"k": list(range(10)), "s": [str(i) for i in range(10)]}), d / "b.parquet",
+                   row_group_size=2)
+    sql = f"select count(*) as n, max(s) as m, sum(k) as t from read_parquet('{d}/*.parquet')"
+    assert connect(tmp_path).sql(sql).to_arrow().to_pylist() == [{"n": 12, "m": "b", "t": 48}]

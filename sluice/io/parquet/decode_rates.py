@@ -19,7 +19,7 @@ from sluice.arrow import arrow_to_column
 from sluice.errors import SluiceError
 from sluice.io.parquet.decode import nvcomp
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
-from sluice.io.parquet.ranges import fetch_chunks
+from sluice.io.parquet.fetch import fetch_chunks
 from sluice.io.pinned import columns_nbytes
 from sluice.types import from_arrow
 

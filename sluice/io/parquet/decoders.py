@@ -1,5 +1,7 @@
-"""The decode stage of a scan, as interchangeable strategies (docs/design.md §6: read planning -> byte
-fetch -> decode -> transfer).
+"""The decompress and decode stages of a scan, as interchangeable :class:`Decoder` strategies
+(docs/design.md §6: read planning -> byte fetch -> decode -> transfer) over a small
+:class:`DecodeContext` -- the table, the device, the pools, the statistics sink -- not the
+reader. Which one a scan uses is decided when lowering (:mod:`sluice.adapt.decoder_policy`).
 
 - :class:`ArrowDecoder`: the storage stage reads the selected column chunks (measured), then
   pyarrow decodes them on the host; the columns cross to the device afterwards.
@@ -15,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -25,8 +29,12 @@ from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
 from sluice.arrow import arrow_to_column, refuse_infinite
 from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
-from sluice.catalog import RowGroup
-from sluice.io.parquet.ranges import column_chunk_ranges, fetch_chunks, read_ranges
+from sluice.catalog import RowGroup, TableInfo
+from sluice.config import Config
+from sluice.io.parquet.metadata import MetadataCache
+from sluice.metrics import ScanStats
+from sluice.io.parquet.fetch import fetch_chunks, read_ranges
+from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.pinned import columns_nbytes, decode_stream
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
@@ -56,39 +64,36 @@ def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) 
     return True
 
 
-def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
-    """``device`` and ``arrow`` are taken as set. ``auto``: the torch decoder on a GPU where
-    nvCOMP is installed *and* ``sluice calibrate`` measured it faster than pyarrow on this data
-    directory (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else.
-    Uncalibrated, pyarrow: on the one GPU measured so far (an H200, ``bench/decode.py`` on TPC-H
-    lineitem) the torch decoder ran at 0.13-0.29 GB/s against pyarrow's 0.37-0.65 GB/s on 16
-    host cores, and nvCOMP documents its decoders as safe on valid input only. On a CPU pyarrow
-    decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host."""
-    if setting != "auto":
-        return setting
-    if device is None or device.type != "cuda":
-        return "arrow"
-    from sluice.io.parquet.decode import nvcomp
-    if not nvcomp.available():
-        return "arrow"
-    rates = calibrated_rates(path)
-    if rates and rates.get("device", 0) > rates.get("arrow", 0):
-        return "device"
-    return "arrow"
+@dataclass(frozen=True)
+class DecodeContext:
+    """What a decoder works with: one scan's table and device, the settings and footers, the
+    budgets its buffers are reserved against, where it counts (statistics, the timeline)."""
+
+    table: TableInfo
+    device: torch.device
+    config: Config
+    cache: MetadataCache
+    stats: ScanStats
+    #: ``record(stage, t0, t1, nbytes)``: a stage's time on the timeline
+    record: Callable[[str, float, float, int], None]
+    #: the host budget (the column chunks as read, pinned staging on a GPU); None: unbounded
+    host_pool: object = None
+    #: the budget the torch decoder's temporary tensors are reserved against; None: unbounded
+    decode_pool: object = None
+    #: whether every I/O thread has a load of this scan in flight (a task then decodes alone)
+    busy: Callable[[], bool] = lambda: False
 
 
-def calibrated_rates(path: str | None) -> dict | None:
-    """The decode rates ``sluice calibrate`` kept for the data directory holding ``path``."""
-    if path is None:
-        return None
-    from pathlib import Path
+class Decoder(Protocol):
+    """Decodes the stored columns of a read task (compressed pages to columns)."""
 
-    from sluice.calibrate import load_calibration
-    for d in list(Path(path).resolve().parents)[:3]:
-        cal = load_calibration(d)
-        if cal and cal.get("decode_bps"):
-            return cal["decode_bps"]
-    return None
+    name: str
+
+    def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
+               ) -> tuple[dict[str, Column], int]:
+        """The columns ``stored`` of ``task`` (with ``keep``, a host mask over its rows: only
+        those rows) and the compressed bytes read."""
+        ...
 
 
 def _integer_decimal(arr, t) -> Column:
@@ -103,28 +108,28 @@ def _integer_decimal(arr, t) -> Column:
 class ArrowDecoder:
     name = "arrow"
 
-    def __init__(self, scan) -> None:
-        self.scan = scan
+    def __init__(self, ctx: DecodeContext) -> None:
+        self.ctx = ctx
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
         """Decode ``stored`` columns of ``task`` on the host (with ``measure_reads``, read them
         first on their own, timed as the read stage: a second copy of the bytes); with ``keep`` (a host mask over the task's rows) only those rows are returned (pyarrow
         decodes every page: it cannot be given a row selection)."""
-        s = self.scan
+        s = self.ctx
         path = task[0].path
         rg_idx = [rg.index for rg in task]
         strings = [c for c in stored if s.table.types[c].kind == "string" and read_as_dictionary(md, c, rg_idx)]
         t0 = time.perf_counter()
         try:
             ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
-            if s.cfg.measure_reads:
+            if s.config.measure_reads:
                 nread = read_ranges(path, ranges)
                 t1 = time.perf_counter()
-                s._record("read", t0, t1, nread)
+                s.record("read", t0, t1, nread)
             else:  # pyarrow reads them as it decodes (pre_buffer: the same coalesced ranges)
                 nread, t1 = sum(ln for _, ln in ranges), t0
-            decimals, plain = s.cfg.on("integer_decimals"), s.cfg.on("plain_strings")
+            decimals, plain = s.config.on("integer_decimals"), s.config.on("plain_strings")
             ints = s.cache.integer_footer(path, md, decimals, plain) if decimals or plain else None
             # On a CPU with a load of this scan in flight for every I/O thread, a task decodes on
             # its own thread: pyarrow's pool and its pre-buffering (reads on its I/O pool) only
@@ -132,7 +137,7 @@ class ArrowDecoder:
             # decode_in_task). Loads in flight, not the scan's tasks: tasks too big for two in the
             # scan buffer (ClickBench q23's 105 columns) run one at a time, and one thread then
             # decoded each alone (12-14 s against 8-9 with pyarrow's pool).
-            alone = s.device.type == "cpu" and s.cfg.on("decode_in_task") and s.in_flight >= s.cfg.io_threads
+            alone = s.device.type == "cpu" and s.config.on("decode_in_task") and s.busy()
             f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
                                pre_buffer=not alone)
             t = f.read_row_groups(rg_idx, columns=stored, use_threads=not alone)
@@ -143,43 +148,43 @@ class ArrowDecoder:
                 arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
         if keep is not None:
             cols = filter_columns(cols, torch.from_numpy(keep))
-        s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+        s.record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         return cols, nread
 
 
 class TorchDecoder:
     name = "device"
 
-    def __init__(self, scan) -> None:
-        self.scan = scan
-        self.arrow = ArrowDecoder(scan)
+    def __init__(self, ctx: DecodeContext) -> None:
+        self.ctx = ctx
+        self.arrow = ArrowDecoder(ctx)
         self.cannot: dict[str, str] = {}  # column -> why it is left to pyarrow
         self.specs: dict[tuple, object] = {}  # (file path, column) -> ColumnSpec, for this scan
         self._lock = threading.Lock()
         self.on_device = None  # nvCOMP decompression (a GPU only)
-        if scan.device.type == "cuda":
+        if ctx.device.type == "cuda":
             from sluice.io.parquet.decode import nvcomp
-            wanted = scan.cfg.device_decompress
+            wanted = ctx.config.device_decompress
             ok = wanted and nvcomp.available()
             why = "" if ok else ("device_decompress=false" if not wanted else "nvCOMP not installed")
-            self.on_device = nvcomp.OnDevice(ok, why, strict=scan.cfg.strict_device,
-                                             unverified=scan.cfg.device_decompress_unverified)
+            self.on_device = nvcomp.OnDevice(ok, why, strict=ctx.config.strict_device,
+                                             unverified=ctx.config.device_decompress_unverified)
         # KvikIO reads into pinned memory, where the device decompression stages from.
         self.kvikio = False
-        if self.on_device is not None and self.on_device.enabled and scan.cfg.kvikio:
+        if self.on_device is not None and self.on_device.enabled and ctx.config.kvikio:
             from sluice.io import kvikio_read
             if kvikio_read.available():
                 self.kvikio = True
-                # The chunks land in a pinned host buffer (ranges.fetch_chunks), never
-                # straight in device memory: the label says so, and so never claims GDS.
-                scan.stats.reads = kvikio_read.reads_label(kvikio_read.compat_mode(), into_device=False)
+                # The chunks land in a pinned host buffer (fetch_chunks), never straight in
+                # device memory: the label says so, and so never claims GDS.
+                ctx.stats.reads = kvikio_read.reads_label(kvikio_read.compat_mode(), into_device=False)
 
     def decode(self, task: list[RowGroup], md: pq.FileMetaData, stored: list[str], keep: np.ndarray | None = None
                ) -> tuple[dict[str, Column], int]:
         """Decode ``stored`` columns of ``task``; with ``keep`` (a host mask over the task's
         rows, from staging) only the pages holding a kept row are decoded, and only those rows
         returned."""
-        s = self.scan
+        s = self.ctx
         path = task[0].path
         rg_idx = [rg.index for rg in task]
         ours = []
@@ -210,12 +215,12 @@ class TorchDecoder:
                 if held is not None and not held.try_grow(nread):
                     held.force(nread)
                 t1 = time.perf_counter()
-                s._record("read", t0, t1, nread)
+                s.record("read", t0, t1, nread)
                 stream = decode_stream(s.device)
                 with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                     self._decode_all(ours, chunks, md, path, keep, cols, rest)
                 del chunks
-                s._record("decode", t1, time.perf_counter(), columns_nbytes(cols))
+                s.record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
             more, n2 = self.arrow.decode(task, md, rest, keep)
             cols.update(more)
@@ -247,7 +252,7 @@ class TorchDecoder:
         pages = ColumnPages(chunks, spec)
         if keep is not None:
             pages.select(keep)
-            st = self.scan.stats
+            st = self.ctx.stats
             with self._lock:
                 st.pages_skipped += pages.skipped.pages
                 st.pages_selected += pages.skipped.of
@@ -257,30 +262,30 @@ class TorchDecoder:
         finally:
             od = self.on_device
             if od is not None:
-                st = self.scan.stats
+                st = self.ctx.stats
                 st.pages_device_decompressed, st.pages_host_decompressed = od.pages_device, od.pages_host
                 st.host_decompress_why = dict(od.why)
 
     def _decode_pages(self, pages: ColumnPages) -> Column:
-        host = self.scan.host_pool
-        if self.scan.device.type != "cuda" or host is None:
+        host = self.ctx.host_pool
+        if self.ctx.device.type != "cuda" or host is None:
             return self._decode_reserved(pages)
         # On a GPU the page buffer (or nvCOMP's staging of the compressed pages) is pinned host
         # memory: counted against the host budget while it lives (past it if need be: it is
         # short-lived, and other consumers see the pressure and spill).
-        with host.reservation(f"Scan {self.scan.table.name} pinned pages") as hres:
+        with host.reservation(f"Scan {self.ctx.table.name} pinned pages") as hres:
             n = pages.page_bytes()
             if not hres.try_grow(n):
                 hres.force(n)
             return self._decode_reserved(pages)
 
     def _decode_reserved(self, pages: ColumnPages) -> Column:
-        device, od = self.scan.device, self.on_device
-        pool = self.scan.decode_pool
+        device, od = self.ctx.device, self.on_device
+        pool = self.ctx.decode_pool
         if pool is None:
             return pages.decode(device, None, od)
         need, page = pages.estimate()
-        with pool.reservation(f"Scan {self.scan.table.name} decode") as res:
+        with pool.reservation(f"Scan {self.ctx.table.name} decode") as res:
             want = min(need, max(pool.limit // DECODE_SHARE, page))
             if not res.try_grow(want):
                 res.try_grow(min(want, pool.available))
@@ -297,13 +302,13 @@ class TorchDecoder:
         key = (path, c)
         spec = self.specs.get(key)
         if spec is None:
-            t = self.scan.table
+            t = self.ctx.table
             spec = self.specs[key] = column_spec(md, c, t.arrow_schema.field(c).type, t.types[c])
         return spec
 
     def _fallback(self, column: str, why: str) -> str:
-        s = self.scan
-        if s.cfg.strict_device:
+        s = self.ctx
+        if s.config.strict_device:
             raise UnsupportedError(f"decoder=device cannot decode {s.table.name}.{column} ({why}); "
                                    f"strict_device=true forbids falling back to pyarrow")
         self.cannot[column] = why
@@ -311,11 +316,10 @@ class TorchDecoder:
         return why
 
 
-def make_decoder(scan):
-    files = scan.table.files
-    name = decoder_name(scan.cfg.decoder, scan.device, str(files[0]) if files else None)
-    scan.stats.decoder = name
-    return TorchDecoder(scan) if name == "device" else ArrowDecoder(scan)
+def make_decoder(name: str, ctx: DecodeContext) -> Decoder:
+    """The decoder ``name`` (``arrow`` or ``device``: chosen when lowering) for ``ctx``'s scan."""
+    ctx.stats.decoder = name
+    return TorchDecoder(ctx) if name == "device" else ArrowDecoder(ctx)
 
 
 def partition_column(table, column: str, path: str, n: int) -> Column:

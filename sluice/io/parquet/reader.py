@@ -28,20 +28,14 @@ from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.kernels.buffers import positions
 from sluice.config import Config
 from sluice.errors import DataError
-from sluice.io.parquet.decoders import make_decoder, partition_column
-from sluice.catalog import RowGroup, TableInfo
+from sluice.io.parquet.decoders import DecodeContext, make_decoder, partition_column
+from sluice.catalog import RowGroup
 from sluice.io.parquet.metadata import MetadataCache
-from sluice.io.parquet.ranges import column_chunk_ranges
+from sluice.io.parquet.read_plan import ReadPlan
 from sluice.io.memory import release_thread_cache, release_to_os
 from sluice.io.pinned import columns_nbytes, handed_over, to_device, wait_for
-from sluice.adapt.scan_policy import ScanPolicy
 from sluice.expr.evaluate import predicate_positions
 from sluice.metrics import ModeStats, Recorder, ScanStats
-from sluice.expr.nodes import Expr
-
-_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
-          "decimal": 8, "date": 4, "timestamp": 8, "timestamptz": 8, "string": 4}
-
 
 #: With scan_mode=auto, at most this many slices more than the I/O pool's threads are in
 #: flight (3 at least): the policy assigns a mode when a slice is queued, so a deep queue would
@@ -52,9 +46,6 @@ POLICY_AHEAD = 1
 #: Rows a Bloom runtime filter must have probed (removing at least half) before an adaptive
 #: scan stops choosing direct, which cannot apply it (ScanPolicy.drop_mode).
 DROP_DIRECT_AFTER = 1 << 16
-
-#: With scan_mode=auto, a scan is cut into about this many slices.
-SLICES = 64
 
 #: A scan gives freed memory back to the OS after consuming this many decoded bytes.
 SCAN_TRIM_BYTES = 128 << 20
@@ -101,67 +92,21 @@ def _merge_next(pending: deque, mode: str) -> bool:
     return _mergeable(cols, n)
 
 
-def plan_reads(groups: list[RowGroup], chunk_rows: int, max_bytes: int | None = None,
-               group_bytes: Callable[[RowGroup], int] | None = None) -> list[list[RowGroup]]:
-    """Batch consecutive row groups of one file into tasks of about ``chunk_rows`` rows and, if
-    given, at most ``max_bytes`` decoded bytes (at least one row group each): under a small
-    memory budget a task of wide rows is cut to what the budget can hold."""
-    tasks: list[list[RowGroup]] = []
-    cur: list[RowGroup] = []
-    rows = nbytes = 0
-    for rg in groups:
-        b = group_bytes(rg) if max_bytes is not None and group_bytes is not None else 0
-        if cur and (rg.path != cur[0].path or rows + rg.num_rows > chunk_rows
-                    or (max_bytes is not None and nbytes + b > max_bytes)):
-            tasks.append(cur)
-            cur, rows, nbytes = [], 0, 0
-        cur.append(rg)
-        rows += rg.num_rows
-        nbytes += b
-    if cur:
-        tasks.append(cur)
-    return tasks
-
-
-def task_compressed_bytes(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
-    md = cache.footer(task[0].path)
-    stored = [c for c in columns if c not in table.partitions]
-    return sum(ln for _, ln in column_chunk_ranges(md, [rg.index for rg in task], stored))
-
-
-def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str], cache: MetadataCache) -> int:
-    """Host bytes a task holds once decoded: fixed-width values (decimals pass through
-    Arrow's 16-byte decimal128 before becoming int64), string codes plus their dictionary
-    (bounded by the column chunk's uncompressed size), and validity masks."""
-    rows = sum(rg.num_rows for rg in task)
-    md = cache.footer(task[0].path)
-    names = md.schema.names
-    total = rows
-    for c in columns:
-        kind = table.types[c].kind
-        total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
-        if kind == "string" and c not in table.partitions:
-            j = names.index(c)
-            total += sum(md.row_group(rg.index).column(j).total_uncompressed_size for rg in task)
-    return total
-
-
 class ScanReader:
     """One scan's read pipeline; iterate it for chunks."""
 
-    def __init__(self, table: TableInfo, columns: list[str], groups: list[RowGroup], *, config: Config,
-                 pool: ThreadPoolExecutor, cache: MetadataCache, device: torch.device,
-                 recorder: Recorder | None = None, stats: ScanStats | None = None,
+    def __init__(self, spec, reads: ReadPlan, *, config: Config, pool: ThreadPoolExecutor, cache: MetadataCache,
+                 device: torch.device, recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
-                 reservation=None, predicate: Expr | None = None, policy: ScanPolicy | None = None,
-                 mode: str = "direct", runtime: list | None = None, decode_pool=None, host_pool=None,
+                 reservation=None, policy=None, runtime: list | None = None, decode_pool=None, host_pool=None,
                  bound=None) -> None:
-        self.table = table
+        # ``spec``: the ScanSpec lowering made (sluice.physical.scan); ``reads``: its read
+        # tasks, or those cut to this run's read-ahead budget.
+        self.spec = spec
+        table = self.table = spec.table
         # The MIN / MAX bound of the aggregation above (sluice.exec.minmax_bounds): a task whose
         # row groups it rules out is read only as far as its group keys.
         self.bound = bound
-        # The budget the torch decoder's temporary tensors are reserved against (None: unbounded).
-        self.decode_pool = decode_pool
         self.host_pool = host_pool  # the host budget (pinned staging on a GPU counts there)
         # Runtime filters joins publish while this scan runs (sluice.exec.runtime_filter):
         # a slice whose row groups' statistics miss a filter's key range is not read (any
@@ -171,12 +116,12 @@ class ScanReader:
         # The pushed filter over the file's column names: applied by the mode of each slice
         # (direct: by the consumer; pushdown: on the I/O thread; staging: on the predicate
         # columns first), so every mode yields the same rows.
-        self.predicate = predicate
-        self.pred_columns = [c for c in columns if predicate is not None and c in predicate.columns()]
-        self.policy = policy
-        self.mode = mode if predicate is not None or self.runtime else "direct"
+        self.predicate = spec.predicate
+        self.pred_columns = spec.pred_columns
+        self.policy = policy  # an adaptive scan's ScanPolicy (sluice.adapt.scan_policy)
+        self.mode = spec.mode
         self._last_consumed: float | None = None
-        self.columns = columns
+        self.columns = list(spec.columns)
         self.cfg = config
         self.pool = pool
         self.in_flight = 0  # loads submitted ahead and not finished (decode_in_task asks)
@@ -188,16 +133,9 @@ class ScanReader:
         self.progress = progress
         self.buffer_bytes = config.read_ahead_bytes if buffer_bytes is None else buffer_bytes
         self.reservation = reservation  # the queue's bytes in the memory pool, freed when done
-        # Tasks hold no more than the read-ahead budget (when it is smaller than a chunk's rows).
-        cap = buffer_bytes if buffer_bytes is not None and buffer_bytes < config.read_ahead_bytes else None
-        # Adaptive scans cut the table into about SLICES slices (at least a row group each, at
-        # most a chunk): enough to sample the modes on and to notice a change along the file.
-        rows = config.chunk_rows
-        if policy is not None:
-            rows = max(1, min(rows, sum(rg.num_rows for rg in groups) // SLICES))
-        self.tasks = plan_reads(groups, rows, cap, lambda rg: estimate_decoded(table, [rg], columns, cache))
-        self.task_rows = [sum(rg.num_rows for rg in t) for t in self.tasks]
-        self.estimates = [estimate_decoded(table, t, columns, cache) for t in self.tasks]
+        self.tasks = [list(t) for t in reads.tasks]
+        self.task_rows = list(reads.task_rows)
+        self.estimates = list(reads.estimates)
         self.pending: deque[tuple[Future, int, int, str]] = deque()
         self.ahead = max(3, config.io_threads + POLICY_AHEAD)  # adaptive: slices in flight at most
         self.next_task = 0
@@ -205,7 +143,9 @@ class ScanReader:
         self.started = False
         self._since_trim = 0
         self._applied: dict[int, set] = {}  # slice -> ids of the runtime filters its load applied
-        self.decoder = make_decoder(self)
+        self.decoder = make_decoder(spec.decoder, DecodeContext(
+            table, device, config, cache, self.stats, self._record, host_pool, decode_pool,
+            busy=lambda: self.in_flight >= config.io_threads))
 
     # ------------------------------------------------------------------ stages
 

@@ -1,0 +1,42 @@
+"""Which decoder a scan uses (``decoder``; chosen when lowering, :mod:`sluice.physical.scan`):
+pyarrow on the host, or sluice's torch decoder on the scan's device, by what ``sluice calibrate``
+measured (:mod:`sluice.adapt.calibration`)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
+    """``device`` and ``arrow`` are taken as set. ``auto``: the torch decoder on a GPU where
+    nvCOMP is installed *and* ``sluice calibrate`` measured it faster than pyarrow on this data
+    directory (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else.
+    Uncalibrated, pyarrow: on the one GPU measured so far (an H200, ``bench/decode.py`` on TPC-H
+    lineitem) the torch decoder ran at 0.13-0.29 GB/s against pyarrow's 0.37-0.65 GB/s on 16
+    host cores, and nvCOMP documents its decoders as safe on valid input only. On a CPU pyarrow
+    decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host."""
+    if setting != "auto":
+        return setting
+    if device is None or device.type != "cuda":
+        return "arrow"
+    from sluice.io.parquet.decode import nvcomp
+    if not nvcomp.available():
+        return "arrow"
+    rates = calibrated_rates(path)
+    if rates and rates.get("device", 0) > rates.get("arrow", 0):
+        return "device"
+    return "arrow"
+
+
+def calibrated_rates(path: str | None) -> dict | None:
+    """The decode rates ``sluice calibrate`` kept for the data directory holding ``path``."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from sluice.adapt.calibration import load_calibration
+    for d in list(Path(path).resolve().parents)[:3]:
+        cal = load_calibration(d)
+        if cal and cal.get("decode_bps"):
+            return cal["decode_bps"]
+    return None
