@@ -9,9 +9,8 @@ reads one :class:`LoweringState`; nothing is changed on an operator after loweri
 With several ranks (:mod:`sluice.physical.distribute` decides what moves): each scan reads
 this rank's share of the row groups (``any``); an exchange goes where an operator needs rows
 by hash (a grouped aggregate's final phase, a DISTINCT aggregate's argument, a partitioned
-join, a window's partitions), a
-broadcast under a small build side, a gather to rank 0 under what needs every row (a sort,
-a limit, a global aggregate's final phase, the result). An operator whose rows are on rank 0
+join, a window's partitions), a broadcast under a small build side, a gather to rank 0 under
+what needs every row (a sort, a limit, a global aggregate's final phase, the result). An operator whose rows are on rank 0
 only (``single``) stands in as :class:`~sluice.exec.exchange.OffRankOp` on the other ranks.
 A recursive CTE runs on rank 0 alone, its scans reading every row group there.
 """

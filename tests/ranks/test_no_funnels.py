@@ -77,6 +77,10 @@ def test_distinct_aggregates_in_small_chunks_spilled(distinct_dir):
     check_on_ranks(distinct_dir, QUERIES, 3, {"chunk_rows": 7, "force_spill": True, "exchange_wire": "tensor"})
 
 
+def test_distinct_aggregates_one_rank_loopback_blocking(distinct_dir):
+    check_on_ranks(distinct_dir, QUERIES, 1, {"exchange_loopback": True, "exchange": "blocking", "chunk_rows": 50})
+
+
 def _explain(data, sql: str, world: int = 2) -> list[str]:
     con = sluice.connect(data, device="cpu")
     return explain_ops(lower_plan(con.sql(sql).plan, con.config, 0, world))
