@@ -338,7 +338,9 @@ def query2():
         f = R.choice(["sum(t.a)", "avg(t.d)", "min(t.s)", "max(t.dt)", "count(t.a)", "sum(t.f)", "first_value(t.s)", "last_value(t.a)", "count(*)"])
         return f"select t.b, t.g, {f} over (partition by t.g order by t.a {R.choice(['','desc'])} {R.choice(['','nulls first','nulls last'])}, t.b {w}) from t"
     if k < 0.35:  # COUNT(DISTINCT string) with no GROUP BY: counted, not grouped (distinct_counts)
-        return (f"select count(distinct {strexpr('t')}), {agg('t')} from t" +
+        # (on ranks: rows hash-partitioned by each DISTINCT argument, per-rank states merged)
+        more = R.choice(["", f", sum(distinct {numexpr('t')})", f", avg(distinct {numexpr('t')}), count(distinct t.dt)"])
+        return (f"select count(distinct {strexpr('t')}), {agg('t')}{more} from t" +
                 (f" where {pred('t')}" if R.random() < .6 else ""))
     if k < 0.45:
         return (f"select {R.choice(['t.g','t.s'])}, {agg('t')}, {agg('t')} from t "

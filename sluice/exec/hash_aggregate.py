@@ -22,7 +22,10 @@
 Phases (so an exchange can sit between them, on several ranks): ``single`` does all of the
 above; ``partial`` stops before finalising and emits its merged pages (keys and states: a
 global aggregate always emits one page, an identity page for no rows); ``final`` takes such
-pages as its input, merges and finalises them. DISTINCT aggregates run ``single`` only.
+pages as its input, merges and finalises them. DISTINCT aggregates without keys may run
+``partial`` too, where the input is hash-partitioned by their argument (equal values on one
+rank, so each rank's states are over disjoint sets of distinct values and merge exactly: a
+sum of per-rank distinct counts is the distinct count); their ``final`` merges states as any.
 """
 
 from __future__ import annotations
@@ -63,6 +66,11 @@ class HashAggregateOp(Operator):
     aggs: tuple[tuple[str, AggCall], ...]
     phase: str = "single"  # "single" | "partial" | "final" (see the module docstring)
     minmax_bound: object = None  # MinMaxBoundSpec shared with the scan below (physical.minmax_bounds)
+    #: ``partial`` without keys: the names of the aggregates this one computes (the others'
+    #: states left at their identity), None for all. Several DISTINCT arguments run as one
+    #: such partial per argument, each over rows hash-partitioned by its argument, their pages
+    #: merged by one ``final`` over the same aggregates.
+    computed: frozenset | None = None
     label = "HashAggregate"
 
     def __post_init__(self):
@@ -82,17 +90,24 @@ class HashAggregateOp(Operator):
                 arg_type = call.arg.type if call.arg is not None else None
                 self.accs[key] = make_accumulator(f"a{len(self.accs)}", call.func, arg_type)
             self.outputs.append((name, key, call.func))
-        self.distinct_args = sorted({k[1] for k in self.accs if k[2]}, key=str)
+        #: accumulators left at their identity (not :attr:`computed`)
+        self.skipped = {key for name, key, _ in self.outputs if self.computed is not None and name not in self.computed}
+        self.distinct_args = sorted({k[1] for k in self.accs if k[2] and k not in self.skipped}, key=str)
         if self.phase not in ("single", "partial", "final"):
             raise ValueError(f"aggregation phase {self.phase!r}")
-        if self.phase != "single" and self.distinct_args:
-            raise ValueError("DISTINCT aggregates run in one phase")
+        if self.phase == "final":  # states arrive merged-ready: nothing to deduplicate
+            self.distinct_args = []
+        if self.phase == "partial" and self.distinct_args and (self.keys or len(self.distinct_args) > 1):
+            raise ValueError("DISTINCT aggregates run partial only without keys, over one argument")
+        if self.computed is not None and (self.phase != "partial" or self.keys):
+            raise ValueError("only a partial aggregate without keys computes some of its aggregates")
         if self.phase != "single":
             self.label = f"HashAggregate({self.phase})"
 
     def describe(self):
+        aggs = [a for n, a in self.aggs if self.computed is None or n in self.computed]
         return (f"{self.label} keys=[" + ", ".join(str(e) for _, e in self.keys) + "] aggs=[" +
-                ", ".join(str(a) for _, a in self.aggs) + "]")
+                ", ".join(str(a) for a in aggs) + "]" + (" (others at identity)" if self.skipped else ""))
 
     # ---------------------------------------------------------------- run
 
@@ -214,8 +229,9 @@ class HashAggregateOp(Operator):
             if self.keys:
                 firsts = first_rows(ids, g)
                 cols = {name: c.take(firsts) for name, c in zip(self.key_names, kcols)}
-        for (kind, arg, distinct), acc in self.accs.items():
-            if distinct:
+        for key, acc in self.accs.items():
+            kind, arg, distinct = key
+            if distinct or key in self.skipped:
                 cols.update(acc.identity(g, dev))
                 continue
             col = evaluate(arg, chunk, memo).expand(n) if arg is not None else None

@@ -8,9 +8,9 @@ reads one :class:`LoweringState`; nothing is changed on an operator after loweri
 
 With several ranks (:mod:`sluice.physical.distribute` decides what moves): each scan reads
 this rank's share of the row groups (``any``); an exchange goes where an operator needs rows
-by hash (a grouped aggregate's final phase, a partitioned join, a window's partitions), a
-broadcast under a small build side, a gather to rank 0 under what needs every row (a sort,
-a limit, a global aggregate's final phase, the result). An operator whose rows are on rank 0
+by hash (a grouped aggregate's final phase, a DISTINCT aggregate's argument, a partitioned
+join, a window's partitions), a broadcast under a small build side, a gather to rank 0 under
+what needs every row (a sort, a limit, a global aggregate's final phase, the result). An operator whose rows are on rank 0
 only (``single``) stands in as :class:`~sluice.exec.exchange.OffRankOp` on the other ranks.
 A recursive CTE runs on rank 0 alone, its scans reading every row group there.
 """
@@ -247,13 +247,38 @@ def _(plan: Aggregate, state):
             keys = tuple(e for _, e in plan.keys)
             moved = exchange(child, keys, tuple(e.type for e in keys), state)
             return _dist(_estimated(HashAggregateOp(moved, plan.keys, plan.aggs), plan), hashed(names))
-        return _estimated(HashAggregateOp(gather(child, state), plan.keys, plan.aggs), plan)
+        return _distinct_global(plan, child, state)
     partial = _dist(_estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, "partial")), plan), ANY)
     final_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
     if plan.keys:
         moved = exchange(partial, names, tuple(e.type for e in names), state)
         return _dist(_estimated(HashAggregateOp(moved, final_keys, plan.aggs, "final"), plan), hashed(names))
     return _estimated(HashAggregateOp(gather(partial, state), final_keys, plan.aggs, "final"), plan)
+
+
+def _distinct_global(plan: Aggregate, child: Operator, state: LoweringState) -> Operator:
+    """DISTINCT aggregates without keys on several ranks, no row funnelled to rank 0: the rows
+    hash-partitioned by the DISTINCT argument, each rank's partial states (its distinct values
+    are no other rank's: the states merge exactly) gathered and merged. Several arguments: one
+    exchange and partial per argument over the shared input (the other aggregates' states at
+    their identity there; those without DISTINCT computed with the first), the partials' pages
+    merged by one final."""
+    dargs = sorted({a.arg for _, a in plan.aggs if a.distinct}, key=str)
+    if len(dargs) > 1:
+        child = _dist(_estimated(SharedOp(child), plan.child), child.distribution)
+    parts = []
+    for i, arg in enumerate(dargs):
+        computed = frozenset(n for n, a in plan.aggs if (a.distinct and a.arg == arg) or (i == 0 and not a.distinct))
+        branch = child
+        used = set().union(*(a.arg.columns() for n, a in plan.aggs if n in computed and a.arg is not None))
+        if len(dargs) > 1 and used < set(plan.child.schema):  # the columns this argument's aggregates read
+            cols = tuple((c, Col(c, t)) for c, t in plan.child.schema.items() if c in used)
+            branch = _dist(ProjectOp(child, cols), child.distribution)
+        moved = exchange(branch, (arg,), (arg.type,), state)
+        partial = HashAggregateOp(moved, (), plan.aggs, "partial", computed=computed if len(dargs) > 1 else None)
+        parts.append(gather(_dist(_estimated(partial, plan), ANY), state))
+    merged = parts[0] if len(parts) == 1 else placed(_dist(UnionOp(tuple(parts)), SINGLE), state)
+    return _estimated(HashAggregateOp(merged, (), plan.aggs, "final"), plan)
 
 
 def _bounded(op: HashAggregateOp) -> HashAggregateOp:
