@@ -4,7 +4,10 @@
   ``date_trunc(s, d)`` over a column ``s`` read as the unit ``S``. A unit that is not a string
   constant stays a plain function call here, which the translator refuses by name;
 - a typed literal followed by ``::`` (``DATE '2020-01-01'::VARCHAR``) cast the string first and
-  gave a DATE; DuckDB casts the DATE, giving a VARCHAR.
+  gave a DATE; DuckDB casts the DATE, giving a VARCHAR;
+- JARO_WINKLER_SIMILARITY's third argument is DuckDB's score cutoff, not a case-insensitive
+  flag (whose SQL compares the UPPER of both strings): the call stays a plain function call,
+  read by name (``sluice.sql.coverage.KNOWN_CALLS``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class Sluice(DuckDB):
             **{k: _constant_unit(k, DuckDB.Parser.FUNCTIONS[k])
                for k in ("DATE_TRUNC", "DATETRUNC", "DATE_DIFF", "DATEDIFF", "DATE_SUB", "DATESUB")
                if k in DuckDB.Parser.FUNCTIONS},
+            "JARO_WINKLER_SIMILARITY": lambda args: exp.Anonymous(this="jaro_winkler_similarity", expressions=args),
         }
 
         def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False):
