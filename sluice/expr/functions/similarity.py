@@ -271,6 +271,8 @@ def similarity(e, args, chunk) -> Column:
             return sim if sim >= cutoff else 0.0
     values, bad, valid = pairwise(a, b, fn, t.torch_dtype)
     if bad is not None:
+        if bad.dim() == 0 and chunk is not None:  # two constants: a check per row of the chunk, so
+            bad = bad.expand(chunk.num_rows)      # that a CASE none of whose rows take it keeps none
         fail_if(bad, message, valid)
     return Column(values, t, valid)
 
