@@ -263,6 +263,48 @@ def narrow_query():
         return f"select z.k, {aggs} from z{where} group by z.k"
     return f"select count(*) from z where {narrow_expr()} {R.choice(['<', '>', '=', '<>'])} {R.choice(ZCOLS)}"
 
+# String similarity functions (LEVENSHTEIN, JARO, ...) over text of multi-byte UTF-8, combining
+# marks, empty strings and NULLs, from their own RNG (table and queries): other queries of a
+# seed stay as they were. sim.ph / sim.qh have equal lengths (never empty) for HAMMING.
+_SR = random.Random(70_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_SIM_ALPHABET = ["a", "b", "c", "A", "\u00e9", "\u00e8", "\u00df", "\u8a9e", "\U0001F600", "e\u0301", " "]
+def _sim_word(n):
+    return "".join(_SR.choice(_SIM_ALPHABET) for _ in range(_SR.randint(0, n)))
+_SIM_POOL = [_sim_word(8) for _ in range(15)] + ["", "kitten", "sitting", "martha", "marhta"]
+_SIM_P = [None if _SR.random() < .1 else _SR.choice(_SIM_POOL) if _SR.random() < .6 else _sim_word(12) for _ in range(120)]
+pq.write_table(pa.table({"i": pa.array(range(120), pa.int64()), "g": pa.array([j % 4 for j in range(120)], pa.int32()), "p": _SIM_P,
+                         "q": [None if _SR.random() < .1 else _SR.choice(_SIM_POOL) if _SR.random() < .5 else _sim_word(12) for _ in range(120)],
+                         "ph": [None if x is None else (x or "z") for x in _SIM_P],
+                         "qh": [None if x is None else ("".join(_SR.choice([c, "a", "\u00e9"]) for c in x) or "y") for x in _SIM_P]}),
+               root/"sim.parquet", row_group_size=25)
+SIM_FUNCS = ["levenshtein", "editdist3", "damerau_levenshtein", "jaro_similarity", "jaro_winkler_similarity"]
+def sim_arg(col, lit=True):
+    return _SR.choice([col, col, col, f"upper({col})", f"({col} || 'x')", f"substring({col}, 2, 3)", f"reverse({col})"]
+                      + [_SR.choice(["'kitten'", "''", "'\u00e9\U0001F600a'", "'martha'", "NULL"])] * lit)
+def sim_expr(tab="sim"):
+    k = _SR.random()
+    x, y = (f"{tab}.p", f"{tab}.q") if tab == "sim" else ("t.s", "u.s")
+    if _SR.random() < .5: x, y = y, x
+    if k < .6: return f"{_SR.choice(SIM_FUNCS)}({sim_arg(x)}, {sim_arg(y)})"
+    if k < .75: return f"{_SR.choice(['jaro_similarity', 'jaro_winkler_similarity'])}({sim_arg(x)}, {sim_arg(y)}, {_SR.choice(['0.5', '0.8', '0', '1', 'NULL', '0.7::double'])})"
+    if k < .85 and tab == "sim": return f"{_SR.choice(['hamming', 'mismatches'])}(sim.ph, {_SR.choice(['sim.qh', 'reverse(sim.ph)', 'sim.ph'])})"
+    # (columns: sluice refuses length(NULL) and NULL <> '', and raises for hamming('', '') under a
+    # CASE no row takes: it evaluates functions of constants while planning, as for 1 // 0)
+    a, b = sim_arg(x, False), sim_arg(y, False)
+    if _SR.random() < .5:  # DuckDB's errors (lengths, empty strings) guarded as DuckDB guards them: by CASE
+        return f"case when length({a}) = length({b}) and {a} <> '' then hamming({a}, {b}) end"
+    return f"case when {a} <> '' and {b} <> '' then jaccard({a}, {b}) else -1 end"
+def similarity_query():
+    k = _SR.random()
+    if k < .4:
+        where = _SR.choice(["", " where sim.g = 1", f" where {sim_expr()} {_SR.choice(['<', '>=', '='])} {_SR.choice(['1', '2', '0.6', '0.9'])}"])
+        return f"select sim.i, {', '.join(sim_expr() for _ in range(_SR.randint(1, 3)))} from sim{where}"
+    if k < .6:
+        return f"select {sim_expr()} as k, count(*), min(sim.i) from sim group by k"
+    if k < .8:
+        return f"select sim.g, {_SR.choice(['sum', 'avg', 'max', 'min'])}({sim_expr()}) from sim group by sim.g"
+    return f"select t.b, u.b, {sim_expr('t')} from t join u on t.g = u.g and t.a = u.a"
+
 NUM = ["a", "b", "g", "d", "f"]
 INTS = ["a", "b", "g"]
 def col(tab, kinds=None):
@@ -517,7 +559,11 @@ def string_minmax_query():
     return f"select {key} as k, {agg} from t" + (f" where {pred('t')}" if R.random() < .4 else "") + " group by k"
 
 
+_LAST_SIM = False
 def query():
+    global _LAST_SIM
+    _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
+    if _LAST_SIM: return similarity_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
@@ -649,11 +695,12 @@ for i in range(N):
             if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
             continue
     try:
-        ci = rr.randrange(len(cons))
-        if " from m" in q and rr.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
-            ci = rr.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
-        elif ("min(" in q or "max(" in q) and rr.random() < .3:  # string MIN / MAX's first-byte pass
-            ci = rr.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
+        rng = _SR if _LAST_SIM else R  # (a similarity query's settings from its own RNG too)
+        ci = rng.randrange(len(cons))
+        if " from m" in q and rng.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
+            ci = rng.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])
+        elif ("min(" in q or "max(" in q) and rng.random() < .3:  # string MIN / MAX's first-byte pass
+            ci = rng.choice([j for j, c in enumerate(CFG) if c.get("_first_byte")])
         con = cons[ci]
         checks.DEFER_ON_CPU = bool(CFG[ci].get("_defer_checks"))
         # (and the runtime filters' build statistics and keys read back at publish, as on a GPU:

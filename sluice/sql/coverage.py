@@ -113,6 +113,11 @@ def _set_operation(kind: str) -> dict[str, Rule]:
         "on": refuse(f"{kind} ... ON"),
     }
 
+#: Plain calls (``exp.Anonymous``) the translator implements, by lower-case name
+#: (``sluice.sql.expressions._x_anonymous``); any other is refused by name.
+KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
+                         "jaro_winkler_similarity", "jaccard"})
+
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
 
@@ -242,6 +247,12 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                         "position": refuse("REGEXP_REPLACE from a position"),
                         "occurrence": refuse("REGEXP_REPLACE of a later occurrence"), "single_replace": SAME},
     exp.Reverse: _UNARY,
+    exp.Levenshtein: {"this": READ, "expression": READ, "ins_cost": refuse("LEVENSHTEIN with costs"),
+                      "del_cost": refuse("LEVENSHTEIN with costs"), "sub_cost": refuse("LEVENSHTEIN with costs"),
+                      "max_dist": refuse("LEVENSHTEIN with a maximum distance")},
+    # a plain call f(...) sqlglot has no class for: read by name where the translator knows it
+    exp.Anonymous: {"this": only(lambda v: str(v).lower() in KNOWN_CALLS, lambda v: f"function {str(v).upper()}"),
+                    "expressions": READ},
     exp.Left: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("LEFT of a dialect")},
     exp.Right: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("RIGHT of a dialect")},
     exp.TimestampTrunc: {"this": READ, "unit": READ, "zone": refuse("DATE_TRUNC in a time zone"),
@@ -462,9 +473,12 @@ def check_supported(tree: exp.Expression) -> None:
     """Raise :class:`UnsupportedError` for the first construct in ``tree`` that sluice would
     not translate in full."""
     for node in tree.walk():
-        rules = SUPPORTED.get(type(node))
-        if rules is None and is_mad(node):  # MAD(x): an aggregate sqlglot does not know
+        if is_mad(node):  # MAD(x): an aggregate sqlglot does not know
             continue
+        if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
+                and str(node.this).lower() not in KNOWN_CALLS:
+            raise UnsupportedError(construct_name(node))
+        rules = SUPPORTED.get(type(node))
         if rules is None:
             raise UnsupportedError(construct_name(node))
         for arg, value in node.args.items():

@@ -7,13 +7,14 @@ Aggregates, windows and subqueries met inside an expression are looked up in the
 from __future__ import annotations
 
 import datetime as _dt
+from decimal import Decimal as _Decimal
 from typing import Callable
 
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.sql.dialect import wrong_arguments
-from sluice.sql.coverage import construct_name
+from sluice.sql.coverage import KNOWN_CALLS, construct_name
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Lit
 from sluice.types import BOOL, DATE, INT32, INT64, INTERVAL, STRING, TIMESTAMP, TIMESTAMPTZ
@@ -482,6 +483,28 @@ class Expressions:
     def _x_right(self, n, ctx):
         return self._string_fn(n, ctx, "right", _const_int(n.expression, "RIGHT"))
 
+    # ---- functions of two strings (functions/similarity.py) and other plain calls
+
+    @handles(exp.Levenshtein)
+    def _x_levenshtein(self, n, ctx):
+        """LEVENSHTEIN(a, b) / EDITDIST3(a, b)."""
+        return self._two_strings("levenshtein", [n.this] + ([n.expression] if n.expression is not None else []), ctx)
+
+    @handles(exp.Anonymous)
+    def _x_anonymous(self, n, ctx):
+        """A plain call sqlglot has no class for, by name (``coverage.KNOWN_CALLS``)."""
+        name = str(n.this).lower()
+        if name not in KNOWN_CALLS:
+            raise UnsupportedError(f"{construct_name(n)} in this position")
+        if name in ("jaro_similarity", "jaro_winkler_similarity") and len(n.expressions) == 3:
+            return self._two_strings(name, n.expressions[:2], ctx, _cutoff(self.expr(n.expressions[2], ctx), name))
+        return self._two_strings({"mismatches": "hamming"}.get(name, name), n.expressions, ctx)
+
+    def _two_strings(self, name: str, nodes, ctx, *params) -> Expr:
+        if len(nodes) != 2:
+            raise PlanError(f"{name.upper()} needs two strings" + (" and an optional score cutoff" if "jaro" in name else ""))
+        return E.make_func(name, [self.expr(x, ctx) for x in nodes], params)
+
     # ---- date functions
 
     @handles(exp.TimestampTrunc, exp.DateTrunc)
@@ -700,6 +723,18 @@ class Expressions:
 
 _MICROS = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
            "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+
+
+def _cutoff(e: Expr, name: str) -> float | None:
+    """The score cutoff of JARO_SIMILARITY / JARO_WINKLER_SIMILARITY: a numeric constant (NULL:
+    every result is NULL, as in DuckDB)."""
+    if isinstance(e, Lit) and e.value is None:
+        return None
+    if not isinstance(e, Lit) or not e.type.is_numeric:
+        raise UnsupportedError(f"{name.upper()} with a score cutoff that is not a numeric constant")
+    if e.type.kind == "decimal":  # a scaled integer
+        return float(_Decimal(e.value).scaleb(-e.type.scale))
+    return float(e.value)
 
 
 def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
