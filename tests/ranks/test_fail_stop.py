@@ -73,37 +73,51 @@ def _launch_two_ranks(data: Path, tmp: Path, mark: str, *sets: str) -> subproces
     return proc
 
 
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
-def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_path):
+def _signal_rank_1(tpch_spread, tmp_path, sig: int, timeout_s: int) -> tuple[str, float]:
+    """Start the slow query on two ranks (forced spilling, ``dist_timeout_s``), send rank 1
+    ``sig`` once it has joined and the query runs; the one line on stderr and the seconds from
+    the signal to the job's end. Checks the exit code, that nothing was printed on stdout and
+    that no process, spill folder or job folder is left behind."""
     mark = uuid.uuid4().hex
     spill = tmp_path / "spill"
     spill.mkdir()
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = _launch_two_ranks(tpch_spread, tmp, mark, "--set", f"spill_dir={spill}", "--set", "force_spill=true",
-                             "--set", "dist_timeout_s=30")
+                             "--set", f"dist_timeout_s={timeout_s}")
     try:
         pid = _rank_pid(mark, 1)
         assert pid is not None, "rank 1 never started"
-        time.sleep(2.5)  # well into the query: joined, scanning and exchanging
-        assert proc.poll() is None, "the query ended before rank 1 could be killed"
-        killed_at = time.time()
-        os.kill(pid, signal.SIGKILL)
+        deadline = time.time() + 60  # joined (else it is the join that fails: another test)
+        while not list(tmp.glob("sluice-ranks-*/joined-1")) and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.0)  # well into the query: scanning and exchanging
+        assert proc.poll() is None, "the query ended before rank 1 could be signalled"
+        sent = time.time()
+        os.kill(pid, sig)
         out, err = proc.communicate(timeout=60)
-        took = time.time() - killed_at
+        took = time.time() - sent
     finally:
         if proc.poll() is None:
             proc.kill()
+        for p in _procs_with(mark):
+            os.kill(p, signal.SIGKILL)
     assert proc.returncode != 0
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1, err
-    assert "rank 1" in lines[0] and "SIGKILL" in lines[0], lines[0]
     assert out == ""
-    assert took < 20, f"the job took {took:.1f}s to stop"
     time.sleep(0.5)
     assert _procs_with(mark) == [], "processes left behind"
     assert list(spill.iterdir()) == [], "spill folders left behind"
     assert [p.name for p in tmp.iterdir() if p.name.startswith("sluice-")] == [], "job folders left behind"
+    return lines[0], took
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the ranks")
+def test_a_rank_killed_mid_query_ends_the_job_with_one_line(tpch_spread, tmp_path):
+    line, took = _signal_rank_1(tpch_spread, tmp_path, signal.SIGKILL, 30)
+    assert "rank 1" in line and "SIGKILL" in line, line
+    assert took < 20, f"the job took {took:.1f}s to stop"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's parent-death signal is Linux's")
@@ -218,41 +232,9 @@ def test_a_rank_that_hangs_ends_the_job_within_the_timeout(tpch_spread, tmp_path
     peer timed out after dist_timeout_s (then 30 minutes), wrote its status and exited 0, and the
     launcher waited for the stopped rank forever. Now the watchdog names it within the timeout,
     the launcher stops it, and nothing is left behind."""
-    mark = uuid.uuid4().hex
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    proc = _launch_two_ranks(tpch_spread, tmp, mark, "--set", f"spill_dir={spill}", "--set", "force_spill=true",
-                             "--set", "dist_timeout_s=4")
-    pid = None
-    try:
-        pid = _rank_pid(mark, 1)
-        assert pid is not None, "rank 1 never started"
-        deadline = time.time() + 60  # joined (else it is the join that fails: another test)
-        while not list(tmp.glob("sluice-ranks-*/joined-1")) and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        time.sleep(1.0)
-        assert proc.poll() is None, "the query ended before rank 1 could be stopped"
-        stopped_at = time.time()
-        os.kill(pid, signal.SIGSTOP)
-        out, err = proc.communicate(timeout=60)
-        took = time.time() - stopped_at
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        for p in _procs_with(mark):
-            os.kill(p, signal.SIGKILL)
-    assert proc.returncode != 0
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "rank 1 stopped answering for 4 s" in lines[0], lines[0]
-    assert out == ""
+    line, took = _signal_rank_1(tpch_spread, tmp_path, signal.SIGSTOP, 4)
+    assert "rank 1 stopped answering for 4 s" in line, line
     assert took < 4 + 15, f"the job took {took:.1f}s to stop"
-    time.sleep(0.5)
-    assert _procs_with(mark) == [], "processes left behind"
-    assert list(spill.iterdir()) == [], "spill folders left behind"
-    assert [p.name for p in tmp.iterdir() if p.name.startswith("sluice-")] == [], "job folders left behind"
 
 
 def test_a_peer_that_never_joins_ends_the_rank_within_the_timeout(tpch_spread, tmp_path):

@@ -22,24 +22,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
-    sql = tpch_queries()["q05"]
-    out = tmp_path / "q05.parquet"
-    port = _free_port()
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"t{port}",
-           "--log-dir", str(tmp_path / "logs"),  # torchrun's own logs, not a torchelastic_* folder in /tmp
-           "-m", "sluice", "query", "--data", str(tpch_spread), "--device", "cpu", "--set", "broadcast_bytes=0",
-           "--set", "dist_timeout_s=60", "-o", str(out), sql]
+def _two_nodes(data: list, port: int, tmp_path, args: list[str]):
+    """Two torchrun launchers of one node each (``--nnodes 2``) running ``sluice query ARGS`` on
+    their ``data`` folders; their (stdout, stderr) and processes, ended within two minutes."""
     env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "OMP_NUM_THREADS": "1"}
-    nodes = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(2)]
+    nodes = []
+    for i, d in enumerate(data):
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"t{port}",
+               "--log-dir", str(tmp_path / f"logs-{i}"),  # torchrun's own logs, not a torchelastic_* folder in /tmp
+               "-m", "sluice", "query", "--data", str(d), "--device", "cpu", "--set", "broadcast_bytes=0",
+               "--set", "dist_timeout_s=60", *args]
+        nodes.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     try:
-        done = [p.communicate(timeout=120) for p in nodes]
+        return [p.communicate(timeout=120) for p in nodes], nodes
     finally:
         for p in nodes:
             if p.poll() is None:
                 p.kill()
+
+
+def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
+    sql = tpch_queries()["q05"]
+    out = tmp_path / "q05.parquet"
+    port = _free_port()
+    done, nodes = _two_nodes([tpch_spread, tpch_spread], port, tmp_path, ["-o", str(out), sql])
     for p, (_, err) in zip(nodes, done):
         assert p.returncode == 0, err
     assert sorted("wrote" in err for _, err in done) == [False, True]  # rank 0 reports the file
@@ -66,24 +73,7 @@ def test_two_nodes_with_different_copies_of_a_table_are_refused(tpch_spread, tmp
     pq.write_table(li, other / "lineitem.parquet", row_group_size=10_000)
     assert pq.ParquetFile(other / "lineitem.parquet").num_row_groups == \
         pq.ParquetFile(tpch_spread / "lineitem.parquet").num_row_groups
-    port = _free_port()
-
-    def node(data):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"d{port}",
-               "--log-dir", str(tmp_path / f"logs-{data.name}"),
-               "-m", "sluice", "query", "--data", str(data), "--device", "cpu", "--set", "broadcast_bytes=0",
-               "--set", "dist_timeout_s=60", "select sum(l_quantity) from lineitem"]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-    nodes = [node(tpch_spread), node(other)]
-    try:
-        done = [p.communicate(timeout=120) for p in nodes]
-    finally:
-        for p in nodes:
-            if p.poll() is None:
-                p.kill()
+    done, nodes = _two_nodes([tpch_spread, other], _free_port(), tmp_path, ["select sum(l_quantity) from lineitem"])
     for p, (out, err) in zip(nodes, done):
         assert p.returncode != 0, out
         assert out == ""
