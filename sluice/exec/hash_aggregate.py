@@ -27,6 +27,7 @@ pages as its input, merges and finalises them. DISTINCT aggregates run ``single`
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -36,7 +37,9 @@ from sluice.chunk import Chunk, Column, concat_chunks, used_strings
 from sluice.exec.aggregates import MOMENTS, Accumulator, StringMinMaxAcc, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import lookup, positions
-from sluice.kernels.encode import count_distinct_strings, piece_hashes, unique_strings
+from sluice.kernels.encode import PARALLEL_MIN, count_distinct_strings, piece_hashes, unique_strings
+from sluice.kernels.parallel import compute_pool
+from sluice.io.spill import page_nbytes
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -159,8 +162,12 @@ class HashAggregateOp(Operator):
                 return
             for arg, dm in dmats.items():
                 dm.finish()
+                if counted[arg]:
+                    main.add(self._count_page(arg, self._count_distinct(dm.partitions()), dev))
+                    dm.close()
+                    continue
                 for part in dm.partitions():
-                    for page in self._distinct_states(part, arg, dev, counted[arg]):
+                    for page in self._distinct_states(part, arg, dev):
                         main.add(page)
                 dm.close()
             if rows_seen == 0:
@@ -300,31 +307,74 @@ class HashAggregateOp(Operator):
         return not self.keys and arg.type.kind == "string" and \
             all(kind == "count" for kind, a, distinct in self.accs if distinct and a == arg)
 
-    def _distinct_states(self, part, arg: Expr, dev, counted: bool = False) -> Iterator[Chunk]:
+    def _count_page(self, arg: Expr, k: int, dev) -> Chunk:
+        """The states of one group: COUNT(DISTINCT arg) is ``k``, every other state its identity."""
+        cols = {}
+        for (kind, a, distinct), acc in self.accs.items():
+            cols.update(acc.identity(1, dev))
+            if distinct and a == arg:
+                cols[acc.name("n")] = Column(torch.full((1,), k, dtype=torch.int64, device=dev), _INT64)
+        return Chunk(cols, 1, home=dev)
+
+    def _count_distinct(self, parts) -> int:
+        """The distinct values of a counted DISTINCT string (:meth:`_counts_strings`) in the
+        partitions ``parts`` (each value in one of them), counted partition by partition --
+        those of fewer than PARALLEL_MIN values (one Arrow call each, on one thread: SF 10
+        l_comment's 64 partitions were a third of the query) several at a time on the compute
+        pool, each held and reserved until counted."""
+        total, pending = 0, deque()
+        width = max(1, torch.get_num_threads())
+        try:
+            for part in parts:
+                mat = part.mat
+                if not part.fits(MERGE_FACTOR):
+                    sub = part.split()
+                    try:
+                        total += self._count_distinct(sub.partitions())
+                    finally:
+                        sub.close()
+                    continue
+                res = mat.pool.reservation(f"{self.label} DISTINCT partition")
+                pages = part.load(res)
+                held = sum(page_nbytes(p) for p in part.held)
+                mat.release(part.index)
+                res.force(held)  # (still held here until counted)
+                arrs = used_strings([p.columns["__x"].expand(p.num_rows) for p in pages])
+                del pages
+                if sum(len(a) for a in arrs) >= PARALLEL_MIN:  # it uses the pool itself
+                    total += count_distinct_strings(arrs)
+                    res.free()
+                    continue
+                pending.append((compute_pool().submit(count_distinct_strings, arrs), res))
+                while len(pending) > width:
+                    f, r = pending.popleft()
+                    total += f.result()
+                    r.free()
+            while pending:
+                f, r = pending.popleft()
+                total += f.result()
+                r.free()
+        finally:
+            for f, r in pending:
+                f.cancel()
+                r.free()
+        return total
+
+    def _distinct_states(self, part, arg: Expr, dev) -> Iterator[Chunk]:
         """Pages of group states of the DISTINCT aggregates over ``arg`` from one partition of
-        (keys, value) pairs: equal pairs are all in this partition. ``counted``: no keys and
-        COUNT the only one (:meth:`_counts_strings`): the values are counted, not grouped."""
+        (keys, value) pairs: equal pairs are all in this partition."""
         mat = part.mat
         if not part.fits(MERGE_FACTOR):
             sub = part.split()
             try:
                 for p in sub.partitions():
-                    yield from self._distinct_states(p, arg, dev, counted)
+                    yield from self._distinct_states(p, arg, dev)
             finally:
                 sub.close()
             return
         with mat.pool.reservation(f"{self.label} DISTINCT partition") as res:
             pages = part.load(res)
             mat.release(part.index)
-            if counted:
-                k = count_distinct_strings(used_strings([p.columns["__x"].expand(p.num_rows) for p in pages]))
-                cols = {}
-                for (kind, a, distinct), acc in self.accs.items():
-                    cols.update(acc.identity(1, dev))
-                    if distinct and a == arg:
-                        cols[acc.name("n")] = Column(torch.full((1,), k, dtype=torch.int64, device=dev), _INT64)
-                yield Chunk(cols, 1, home=dev)
-                return
             data = concat_chunks(pages)
             if data is None:  # no rows at all (an empty input)
                 return

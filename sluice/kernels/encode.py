@@ -127,7 +127,8 @@ def _indices(enc: pa.DictionaryArray) -> torch.Tensor:
     return host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
 
 
-BLOCK = 1 << 20          # strings hashed per step: buffers that stay in cache and are reused
+BLOCK = 1 << 14          # strings hashed per step: temporaries that stay in cache (1 << 20: 8 MiB
+                         # each, 0.33 s per million l_comment strings against 0.04)
 
 
 def _piece_of(arr: pa.Array, pieces: int) -> torch.Tensor:
