@@ -345,6 +345,17 @@ class HashAggregateOp(Operator):
                     total += count_distinct_strings(arrs)
                     res.free()
                     continue
+                # Arrow's table of the values and their copy: about as large as they are. Where
+                # that is not free, the partitions in flight are counted first.
+                work = sum(a.nbytes for a in arrs)
+                grown = res.try_grow(work)
+                while not grown and pending:
+                    f, r = pending.popleft()
+                    total += f.result()
+                    r.free()
+                    grown = res.try_grow(work)
+                if not grown:  # nothing else in flight: this one goes ahead (its values are here)
+                    res.force(work)
                 pending.append((compute_pool().submit(count_distinct_strings, arrs), res))
                 while len(pending) > width:
                     f, r = pending.popleft()
