@@ -30,6 +30,7 @@ sum of per-rank distinct counts is the distinct count); their ``final`` merges s
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -38,8 +39,10 @@ import torch
 from sluice.chunk import Chunk, Column, concat_chunks, used_strings
 from sluice.exec.aggregates import MOMENTS, Accumulator, StringMinMaxAcc, count_by, make_accumulator
 from sluice.expr.evaluate import evaluate
-from sluice.kernels.buffers import positions
-from sluice.kernels.encode import count_distinct_strings
+from sluice.kernels.buffers import lookup, positions
+from sluice.kernels.encode import PARALLEL_MIN, count_distinct_strings, piece_hashes, unique_strings
+from sluice.kernels.parallel import compute_pool
+from sluice.io.spill import page_nbytes
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -122,8 +125,15 @@ class HashAggregateOp(Operator):
                 acc.first_byte = dev.type == "cpu" and ctx.config.on("minmax_first_byte")
         stats = ctx.memory_stats(self)
         main = Materializer(ctx, self.label, self._hash(self.key_names), stats=stats, combine=self._merge_pages)
-        dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT", self._hash(self.key_names + ["__x"]),
-                                   stats=stats, combine=self._dedupe_pages) for arg in self.distinct_args}
+        # COUNT(DISTINCT string) alone, no keys: its values are only counted, partition by
+        # partition (count_distinct_strings); they are spread by a cheap hash of a few of their
+        # bytes, not every byte (hash_columns: SF 10 l_comment under a 2 GiB budget hashed
+        # 60 M strings word by word as its pages were partitioned).
+        counted = {arg: ctx.config.on("distinct_counts") and self._counts_strings(arg) for arg in self.distinct_args}
+        dmats = {arg: Materializer(ctx, f"{self.label} DISTINCT",
+                                   _piece_hash if counted[arg] else self._hash(self.key_names + ["__x"]),
+                                   stats=stats, combine=self._dedupe_pages,
+                                   compact=_unique_values if counted[arg] else None) for arg in self.distinct_args}
         mats = [main, *dmats.values()]
         try:
             unmerged, last_merged, rows_seen, compacting, pages = 0, 0, 0, True, 0
@@ -167,9 +177,12 @@ class HashAggregateOp(Operator):
                 return
             for arg, dm in dmats.items():
                 dm.finish()
-                counted = ctx.config.on("distinct_counts") and self._counts_strings(arg)
+                if counted[arg]:
+                    main.add(self._count_page(arg, self._count_distinct(dm.partitions()), dev))
+                    dm.close()
+                    continue
                 for part in dm.partitions():
-                    for page in self._distinct_states(part, arg, dev, counted):
+                    for page in self._distinct_states(part, arg, dev):
                         main.add(page)
                 dm.close()
             if rows_seen == 0:
@@ -310,31 +323,85 @@ class HashAggregateOp(Operator):
         return not self.keys and arg.type.kind == "string" and \
             all(kind == "count" for kind, a, distinct in self.accs if distinct and a == arg)
 
-    def _distinct_states(self, part, arg: Expr, dev, counted: bool = False) -> Iterator[Chunk]:
+    def _count_page(self, arg: Expr, k: int, dev) -> Chunk:
+        """The states of one group: COUNT(DISTINCT arg) is ``k``, every other state its identity."""
+        cols = {}
+        for (kind, a, distinct), acc in self.accs.items():
+            cols.update(acc.identity(1, dev))
+            if distinct and a == arg:
+                cols[acc.name("n")] = Column(torch.full((1,), k, dtype=torch.int64, device=dev), _INT64)
+        return Chunk(cols, 1, home=dev)
+
+    def _count_distinct(self, parts) -> int:
+        """The distinct values of a counted DISTINCT string (:meth:`_counts_strings`) in the
+        partitions ``parts`` (each value in one of them), counted partition by partition --
+        those of fewer than PARALLEL_MIN values (one Arrow call each, on one thread: SF 10
+        l_comment's 64 partitions were a third of the query) several at a time on the compute
+        pool, each held and reserved until counted."""
+        total, pending = 0, deque()
+        width = max(1, torch.get_num_threads())
+        try:
+            for part in parts:
+                mat = part.mat
+                if not part.fits(MERGE_FACTOR):
+                    sub = part.split()
+                    try:
+                        total += self._count_distinct(sub.partitions())
+                    finally:
+                        sub.close()
+                    continue
+                res = mat.pool.reservation(f"{self.label} DISTINCT partition")
+                pages = part.load(res)
+                held = sum(page_nbytes(p) for p in part.held)
+                mat.release(part.index)
+                res.force(held)  # (still held here until counted)
+                arrs = used_strings([p.columns["__x"].expand(p.num_rows) for p in pages])
+                del pages
+                if sum(len(a) for a in arrs) >= PARALLEL_MIN:  # it uses the pool itself
+                    total += count_distinct_strings(arrs)
+                    res.free()
+                    continue
+                # Arrow's table of the values and their copy: about as large as they are. Where
+                # that is not free, the partitions in flight are counted first.
+                work = sum(a.nbytes for a in arrs)
+                grown = res.try_grow(work)
+                while not grown and pending:
+                    f, r = pending.popleft()
+                    total += f.result()
+                    r.free()
+                    grown = res.try_grow(work)
+                if not grown:  # nothing else in flight: this one goes ahead (its values are here)
+                    res.force(work)
+                pending.append((compute_pool().submit(count_distinct_strings, arrs), res))
+                while len(pending) > width:
+                    f, r = pending.popleft()
+                    total += f.result()
+                    r.free()
+            while pending:
+                f, r = pending.popleft()
+                total += f.result()
+                r.free()
+        finally:
+            for f, r in pending:
+                f.cancel()
+                r.free()
+        return total
+
+    def _distinct_states(self, part, arg: Expr, dev) -> Iterator[Chunk]:
         """Pages of group states of the DISTINCT aggregates over ``arg`` from one partition of
-        (keys, value) pairs: equal pairs are all in this partition. ``counted``: no keys and
-        COUNT the only one (:meth:`_counts_strings`): the values are counted, not grouped."""
+        (keys, value) pairs: equal pairs are all in this partition."""
         mat = part.mat
         if not part.fits(MERGE_FACTOR):
             sub = part.split()
             try:
                 for p in sub.partitions():
-                    yield from self._distinct_states(p, arg, dev, counted)
+                    yield from self._distinct_states(p, arg, dev)
             finally:
                 sub.close()
             return
         with mat.pool.reservation(f"{self.label} DISTINCT partition") as res:
             pages = part.load(res)
             mat.release(part.index)
-            if counted:
-                k = count_distinct_strings(used_strings([p.columns["__x"].expand(p.num_rows) for p in pages]))
-                cols = {}
-                for (kind, a, distinct), acc in self.accs.items():
-                    cols.update(acc.identity(1, dev))
-                    if distinct and a == arg:
-                        cols[acc.name("n")] = Column(torch.full((1,), k, dtype=torch.int64, device=dev), _INT64)
-                yield Chunk(cols, 1, home=dev)
-                return
             data = concat_chunks(pages)
             if data is None:  # no rows at all (an empty input)
                 return
@@ -412,6 +479,29 @@ def _range_split(pages: list[Chunk], keys: list[str]) -> tuple[list[Chunk], list
             alone.append(p.take(inside))
         shared.append(p.take(positions(mask)))
     return alone, shared
+
+
+def _unique_values(pages: list[Chunk]) -> Chunk:
+    """Pages of a counted DISTINCT string (the value alone) as one page of its distinct values:
+    what is kept of a partition when memory runs out, before spilling it (SF 10 l_comment: 60 M
+    values, 34 M distinct)."""
+    d = unique_strings(used_strings([p.columns["__x"].expand(p.num_rows) for p in pages]))
+    home = pages[0].home
+    codes = torch.arange(len(d), dtype=torch.int32, device=pages[0].columns["__x"].data.device)
+    return Chunk({"__x": Column(codes, pages[0].columns["__x"].type, None, d)}, len(d), home=home)
+
+
+def _piece_hash(page: Chunk) -> torch.Tensor:
+    """The spill partitioner of a counted DISTINCT string's pages (no keys: the value alone):
+    :func:`piece_hashes` of its strings, NULLs as 0."""
+    col = page.columns["__x"].expand(page.num_rows)
+    codes = col.data.reshape(-1)
+    d = col.dictionary
+    h = lookup(piece_hashes(d).to(codes.device), codes) if len(d) else torch.zeros(codes.numel(), dtype=torch.int64,
+                                                                                      device=codes.device)
+    if col.valid is not None:
+        h = torch.where(col.valid.reshape(-1), h, torch.zeros_like(h))
+    return h
 
 
 def _as_is(page: Chunk) -> Chunk:

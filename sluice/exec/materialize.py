@@ -47,6 +47,10 @@ SMALL_SHARE = 0.25
 #: of the budget) and split together: splitting a 2 K-row join output into 64 pieces costs
 #: 64 small copies per string column for a few rows each.
 STAGE_ROWS = 1 << 16
+#: With ``compact``: a partition is compacted rather than spilled when it grew past this many
+#: times its bytes after its last compaction, and kept if that left at most COMPACT_GAIN of them.
+COMPACT_GROWTH = 1.5
+COMPACT_GAIN = 0.8
 
 HashFn = Callable[[Chunk], torch.Tensor]
 
@@ -63,6 +67,7 @@ class MaterializeStats:
     read_bytes: int = 0
     read_pages: int = 0
     levels: int = 0              # deepest recursive repartitioning
+    compactions: int = 0         # partitions compacted in memory instead of spilled
     files: list = field(default_factory=list)
 
     def merge(self, other: "MaterializeStats") -> None:
@@ -74,6 +79,7 @@ class MaterializeStats:
         self.read_bytes += other.read_bytes
         self.read_pages += other.read_pages
         self.levels = max(self.levels, other.levels)
+        self.compactions += other.compactions
 
 
 class Materializer:
@@ -81,13 +87,17 @@ class Materializer:
 
     def __init__(self, ctx, owner: str, hash_fn: HashFn | None, *, level: int = 0,
                  stats: MaterializeStats | None = None, threshold: int | None = None,
-                 combine: Callable[[list[Chunk]], Chunk] | None = None) -> None:
+                 combine: Callable[[list[Chunk]], Chunk] | None = None,
+                 compact: Callable[[list[Chunk]], Chunk] | None = None) -> None:
         self.ctx = ctx
         self.owner = owner
         self.hash_fn = hash_fn
         # How a spilled partition's buffered pages become one page to write (default: they are
         # concatenated; an aggregation merges them, keeping one row per group per page).
         self.combine = combine
+        # How a partition's pages become fewer bytes in memory (DISTINCT values deduplicated):
+        # tried on the largest partition, when memory runs out, before it is spilled.
+        self.compact = compact
         self.level = level
         self.stats = stats if stats is not None else MaterializeStats()
         self.pool = ctx.state_pool  # device memory on a GPU, host memory on the CPU
@@ -192,6 +202,7 @@ class Materializer:
         self.files = [None] * self.nparts
         self.buffers = [[] for _ in range(self.nparts)]
         self.buffer_bytes = [0] * self.nparts
+        self.compacted = [0] * self.nparts  # a partition's bytes after its last compaction
         self.stats.partitions = max(self.stats.partitions, self.nparts)
 
     def _split(self, page: Chunk) -> list[tuple[int, Chunk]]:
@@ -347,9 +358,27 @@ class Materializer:
                     self.ctx.spills().flush()
                 break
             p = max(candidates, key=lambda i: self.part_bytes[i])
+            if self.compact is not None and self.part_bytes[p] > COMPACT_GROWTH * self.compacted[p]:
+                before = self.part_bytes[p]
+                self._compact_partition(p)
+                if self.part_bytes[p] <= COMPACT_GAIN * before:  # kept: the next largest, or again
+                    spilled += before - self.part_bytes[p]
+                    continue
             spilled += self.part_bytes[p]
             self.spill_partition(p)
         return pool.available >= need
+
+    def _compact_partition(self, p: int) -> None:
+        pages = [pg for pg, _ in self.parts[p]]
+        self.parts[p] = []
+        merged = self.compact(pages)
+        del pages
+        nb = page_nbytes(merged)
+        self.res.shrink(self.part_bytes[p])
+        self.res.force(nb)
+        self.parts[p] = [(merged, nb)]
+        self.part_bytes[p] = self.compacted[p] = nb
+        self.stats.compactions += 1
 
     def in_memory_bytes(self) -> int:
         """Bytes of the partitions (and unpartitioned pages) not spilled."""
@@ -562,7 +591,8 @@ class Partition:
         """Its pages re-partitioned on the next hash bits into a new materializer (straight to
         its spill files with ``to_disk``: pages only streamed later, such as probe rows)."""
         sub = Materializer(self.mat.ctx, self.mat.owner, self.mat.hash_fn, level=self.mat.level + 1,
-                           stats=self.mat.stats, threshold=0, combine=self.mat.combine)
+                           stats=self.mat.stats, threshold=0, combine=self.mat.combine,
+                           compact=self.mat.compact)
         if to_disk:
             sub.spill_partitions(list(range(sub.nparts)))
         for page in self.stream():

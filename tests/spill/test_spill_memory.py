@@ -102,3 +102,23 @@ def test_device_decoder_runs_in_a_small_cgroup(tpch_dir, tpch_duck):
                             480 << 20, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=300)
     assert not r.killed and r.returncode == 0, r.stderr[-500:]
     assert json.loads(r.stdout)["rows"] == [list(x) for x in tpch_duck.sql(DECODE_QUERY).fetchall()]
+
+
+# Issue 47: SF 10 count(distinct l_comment) with a 2 GiB budget in a 3 GiB cgroup was killed
+# (pool 2.0 GiB, pyarrow 1.75 GiB, allocator retention outside both). The same two queries at
+# SF 0.1 with a budget and a cgroup as much smaller as the process allows.
+L_COMMENT_QUERIES = [
+    "select count(distinct l_comment) from lineitem",
+    "select l_returnflag, l_linestatus, min(l_comment), max(l_comment) from lineitem group by 1, 2 order by 1, 2",
+]
+
+
+@pytest.mark.skipif(not cgroup.available(), reason="needs permission to create memory cgroups")
+@pytest.mark.parametrize("query", L_COMMENT_QUERIES)
+def test_string_state_in_a_small_cgroup(query, tpch_dir, tpch_duck):
+    base = measure(tpch_dir, {"chunk_rows": 65536}, "select count(*) from nation")["base"]
+    settings = {"chunk_rows": 65536, "host_memory_limit": BUDGET}
+    r = cgroup.run_confined([sys.executable, str(MEASURE), str(tpch_dir), query, json.dumps(settings)],
+                            base + (116 << 20), env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=300)
+    assert not r.killed and r.returncode == 0, r.stderr[-500:]
+    assert json.loads(r.stdout)["rows"] == [list(x) for x in tpch_duck.sql(query).fetchall()]

@@ -115,3 +115,40 @@ def test_count_distinct_strings_counts_across_arrays(monkeypatch):
     expected = len(set(pa.concat_arrays(arrs).to_pylist()))
     assert encode.count_distinct_strings(arrs) == expected
     assert encode.count_distinct_strings([]) == 0
+
+
+def test_unique_strings_across_arrays(monkeypatch):
+    monkeypatch.setattr(encode, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(encode, "PIECE_ROWS", 16)
+    monkeypatch.setattr(encode, "TAKE_ROWS_MIN", 1)
+    rng = np.random.default_rng(6)
+    pool = [f"s{i}" * (1 + i % 9) for i in range(300)] + ["", "a", "abcdefgh", "abcdefghi"]
+    arrs = [pa.array(rng.choice(pool, int(m))).slice(1) for m in rng.integers(1, 200, 12)]
+    out = encode.unique_strings(arrs)
+    assert sorted(out.to_pylist()) == sorted(set(pa.concat_arrays(arrs).to_pylist()))
+    assert len(encode.unique_strings([])) == 0
+
+
+def test_piece_hashes_equal_for_equal_strings():
+    """Equal strings hash equal wherever they lie in their buffers (a slice, the buffer's end,
+    shorter than a word, between 8 and 16 bytes)."""
+    strings = ["", "a", "abcdefg", "abcdefgh", "abcdefghi", "x" * 15, "y" * 16, "z" * 17 + "é", "w" * 40]
+    a = pa.array(strings)
+    b = pa.array(["pad", *reversed(strings)]).slice(1)
+    ha, hb = encode.piece_hashes(a).tolist(), encode.piece_hashes(b).tolist()
+    assert ha == hb[::-1]
+    assert len(set(ha)) == len(strings)
+    assert encode.piece_hashes(pa.array([], pa.string())).numel() == 0
+
+
+@pytest.mark.parametrize("table", ["t", "d"])
+def test_compacted_before_spilled(data, table, pieces, connect):
+    """Out of memory, a counted DISTINCT's largest partition is deduplicated in memory before it
+    is spilled (its repeats dropped): the answer is DuckDB's and partitions were compacted."""
+    con = connect(data, chunk_rows=3_000, host_memory_limit=400_000)
+    for q in QUERIES[:2]:
+        rel = con.sql(q.format(t=table))
+        theirs = duckdb.sql(q.format(t=f"'{data / table}.parquet'")).to_arrow_table()
+        compare(rel.to_arrow(), theirs, [])
+        _, ctx = rel.last_run
+        assert sum(r.memory.compactions for r in ctx.runs.values() if r.memory is not None) > 0
