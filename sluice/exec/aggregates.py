@@ -12,6 +12,8 @@ and a count).
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 import pyarrow as pa
 import torch
@@ -63,7 +65,7 @@ def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
     return torch.zeros(g, dtype=v.dtype, device=v.device).scatter_add_(0, ids, v)
 
 
-class Accumulator:
+class Accumulator(abc.ABC):
     """Base: the state of one aggregate over one argument (see the module docstring)."""
 
     kind = ""
@@ -75,17 +77,21 @@ class Accumulator:
     def name(self, part: str) -> str:
         return f"{self.prefix}#{part}"
 
+    @abc.abstractmethod
     def update(self, arg: Column | None, ids: torch.Tensor, g: int, rows: torch.Tensor) -> dict[str, Column]:
-        raise NotImplementedError
+        """(each accumulator its own)"""
 
+    @abc.abstractmethod
     def merge(self, state: dict[str, Column], ids: torch.Tensor, g: int) -> dict[str, Column]:
-        raise NotImplementedError
+        """(each accumulator its own)"""
 
+    @abc.abstractmethod
     def identity(self, g: int, dev) -> dict[str, Column]:
-        raise NotImplementedError
+        """(each accumulator its own)"""
 
+    @abc.abstractmethod
     def finalize(self, state: dict[str, Column], func: str, out_type: LType) -> Column:
-        raise NotImplementedError
+        """(each accumulator its own)"""
 
     def _n(self, state) -> torch.Tensor:
         return state[self.name("n")].data
