@@ -99,17 +99,9 @@ def confined(args, name: str, sql: str, settings: dict, duck) -> None:
 
 
 def timed(args, name: str, sql: str, con, duck) -> None:
-    from sluice.testing.oracle import compare
-    from sluice.testing.queries import order_by_columns
-    from timing import median_of
+    from timing import answer_check, median_of
 
-    ours = con.sql(sql).to_arrow()
-    theirs = duck.sql(sql).to_arrow_table()
-    try:
-        compare(ours, theirs, order_by_columns(sql, theirs.column_names))
-        check = "ok"
-    except AssertionError as e:
-        check = f"MISMATCH {str(e).splitlines()[0][:60]}"
+    check = answer_check(sql, con, duck)
     ts, td = [], []
     for _ in range(args.runs):  # alternating, so that both meet the same load on a shared machine
         ts.append(median_of(lambda: con.sql(sql).to_arrow(), 1))

@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sluice  # noqa: E402
-from sluice.testing.oracle import compare, duckdb_connect  # noqa: E402
-from sluice.testing.queries import order_by_columns, tpch_queries  # noqa: E402
-from timing import median_of  # noqa: E402
+from sluice.testing.oracle import duckdb_connect  # noqa: E402
+from sluice.testing.queries import tpch_queries  # noqa: E402
+from timing import answer_check, median_of  # noqa: E402
 
 QUERIES = {
     # 15 M groups, folded into one row so that the check does not move 15 M rows
@@ -50,13 +50,7 @@ def main() -> None:
     print(f"{'query':<16}{'sluice s':>10}{'duckdb s':>10}{'ratio':>8}  check")
     for name in names:
         sql = QUERIES[name]
-        ours = con.sql(sql).to_arrow()
-        theirs = duck.sql(sql).to_arrow_table()
-        try:
-            compare(ours, theirs, order_by_columns(sql, theirs.column_names))
-            check = "ok"
-        except AssertionError as e:
-            check = f"MISMATCH {str(e).splitlines()[0][:60]}"
+        check = answer_check(sql, con, duck)
         ts = median_of(lambda: con.sql(sql).to_arrow(), args.runs)
         td = median_of(lambda: duck.sql(sql).to_arrow_table(), args.runs)
         print(f"{name:<16}{ts:>10.3f}{td:>10.3f}{ts / td:>8.2f}  {check}", flush=True)

@@ -28,3 +28,17 @@ def median_of(fn: Callable[[], object], runs: int) -> float:
         fn()
         ts.append(time.perf_counter() - t0)
     return sorted(ts)[len(ts) // 2]
+
+
+def answer_check(sql: str, con, duck) -> str:
+    """``ok`` when sluice's answer to ``sql`` (on ``con``) equals DuckDB's (on ``duck``), else
+    ``MISMATCH`` and the first difference: what a benchmark prints beside each time."""
+    from sluice.testing.oracle import compare
+    from sluice.testing.queries import order_by_columns
+    theirs = duck.sql(sql).to_arrow_table()
+    try:
+        compare(con.sql(sql).to_arrow(), theirs, order_by_columns(sql, theirs.column_names))
+        return "ok"
+    except AssertionError as e:
+        return f"MISMATCH {str(e).splitlines()[0][:60]}"
+
