@@ -41,7 +41,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "range_sort_rows", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -344,6 +344,13 @@ class Config:
     side stays where it is); above it both sides are partitioned by the keys. 0 always
     partitions, -1 always broadcasts (where the join allows it)."""
 
+    range_sort_rows: int = 1 << 20
+    """An ORDER BY without LIMIT over several ranks, its input estimated at this many rows or
+    more, is sorted where the rows are: every rank samples its sort keys, the ranges between
+    the sampled splitters are exchanged, each rank sorts one range and rank 0 gathers the
+    sorted ranges in order. Below it every row is gathered to rank 0 and sorted there (fewer
+    bytes on the wire). 0 always sorts by ranges, -1 never."""
+
     dist_timeout_s: int = 60
     """Seconds a rank may show no sign of life before the query ends on every rank with one line
     naming it: joining the job (a peer that never joins), then, watched over the job's store
@@ -364,6 +371,8 @@ class Config:
             raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
         if self.broadcast_bytes < -1:
             raise ConfigError(f"broadcast_bytes must be -1 (always), 0 (never) or a size, not {self.broadcast_bytes}")
+        if self.range_sort_rows < -1:
+            raise ConfigError(f"range_sort_rows must be -1 (never), 0 (always) or a row count, not {self.range_sort_rows}")
         if self.dist_timeout_s < 1:
             raise ConfigError(f"dist_timeout_s must be at least 1, not {self.dist_timeout_s}")
         dev = self.device

@@ -37,9 +37,11 @@ from typing import Iterator, NamedTuple
 import numpy as np
 import torch
 
-from sluice.chunk import Chunk
+from sluice.chunk import Chunk, concat_chunks
 from sluice.errors import InternalError, SluiceError
+from sluice.exec import range_partition
 from sluice.exec.materialize import Materializer
+from sluice.exec.ordered_pages import OrderedPages
 from sluice.exec.operators import Operator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
@@ -69,25 +71,33 @@ class ExchangeStats:
 @dataclass(eq=False)
 class ExchangeOp(Operator):
     child: Operator
-    kind: str  # "hash" | "gather" | "broadcast"
-    keys: tuple = ()  # kind "hash": the key expressions
+    kind: str  # "hash" | "range" | "gather" | "broadcast"
+    keys: tuple = ()  # kind "hash": the key expressions; kind "range": the SortKeys
     key_types: tuple = ()  # kind "hash": the type each key hashes as (a join's two sides agree)
     #: (build key expression, RuntimeFilterSpec): this exchange feeds a join's build side, whose
     #: probe scan lies beyond an exchange; the filter is built from every rank's input rows,
     #: merged across ranks when the stage ends (set by physical/filter_placement.py).
     runtime_filters: list = field(default_factory=list)
+    #: kind "gather": rank 0 hands on every rank's rows in rank order, each rank's as it sent
+    #: them (the sorted ranges of a range-partitioned sort)
+    ordered: bool = False
     label = "Exchange"
 
     def __post_init__(self):
         self.children = (self.child,)
-        if self.kind not in ("hash", "gather", "broadcast"):
+        if self.kind not in ("hash", "range", "gather", "broadcast"):
             raise ValueError(f"exchange kind {self.kind!r}")
-        self.label = {"hash": "Exchange", "gather": "Gather", "broadcast": "Broadcast"}[self.kind]
+        self.label = {"hash": "Exchange", "range": "Exchange", "gather": "Gather", "broadcast": "Broadcast"}[self.kind]
 
     def describe(self) -> str:
         if self.kind == "hash":
             return f"Exchange hash({', '.join(map(str, self.keys))})"
-        return "Gather to rank 0" if self.kind == "gather" else "Broadcast to every rank"
+        if self.kind == "range":
+            keys = ", ".join(f"{k.expr} {'ASC' if k.ascending else 'DESC'}" for k in self.keys)
+            return f"Exchange range({keys})"
+        if self.kind == "gather":
+            return "Gather to rank 0 in rank order" if self.ordered else "Gather to rank 0"
+        return "Broadcast to every rank"
 
     # ------------------------------------------------------------------ run
 
@@ -96,6 +106,9 @@ class ExchangeOp(Operator):
         if mat is None:
             raise InternalError("an exchange was pulled before its stage ran")
         try:
+            if isinstance(mat, OrderedPages):
+                yield from mat.stream()
+                return
             for part in mat.partitions():
                 yield from part.stream()
                 mat.release(part.index)
@@ -110,8 +123,10 @@ class ExchangeOp(Operator):
         g = ctx.dist
         stats = run.exchange = ExchangeStats(rows_to=[0] * g.world, bytes_sent=[0] * g.world)
         mstats = ctx.memory_stats(self)
-        mat = Materializer(ctx, f"{self.label} received",
-                           lambda p: hash_columns(list(p.columns.values()), p.num_rows), stats=mstats)
+        if self.ordered:
+            mat = OrderedPages(ctx, f"{self.label} received", g.world, stats=mstats)
+        else:
+            mat = Materializer(ctx, f"{self.label} received", _hash_rows, stats=mstats)
         run.result = mat
         t0 = time.perf_counter()
         try:
@@ -125,14 +140,17 @@ class ExchangeOp(Operator):
         mat.finish()
         stats.stage_s = time.perf_counter() - t0
 
-    def _destinations(self, chunk: Chunk, world: int) -> list[tuple[int, Chunk]]:
+    def _destinations(self, chunk: Chunk, world: int, cuts=None) -> list[tuple[int, Chunk]]:
         n = chunk.num_rows
         if self.kind == "gather":
             return [(0, chunk)]
         if self.kind == "broadcast":
             return [(d, chunk) for d in range(world)]
-        h = hash_columns([evaluate(k, chunk).expand(n) for k in self.keys], n, list(self.key_types))
-        dest = (_srl(h, _DEST_SHIFT) & 0xFFFF) % world
+        if self.kind == "range":
+            dest = range_partition.destinations(chunk, cuts, self.keys)
+        else:
+            h = hash_columns([evaluate(k, chunk).expand(n) for k in self.keys], n, list(self.key_types))
+            dest = (_srl(h, _DEST_SHIFT) & 0xFFFF) % world
         counts = torch.bincount(dest, minlength=world).tolist()
         order = torch.argsort(dest, stable=True)
         out, start = [], 0
@@ -154,7 +172,11 @@ class ExchangeOp(Operator):
         pending: list[list] = [[] for _ in range(world)]
         held = dheld = 0
         inflight = None
-        source = iter(self.child.stream(ctx))
+        cuts = None
+        if self.kind == "range":
+            source, cuts = self._ranged_input(ctx, g, st)
+        else:
+            source = iter(self.child.stream(ctx))
         local_done = False
         try:
             while True:
@@ -171,10 +193,10 @@ class ExchangeOp(Operator):
                     for key, spec in self.runtime_filters:
                         ctx.runtime_filter(spec).add(evaluate(key, chunk), chunk.num_rows)
                     wire = None
-                    for d, part in self._destinations(chunk, world):
+                    for d, part in self._destinations(chunk, world, cuts):
                         st.rows_to[d] += part.num_rows
                         if d == rank and not loopback:  # rows for this rank skip the wire
-                            mat.add(part)
+                            _store(mat, rank, part)
                             continue
                         if self.kind != "broadcast" or wire is None:
                             wire = _pack(part, tensors, ctx.config.page_dictionaries)
@@ -261,19 +283,71 @@ class ExchangeOp(Operator):
         ctx.recorder.add("network", rnd.issued, t1, nbytes + sent, self.label)
         st.bytes_received += nbytes
         try:
-            if rnd.device is None:
-                pages = bytes_to_chunks(rnd.out, ctx.device)
-            else:
-                pages, pos, dpos = [], 0, 0
-                for size, dsize in zip(rnd.recv_sizes, rnd.device.recv_sizes):
-                    pages += unpack(rnd.out[pos:pos + size], rnd.device.out[dpos:dpos + dsize], ctx.device)
-                    pos += size
+            pos = dpos = 0
+            for src, size in enumerate(rnd.recv_sizes):  # each sender's bytes in turn
+                if rnd.device is None:
+                    pages = bytes_to_chunks(rnd.out[pos:pos + size], ctx.device)
+                else:
+                    dsize = rnd.device.recv_sizes[src]
+                    pages = unpack(rnd.out[pos:pos + size], rnd.device.out[dpos:dpos + dsize], ctx.device)
                     dpos += dsize
-            for page in pages:
-                st.rows_received += page.num_rows
-                mat.add(page)
+                pos += size
+                for page in pages:
+                    st.rows_received += page.num_rows
+                    _store(mat, src, page)
         finally:
             rnd.free()
+
+
+    def _ranged_input(self, ctx, g, st: ExchangeStats):
+        """Kind ``range``: this rank's input held (spillable) while its keys are sampled, the
+        samples shared, the splitters taken (the same on every rank); then the held rows as the
+        input to send (:mod:`sluice.exec.range_partition`)."""
+        import torch.distributed as dist
+        from sluice.ranks.wire import bytes_to_chunks, chunk_to_bytes
+        held = Materializer(ctx, f"{self.label} input", _hash_rows, stats=ctx.memory_stats(self))
+        sampler = range_partition.Sampler(self.keys, g.world)
+        ti = time.perf_counter()
+        try:
+            for chunk in self.child.stream(ctx):
+                sampler.add(chunk)
+                held.add(chunk)
+            held.finish()
+        except BaseException:
+            held.close()
+            raise
+        st.input_s += time.perf_counter() - ti
+        mine = sampler.sample()
+        got: list = [None] * g.world
+        t0 = time.perf_counter()
+        with liveness.waiting():
+            dist.all_gather_object(got, None if mine is None else chunk_to_bytes(mine), group=g.group)
+        st.network_s += time.perf_counter() - t0
+        samples = [None if b is None else concat_chunks(bytes_to_chunks(torch.from_numpy(b), ctx.device))
+                   for b in got]
+        cuts = range_partition.splitters(samples, self.keys, g.world)
+
+        def rows():
+            try:
+                for part in held.partitions():
+                    yield from part.stream()
+                    held.release(part.index)
+            finally:
+                held.close()
+        return rows(), cuts
+
+
+def _hash_rows(page: Chunk) -> torch.Tensor:
+    """How a materializer of whole rows partitions them when it spills: by all their values."""
+    return hash_columns(list(page.columns.values()), page.num_rows)
+
+
+def _store(mat, source: int, page: Chunk) -> None:
+    """Hold a received page: in its sender's order for an ordered gather."""
+    if isinstance(mat, OrderedPages):
+        mat.add(source, page)
+    else:
+        mat.add(page)
 
 
 def wire_of(ctx) -> str:

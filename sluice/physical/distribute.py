@@ -87,6 +87,21 @@ def exchange(op: Operator, keys: tuple, types: tuple, state) -> Operator:
     return out
 
 
+def range_exchange(op: Operator, keys: tuple) -> Operator:
+    """``op``'s rows on the rank whose range of the sort ``keys`` holds them (splitters sampled
+    at run time: :mod:`sluice.exec.range_partition`)."""
+    out = ExchangeOp(op, "range", tuple(keys))
+    out.distribution = ANY
+    return out
+
+
+def ordered_gather(op: Operator, state) -> Operator:
+    """``op``'s rows on rank 0, rank 0's first, then rank 1's, ..., each in its own order."""
+    out = ExchangeOp(op, "gather", ordered=True)
+    out.distribution = SINGLE
+    return placed(out, state)
+
+
 def broadcast(op: Operator) -> Operator:
     """``op``'s rows on every rank."""
     out = ExchangeOp(op, "broadcast")

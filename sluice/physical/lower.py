@@ -37,7 +37,8 @@ from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
-from sluice.physical.distribute import exchange, gather, place_join, placed, share, shared_fingerprint
+from sluice.physical.distribute import (exchange, gather, ordered_gather, place_join, placed, range_exchange, share,
+                                       shared_fingerprint)
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
 from sluice.physical.scan import decide, scan_spec
@@ -218,12 +219,31 @@ def _(plan: Repeat, state):
 def _(plan: Sort, state):
     child = lower(plan.child, state)
     cap = plan.limit + plan.offset if plan.limit is not None else None
+    if child.distribution != SINGLE and cap is None and _by_ranges(plan, state):
+        return _range_sort(plan, child, state)
     if child.distribution != SINGLE:
         if cap is not None:  # each rank's top rows first: the gather carries k rows a rank
             child = _dist(_estimated(SortOp(child, plan.keys, cap, 0), plan.child, cap), child.distribution)
         child = gather(child, state)
     op = SortOp(child, plan.keys, plan.limit, plan.offset)
     return _estimated(op, plan.child, cap)
+
+
+def _by_ranges(plan: Sort, state: LoweringState) -> bool:
+    """Whether a sort without LIMIT over several ranks runs by ranges (``range_sort_rows``)."""
+    limit = state.config.range_sort_rows
+    return state.distributed and limit >= 0 and estimate(plan.child)[0] >= limit
+
+
+def _range_sort(plan: Sort, child: Operator, state: LoweringState) -> Operator:
+    """ORDER BY without a rank-0 funnel: the rows exchanged by ranges of the sort keys, each
+    rank's range sorted, the sorted ranges gathered to rank 0 in rank order
+    (:mod:`sluice.exec.range_partition`)."""
+    ranked = _dist(_estimated(SortOp(range_exchange(child, plan.keys), plan.keys, None, 0), plan.child), ANY)
+    out = ordered_gather(ranked, state)
+    if plan.offset:
+        out = placed(_dist(LimitOp(out, None, plan.offset), SINGLE), state)
+    return out
 
 
 @_lower.register
