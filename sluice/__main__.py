@@ -8,7 +8,10 @@ after the query had finished and its result was written (CI, once in seven runs)
 import os
 import sys
 
-from sluice.cli import main
+if sys.argv[1:2] == ["torchrun"]:  # before torch loads (below): c10's level is read once then
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+
+from sluice.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     from sluice.ranks.group import in_torchrun

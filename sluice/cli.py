@@ -93,6 +93,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="auto compression only where it saves more than this fraction (default 0.10)")
     r.add_argument("--report", metavar="FILE.json", help="also write the per-column choices as JSON")
 
+    sub.add_parser("torchrun", add_help=False,
+                   help="run a command on every rank torchrun starts (torchrun's options first), "
+                        "a failure in one line: sluice torchrun --nnodes 2 ... query --data DIR SQL")
     m = sub.add_parser("demo", help="answer the 22 TPC-H queries, generating the data (SF 1) when absent")
     m.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     m.add_argument("--data", default=None, help="where the data is or goes (default data/tpch-sfN)")
@@ -337,6 +340,9 @@ def _demo(args) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "torchrun":  # torchrun's own options follow: its parser reads them
+        from sluice.torchrun import main as torchrun_main
+        return torchrun_main(argv[1:])
     args = _parser().parse_args(argv or ["shell"])
     if args.cmd is None:
         _parser().error("give a command, or no arguments for the shell")
@@ -507,21 +513,27 @@ def _argv_for_ranks(argv: list[str], sql: str) -> list[str]:
     return out
 
 
+def _say(line: str, code: int) -> int:
+    """The one line of a failed command: on stderr, or, on a rank under ``sluice torchrun``,
+    handed to its launcher, which prints the job's cause once."""
+    from sluice.torchrun import report
+    if not report(line, code):
+        print(line, file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         code = run(argv)
     except SluiceError as e:
-        print(str(e), file=sys.stderr)
-        code = EXIT_INTERNAL if isinstance(e, InternalError) else EXIT_USER
+        code = _say(str(e), EXIT_INTERNAL if isinstance(e, InternalError) else EXIT_USER)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        code = 130
+        code = _say("interrupted", 130)
     except BrokenPipeError:
         code = 0
     except Exception as e:  # noqa: BLE001 - a bug: still one line, no traceback
         msg = str(e).splitlines()[0] if str(e) else ""
-        print(f"internal error: {type(e).__name__}: {msg}", file=sys.stderr)
-        code = EXIT_INTERNAL
+        code = _say(f"internal error: {type(e).__name__}: {msg}", EXIT_INTERNAL)
     sys.exit(code)
 
 

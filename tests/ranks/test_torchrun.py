@@ -22,19 +22,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _two_nodes(data: list, port: int, tmp_path, args: list[str]):
+def _two_nodes(data: list, port: int, tmp_path, args: list[str], wrapped: bool | list = False,
+               env: dict | None = None, during=None):
     """Two torchrun launchers of one node each (``--nnodes 2``) running ``sluice query ARGS`` on
-    their ``data`` folders; their (stdout, stderr) and processes, ended within two minutes."""
-    env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "OMP_NUM_THREADS": "1"}
+    their ``data`` folders -- plain torchrun, or ``sluice torchrun`` when ``wrapped`` (a list: per
+    node) --; their
+    (stdout, stderr) and processes, ended within two minutes. ``during()`` runs once both started."""
+    env = {**os.environ, "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "OMP_NUM_THREADS": "1", **(env or {})}
     nodes = []
     for i, d in enumerate(data):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+        wrap = wrapped[i] if isinstance(wrapped, list) else wrapped
+        launcher = [sys.executable, "-m", "sluice", "torchrun"] if wrap else \
+            [sys.executable, "-m", "torch.distributed.run"]
+        command = ["query"] if wrap else ["-m", "sluice", "query"]
+        cmd = [*launcher, "--nnodes", "2", "--nproc-per-node", "1",
                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"t{port}",
                "--log-dir", str(tmp_path / f"logs-{i}"),  # torchrun's own logs, not a torchelastic_* folder in /tmp
-               "-m", "sluice", "query", "--data", str(d), "--device", "cpu", "--set", "broadcast_bytes=0",
+               *command, "--data", str(d), "--device", "cpu", "--set", "broadcast_bytes=0",
                "--set", "dist_timeout_s=60", *args]
         nodes.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     try:
+        if during is not None:
+            during()
         return [p.communicate(timeout=120) for p in nodes], nodes
     finally:
         for p in nodes:
@@ -43,10 +52,12 @@ def _two_nodes(data: list, port: int, tmp_path, args: list[str]):
 
 
 def test_two_torchrun_nodes_answer_like_duckdb(tpch_spread, tmp_path):
+    """One node under plain torchrun, the other under ``sluice torchrun`` (torchrun's own parser,
+    launcher and rendezvous, called in process): one job, rank 0 writes the answer once."""
     sql = tpch_queries()["q05"]
     out = tmp_path / "q05.parquet"
     port = _free_port()
-    done, nodes = _two_nodes([tpch_spread, tpch_spread], port, tmp_path, ["-o", str(out), sql])
+    done, nodes = _two_nodes([tpch_spread, tpch_spread], port, tmp_path, ["-o", str(out), sql], wrapped=[False, True])
     for p, (_, err) in zip(nodes, done):
         assert p.returncode == 0, err
     assert sorted("wrote" in err for _, err in done) == [False, True]  # rank 0 reports the file
@@ -79,3 +90,66 @@ def test_two_nodes_with_different_copies_of_a_table_are_refused(tpch_spread, tmp
         assert out == ""
         mine = [ln for ln in err.splitlines() if ln.startswith("rank failed: ranks read different data")]
         assert len(mine) == 1, err
+
+
+def test_sluice_torchrun_tells_an_error_in_one_line(tpch_spread, tmp_path):
+    """Plain torchrun prints its own 30-line report (a launcher traceback and a box) below the
+    rank's line; under ``sluice torchrun`` each node prints the query's one line, exit 1."""
+    done, nodes = _two_nodes([tpch_spread, tpch_spread], _free_port(), tmp_path, ["select nosuch from lineitem"],
+                             wrapped=True)
+    for p, (out, err) in zip(nodes, done):
+        assert p.returncode == 1 and out == ""
+        assert err == "plan error: unknown column 'nosuch'\n", err
+
+
+def test_sluice_torchrun_names_a_rank_killed_mid_query(tpch_spread, tmp_path):
+    """Rank 1 killed with SIGKILL in the middle of a query: both nodes end, each with one line
+    (the node that lost it names the rank and the signal), and no spill folder is left behind."""
+    import signal
+    import time
+    import uuid
+    from pathlib import Path
+
+    from test_fail_stop import SLOW, _procs_with
+    mark = uuid.uuid4().hex
+    spill = tmp_path / "spill"
+    spill.mkdir()
+
+    def rank_1() -> int | None:
+        for pid in _procs_with(mark):
+            try:
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"RANK=1" in env and b"torchrun" not in cmd.split(b"\0"):  # a rank, not its launcher
+                return pid
+        return None
+
+    def kill_rank_1() -> None:
+        deadline = time.time() + 90  # every rank joined, the query spilling (force_spill)
+        while not any(p.is_file() for p in spill.rglob("*")) and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        pid = rank_1()
+        assert pid is not None, "rank 1 is not running"
+        os.kill(pid, signal.SIGKILL)
+
+    done, nodes = _two_nodes([tpch_spread, tpch_spread], _free_port(), tmp_path,
+                             ["--set", f"spill_dir={spill}", "--set", "force_spill=true", SLOW], wrapped=True,
+                             env={"SLUICE_TEST_MARK": mark}, during=kill_rank_1)
+    lines = []
+    for p, (out, err) in zip(nodes, done):
+        assert p.returncode != 0 and out == ""
+        assert len(err.splitlines()) == 1, err
+        lines.append(err.strip())
+    assert "rank failed: rank 1 was killed by SIGKILL; the query stopped on every rank" in lines, lines
+    assert all(ln.startswith("rank failed: ") for ln in lines), lines
+    time.sleep(0.5)
+    assert list(spill.iterdir()) == [], "spill folders left behind"
+
+
+def test_sluice_torchrun_refuses_a_script(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "sluice", "torchrun", "--nproc-per-node", "1", "-m", "x"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "give a sluice command" in res.stderr
