@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -188,9 +189,15 @@ class _Progress:
     on stderr when it is a terminal; silent otherwise. Pass it as ``progress=``: the engine calls
     it with each scanned byte count and hands it the run's context (``attach``)."""
 
-    def __init__(self, total: int, storage_bps: float | None = None) -> None:
+    def __init__(self, total: int, storage_bps: float | None = None, job=None) -> None:
         self._p = None
         self._ctx = None
+        # In a job of several ranks (``job``: this rank's watchdog) the bar shows every rank's
+        # scans: their bytes come with the watchdog's records, summed here twice a second.
+        self._job = job
+        self._stop = threading.Event()
+        if job is not None:
+            total = job.job_scan()[1]
         if sys.stderr.isatty() and total > 0:
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
@@ -234,15 +241,25 @@ class _Progress:
     def __enter__(self):
         if self._p is not None:
             self._p.__enter__()
+            if self._job is not None:
+                threading.Thread(target=self._follow_job, name="sluice-progress", daemon=True).start()
         return self
 
     def __call__(self, nbytes: int) -> None:
-        if self._p is not None:
+        if self._job is not None:
+            self._job.scanned(nbytes)
+        elif self._p is not None:
             self._p.advance(self._task, nbytes)
 
     advance = __call__
 
+    def _follow_job(self) -> None:
+        while not self._stop.wait(0.5):
+            done, total = self._job.job_scan()
+            self._p.update(self._task, completed=done, total=max(total, 1))
+
     def __exit__(self, *exc):
+        self._stop.set()
         if self._p is not None:
             self._p.__exit__(*exc)
 
@@ -450,20 +467,24 @@ def run(argv: list[str] | None = None) -> int:
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs(),
                            con.config.dist_timeout_s)
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
+        from sluice.ranks import liveness
+        job = liveness.current() if con.group is not None else None
+        if job is not None:  # every rank's scan bytes travel with its watchdog's records
+            job.begin_scan(rel.bytes_to_scan())
         if con.rank != 0:  # another rank of a distributed run: its part, nothing printed
-            rel.to_arrow()
+            rel.to_arrow(progress=job.scanned if job is not None else None)
             return 0
         t0 = time.perf_counter()
         if args.output:
             written = []
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root)) as bar:
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root), job) as bar:
                 # Streamed chunk by chunk into a temporary file, renamed when complete.
                 _write_atomic(args.output, lambda tmp: written.append(
                     rel.write(tmp, suffix.lstrip("."), progress=bar)))
             elapsed = time.perf_counter() - t0
             print(f"wrote {written[0]} rows to {args.output}", file=sys.stderr)
         else:
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root)) as bar:
+            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root), job) as bar:
                 table = rel.to_arrow(progress=bar)
             elapsed = time.perf_counter() - t0
             if args.verify:  # before anything is printed: a difference leaves no output
@@ -483,9 +504,11 @@ def run(argv: list[str] | None = None) -> int:
             print(f"wrote timeline to {args.plot}", file=sys.stderr)
         if args.trace:
             import json
-            def dump(tmp):
+            from sluice.metrics import merged_trace
+
+            def dump(tmp):  # on several ranks: one process per rank
                 with open(tmp, "w") as f:
-                    json.dump(ctx.recorder.chrome_trace(), f)
+                    json.dump(merged_trace(ctx.recorder, ctx.rank_stats), f)
             _write_atomic(args.trace, dump)
             print(f"wrote trace to {args.trace}", file=sys.stderr)
         if args.timing:

@@ -31,6 +31,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
+        self.wall0 = time.time()  # t0 on the wall clock: ranks' timelines are aligned on it
         self.t_end: float | None = None
         self.events: list[Event] = []
         self._lock = threading.Lock()
@@ -77,20 +78,21 @@ class Recorder:
                     util["main_other"][b] += ov / width  # consumer thread not computing
         return centres, bw, util
 
-    def chrome_trace(self) -> dict:
-        """Chrome / Perfetto trace (``chrome://tracing``, ui.perfetto.dev)."""
+    def chrome_trace(self, pid: int = 1, shift_s: float = 0.0) -> dict:
+        """Chrome / Perfetto trace (``chrome://tracing``, ui.perfetto.dev): this run's events as
+        process ``pid``, ``shift_s`` seconds later (a rank's timeline beside rank 0's)."""
         tids: dict[str, int] = {}
         out = []
         for e in self.events:
             tid = tids.setdefault(e.thread, len(tids) + 1)
             if e.stage == "mode":  # a scan's mode decision: an instant event
-                out.append({"name": e.label, "cat": "mode", "ph": "i", "s": "t", "pid": 1, "tid": tid,
-                            "ts": e.start * 1e6})
+                out.append({"name": e.label, "cat": "mode", "ph": "i", "s": "t", "pid": pid, "tid": tid,
+                            "ts": (e.start + shift_s) * 1e6})
                 continue
-            out.append({"name": e.label or e.stage, "cat": e.stage, "ph": "X", "pid": 1, "tid": tid,
-                        "ts": e.start * 1e6, "dur": (e.end - e.start) * 1e6, "args": {"bytes": e.nbytes}})
+            out.append({"name": e.label or e.stage, "cat": e.stage, "ph": "X", "pid": pid, "tid": tid,
+                        "ts": (e.start + shift_s) * 1e6, "dur": (e.end - e.start) * 1e6, "args": {"bytes": e.nbytes}})
         for name, tid in tids.items():
-            out.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
+            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
@@ -154,3 +156,25 @@ def fmt_bytes(n: float) -> str:
 
 def fmt_rate(bps: float) -> str:
     return fmt_bytes(bps) + "/s"
+
+
+def merged_trace(recorder: Recorder, rank_stats: list) -> dict:
+    """One Chrome trace of a run over several ranks: each rank a process (pid = rank, named
+    "rank N"), its timeline placed by its start on the wall clock beside rank 0's (the
+    machines' clocks agree as far as NTP keeps them). ``rank_stats``: the ranks' summaries
+    (:func:`sluice.exec.exchange.rank_summary`), which carry their events when reads were
+    measured; alone, ``recorder``'s own trace."""
+    if not rank_stats:
+        return recorder.chrome_trace()
+    out = []
+    wall0 = rank_stats[0].get("wall0", recorder.wall0)
+    for rank, st in enumerate(rank_stats):
+        events = st.get("events")
+        if events is None:
+            continue
+        shifted = Recorder.__new__(Recorder)  # the rank's events, as plain data again
+        shifted.events = [Event(*e) for e in events]
+        out += shifted.chrome_trace(pid=rank, shift_s=st["wall0"] - wall0)["traceEvents"]
+        out.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}})
+        out.append({"name": "process_sort_index", "ph": "M", "pid": rank, "args": {"sort_index": rank}})
+    return {"traceEvents": out, "displayTimeUnit": "ms"}

@@ -476,6 +476,9 @@ def rank_summary(root: Operator, ctx) -> dict:
                        "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
                        "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s})
     runs = [r for r in (ctx.runs.get(o) for o in scans) if r is not None]
-    return {"rows_scanned": sum(r.stats.rows for r in runs if r.stats is not None),
+    # the timeline too, where reads are measured (--analyze, --trace, --plot): a merged trace
+    events = [tuple(vars(e).values()) for e in ctx.recorder.events] if ctx.config.measure_reads else None
+    return {"wall0": ctx.recorder.wall0, "events": events,
+            "rows_scanned": sum(r.stats.rows for r in runs if r.stats is not None),
             "bytes_read": sum(r.reader.stats.bytes_read for r in runs if r.reader is not None),
             "peak_memory": ctx.memory.peak, "exchanges": ex, "wall_s": ctx.recorder.wall}

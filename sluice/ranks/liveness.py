@@ -17,6 +17,9 @@ publishes, every ``timeout / 6`` seconds (at most 1 s), one record::
            process's CPU time moving (one operation over a large input -- a join fanning out --
            makes no chunk for long but computes all the while; a read that never returns
            computes nothing).
+    scan   the query's number on this rank, the bytes its scans have read and the bytes they
+           will read: rank 0's progress bar sums them over the ranks (:meth:`Liveness.job_scan`),
+           so it shows the job's work, not rank 0's share.
 
 While this rank runs a query (:meth:`Liveness.armed`) it judges every peer, and itself: a peer
 whose beat has not moved for ``timeout`` seconds is lost; a rank busy with no progress for
@@ -71,8 +74,33 @@ class Liveness:
         self._thread: threading.Thread | None = None
         self.lost: str | None = None
         self._store_errors = 0
+        self._query = 0  # this rank's query count: records of the same query are summed
+        self._scanned = 0
+        self._to_scan = 0
+        self._peers: dict[int, str] = {}  # the peers' last records (read by the watchdog)
 
     # ---------------------------------------------------------------- what this rank says
+
+    def begin_scan(self, to_scan: int) -> None:
+        """A query starts on this rank; its scans will read ``to_scan`` bytes."""
+        with self._lock:
+            self._query += 1
+            self._scanned, self._to_scan = 0, int(to_scan)
+
+    def scanned(self, nbytes: int) -> None:
+        """The scans read ``nbytes`` more (the engine's progress callback)."""
+        self._scanned += int(nbytes)
+
+    def job_scan(self) -> tuple[int, int]:
+        """(bytes read, bytes to read) by every rank's scans in this query, as far as the peers'
+        last records tell (each published within a beat)."""
+        done, total = self._scanned, self._to_scan
+        for rec in self._peers.values():
+            f = rec.split()
+            if len(f) >= 7 and f[4] == str(self._query):
+                done += int(f[5])
+                total += int(f[6])
+        return done, total
 
     def tick(self) -> None:
         """Progress: a chunk or a read task done (cheap: called per chunk)."""
@@ -107,7 +135,7 @@ class Liveness:
         now = self.clock()
         state = "idle" if not self._armed else "waiting" if self._waiting else "busy"
         stale = now - self._progress if state == "busy" else 0.0
-        return f"{self._beat} {state} {stale:.3f} {self.host}"
+        return f"{self._beat} {state} {stale:.3f} {self.host} {self._query} {self._scanned} {self._to_scan}"
 
     # ---------------------------------------------------------------- judging
 
@@ -123,11 +151,12 @@ class Liveness:
         self.store.set(_KEY.format(self.rank), own)
         if not self._armed:
             return None
-        _, state, stale, _ = own.split()
+        state, stale = own.split()[1:3]
         if state == "busy" and float(stale) > self.timeout_s:
             return self._line(self.rank, "made no progress")
         now = self.clock()
-        for r, rec in self._peer_records().items():
+        self._peers = self._peer_records()
+        for r, rec in self._peers.items():
             beat, state, stale = (rec.split() + ["", "", "0"])[:3]
             last = self._seen.get(r)
             if last is None or last[0] != beat:

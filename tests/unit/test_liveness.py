@@ -113,3 +113,24 @@ def test_a_task_of_another_launcher_is_refused_not_run_n_times():
     check_launcher({"SLURM_NTASKS": "4"})  # an salloc shell (no task of its own): --ranks N from there works
     check_launcher({"SLURM_NTASKS": "4", "SLUICE_LAUNCHER": "none"})  # each task alone, on purpose
     check_launcher({"SLURM_NTASKS": "4", "TORCHELASTIC_RUN_ID": "x"})  # srun torchrun ...: the ranks are torchrun's
+
+
+def test_rank_0_sums_every_ranks_scan_bytes_of_the_same_query():
+    """The progress bar's numbers: each rank's bytes read and to read travel with its record;
+    rank 0 sums those of the query it runs itself (a peer still on the last query is left out)."""
+    a, b, clock = _pair()
+    a.begin_scan(50)
+    with a.armed(), a.waiting(), b.armed(), b.waiting():
+        a.scanned(10)
+        _rounds(clock, 1, b, a)
+        assert a.job_scan() == (10, 50)  # rank 1 has not begun this query: not counted
+        b.begin_scan(100)
+        b.scanned(40)
+        _rounds(clock, 1, b, a)
+        assert a.job_scan() == (50, 150)
+        b.scanned(60)
+        a.scanned(40)
+        _rounds(clock, 1, b, a)
+        assert a.job_scan() == (150, 150)
+        a.begin_scan(7)  # the next query on rank 0: rank 1's figures are of the last one
+        assert a.job_scan() == (0, 7)
