@@ -41,14 +41,15 @@ def _procs_with(mark: str) -> list[int]:
     return out
 
 
-def _rank_pid(mark: str, rank: int) -> int | None:
+def _rank_pid(mark: str, rank: int, is_rank=lambda args: b"sluice.launch_worker" in args) -> int | None:
+    """The process of rank ``rank`` (``is_rank(its arguments)`` tells a rank from a launcher)."""
     for pid in _procs_with(mark):
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"RANK={rank}".encode() in env and b"sluice.launch_worker" in cmd:
+        if f"RANK={rank}".encode() in env and is_rank(args):
             return pid
     return None
 

@@ -108,23 +108,14 @@ def test_sluice_torchrun_names_a_rank_killed_mid_query(tpch_spread, tmp_path):
     import signal
     import time
     import uuid
-    from pathlib import Path
 
-    from test_fail_stop import SLOW, _procs_with
+    from test_fail_stop import SLOW, _rank_pid
     mark = uuid.uuid4().hex
     spill = tmp_path / "spill"
     spill.mkdir()
 
-    def rank_1() -> int | None:
-        for pid in _procs_with(mark):
-            try:
-                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"RANK=1" in env and b"torchrun" not in cmd.split(b"\0"):  # a rank, not its launcher
-                return pid
-        return None
+    def rank_1() -> int | None:  # a rank, not its launcher (sluice torchrun)
+        return _rank_pid(mark, 1, lambda args: b"torchrun" not in args)
 
     def kill_rank_1() -> None:
         deadline = time.time() + 90  # every rank joined, the query spilling (force_spill)
