@@ -59,8 +59,8 @@ def stage_summary(op: Operator, ctx: ExecContext) -> dict:
 
 def t_min(summary: dict, data_dir: Path, device: str, ranks: list[dict] | None = None) -> dict | None:
     """The bound: the busiest rank's bytes read over the storage bandwidth, bytes copied over
-    the host->device bandwidth and, with several ranks, bytes it exchanged over the all-to-all
-    bandwidth ``sluice calibrate --ranks N`` measured."""
+    the host->device bandwidth and, with several ranks, the bytes its link carries one way
+    (:func:`_exchanged`) over the all-to-all bandwidth ``sluice calibrate --ranks N`` measured."""
     cal = load_calibration(data_dir)
     if cal is None:
         return None
@@ -82,8 +82,14 @@ def t_min(summary: dict, data_dir: Path, device: str, ranks: list[dict] | None =
 
 
 def _exchanged(rank: dict) -> int:
-    """Bytes one rank sent to other ranks and received from them."""
-    return sum(sum(e["bytes_sent"]) + e["bytes_received"] for e in rank["exchanges"])
+    """The bytes one rank's link must carry one way: the larger of what it sent to other ranks
+    and what it received from them. The all-to-all rate (``sluice calibrate --ranks N``) is the
+    bytes a rank sends per second while it receives as much (links are full duplex), so the
+    network term is this over that rate (PystachIO's T_network), not sent + received over it,
+    which counted each byte twice."""
+    sent = sum(sum(e["bytes_sent"]) for e in rank["exchanges"])
+    received = sum(e["bytes_received"] for e in rank["exchanges"])
+    return max(sent, received)
 
 
 def ranks_report(ranks: list[dict]) -> list[str]:
