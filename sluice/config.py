@@ -28,6 +28,11 @@ DEFAULT_CHUNK_ROWS = 1 << 20
 COALESCE_CHUNKS = 8
 
 
+#: ``column_cache_bytes=-1`` on a GPU: the cache keeps up to this share of the device budget (the
+#: rest stays free for operators without evicting it; they may take it all when they need it).
+CACHE_SHARE = 0.5
+
+
 #: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
 #: area or key, or a key in another area, is an error (a typo in a variable is not ignored).
 AREAS: dict[str, tuple[str, ...]] = {
@@ -37,7 +42,7 @@ AREAS: dict[str, tuple[str, ...]] = {
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
-    "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
+    "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory", "column_cache_bytes"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
@@ -185,6 +190,17 @@ class Config:
     1 GiB, blocks up to 32 MiB from the heap) instead of returning pages it must fault in again;
     sluice trims itself when memory nears the budget. Set once per process, by the first
     connection."""
+
+    column_cache_bytes: int = -1
+    """Decoded columns kept on the scan's device across the connection's queries (per row group
+    and column, keyed by the file's size, modification time and inode, so a changed file is
+    decoded anew): a repeated scan skips reading and decoding them. Charged to each query's
+    device budget (the host budget on a CPU) and given back, least recently used first, as soon
+    as an operator's reservation needs the room. -1 (default): on a GPU up to half the device
+    budget, on a CPU off (the operating system's page cache serves repeat scans there, and a
+    cache would hold the columns twice); 0: off; a size (e.g. 8GiB): at most that, on any
+    device. Off with ``pipeline=blocking``. ``--analyze`` reports its hits, misses and bytes
+    (docs/gpu.md)."""
 
     spill_dir: str = ""
     """Where spilled pages go: one directory, or several separated by commas (used
@@ -400,6 +416,8 @@ class Config:
         for d in self.spill_dirs():
             if not os.path.isdir(d):
                 raise ConfigError(f"spill_dir {d!r} is not a directory")
+        if self.column_cache_bytes < -1:
+            raise ConfigError(f"column_cache_bytes must be -1 (automatic), 0 (off) or a size, not {self.column_cache_bytes}")
         for name in ("host_memory_limit", "device_memory_limit"):
             v = getattr(self, name)
             if v < 0 or (0 < v < (64 << 10)):
@@ -410,6 +428,16 @@ class Config:
         its automatic value on ``device_type``."""
         rows = self.coalesce_rows or (COALESCE_CHUNKS * self.chunk_rows if device_type == "cuda" else 0)
         return rows if rows > self.chunk_rows and self.on("prefetch") else 0
+
+    def column_cache_limit(self, device_type: str, budget: int) -> int:
+        """Bytes the column cache may keep on ``device_type`` under a ``budget`` of bytes (0: off):
+        ``column_cache_bytes``, or its automatic value (:data:`CACHE_SHARE` of the budget on a
+        GPU, off on a CPU)."""
+        if self.pipeline != "overlapped" or self.column_cache_bytes == 0:
+            return 0
+        if self.column_cache_bytes < 0:
+            return int(CACHE_SHARE * budget) if device_type == "cuda" else 0
+        return min(self.column_cache_bytes, budget)
 
     @property
     def read_ahead_bytes(self) -> int:
