@@ -21,11 +21,21 @@ from typing import Any, Mapping
 
 from sluice.errors import ConfigError
 
-#: Rows per chunk. A million rows amortises Python overhead per chunk while keeping a
-#: chunk of lineitem (16 columns) around 100 MiB on the device.
+#: Rows per chunk on a CPU. A million rows amortises Python overhead per chunk while keeping a
+#: chunk of lineitem (16 columns) around 100 MiB.
 DEFAULT_CHUNK_ROWS = 1 << 20
-#: ``coalesce_rows=0`` on a GPU: merged chunks of up to this many times ``chunk_rows``.
+#: Rows per chunk (and read task) on a GPU: every operation of a chunk is one Python call and
+#: kernel launch, so a chunk must be large for the GPU's time to dominate (five H200 runs: with
+#: 1 M-row read tasks the consumer's thread was 88 % busy on q01 while the GPU idled; Sirius
+#: measured 50 MB -> 1 GB batches cutting its Q1 from 0.80 to 0.29 s). 8 Mi rows is the size the
+#: merged chunks (``coalesce_rows``) already reached there; the read-ahead buffer grows with it
+#: (:func:`auto_scan_buffer`).
+GPU_CHUNK_ROWS = 8 << 20
+#: ``coalesce_rows=0`` on a GPU: merged chunks of up to this many times ``chunk_rows``, at most
+#: :data:`COALESCE_MAX_ROWS` (so with GPU-sized chunks only smaller tasks -- small files, tasks
+#: cut to a small budget -- are merged).
 COALESCE_CHUNKS = 8
+COALESCE_MAX_ROWS = 8 << 20
 
 
 #: ``column_cache_bytes=-1`` on a GPU: the cache keeps up to this share of the device budget (the
@@ -91,8 +101,11 @@ class Config:
     device: str = "auto"
     """Where operators run: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present)."""
 
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
-    """Rows per chunk produced by scans; operators work a chunk at a time."""
+    chunk_rows: int = 0
+    """Rows per chunk produced by scans (and per read task); operators work a chunk at a time.
+    0 (default): :func:`auto_chunk_rows` of ``device`` -- 1 Mi rows on a CPU, 8 Mi on a GPU,
+    where each chunk's operations are Python calls and kernel launches that a small chunk does
+    not amortise."""
 
     threads: int = 0
     """CPU threads for torch and for Parquet decoding; 0 means all cores. Both are process-wide:
@@ -400,8 +413,10 @@ class Config:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.coalesce_rows < 0:
             raise ConfigError(f"coalesce_rows must be 0 (automatic) or a number of rows, not {self.coalesce_rows}")
+        if self.chunk_rows == 0:
+            object.__setattr__(self, "chunk_rows", auto_chunk_rows(self.device))
         if self.chunk_rows < 1:
-            raise ConfigError(f"chunk_rows must be at least 1, not {self.chunk_rows}")
+            raise ConfigError(f"chunk_rows must be at least 1 (or 0: sized to the device), not {self.chunk_rows}")
         if self.threads < 0:
             raise ConfigError(f"threads must be >= 0, not {self.threads}")
         if self.io_threads < 0:
@@ -426,7 +441,8 @@ class Config:
     def coalesce_target(self, device_type: str) -> int:
         """Rows a scan merges loaded tasks up to (0: it does not merge): ``coalesce_rows``, or
         its automatic value on ``device_type``."""
-        rows = self.coalesce_rows or (COALESCE_CHUNKS * self.chunk_rows if device_type == "cuda" else 0)
+        auto = min(COALESCE_CHUNKS * self.chunk_rows, COALESCE_MAX_ROWS) if device_type == "cuda" else 0
+        rows = self.coalesce_rows or auto
         return rows if rows > self.chunk_rows and self.on("prefetch") else 0
 
     def column_cache_limit(self, device_type: str, budget: int) -> int:
@@ -442,7 +458,7 @@ class Config:
     @property
     def read_ahead_bytes(self) -> int:
         """``scan_buffer_bytes``, or its automatic size when 0."""
-        return self.scan_buffer_bytes or auto_scan_buffer(self.io_threads)
+        return self.scan_buffer_bytes or auto_scan_buffer(self.io_threads, self.chunk_rows)
 
     def spill_dirs(self) -> list[str]:
         """The spill directories (the system temp directory when none is set)."""
@@ -543,12 +559,23 @@ def parse_set_option(text: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
-def auto_scan_buffer(io_threads: int) -> int:
+def auto_scan_buffer(io_threads: int, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
     """``scan_buffer_bytes=0``: 128 MiB per I/O thread, at least 256 MiB (2 threads, the CPU
-    default). A fixed 256 MiB held 3 of lineitem's 80 MiB tasks in flight at SF 10 on an H200
-    with 8 I/O threads: the decode pool was 18 % busy while q01's consumer waited 0.84 of 1.06 s
-    for it. The scan's share of the memory budget still caps it (``exec/operators.py``)."""
-    return (128 << 20) * max(2, io_threads)
+    default), per million rows of a read task (``chunk_rows``; GPU-sized tasks are 8x larger,
+    and as many must be in flight). A fixed 256 MiB held 3 of lineitem's 80 MiB tasks in
+    flight at SF 10 on an H200 with 8 I/O threads: the decode pool was 18 % busy while q01's
+    consumer waited 0.84 of 1.06 s for it. The scan's share of the memory budget still caps it
+    (``exec/operators.py``)."""
+    return (128 << 20) * max(2, io_threads) * max(1, chunk_rows // DEFAULT_CHUNK_ROWS)
+
+
+def auto_chunk_rows(device: str) -> int:
+    """``chunk_rows=0``: :data:`GPU_CHUNK_ROWS` where ``device`` is (or ``auto`` finds) CUDA,
+    :data:`DEFAULT_CHUNK_ROWS` on a CPU."""
+    if device == "auto":
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return GPU_CHUNK_ROWS if device.startswith("cuda") else DEFAULT_CHUNK_ROWS
 
 
 def auto_io_threads(device_type: str, cores: int) -> int:
