@@ -22,9 +22,9 @@ with that stream's event as it does the device decoder's.
 What is not kept: string columns whose dictionary holds more than one entry per
 :data:`~sluice.io.parquet.reader.MERGE_ROWS_PER_ENTRY` rows (plain strings: their dictionary is
 host memory, as large as the column), and partition columns (made from folder names, not
-decoded). A staging slice's row selection (``keep``) is applied to a cached or freshly decoded
-whole column -- with the cache on, a cacheable column is decoded whole once rather than its
-kept pages every time. A file whose identity changed between the stat before the decode and the
+decoded). A staging slice's row selection (``keep``) is applied to a cached column only where every row
+group of it is cached; otherwise the column is decoded for the selection (its pages without a
+kept row skipped, as without the cache) and not kept. A file whose identity changed between the stat before the decode and the
 one after is not kept from (its bytes may be of either version), and its old version's entries
 are dropped (``ColumnCache.seen``): a rewritten file is never served stale.
 """
@@ -93,6 +93,14 @@ class CachedDecoder:
             gaps = tuple(i for i, e in enumerate(got) if e is None)
             if gaps:
                 missing.setdefault(gaps, []).append(c)
+        misses = sum(len(g) * len(cols) for g, cols in missing.items())
+        if keep is not None and missing:
+            # A row selection (staging): what is not all cached is decoded for it alone (its
+            # pages without a kept row skipped), not kept.
+            selected = [c for cols in missing.values() for c in cols]
+            direct += selected
+            cached = [c for c in cached if c not in selected]
+            missing = {}
         hits = sum(e is not None for c in cached for e in pieces[c])
         out: dict[str, Column] = {}
         nread = 0
@@ -141,7 +149,6 @@ class CachedDecoder:
                 mask = torch.from_numpy(keep).to(s.device)
                 for c in cached:
                     out[c] = out[c].filter(mask)
-        misses = sum(len(g) * len(cols) for g, cols in missing.items())
         with self._lock:
             st = s.stats
             st.cache_hits += hits
