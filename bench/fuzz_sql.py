@@ -1,7 +1,7 @@
 """Differential SQL fuzzing: random queries over two small tables with NULLs, NaN, infinities,
 empty strings and several row groups, run by sluice (each under a random one of several
-settings: default, tiny chunks, forced spilling, staging and pushdown scans, the torch decoder
-over tables written per seed as dictionary, plain or delta pages) and by DuckDB;
+settings: default, tiny chunks, forced spilling, staging and pushdown scans, the torch decoder,
+the decoded-column cache kept across queries, over tables written per seed as dictionary, plain or delta pages) and by DuckDB;
 prints every query whose answers differ, that sluice fails on while DuckDB answers, or that
 sluice answers while DuckDB raises an overflow (``ANSWERED``: DuckDB's overflow errors are
 sluice's too; ``narrow_query`` writes arithmetic of narrow integers at their ends with small
@@ -657,7 +657,14 @@ CFG = [{}, {"chunk_rows": 7}, {"force_spill": True, "chunk_rows": 16}, {"scan_mo
        # loaded read tasks merged into larger chunks (coalesce_rows: on a GPU by default), every
        # merge waiting for the tasks in flight and taking string columns of any dictionary
        {"_coalesce": True, "chunk_rows": 7, "coalesce_rows": 60},
-       {"_coalesce": True, "chunk_rows": 7, "coalesce_rows": 100, "scan_mode": "auto", "adapt_min_slices": 1}]
+       {"_coalesce": True, "chunk_rows": 7, "coalesce_rows": 100, "scan_mode": "auto", "adapt_min_slices": 1},
+       # decoded columns kept across the connection's queries (io/column_cache.py: on a GPU by
+       # default): served to later queries, concatenated across task shapes, and -- at 64 KiB,
+       # or under a 4 MiB budget -- evicted all the time; with each decoder and row selection
+       {"column_cache_bytes": 64 << 20, "chunk_rows": 7},
+       {"column_cache_bytes": 64 << 10, "chunk_rows": 5, "scan_mode": "staging"},
+       {"column_cache_bytes": 64 << 20, "decoder": "device", "scan_mode": "pushdown"},
+       {"column_cache_bytes": 64 << 20, "host_memory_limit": 4 << 20, "chunk_rows": 3}]
 cons = [sluice.connect(str(root), device="cpu", threads=2, **{k: v for k, v in c.items() if k[0] != "_"}) for c in CFG]
 duck = duckdb_tables(root)  # in-memory tables: DuckDB reading Parquet drops NaN rows by statistics
 

@@ -213,6 +213,10 @@ def _tree(op: Operator, ctx: ExecContext, depth: int, lines: list[str]) -> None:
             if s.pages_selected:
                 desc += (f"; staging skipped {s.pages_skipped:,} of {s.pages_selected:,} data pages "
                          f"({fmt_bytes(s.page_bytes_skipped)} compressed) holding no kept row")
+        if s.cache_hits or s.cache_misses:
+            desc += (f"\n{'  ' * (depth + 1)}  column cache: {s.cache_hits:,} hits, {s.cache_misses:,} misses "
+                     f"(row groups x columns), served {fmt_bytes(s.cache_hit_bytes)}, kept "
+                     f"{fmt_bytes(s.cache_stored_bytes)}")
         for spec in op.runtime_filters:
             if spec in ctx.filters:
                 desc += f"\n{'  ' * (depth + 1)}  {ctx.filters[spec].describe()}"
@@ -258,6 +262,12 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
     lines.append(f"  bound by: {summ['bound']}")
     lines.append(f"  memory: peak {fmt_bytes(ctx.memory.peak)} reserved of the {fmt_bytes(ctx.memory.limit)} "
                  f"host budget")
+    cache = ctx.column_cache
+    if cache is not None and (ctx.cache_on or len(cache)):
+        c = cache.counters
+        lines.append(f"  column cache: {fmt_bytes(cache.bytes)} in {len(cache):,} entries of a "
+                     f"{fmt_bytes(cache.limit)} limit on {ctx.device}; over the connection {c.hits:,} hits, "
+                     f"{c.misses:,} misses, {fmt_bytes(c.evicted_bytes)} evicted ({c.evictions:,} entries)")
     if ctx.oom_reruns:
         lines.append(f"  device out of memory: rerun {len(ctx.oom_reruns)}x, last under a "
                      f"{fmt_bytes(ctx.oom_reruns[-1])} device budget")

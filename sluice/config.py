@@ -21,11 +21,26 @@ from typing import Any, Mapping
 
 from sluice.errors import ConfigError
 
-#: Rows per chunk. A million rows amortises Python overhead per chunk while keeping a
-#: chunk of lineitem (16 columns) around 100 MiB on the device.
+#: Rows per chunk on a CPU. A million rows amortises Python overhead per chunk while keeping a
+#: chunk of lineitem (16 columns) around 100 MiB.
 DEFAULT_CHUNK_ROWS = 1 << 20
-#: ``coalesce_rows=0`` on a GPU: merged chunks of up to this many times ``chunk_rows``.
+#: Rows per chunk (and read task) on a GPU: every operation of a chunk is one Python call and
+#: kernel launch, so a chunk must be large for the GPU's time to dominate (five H200 runs: with
+#: 1 M-row read tasks the consumer's thread was 88 % busy on q01 while the GPU idled; Sirius
+#: measured 50 MB -> 1 GB batches cutting its Q1 from 0.80 to 0.29 s). 8 Mi rows is the size the
+#: merged chunks (``coalesce_rows``) already reached there; the read-ahead buffer grows with it
+#: (:func:`auto_scan_buffer`).
+GPU_CHUNK_ROWS = 8 << 20
+#: ``coalesce_rows=0`` on a GPU: merged chunks of up to this many times ``chunk_rows``, at most
+#: :data:`COALESCE_MAX_ROWS` (so with GPU-sized chunks only smaller tasks -- small files, tasks
+#: cut to a small budget -- are merged).
 COALESCE_CHUNKS = 8
+COALESCE_MAX_ROWS = 8 << 20
+
+
+#: ``column_cache_bytes=-1`` on a GPU: the cache keeps up to this share of the device budget (the
+#: rest stays free for operators without evicting it; they may take it all when they need it).
+CACHE_SHARE = 0.5
 
 
 #: The area of each setting. ``SLUICE__<AREA>__<KEY>`` variables are checked against it: an unknown
@@ -37,7 +52,7 @@ AREAS: dict[str, tuple[str, ...]] = {
              "row_group_pruning", "stats_aggregates", "decoder", "strict_device", "device_decompress",
              "device_decompress_unverified", "kvikio"),
     "transfer": ("pinned_memory", "copy_stream"),
-    "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory"),
+    "memory": ("host_memory_limit", "device_memory_limit", "keep_freed_memory", "column_cache_bytes"),
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
@@ -86,8 +101,11 @@ class Config:
     device: str = "auto"
     """Where operators run: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present)."""
 
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
-    """Rows per chunk produced by scans; operators work a chunk at a time."""
+    chunk_rows: int = 0
+    """Rows per chunk produced by scans (and per read task); operators work a chunk at a time.
+    0 (default): :func:`auto_chunk_rows` of ``device`` -- 1 Mi rows on a CPU, 8 Mi on a GPU,
+    where each chunk's operations are Python calls and kernel launches that a small chunk does
+    not amortise."""
 
     threads: int = 0
     """CPU threads for torch and for Parquet decoding; 0 means all cores. Both are process-wide:
@@ -185,6 +203,17 @@ class Config:
     1 GiB, blocks up to 32 MiB from the heap) instead of returning pages it must fault in again;
     sluice trims itself when memory nears the budget. Set once per process, by the first
     connection."""
+
+    column_cache_bytes: int = -1
+    """Decoded columns kept on the scan's device across the connection's queries (per row group
+    and column, keyed by the file's size, modification time and inode, so a changed file is
+    decoded anew): a repeated scan skips reading and decoding them. Charged to each query's
+    device budget (the host budget on a CPU) and given back, least recently used first, as soon
+    as an operator's reservation needs the room. -1 (default): on a GPU up to half the device
+    budget, on a CPU off (the operating system's page cache serves repeat scans there, and a
+    cache would hold the columns twice); 0: off; a size (e.g. 8GiB): at most that, on any
+    device. Off with ``pipeline=blocking``. ``--analyze`` reports its hits, misses and bytes
+    (docs/gpu.md)."""
 
     spill_dir: str = ""
     """Where spilled pages go: one directory, or several separated by commas (used
@@ -393,8 +422,10 @@ class Config:
             raise ConfigError(f"recursion_limit must be at least 1, not {self.recursion_limit}")
         if self.coalesce_rows < 0:
             raise ConfigError(f"coalesce_rows must be 0 (automatic) or a number of rows, not {self.coalesce_rows}")
+        if self.chunk_rows == 0:
+            object.__setattr__(self, "chunk_rows", auto_chunk_rows(self.device))
         if self.chunk_rows < 1:
-            raise ConfigError(f"chunk_rows must be at least 1, not {self.chunk_rows}")
+            raise ConfigError(f"chunk_rows must be at least 1 (or 0: sized to the device), not {self.chunk_rows}")
         if self.threads < 0:
             raise ConfigError(f"threads must be >= 0, not {self.threads}")
         if self.io_threads < 0:
@@ -409,6 +440,8 @@ class Config:
         for d in self.spill_dirs():
             if not os.path.isdir(d):
                 raise ConfigError(f"spill_dir {d!r} is not a directory")
+        if self.column_cache_bytes < -1:
+            raise ConfigError(f"column_cache_bytes must be -1 (automatic), 0 (off) or a size, not {self.column_cache_bytes}")
         for name in ("host_memory_limit", "device_memory_limit"):
             v = getattr(self, name)
             if v < 0 or (0 < v < (64 << 10)):
@@ -417,13 +450,24 @@ class Config:
     def coalesce_target(self, device_type: str) -> int:
         """Rows a scan merges loaded tasks up to (0: it does not merge): ``coalesce_rows``, or
         its automatic value on ``device_type``."""
-        rows = self.coalesce_rows or (COALESCE_CHUNKS * self.chunk_rows if device_type == "cuda" else 0)
+        auto = min(COALESCE_CHUNKS * self.chunk_rows, COALESCE_MAX_ROWS) if device_type == "cuda" else 0
+        rows = self.coalesce_rows or auto
         return rows if rows > self.chunk_rows and self.on("prefetch") else 0
+
+    def column_cache_limit(self, device_type: str, budget: int) -> int:
+        """Bytes the column cache may keep on ``device_type`` under a ``budget`` of bytes (0: off):
+        ``column_cache_bytes``, or its automatic value (:data:`CACHE_SHARE` of the budget on a
+        GPU, off on a CPU)."""
+        if self.pipeline != "overlapped" or self.column_cache_bytes == 0:
+            return 0
+        if self.column_cache_bytes < 0:
+            return int(CACHE_SHARE * budget) if device_type == "cuda" else 0
+        return min(self.column_cache_bytes, budget)
 
     @property
     def read_ahead_bytes(self) -> int:
         """``scan_buffer_bytes``, or its automatic size when 0."""
-        return self.scan_buffer_bytes or auto_scan_buffer(self.io_threads)
+        return self.scan_buffer_bytes or auto_scan_buffer(self.io_threads, self.chunk_rows)
 
     def spill_dirs(self) -> list[str]:
         """The spill directories (the system temp directory when none is set)."""
@@ -524,12 +568,23 @@ def parse_set_option(text: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
-def auto_scan_buffer(io_threads: int) -> int:
+def auto_scan_buffer(io_threads: int, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
     """``scan_buffer_bytes=0``: 128 MiB per I/O thread, at least 256 MiB (2 threads, the CPU
-    default). A fixed 256 MiB held 3 of lineitem's 80 MiB tasks in flight at SF 10 on an H200
-    with 8 I/O threads: the decode pool was 18 % busy while q01's consumer waited 0.84 of 1.06 s
-    for it. The scan's share of the memory budget still caps it (``exec/operators.py``)."""
-    return (128 << 20) * max(2, io_threads)
+    default), per million rows of a read task (``chunk_rows``; GPU-sized tasks are 8x larger,
+    and as many must be in flight). A fixed 256 MiB held 3 of lineitem's 80 MiB tasks in
+    flight at SF 10 on an H200 with 8 I/O threads: the decode pool was 18 % busy while q01's
+    consumer waited 0.84 of 1.06 s for it. The scan's share of the memory budget still caps it
+    (``exec/operators.py``)."""
+    return (128 << 20) * max(2, io_threads) * max(1, chunk_rows // DEFAULT_CHUNK_ROWS)
+
+
+def auto_chunk_rows(device: str) -> int:
+    """``chunk_rows=0``: :data:`GPU_CHUNK_ROWS` where ``device`` is (or ``auto`` finds) CUDA,
+    :data:`DEFAULT_CHUNK_ROWS` on a CPU."""
+    if device == "auto":
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return GPU_CHUNK_ROWS if device.startswith("cuda") else DEFAULT_CHUNK_ROWS
 
 
 def auto_io_threads(device_type: str, cores: int) -> int:

@@ -24,6 +24,7 @@ from sluice.errors import (ConfigError, DataError, ExecutionError, InternalError
 from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, result_schema, run_batches, run_to_arrow
 from sluice.physical.lower import lower_plan
+from sluice.io.column_cache import ColumnCache
 from sluice.io.memory import configure_allocator
 from sluice.io.spill import clean_stale
 from sluice.kernels.parallel import IO_THREAD_PREFIX
@@ -94,6 +95,8 @@ class Connection:
             cores = (os.cpu_count() or 1) // (_local_ranks() if self.group is not None else 1)
             self.config = replace(self.config, io_threads=auto_io_threads(self.device.type, cores))
         self.cache = MetadataCache()
+        # Decoded columns kept across this connection's queries (column_cache_bytes).
+        self.column_cache = ColumnCache()
         self._registered: dict[str, str] = {}
         self._tables: dict[str, tuple[TableInfo, list]] = {}
         self._pool = ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=IO_THREAD_PREFIX)
@@ -193,6 +196,7 @@ class Connection:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.column_cache.clear()
         if self._ranks is not None:
             self._ranks.close()
 
@@ -248,7 +252,7 @@ class Relation:
         if (self.measure_reads or getattr(progress, "shows_stages", False)) and not config.measure_reads:
             config = replace(config, measure_reads=True)
         return ExecContext(config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group,
-                           device_memory=dev_pool)
+                           device_memory=dev_pool, column_cache=c.column_cache)
 
     def bytes_to_scan(self) -> int:
         """Compressed bytes the scans of this plan will read (after row-group pruning): the
@@ -291,6 +295,7 @@ class Relation:
             if ctx is not None:
                 _settle_reads(ctx)  # the failed run's read tasks still running hold device memory
             del ctx
+            self._con.column_cache.clear()  # decoded columns kept are device memory: the rerun starts without
             free_device_cache()  # outside the except block: nothing holds the failed run now
             if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
                 from sluice.errors import ResourcesExhausted

@@ -121,6 +121,10 @@ class ScanStats:
     pages_selected: int = 0      # data pages staging gave the device decoder a row selection for
     pages_skipped: int = 0       # ... of which none of the rows was kept: not decompressed, not decoded
     page_bytes_skipped: int = 0  # their compressed bytes
+    cache_hits: int = 0          # row groups of columns served from the column cache (io.column_cache)
+    cache_misses: int = 0        # ... decoded (a column the cache may keep, missing there)
+    cache_hit_bytes: int = 0     # bytes served from the cache
+    cache_stored_bytes: int = 0  # bytes this scan put in the cache
 
 
 @dataclass

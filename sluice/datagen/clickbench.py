@@ -34,6 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sluice.datagen.checksums import CHECKSUM_WRITER
+
 CLICKBENCH_TABLES = ("hits",)
 
 #: (name, SQL type of ClickBench's create.sql) in table order.
@@ -211,7 +213,7 @@ def generate_clickbench(rows: int, out: str | Path, seed: int = 42) -> Path:
     path = out / "hits.parquet"
     tmp = out / ".hits.parquet.tmp"
     schema = pa.schema([pa.field(n, ARROW[t]) for n, t in COLUMNS])
-    with pq.ParquetWriter(tmp, schema, compression="snappy") as w:
+    with pq.ParquetWriter(tmp, schema, compression="snappy", **CHECKSUM_WRITER) as w:
         done = 0
         while done < rows:
             n = min(ROW_GROUP, rows - done)

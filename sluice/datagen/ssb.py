@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sluice.datagen.checksums import CHECKSUM_WRITER
 from sluice.datagen.tpch import generate_tpch
 
 MONTHS = [calendar.month_name[i] for i in range(1, 13)]
@@ -81,14 +82,14 @@ def derive_ssb(tpch: Path, out: Path) -> None:
         "c_custkey": c["c_custkey"].cast(pa.int32()), "c_name": c["c_name"].cast(pa.string()),
         "c_address": c["c_address"].cast(pa.string()), "c_city": city, "c_nation": nation,
         "c_region": reg, "c_phone": c["c_phone"].cast(pa.string()),
-        "c_mktsegment": c["c_mktsegment"].cast(pa.string())}), out / "customer.parquet")
+        "c_mktsegment": c["c_mktsegment"].cast(pa.string())}), out / "customer.parquet", **CHECKSUM_WRITER)
 
     s = pq.read_table(tpch / "supplier.parquet")
     city, nation, reg = _dim_with_geo(s, "s_suppkey", "s_nationkey", nname, nreg)
     pq.write_table(pa.table({
         "s_suppkey": s["s_suppkey"].cast(pa.int32()), "s_name": s["s_name"].cast(pa.string()),
         "s_address": s["s_address"].cast(pa.string()), "s_city": city, "s_nation": nation,
-        "s_region": reg, "s_phone": s["s_phone"].cast(pa.string())}), out / "supplier.parquet")
+        "s_region": reg, "s_phone": s["s_phone"].cast(pa.string())}), out / "supplier.parquet", **CHECKSUM_WRITER)
 
     p = pq.read_table(tpch / "part.parquet")
     mfgr = pc.replace_substring(p["p_mfgr"].cast(pa.string()), "Manufacturer#", "MFGR#")
@@ -100,7 +101,7 @@ def derive_ssb(tpch: Path, out: Path) -> None:
         "p_partkey": p["p_partkey"].cast(pa.int32()), "p_name": p["p_name"].cast(pa.string()),
         "p_mfgr": mfgr, "p_category": category, "p_brand1": brand1, "p_color": color,
         "p_type": p["p_type"].cast(pa.string()), "p_size": p["p_size"].cast(pa.int32()),
-        "p_container": p["p_container"].cast(pa.string())}), out / "part.parquet")
+        "p_container": p["p_container"].cast(pa.string())}), out / "part.parquet", **CHECKSUM_WRITER)
 
     _write_date(out / "date.parquet")
     _write_lineorder(tpch, out / "lineorder.parquet")
@@ -135,7 +136,7 @@ def _write_date(path: Path) -> None:
         "d_holidayfl": pa.array([(x.month, x.day) in holidays for x in rows]),
         "d_weekdayfl": pa.array([x.weekday() < 5 for x in rows]),
     })
-    pq.write_table(tbl, path)
+    pq.write_table(tbl, path, **CHECKSUM_WRITER)
 
 
 def _write_lineorder(tpch: Path, path: Path) -> None:
@@ -192,7 +193,7 @@ def _write_lineorder(tpch: Path, path: Path) -> None:
                 "lo_shipmode": b["l_shipmode"].combine_chunks().cast(pa.string()),
             })
             if writer is None:
-                writer = pq.ParquetWriter(path, t.schema)
+                writer = pq.ParquetWriter(path, t.schema, **CHECKSUM_WRITER)
             writer.write_table(t)
     finally:
         if writer is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from sluice.datagen.checksums import checksum_files
 from sluice.datagen.tools import generator
 from sluice.errors import DataError
 
@@ -14,8 +15,9 @@ TPCDS_TABLES = ("call_center", "catalog_page", "catalog_returns", "catalog_sales
                 "warehouse", "web_page", "web_returns", "web_sales", "web_site")
 
 
-def generate_tpcds(sf: float, out: str | Path) -> Path:
-    """Write the 24 TPC-DS tables at scale factor ``sf`` as ``OUT/NAME.parquet``."""
+def generate_tpcds(sf: float, out: str | Path, page_checksums: bool = True) -> Path:
+    """Write the 24 TPC-DS tables at scale factor ``sf`` as ``OUT/NAME.parquet``, with page CRCs
+    unless ``page_checksums`` is false (:mod:`sluice.datagen.checksums`)."""
     if sf <= 0:
         raise DataError(f"scale factor must be positive, not {sf}")
     out = Path(out)
@@ -26,4 +28,6 @@ def generate_tpcds(sf: float, out: str | Path) -> Path:
     if res.returncode != 0:
         msg = (res.stderr or res.stdout).strip().splitlines()
         raise DataError(f"tpcgen-cli failed: {msg[-1] if msg else res.returncode}")
+    if page_checksums:
+        checksum_files(out, TPCDS_TABLES)
     return out

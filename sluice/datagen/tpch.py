@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from sluice.datagen.checksums import checksum_files
 from sluice.datagen.tools import generator
 from sluice.errors import DataError
 
@@ -12,8 +13,9 @@ TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "
 
 
 def generate_tpch(sf: float, out: str | Path, tables: tuple[str, ...] = TPCH_TABLES,
-                  parts: int | None = None, quiet: bool = True) -> Path:
-    """Write TPC-H tables at scale factor ``sf`` as ``OUT/NAME.parquet`` (or ``OUT/NAME/`` parts)."""
+                  parts: int | None = None, quiet: bool = True, page_checksums: bool = True) -> Path:
+    """Write TPC-H tables at scale factor ``sf`` as ``OUT/NAME.parquet`` (or ``OUT/NAME/`` parts),
+    with page CRCs unless ``page_checksums`` is false (:mod:`sluice.datagen.checksums`)."""
     if sf <= 0:
         raise DataError(f"scale factor must be positive, not {sf}")
     out = Path(out)
@@ -27,4 +29,6 @@ def generate_tpch(sf: float, out: str | Path, tables: tuple[str, ...] = TPCH_TAB
     if res.returncode != 0:
         msg = (res.stderr or res.stdout).strip().splitlines()
         raise DataError(f"tpchgen-cli failed: {msg[-1] if msg else res.returncode}")
+    if page_checksums:
+        checksum_files(out, tables)
     return out

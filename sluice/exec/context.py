@@ -65,6 +65,8 @@ class ExecContext:
     rank_stats: list = field(default_factory=list)                 # rank 0 of a distributed run: each rank's summary
     _spill: list = field(default_factory=list)                     # this run's SpillManager, once created
     oom_reruns: list = field(default_factory=list)                 # device budgets of reruns after the GPU ran out
+    column_cache: object | None = None                             # the connection's ColumnCache (io.column_cache)
+    _cache_hold: list = field(default_factory=list)                # its hold on this run's scan pool, once attached
 
     def __post_init__(self) -> None:
         # The budgets are derived from the config once, here (frozen: set through object).
@@ -75,6 +77,22 @@ class ExecContext:
             limit = self.config.device_memory_limit or (
                 default_device_limit(self.device) if self.device.type == "cuda" else self.memory.limit)
             object.__setattr__(self, "device_memory", MemoryPool(limit, "device_memory_limit", "device"))
+        if self.column_cache is not None:
+            # The decoded-column cache is charged to the pool the scans' decoded columns live in.
+            pool = self.scan_pool
+            limit = self.config.column_cache_limit(self.device.type, pool.limit)
+            if limit > 0:
+                self._cache_hold.append(self.column_cache.attach(pool, limit))
+
+    @property
+    def scan_pool(self) -> MemoryPool:
+        """The budget scans' decoded columns are in: the device's on a GPU, the host's otherwise."""
+        return self.device_memory if self.device.type == "cuda" else self.memory
+
+    @property
+    def cache_on(self) -> bool:
+        """Whether this run's scans use the connection's column cache."""
+        return bool(self._cache_hold)
 
     def run(self, op) -> OperatorRun:
         """``op``'s run record (created on first use)."""
@@ -140,9 +158,12 @@ class ExecContext:
         return self._spill[0] if self._spill else None
 
     def close(self) -> None:
-        """Remove every spill file of the run (on success, error or interrupt)."""
+        """Remove every spill file of the run (on success, error or interrupt); the column cache
+        stops being charged to this run's budget."""
         if self._spill:
             self._spill[0].close()
+        while self._cache_hold:
+            self.column_cache.detach(self._cache_hold.pop())
 
 
 def chunk_nbytes(chunk) -> int:

@@ -74,6 +74,9 @@ class HashAggregateOp(Operator):
     #: such partial per argument, each over rows hash-partitioned by its argument, their pages
     #: merged by one ``final`` over the same aggregates.
     computed: frozenset | None = None
+    #: per key, its (lo, hi) from the scan's statistics or None (physical.key_ranges): grouping
+    #: then reads no range back from the device
+    key_ranges: tuple | None = None
     label = "HashAggregate"
 
     def __post_init__(self):
@@ -235,7 +238,7 @@ class HashAggregateOp(Operator):
             rows = torch.ones(n, dtype=torch.int64, device=dev)
             cols: dict[str, Column] = dict(zip(self.key_names, kcols))
         else:
-            ids, g = group_ids(kcols, n, dev, state=grouping)
+            ids, g = group_ids(kcols, n, dev, state=grouping, known=self.key_ranges)
             ids = ids.to(dev)
             rows = count_by(ids, g)
             cols = {}
@@ -293,7 +296,7 @@ class HashAggregateOp(Operator):
         """One row per group from rows of partial states (rows of one group merged)."""
         n = data.num_rows
         kcols = [data.columns[k] for k in self.key_names]
-        ids, g = group_ids(kcols, n, data.device)
+        ids, g = group_ids(kcols, n, data.device, known=self.key_ranges)
         ids = ids.to(data.device)
         cols: dict[str, Column] = {}
         if self.keys:

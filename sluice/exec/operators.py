@@ -132,7 +132,8 @@ class ScanOp(Operator):
                 progress=ctx.progress, buffer_bytes=buffer_bytes, reservation=res, policy=policy,
                 runtime=[ctx.runtime_filter(s) for s in spec.runtime_filters],
                 bound=ctx.minmax_bound(spec.bound) if spec.bound is not None else None,
-                decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory, host_pool=ctx.memory)
+                decode_pool=ctx.device_memory if ctx.device.type == "cuda" else ctx.memory, host_pool=ctx.memory,
+                column_cache=ctx.column_cache if ctx.cache_on else None)
         return r
 
     def start(self, ctx: ExecContext) -> None:

@@ -300,11 +300,14 @@ class MemoryPool:
         # Held by whoever must go past the budget to make progress at all (a decode that needs
         # more than is left for its smallest step): one at a time, the others wait.
         self.overdraft = threading.Lock()
+        # Holders of memory kept only because it was free (the connection's decoded-column
+        # cache): counted in ``used``, but given back before any reservation is refused.
+        self._evictable: list = []
 
     def under_pressure(self) -> bool:
         """Whether the pool has come near its budget, or the process near its resident cap (then
         freed memory goes back to the OS)."""
-        if self.peak >= TRIM_PRESSURE * self.limit:
+        if self.peak - self.evictable_bytes >= TRIM_PRESSURE * self.limit:
             return True
         room = self._resident_room()
         return room is not None and room < RESIDENT_PRESSURE_SHARE * self.cap
@@ -327,6 +330,34 @@ class MemoryPool:
                 by[r.owner] = by.get(r.owner, 0) + r.size
         return sorted(by.items(), key=lambda kv: -kv[1])[:top]
 
+    def add_evictable(self, holder) -> None:
+        """``holder`` keeps memory of this pool only while nobody else needs it: ``holder.size``
+        (bytes it holds here) and ``holder.evict(need) -> int`` (give back at least ``need``
+        bytes if it has them; the bytes given back). A reservation that does not fit has it
+        give back what is missing first, and :attr:`available` counts its bytes as free."""
+        with self._lock:
+            self._evictable.append(holder)
+
+    def remove_evictable(self, holder) -> None:
+        with self._lock:
+            if holder in self._evictable:
+                self._evictable.remove(holder)
+
+    @property
+    def evictable_bytes(self) -> int:
+        """Bytes the evictable holders hold in this pool (part of ``used``)."""
+        return sum(h.size for h in list(self._evictable))
+
+    def evict(self, need: int) -> int:
+        """Have the evictable holders give back ``need`` bytes (least recently used first, as
+        each holder orders its own); the bytes given back. Never called with the pool's lock held."""
+        freed = 0
+        for h in list(self._evictable):
+            if freed >= need:
+                break
+            freed += h.evict(need - freed)
+        return freed
+
     def register(self, spiller) -> None:
         """``spiller.spill_for(need) -> bool`` may be asked to free memory for others."""
         self._spillers.append(spiller)
@@ -348,7 +379,7 @@ class MemoryPool:
     def available(self) -> int:
         avail = self.limit - self.used
         room = self._resident_room()
-        return max(0, avail if room is None else min(avail, room))
+        return max(0, avail if room is None else min(avail, room)) + self.evictable_bytes
 
     def _resident_room(self) -> int | None:
         """Bytes the resident set has left under ``cap`` (None: no cap): read at most every
@@ -391,8 +422,18 @@ class MemoryPool:
             self._trimming.release()
         return True
 
-    def _grow(self, n: int, resident: bool = True) -> bool:
-        """Reserve ``n`` bytes if the budget -- and, with ``resident``, the resident cap -- allow."""
+    def _grow(self, n: int, resident: bool = True, evict: bool = True) -> bool:
+        """Reserve ``n`` bytes if the budget -- and, with ``resident``, the resident cap -- allow,
+        after the evictable holders gave back what is missing (unless ``evict`` is false: a
+        holder growing itself)."""
+        if self._add(n, resident):
+            return True
+        if not evict or not self._evictable:
+            return False
+        self.evict(max(self.used + n - self.limit, 0) or n)
+        return self._add(n, resident)
+
+    def _add(self, n: int, resident: bool) -> bool:
         if resident and self.cap is not None and (self.used + n > self.limit or not self._resident_allows(n)):
             return False  # (the budget first: a request it refuses anyway pays for no trim)
         with self._lock:
@@ -403,6 +444,8 @@ class MemoryPool:
             return True
 
     def _force(self, n: int) -> None:
+        if self._evictable and self.used + n > self.limit:  # bytes that exist: the cache makes room
+            self.evict(self.used + n - self.limit)
         with self._lock:
             self.used += n
             self.peak = max(self.peak, self.used)
@@ -429,11 +472,12 @@ class Reservation:
         self.size = 0
         self.peak = 0
 
-    def try_grow(self, n: int, resident: bool = True) -> bool:
-        """Grow by ``n`` bytes if they fit; False otherwise (the caller spills or waits)."""
+    def try_grow(self, n: int, resident: bool = True, evict: bool = True) -> bool:
+        """Grow by ``n`` bytes if they fit (evictable holders giving back what is missing, unless
+        ``evict`` is false); False otherwise (the caller spills or waits)."""
         if n <= 0:
             return True
-        if not self.pool._grow(n, resident):
+        if not self.pool._grow(n, resident, evict):
             return False
         self.size += n
         self.peak = max(self.peak, self.size)

@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor, lookup, positions, to_device, unify_dictionaries
+from sluice.errors import DataError
+from sluice.kernels.checks import fail_if
 from sluice.kernels.values import dictionary_rank, to_type
 from sluice.types import LType
 
@@ -100,10 +102,29 @@ def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     return float_order_key(v) if v.is_floating_point() else v
 
 
-def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
+#: What a key value outside the range its column's statistics gave means (``known`` ranges).
+OUTSIDE_STATISTICS = ("a GROUP BY key value lies outside its column's min/max statistics in the Parquet file "
+                      "(the file's statistics are wrong)")
+
+
+def _int_codes(v: torch.Tensor, known: tuple[int, int] | None = None,
+               valid: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
+    """Codes 0..k-1 of integer values ``v`` and k. With ``known`` (lo, hi) -- the key's range
+    from statistics, decided when lowering (:mod:`sluice.physical.key_ranges`) -- and a range
+    small enough to address directly, the codes are the values less lo and nothing is read
+    back from the device; each valid value is checked to lie in the range (a deferred check on
+    a GPU: a lying file fails the query, and the codes are clamped meanwhile so no kernel
+    indexes outside its table)."""
     n = v.numel()
     if n == 0:
         return v.to(torch.int64), 1
+    if known is not None and not v.is_floating_point():
+        lo_i, hi_i = known
+        rng = hi_i - lo_i + 1
+        if 0 < rng <= max(DIRECT_RANGE_FACTOR * n, DIRECT_RANGE_MIN):
+            codes = v.to(torch.int64) - lo_i
+            fail_if((codes < 0) | (codes >= rng), OUTSIDE_STATISTICS, valid, DataError)
+            return codes.clamp_(0, rng - 1), rng
     if v.is_floating_point():
         uniq, inv = torch.unique(float_order_key(v), return_inverse=True)
         return inv, int(uniq.numel())
@@ -116,9 +137,10 @@ def _int_codes(v: torch.Tensor) -> tuple[torch.Tensor, int]:
     return inv, int(uniq.numel())
 
 
-def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
+def column_codes(col: Column, n: int, known: tuple[int, int] | None = None) -> tuple[torch.Tensor, int]:
     """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls): int32
-    where they come so (a dictionary's codes), else int64."""
+    where they come so (a dictionary's codes), else int64. ``known``: the column's (lo, hi)
+    from statistics (see :func:`_int_codes`)."""
     col = col.expand(n)
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
@@ -126,7 +148,7 @@ def column_codes(col: Column, n: int) -> tuple[torch.Tensor, int]:
     elif col.type.kind == "bool":
         codes, k = col.data.to(torch.int32), 2
     else:
-        codes, k = _int_codes(col.data)
+        codes, k = _int_codes(col.data, known, col.valid)
     if col.valid is not None:
         codes = torch.where(col.valid, codes, torch.full_like(codes, k))
         k += 1
@@ -186,30 +208,34 @@ class GroupingState:
 
 
 def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
-              determining: bool = True, state: GroupingState | None = None) -> tuple[torch.Tensor, int]:
+              determining: bool = True, state: GroupingState | None = None,
+              known: tuple | None = None) -> tuple[torch.Tensor, int]:
     """Group id (0..g-1) of each of ``n`` rows, and g. With no key columns: one group, its
     ids a zero broadcast on ``device`` (no memory, nothing to copy to a GPU: a host tensor of
     n zeros crossed PCIe per chunk of every keyless aggregate). ``determining=False`` skips
     the determining-key shortcut where it cannot hold: (group, value) pairs of a DISTINCT
     aggregate, whose value varies within a group (ClickBench q05: 164 of 440 ms spent
-    finding that out)."""
+    finding that out). ``known``: per key column, its (lo, hi) from statistics or None (the
+    range is then not read back from the device: :func:`_int_codes`)."""
     if not cols:
         return torch.zeros(1, dtype=torch.int64, device=device).expand(n), 1
+    known = tuple(known) if known is not None else (None,) * len(cols)
     if determining and (state is None or state.shortcut) and len(cols) > 1 and \
             any(c.type.kind == "string" for c in cols):
-        got = _by_determining_key(cols, n)
+        got = _by_determining_key(cols, n, known)
         if got is not None:
             return got
         if state is not None:
             state.misses += 1
-    return _combined_ids(cols, n)
+    return _combined_ids(cols, n, known)
 
 
-def _combined_ids(cols: list[Column], n: int) -> tuple[torch.Tensor, int]:
+def _combined_ids(cols: list[Column], n: int, known: tuple | None = None) -> tuple[torch.Tensor, int]:
     """The groups of every combination of the ``cols``' codes."""
-    combined, card = column_codes(cols[0], n)
-    for c in cols[1:]:
-        codes, k = column_codes(c, n)
+    known = known or (None,) * len(cols)
+    combined, card = column_codes(cols[0], n, known[0])
+    for c, rng in zip(cols[1:], known[1:]):
+        codes, k = column_codes(c, n, rng)
         if card * k >= _LIMIT:
             combined, card = _densify(combined, card)
         # int32 while the combined codes fit: half the memory traffic.
@@ -223,7 +249,7 @@ _EXACT_KINDS = frozenset({"bool", "int8", "int16", "int32", "int64", "decimal", 
                           "interval"})
 
 
-def _by_determining_key(cols: list[Column], n: int) -> tuple[torch.Tensor, int] | None:
+def _by_determining_key(cols: list[Column], n: int, known: tuple | None = None) -> tuple[torch.Tensor, int] | None:
     """The groups of one integer-like key column, when every other key is constant within
     each of them (TPC-H Q10 groups by c_custkey and six customer and nation columns, Q18 by
     o_orderkey and four more): the string keys are then never hashed. Tried where a string key
@@ -234,9 +260,10 @@ def _by_determining_key(cols: list[Column], n: int) -> tuple[torch.Tensor, int] 
     dictionary lead (TPC-DS q04/q11/q74 group by a customer's id, five more of its strings
     and a year: the id and the year decide the rest), the other strings checked as before."""
     best = None
+    known = known or (None,) * len(cols)
     exact = [i for i, c in enumerate(cols) if c.type.kind in _EXACT_KINDS and c.wide is None]
     for i in exact:
-        ids, g = _densify(*column_codes(cols[i], n))
+        ids, g = _densify(*column_codes(cols[i], n, known[i]))
         if best is None or g > best[1]:
             best = (ids, g, {i})
     if best is not None and _others_constant(cols, n, *best):
@@ -245,7 +272,7 @@ def _by_determining_key(cols: list[Column], n: int) -> tuple[torch.Tensor, int] 
     if not strings or len(exact) + 1 >= len(cols):
         return None
     widest = max(strings, key=lambda i: len(cols[i].dictionary))
-    ids, g = _combined_ids([cols[widest]] + [cols[i] for i in exact], n)
+    ids, g = _combined_ids([cols[widest]] + [cols[i] for i in exact], n, (None,) + tuple(known[i] for i in exact))
     if _others_constant(cols, n, ids, g, {widest, *exact}):
         return ids, g
     return None

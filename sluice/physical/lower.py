@@ -27,6 +27,7 @@ from sluice.devices import resolve_device
 from sluice.errors import SluiceError, UnsupportedError, internal_error
 from sluice.expr.nodes import Col
 from sluice.exec.hash_aggregate import HashAggregateOp
+from sluice.physical.key_ranges import key_ranges
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp,
                                    UnionOp)
@@ -259,8 +260,9 @@ def _(plan: Aggregate, state):
         if answered is not None:
             return answered
     child = lower(plan.child, state)
+    ranges = key_ranges(plan) if plan.keys else None  # the keys' ranges from statistics, where known
     if child.distribution == SINGLE:
-        return _estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs)), plan)
+        return _estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, key_ranges=ranges)), plan)
     names = tuple(Col(n, e.type) for n, e in plan.keys)
     if any(a.distinct for _, a in plan.aggs):  # each group's rows on one rank, one phase
         if plan.keys:
@@ -268,7 +270,8 @@ def _(plan: Aggregate, state):
             moved = exchange(child, keys, tuple(e.type for e in keys), state)
             return _dist(_estimated(HashAggregateOp(moved, plan.keys, plan.aggs), plan), hashed(names))
         return _distinct_global(plan, child, state)
-    partial = _dist(_estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, "partial")), plan), ANY)
+    partial = _dist(_estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, "partial", key_ranges=ranges)),
+                               plan), ANY)
     final_keys = tuple((n, Col(n, e.type)) for n, e in plan.keys)
     if plan.keys:
         moved = exchange(partial, names, tuple(e.type for e in names), state)

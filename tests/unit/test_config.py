@@ -34,7 +34,7 @@ def test_area_environment_and_dotted_settings():
     ({"SLUICE__SCAN": "5"}, {}, "names no settings area"),
     ({"SLUICE__SCAN__CHUNK_ROWS": "5", "SLUICE_CHUNK_ROWS": "6"}, {}, "two values"),
     ({}, {"memory.chunk_rows": 5}, "area scan, not memory"),
-    ({}, {"scan.chunk_rows": 0}, "chunk_rows must be at least 1"),
+    ({}, {"scan.chunk_rows": -1}, "chunk_rows must be at least 1"),
     ({}, {"scan.chunk_rows": 5, "chunk_rows": 7}, "scan.chunk_rows and chunk_rows give chunk_rows two values"),
 ])
 def test_bad_area_settings(environ, settings, expect):
@@ -63,7 +63,7 @@ def test_sizes_parse():
     assert c.host_memory_limit == 2 << 30 and c.device_memory_limit == 512 << 20
 
 
-@pytest.mark.parametrize("key,value", [("chunk_rows", 0), ("threads", -1), ("device", "gpu"),
+@pytest.mark.parametrize("key,value", [("chunk_rows", -1), ("threads", -1), ("device", "gpu"),
                                        ("host_memory_limit", "1kb"), ("io_threads", -1), ("nope", 1),
                                        ("scan_mode", "fast"), ("recursion_limit", 0), ("exchange_wire", "nccl")])
 def test_bad_values(key, value):
@@ -158,3 +158,16 @@ def test_scan_buffer_sized_to_the_io_threads(tpch_dir):
                           scan_buffer_bytes="64MiB").config.read_ahead_bytes == 64 << 20
     with pytest.raises(ConfigError, match="at least 1MiB"):
         Config(scan_buffer_bytes=1000)
+
+
+def test_chunk_rows_sized_to_the_device():
+    """0 (default): 1 Mi rows on a CPU, 8 Mi on a GPU (issue 50: chunks sized for a GPU); the
+    read-ahead buffer and the merge target follow."""
+    from sluice.config import DEFAULT_CHUNK_ROWS, GPU_CHUNK_ROWS, auto_scan_buffer
+    assert Config(device="cpu").chunk_rows == DEFAULT_CHUNK_ROWS == 1 << 20
+    assert Config(device="cuda").chunk_rows == Config(device="cuda:1").chunk_rows == GPU_CHUNK_ROWS == 8 << 20
+    assert Config(device="cuda", chunk_rows=5000).chunk_rows == 5000
+    assert Config(device="cpu", io_threads=2).read_ahead_bytes == auto_scan_buffer(2) == 256 << 20
+    assert Config(device="cuda", io_threads=8).read_ahead_bytes == 8 * (1 << 30)  # 128 MiB a thread per Mi rows
+    assert Config(device="cuda").coalesce_target("cuda") == 0  # tasks are as large as merged chunks were
+    assert Config(device="cuda", chunk_rows=1 << 20).coalesce_target("cuda") == 8 << 20

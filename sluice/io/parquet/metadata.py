@@ -22,12 +22,12 @@ from sluice.types import LType, from_arrow
 
 
 class MetadataCache:
-    """Footers per file, keyed by (path, size, mtime) so a rewritten file is re-read."""
+    """Footers per file, keyed by (path, size, mtime, inode, ctime) so a rewritten file is re-read."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple[int, int], pq.FileMetaData]] = {}
+        self._files: dict[str, tuple[tuple[int, ...], pq.FileMetaData]] = {}
         # per (decimals, plain strings): path -> ((size, mtime), integer_metadata)
-        self._rewritten: dict[tuple[bool, bool], dict[str, tuple[tuple[int, int], object]]] = {}
+        self._rewritten: dict[tuple[bool, bool], dict[str, tuple[tuple[int, ...], object]]] = {}
         self._lock = threading.Lock()
         self._computing: dict[tuple[int, str], threading.Lock] = {}  # one computation per entry at once
         self.hits = 0
@@ -55,7 +55,9 @@ class MetadataCache:
             st = os.stat(path)
         except OSError as e:
             raise DataError(f"cannot open {path}: {e.strerror}") from None
-        key = (st.st_size, st.st_mtime_ns)
+        # The status-change time and inode too: a file rewritten with the same size and its
+        # modification time put back is another version (ctime cannot be set).
+        key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
         with self._lock:
             hit = store.get(path)
             if hit is not None and hit[0] == key:

@@ -28,6 +28,7 @@ from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.kernels.buffers import positions
 from sluice.config import Config
 from sluice.errors import DataError
+from sluice.io.parquet.cached_decode import CachedDecoder
 from sluice.io.parquet.decoders import DecodeContext, make_decoder, partition_column
 from sluice.catalog import RowGroup
 from sluice.io.parquet.metadata import MetadataCache
@@ -99,7 +100,7 @@ class ScanReader:
                  device: torch.device, recorder: Recorder | None = None, stats: ScanStats | None = None,
                  progress: Callable[[int], None] | None = None, buffer_bytes: int | None = None,
                  reservation=None, policy=None, runtime: list | None = None, decode_pool=None, host_pool=None,
-                 bound=None) -> None:
+                 bound=None, column_cache=None) -> None:
         # ``spec``: the ScanSpec lowering made (sluice.physical.scan); ``reads``: its read
         # tasks, or those cut to this run's read-ahead budget.
         self.spec = spec
@@ -143,9 +144,11 @@ class ScanReader:
         self.started = False
         self._since_trim = 0
         self._applied: dict[int, set] = {}  # slice -> ids of the runtime filters its load applied
-        self.decoder = make_decoder(spec.decoder, DecodeContext(
-            table, device, config, cache, self.stats, self._record, host_pool, decode_pool,
-            busy=lambda: self.in_flight >= config.io_threads))
+        dctx = DecodeContext(table, device, config, cache, self.stats, self._record, host_pool, decode_pool,
+                             busy=lambda: self.in_flight >= config.io_threads)
+        self.decoder = make_decoder(spec.decoder, dctx)
+        if column_cache is not None:  # the connection's decoded columns, served before decoding
+            self.decoder = CachedDecoder(self.decoder, column_cache, dctx)
 
     # ------------------------------------------------------------------ stages
 
