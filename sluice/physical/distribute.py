@@ -135,4 +135,20 @@ def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, stat
     if small and not emits_build:
         return probe, broadcast(build), probe.distribution
     types = tuple(_key_type(p.type, b.type) for p, b in zip(c.probe_keys, c.build_keys))
-    return exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state), ANY
+    return exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state), \
+        partitioned_output(c)
+
+
+def partitioned_output(c: JoinChoice):
+    """How a join over inputs hashed on its keys leaves its rows: each row on the rank its
+    key's value hashed to, where the key column holds that value in every output row -- the
+    probe keys when only probe rows come out (matched, or null-extended on their own rank), the
+    build keys when only build rows or matched rows do (the build side's unmatched rows stay on
+    their rank); a FULL join's unmatched rows carry NULL in one key or the other, on any rank.
+    An aggregation grouping by these keys then finds each group on one rank
+    (:func:`sluice.physical.lower.grouped_in_place`)."""
+    if c.mode in (JoinMode.INNER, JoinMode.PROBE_OUTER, JoinMode.SEMI, JoinMode.ANTI):
+        return hashed(c.probe_keys)
+    if c.mode in (JoinMode.BUILD_OUTER, JoinMode.BUILD_SEMI, JoinMode.BUILD_ANTI):
+        return hashed(c.build_keys)
+    return ANY

@@ -264,6 +264,9 @@ def _(plan: Aggregate, state):
     if child.distribution == SINGLE:
         return _estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs, key_ranges=ranges)), plan)
     names = tuple(Col(n, e.type) for n, e in plan.keys)
+    placed_keys = grouped_in_place(plan, child)
+    if placed_keys is not None:  # every group's rows already on one rank: one phase, nothing moves
+        return _dist(_estimated(_bounded(HashAggregateOp(child, plan.keys, plan.aggs)), plan), hashed(placed_keys))
     if any(a.distinct for _, a in plan.aggs):  # each group's rows on one rank, one phase
         if plan.keys:
             keys = tuple(e for _, e in plan.keys)
@@ -277,6 +280,18 @@ def _(plan: Aggregate, state):
         moved = exchange(partial, names, tuple(e.type for e in names), state)
         return _dist(_estimated(HashAggregateOp(moved, final_keys, plan.aggs, "final"), plan), hashed(names))
     return _estimated(HashAggregateOp(gather(partial, state), final_keys, plan.aggs, "final"), plan)
+
+
+def grouped_in_place(plan: Aggregate, child: Operator) -> tuple | None:
+    """The output columns the input is hashed on, when the input is hashed on some of the
+    grouping keys (a join on them just hashed it so): rows of one group then share those keys'
+    values, so they are on one rank already. None otherwise."""
+    if child.distribution.kind != "hash" or not plan.keys:
+        return None
+    by_expr = {str(e): Col(n, e.type) for n, e in plan.keys}
+    if not all(str(k) in by_expr for k in child.distribution.keys):
+        return None
+    return tuple(by_expr[str(k)] for k in child.distribution.keys)
 
 
 def _distinct_global(plan: Aggregate, child: Operator, state: LoweringState) -> Operator:
