@@ -16,6 +16,8 @@ pages are read there, :mod:`dict_strings`); string pages not dictionary-encoded 
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import zlib
 
 import numpy as np
@@ -25,11 +27,10 @@ import torch
 from sluice.arrow import widen_timestamps
 from sluice.chunk import Column, concat_columns, empty_column
 from sluice.io.parquet.decode import dict_strings
-from sluice.io.parquet.decode.column import CODECS, NotDecodable, Skipped, _decompress, transient_bytes
+from sluice.io.parquet.decode.column import PAD, CODECS, NotDecodable, Skipped, _decompress, transient_bytes
 from sluice.io.parquet.decode.page_index import DICT_PAGE, ENCODING_CODE, V1, V2, PageIndex, read_index
 from sluice.kernels.buffers import to_device
 
-PAD = 16
 PLAIN, RLE, DELTA, BSS = (ENCODING_CODE[e] for e in ("PLAIN", "RLE", "DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"))
 DICTS = (ENCODING_CODE["PLAIN_DICTIONARY"], ENCODING_CODE["RLE_DICTIONARY"])
 NAMES = {code: name for name, code in ENCODING_CODE.items()}
@@ -51,6 +52,11 @@ class Descriptors:
 def _kernels():
     from sluice.io.parquet.decode.kernels import delta, hybrid, levels, plain, scatter, split
     return levels, hybrid, plain, split, delta, scatter
+
+
+#: Triton's interpreter patches triton.language for the length of each launch: launches from two
+#: I/O threads at once break each other, so there they take turns (on CUDA they never wait here).
+_INTERPRETER = threading.Lock()
 
 
 class KernelPages:
@@ -155,19 +161,32 @@ class KernelPages:
         if buf is None:
             cuda = device.type == "cuda"
             host = torch.zeros(lay.size + PAD, dtype=torch.uint8, pin_memory=cuda)
-            _decompress_on_host(lay.parts, memoryview(host.numpy()))
+            decompress_on_host(lay, memoryview(host.numpy()))
             buf = host.to(device, non_blocking=True) if cuda else host
         return _launch(buf, lay, spec, device, errs)
 
 
 class _Layout:
-    """A batch's pages: where each lies decompressed, the parts to decompress, the descriptors."""
+    """A batch's pages: where each lies decompressed (known from the headers alone, before
+    anything is decompressed, so nvCOMP can write every page straight to its place in one
+    batch), the parts to decompress, and the descriptors of the data and dictionary pages."""
 
     def __init__(self):
-        self.parts: list = []
+        self.parts: list = []   # (bytes as stored, codec or None: copied as is, size once decompressed)
         self.size = 0
-        self.unverified = 0
+        self.unverified = 0     # compressed parts of pages without a page CRC (see :func:`_verified`)
         self.N = 0
+        self.desc = np.zeros((8, 0), np.int64)
+        self.enc = np.zeros(0, np.int16)
+
+    def add(self, raw, codec: str | None, size: int, verified: bool = False) -> int:
+        """Append a part; returns where it lies."""
+        at = self.size
+        self.parts.append((raw, codec, size))
+        if codec is not None and codec != "UNCOMPRESSED" and not verified:
+            self.unverified += 1
+        self.size += size
+        return at
 
 
 def _layout(pages: KernelPages, chunks: list[int]) -> _Layout:
@@ -224,7 +243,11 @@ def _layout(pages: KernelPages, chunks: list[int]) -> _Layout:
 
 
 def _verified(crc: int, raw) -> bool:
-    """As :func:`~sluice.io.parquet.decode.column._verified`: a page with a CRC must match it."""
+    """Whether the page's body as stored is known intact: its header carries a CRC-32 (Parquet's
+    optional page checksum, over the body as stored) and the bytes match it. A mismatch is a
+    corrupt page. nvCOMP's decoders trust their input (a garbled Snappy or Zstd stream made an
+    H200 fault with an illegal address, or decode to other bytes without an error), so only
+    verified pages go to the device unless ``device_decompress_unverified=true``."""
     if crc < 0:
         return False
     if zlib.crc32(raw) != crc:
@@ -232,9 +255,11 @@ def _verified(crc: int, raw) -> bool:
     return True
 
 
-def _decompress_on_host(parts, out: memoryview) -> None:
+def decompress_on_host(lay: _Layout, out: memoryview) -> None:
+    """Every part decompressed with pyarrow's codecs into ``out``, back to back as the layout
+    places them (one copy of each page, straight into the buffer that crosses to the device)."""
     at = 0
-    for raw, codec, size in parts:
+    for raw, codec, size in lay.parts:
         body = _decompress(raw, codec, size) if codec is not None else raw
         if len(body) != size:
             raise ValueError(f"a page decompressed to {len(body)} bytes, its header says {size}")
@@ -253,7 +278,7 @@ def _check_encodings(enc: np.ndarray, spec) -> None:
     ok = {"PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY"}
     if spec.physical in ("INT32", "INT64"):
         ok |= {"DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"}
-    elif spec.physical in ("FLOAT", "DOUBLE"):
+    elif spec.physical in ("FLOAT", "DOUBLE", "FIXED_LEN_BYTE_ARRAY"):
         ok |= {"BYTE_STREAM_SPLIT"}
     elif spec.physical == "BOOLEAN":
         ok |= {"RLE"}
@@ -275,6 +300,13 @@ def _dev(a: np.ndarray, device) -> torch.Tensor:
 
 
 def _launch(buf: torch.Tensor, lay: _Layout, spec, device, errs: list) -> Column:
+    """Every kernel of one batch of a column (see the module's docstring), in launch order."""
+    from sluice.io.parquet.decode.kernels import interpreted
+    with _INTERPRETER if interpreted() else contextlib.nullcontext():
+        return _launch_all(buf, lay, spec, device, errs)
+
+
+def _launch_all(buf: torch.Tensor, lay: _Layout, spec, device, errs: list) -> Column:
     levels_k, hybrid, plain, split, delta, scatter = _kernels()
     N = lay.N
     has_def = spec.max_def > 0
@@ -289,6 +321,8 @@ def _launch(buf: torch.Tensor, lay: _Layout, spec, device, errs: list) -> Column
     base = size = dvals = dictionary = None
     if (np.isin(lay.enc, DICTS)).any():
         d = lay.dicts
+        if not string and ((d[2] if spec.physical == "BOOLEAN" else d[2] * w * 8) > (d[1] - d[0]) * 8).any():
+            raise ValueError("corrupt page: a dictionary page cannot hold the values its header says")
         counts = np.zeros(lay.nchunks, np.int64)
         counts[d[3]] = d[2]
         firsts = np.cumsum(counts) - counts
@@ -331,7 +365,7 @@ def _launch(buf: torch.Tensor, lay: _Layout, spec, device, errs: list) -> Column
             plain.decode(buf, g, vstart, counts, compact, e[2], w if spec.physical != "BOOLEAN" else 1,
                          big_endian=spec.physical == "FIXED_LEN_BYTE_ARRAY", bits=spec.physical == "BOOLEAN")
         elif code == BSS:
-            split.decode(buf, g, vstart, counts, compact, e[2], w)
+            split.decode(buf, g, vstart, counts, compact, e[2], w, big_endian=spec.physical == "FIXED_LEN_BYTE_ARRAY")
         elif code == DELTA:
             delta.decode(buf, g, vstart, counts, compact, e[2])
         elif code == RLE:  # booleans: a 4-byte length, then a hybrid stream of width 1
@@ -379,3 +413,29 @@ def check(errs: list[torch.Tensor]) -> None:
     code = int(torch.cat([e.reshape(-1) for e in errs]).max())
     if code:
         raise ValueError(f"corrupt page: {ERRORS.get(code, f'error {code}')}")
+
+
+def check_columns(errs: dict[str, list[torch.Tensor]]) -> tuple[str, str] | None:
+    """(column, what is wrong) for the first column whose pages the kernels found corrupt, or
+    None: every column's error codes read in one copy (one wait for the device per task)."""
+    from sluice.io.parquet.decode.kernels import ERRORS
+    names = [c for c in errs if errs[c]]
+    if not names:
+        return None
+    worst = torch.stack([torch.cat([e.reshape(-1) for e in errs[c]]).max() for c in names]).tolist()
+    for c, code in zip(names, worst):
+        if code:
+            return c, f"corrupt page: {ERRORS.get(code, f'error {code}')}"
+    return None
+
+
+def decode_column(chunks: list[tuple], spec, device: torch.device, budget: int | None = None,
+                  keep: np.ndarray | None = None) -> Column:
+    """The column chunks ``chunks`` ((bytes as stored, codec[, value count the footer gives])
+    per row group, in order) decoded, checked (with ``keep``: only those rows)."""
+    pages = KernelPages(chunks, spec)
+    if keep is not None:
+        pages.select(keep)
+    col, errs = pages.decode(device, budget)
+    check(errs)
+    return col

@@ -17,19 +17,14 @@ _MAX = 1 << 31
 
 @triton.jit
 def _varint(buf, pos, end):
-    """(value, bytes, whether it ended inside ``end`` within 10 bytes) of the ULEB128 at pos."""
-    v = tl.zeros((), tl.int64)
-    ln = tl.zeros((), tl.int64)
-    going = pos >= 0
-    for k in tl.static_range(0, 10):
-        ok = going & (pos + k < end)
-        b = tl.load(buf + pos + k, mask=ok, other=0).to(tl.int64)
-        v |= tl.where(ok, (b & 127) << (7 * k), 0)
-        ln += tl.where(ok, 1, 0)
-        going = ok & (b >= 128)
-    # a varint that reached ``end`` still going, or that never started, is corrupt
-    done = (ln > 0) & ~going
-    return v, ln, done
+    """(value, bytes, whether it ended inside ``end`` within 10 bytes) of the ULEB128 at pos,
+    its bytes read as one vector."""
+    ar = tl.arange(0, 16)
+    ok = (ar < 10) & (pos + ar < end)
+    b = tl.load(buf + pos + ar, mask=ok, other=0).to(tl.int64)
+    stop = tl.min(tl.where((b >= 128) | ~ok, 16, ar), 0)
+    v = tl.sum(tl.where(ar <= stop, (b & 127) << (7 * ar), 0), 0)
+    return v, stop + 1, stop < 10
 
 
 @triton.jit

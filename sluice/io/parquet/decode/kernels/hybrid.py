@@ -18,7 +18,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-BLOCK = 256
+BLOCK = 512
 
 LEVELS, CODES, GATHER = 0, 1, 2
 
@@ -50,57 +50,51 @@ def _hybrid(buf, start_p, end_p, count_p, off_p, chunk_p, base_p, size_p, dict_p
     wmask = (tl.full((), 1, tl.int64) << w) - 1
     total = tl.zeros((), tl.int64)
     i = tl.zeros((), tl.int64)
+    ar8 = tl.arange(0, 8)
     while (i < count) & (pos < end) & (err == 0):
-        # the run header: a varint of up to 5 bytes
-        b = tl.load(buf + pos).to(tl.int64)
-        h = b & 127
-        hl = tl.full((), 1, tl.int64)
-        going = b >= 128
-        for k in tl.static_range(1, 5):
-            ok = going & (pos + k < end)
-            bk = tl.load(buf + pos + k, mask=ok, other=0).to(tl.int64)
-            h |= tl.where(ok, (bk & 127) << (7 * k), 0)
-            hl += tl.where(ok, 1, 0)
-            going = ok & (bk >= 128)
-        err = tl.where(going, 2, err)
+        # the run header: a varint of up to 5 bytes, read as one vector of 8
+        hb = tl.load(buf + pos + ar8, mask=(ar8 < 5) & (pos + ar8 < end), other=0).to(tl.int64)
+        stop = tl.min(tl.where((hb >= 128) | (ar8 >= 5) | (pos + ar8 >= end), 8, ar8), 0)
+        h = tl.sum(tl.where(ar8 <= stop, (hb & 127) << (7 * ar8), 0), 0)
+        hl = stop + 1
+        err = tl.where(stop >= 5, 2, err)
         n = h >> 1
         packed = (h & 1) == 1
         body = pos + hl
         nvals = tl.where(packed, n * 8, n)
         take = tl.minimum(nvals, count - i)
-        rv = tl.zeros((), tl.int64)
-        if not packed:
-            err = tl.where(body + vb > end, 2, err)
-            for k in tl.static_range(0, 4):
-                ok = (k < vb) & (body + k < end)
-                rv |= tl.load(buf + body + k, mask=ok, other=0).to(tl.int64) << (8 * k)
-            err = tl.where((rv >> w) != 0, 4, err)
+        # an RLE run's value: ceil(width / 8) bytes
+        rb = tl.load(buf + body + ar8, mask=(ar8 < vb) & (body + ar8 < end), other=0).to(tl.int64)
+        rv = tl.sum(rb << (8 * ar8), 0)
+        bad_rle = ~packed & ((body + vb > end) | ((rv >> w) != 0))
+        err = tl.where(bad_rle, tl.where(body + vb > end, 2, 4), err)
         j = tl.zeros((), tl.int64)
         while j < take:
             k = j + lanes
             m = k < take
             bit = body * 8 + k * w
-            byte = bit >> 3
-            word = tl.zeros((BLOCK,), tl.int64)
-            for q in tl.static_range(0, 5):
-                word |= tl.load(buf + byte + q, mask=m & (byte + q < end), other=0).to(tl.int64) << (8 * q)
+            byte = (bit >> 3)[:, None] + ar8[None, :]
+            raw = tl.load(buf + byte, mask=m[:, None] & packed & (byte < end) & (ar8[None, :] < 5), other=0)
+            word = tl.sum(raw.to(tl.int64) << (8 * ar8)[None, :], 1)
             pv = (word >> (bit & 7)) & wmask
-            bad = m & (((bit + w + 7) >> 3) > end)
             v = tl.where(packed, pv, rv)
-            err = tl.where(packed & (tl.max(bad.to(tl.int32), 0) > 0), 2, err)
+            bad = m & packed & (((bit + w + 7) >> 3) > end)
+            if MODE == 0:
+                bad_v = m & (v >= size)
+            else:
+                bad_v = m & (v >= size)
+            flags = tl.max(tl.where(bad, 2, 0) + tl.where(bad_v, 16, 0), 0)
+            err = tl.where((err == 0) & (flags >= 16), 13 if MODE == 0 else 5, err)
+            err = tl.where((err == 0) & ((flags & 2) != 0), 2, err)
             dst = off + i + k
             if MODE == 0:
-                err = tl.where(tl.max((m & (v >= size)).to(tl.int32), 0) > 0, 13, err)
                 tl.store(out_p + dst, v.to(out_p.dtype.element_ty), mask=m)
                 total += tl.sum(tl.where(m, v, 0), 0)
+            elif MODE == 1:
+                tl.store(out_p + dst, (v + base).to(out_p.dtype.element_ty), mask=m)
             else:
-                err = tl.where(tl.max((m & (v >= size)).to(tl.int32), 0) > 0, 5, err)
-                okv = m & (v < size)
-                if MODE == 1:
-                    tl.store(out_p + dst, (v + base).to(out_p.dtype.element_ty), mask=m)
-                else:
-                    got = tl.load(dict_p + base + v, mask=okv, other=0)
-                    tl.store(out_p + dst, got, mask=m)
+                got = tl.load(dict_p + base + v, mask=m & (v < size), other=0)
+                tl.store(out_p + dst, got, mask=m)
             j += BLOCK
         i += take
         pos = tl.where(packed, body + n * w, body + vb)
