@@ -85,6 +85,7 @@ def kernel_seconds(path: Path, device: torch.device) -> tuple[float, int]:
     for c, spec in specs.items():
         try:
             pages = KernelPages(chunks[c], spec)
+            pages.check_encodings()
         except NotDecodable:
             continue
         lay = _layout(pages, list(range(len(pages.idx))))

@@ -73,8 +73,6 @@ class KernelPages:
         self.keep: np.ndarray | None = None
         self.covered: np.ndarray | None = None
         self.skipped = Skipped()
-        enc = np.unique(np.concatenate([ix.encoding[ix.data] for ix in self.idx] or [np.zeros(0, np.int16)]))
-        _check_encodings(enc, spec)
 
     def select(self, keep: np.ndarray) -> KernelPages:
         """Keep only the rows ``keep`` (a host mask over the chunks' rows): data pages holding
@@ -124,10 +122,17 @@ class KernelPages:
             want |= ix.kind == DICT_PAGE
         return want
 
+    def check_encodings(self) -> None:
+        """NotDecodable where a data page's encoding is one the kernels lack for this column."""
+        enc = np.unique(np.concatenate([ix.encoding[ix.data] for ix in self.idx] or [np.zeros(0, np.int16)]))
+        _check_encodings(enc, self.spec)
+
     def decode(self, device: torch.device, budget: int | None = None, on_device=None
                ) -> tuple[Column, list[torch.Tensor]]:
         """The column (its kept rows after :meth:`select`) and the error codes to :func:`check`;
-        in batches of whole chunks whose decoding holds at most ``budget`` bytes."""
+        in batches of whole chunks whose decoding holds at most ``budget`` bytes. An encoding the
+        kernels lack is NotDecodable here, before anything is decompressed or launched."""
+        self.check_encodings()
         C = len(self.idx)
         batches, cur, cost = [], [], 0
         for c in range(C):
