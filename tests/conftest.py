@@ -65,16 +65,25 @@ SMALL_SF = 0.002
 
 
 def _small(data_root: Path) -> Path:
+    """Made once, in a folder of its own renamed into place (test workers may race to it)."""
+    import shutil
+    import tempfile
+
     import pyarrow.parquet as pq
     root = data_root / f"tpch-sf{SMALL_SF:g}-small-pages"
-    if not (root / "ssb" / "lineorder.parquet").exists():
-        raw = data_root / f"tpch-sf{SMALL_SF:g}-raw"
-        generate_tpch(SMALL_SF, raw)
-        (root / "tpch").mkdir(parents=True, exist_ok=True)
-        for f in raw.glob("*.parquet"):
-            pq.write_table(pq.read_table(f), root / "tpch" / f.name, row_group_size=1000, data_page_size=4096,
+    if not root.exists():
+        work = Path(tempfile.mkdtemp(dir=data_root, prefix=".small-"))
+        generate_tpch(SMALL_SF, work / "raw")
+        (work / "tpch").mkdir()
+        for f in (work / "raw").glob("*.parquet"):
+            pq.write_table(pq.read_table(f), work / "tpch" / f.name, row_group_size=1000, data_page_size=4096,
                            compression="snappy")
-        derive_ssb(root / "tpch", root / "ssb")
+        derive_ssb(work / "tpch", work / "ssb")
+        shutil.rmtree(work / "raw")
+        try:
+            work.rename(root)
+        except OSError:  # another worker's is in place
+            shutil.rmtree(work, ignore_errors=True)
     return root
 
 
