@@ -73,7 +73,7 @@ def with_torch(path: str, md, row_groups: list[int], specs: dict, device: torch.
 
 
 def measure(path: str | Path, device: torch.device, runs: int = 2) -> dict[str, float]:
-    """{"arrow": bytes/s, "device": bytes/s} over the columns the torch decoder can decode."""
+    """{"arrow": bytes/s, "device": bytes/s} over the columns the device decoder can decode."""
     path = str(path)
     f = pq.ParquetFile(path)
     md = f.metadata

@@ -431,7 +431,7 @@ def _copy_runs(dst: torch.Tensor, src: torch.Tensor, runs: list[tuple[int, int, 
 
 
 class OnDevice:
-    """One scan's device decompression for the torch decoder: every page of a read task through
+    """One scan's device decompression for the device decoder: every page of a read task through
     :func:`decompress` (nvCOMP), or, where it raises :class:`NotOnDevice` (a codec nvCOMP lacks),
     back to the host's codecs -- counted per reason for ``--analyze``, or an error with
     ``strict`` (``strict_device=true``). ``enabled`` false (nvCOMP not installed, or
