@@ -1,19 +1,25 @@
-"""Decode benchmark: pyarrow vs sluice's torch decoder, per encoding and codec, side by side.
+"""Decode benchmark: pyarrow vs sluice's device decoder (the Triton page kernels), per encoding
+and codec, side by side.
 
     python bench/decode.py --data DIR/lineitem.parquet [--device cpu|cuda] [--rows N] [--runs 3]
+                           [--kernel-only]
 
 The table's columns are rewritten once per (encoding scheme, codec) into a temporary folder;
-for each file, best-of-runs time to decode every column of every row group with pyarrow (then
-to sluice columns on the host, as ``decoder=arrow`` does) and with the torch decoder on
-``--device`` (``decoder=device``), the decoded GB/s of each, their ratio, and the compressed
-bytes per second the device path takes in (on a GPU with nvCOMP: what crosses PCIe, the pages
-decompressing there; ``--host-decompress`` decompresses them on the host first, to compare).
-Every decoded column is checked equal to pyarrow's.
+for each file, best-of-runs time to decode every column of every row group with pyarrow on all
+host threads (then to sluice columns on the host, as ``decoder=arrow`` does) and with the page
+kernels on ``--device`` (``decoder=device``), the decoded GB/s of each, their ratio, and the
+compressed bytes per second the device path takes in (on a GPU with nvCOMP: what crosses PCIe,
+the pages decompressing there; ``--host-decompress`` decompresses them on the host first, to
+compare). ``--kernel-only`` adds the kernels' own time: the pages already decompressed on the
+device, only the launches timed (CUDA events on a GPU; the host clock elsewhere), and their
+decoded GB/s. Every decoded column is checked equal to pyarrow's. On a CPU the kernels run in
+Triton's interpreter (``TRITON_INTERPRET=1``): a check that the path runs, not a speed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -21,10 +27,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
+if not torch.cuda.is_available():  # the kernels in Triton's interpreter (set before triton loads)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from sluice.io.parquet.decode.column import NotDecodable  # noqa: E402
+from sluice.io.parquet.decode.kernel_column import KernelPages, _launch, _layout, check, decompress_on_host  # noqa: E402
 from sluice.io.parquet.decode_rates import device_decompression, specs_of, with_arrow, with_torch  # noqa: E402
+from sluice.io.parquet.fetch import fetch_chunks  # noqa: E402
 from sluice.io.pinned import columns_nbytes  # noqa: E402
 
 SCHEMES = {
@@ -53,13 +66,56 @@ def write(table, path: Path, scheme: str, codec: str) -> None:
                    write_page_checksum=True, **kw)
 
 
-def decode_arrow(path: Path):
+def decode_arrow(path: Path, columns=None):
     f = pq.ParquetFile(path)
-    return with_arrow(f, list(range(f.metadata.num_row_groups)), specs_of(f.metadata, f.schema_arrow))
+    specs = specs_of(f.metadata, f.schema_arrow)
+    if columns is not None:  # the same columns as the device decoder's (strings not dictionary-coded: not)
+        specs = {c: specs[c] for c in columns}
+    return with_arrow(f, list(range(f.metadata.num_row_groups)), specs)
+
+
+def kernel_seconds(path: Path, device: torch.device) -> tuple[float, int]:
+    """The page kernels alone over every column they decode: the pages decompressed and on the
+    device first (not timed), then every launch of every column timed, with CUDA events on a
+    GPU; returns (seconds, decoded bytes)."""
+    md = pq.read_metadata(path)
+    specs = specs_of(md, md.schema.to_arrow_schema())
+    chunks, _ = fetch_chunks(str(path), md, list(range(md.num_row_groups)), list(specs))
+    ready = []
+    for c, spec in specs.items():
+        try:
+            pages = KernelPages(chunks[c], spec)
+            pages.check_encodings()
+        except NotDecodable:
+            continue
+        lay = _layout(pages, list(range(len(pages.idx))))
+        if lay.N == 0:
+            continue
+        host = torch.zeros(lay.size + 16, dtype=torch.uint8)
+        decompress_on_host(lay, memoryview(host.numpy()))
+        ready.append((host.to(device), lay, spec))
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+    t0 = time.perf_counter()
+    errs, nbytes = [], 0
+    for buf, lay, spec in ready:
+        col = _launch(buf, lay, spec, device, errs)
+        nbytes += col.data.numel() * col.data.element_size()
+    if cuda:
+        end.record()
+        torch.cuda.synchronize(device)
+        secs = start.elapsed_time(end) / 1e3
+    else:
+        secs = time.perf_counter() - t0
+    check(errs)
+    return secs, nbytes
 
 
 def decode_torch(path: Path, device: torch.device, on_device=None):
-    """The torch decoder over every column; with ``on_device`` (nvCOMP on a GPU) the pages are
+    """The page kernels over every column; with ``on_device`` (nvCOMP on a GPU) the pages are
     decompressed there and the chunks read into pinned memory, as a scan does."""
     md = pq.read_metadata(path)
     out, nread = with_torch(str(path), md, list(range(md.num_row_groups)), specs_of(md, md.schema.to_arrow_schema()),
@@ -70,6 +126,13 @@ def decode_torch(path: Path, device: torch.device, on_device=None):
 
 
 def same(a, b) -> bool:
+    if a.valid is not None or b.valid is not None:
+        va = a.valid.cpu() if a.valid is not None else torch.ones(len(a.data), dtype=torch.bool)
+        vb = b.valid.cpu() if b.valid is not None else torch.ones(len(b.data), dtype=torch.bool)
+        if not torch.equal(va, vb):
+            return False
+        if a.type.kind != "string":
+            return torch.equal(a.data.cpu()[va], b.data.cpu()[vb])
     if a.type.kind == "string":
         return a.dictionary.take(a.data.cpu().numpy()).equals(b.dictionary.take(b.data.numpy()))
     return torch.equal(a.data.cpu(), b.data)
@@ -85,37 +148,46 @@ def main() -> None:
     ap.add_argument("--schemes", nargs="+", default=list(SCHEMES))
     ap.add_argument("--host-decompress", action="store_true",
                     help="decompress on the host even where nvCOMP could on the device")
+    ap.add_argument("--kernel-only", action="store_true",
+                    help="also time the kernels alone, the pages already on the device (CUDA events)")
     args = ap.parse_args()
     device = torch.device(args.device)
+    pa.set_cpu_count(os.cpu_count() or 1)  # pyarrow on every host thread
     table = pq.read_table(args.data).slice(0, args.rows)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     on_device = None if args.host_decompress else device_decompression(device)
     print(f"decode {Path(args.data).name}: {table.num_rows:,} rows x {table.num_columns} columns; "
-          f"torch decoder on {name} (pages decompressed {'by nvCOMP on the device' if on_device else 'on the host'}), "
-          f"pyarrow on the host ({torch.get_num_threads()} threads)")
+          f"page kernels on {name}{' (Triton interpreter)' if device.type == 'cpu' else ''} "
+          f"(pages decompressed {'by nvCOMP on the device' if on_device else 'on the host'}), "
+          f"pyarrow on the host ({pa.cpu_count()} threads)")
     print(f"{'scheme':18s} {'codec':7s} {'stored MB':>9s} {'decoded MB':>10s} {'arrow GB/s':>10s} "
-          f"{'torch GB/s':>10s} {'torch/arrow':>11s} {'in GB/s':>8s}")
+          f"{'device GB/s':>11s} {'device/arrow':>12s} {'in GB/s':>8s}" + (f" {'kernel GB/s':>11s}" if args.kernel_only
+                                                                             else ""))
     with tempfile.TemporaryDirectory() as tmp:
         for scheme in args.schemes:
             for codec in args.codecs:
                 path = Path(tmp) / f"{scheme}-{codec}.parquet"
                 write(table, path, scheme, codec)
-                ref = decode_arrow(path)
                 ours, nread = decode_torch(path, device, on_device)
-                bad = [c for c in ref if not same(ours[c], ref[c])]
+                ref = decode_arrow(path, list(ours))
+                bad = [c for c in ours if not same(ours[c], ref[c])]
                 if bad:
-                    raise SystemExit(f"{scheme}/{codec}: torch decoder differs from pyarrow on {bad}")
+                    raise SystemExit(f"{scheme}/{codec}: the device decoder differs from pyarrow on {bad}")
                 nbytes = columns_nbytes(ref)
                 ta = tt = float("inf")
                 for _ in range(args.runs):
                     t0 = time.perf_counter()
-                    decode_arrow(path)
+                    decode_arrow(path, list(ours))
                     ta = min(ta, time.perf_counter() - t0)
                     t0 = time.perf_counter()
                     decode_torch(path, device, on_device)
                     tt = min(tt, time.perf_counter() - t0)
+                kern = ""
+                if args.kernel_only:
+                    tk, kbytes = min(kernel_seconds(path, device) for _ in range(args.runs))
+                    kern = f" {kbytes / tk / 1e9:11.3f}"
                 print(f"{scheme:18s} {codec:7s} {nread / 1e6:9.1f} {nbytes / 1e6:10.1f} {nbytes / ta / 1e9:10.3f} "
-                      f"{nbytes / tt / 1e9:10.3f} {ta / tt:11.2f} {nread / tt / 1e9:8.3f}", flush=True)
+                      f"{nbytes / tt / 1e9:11.3f} {ta / tt:12.2f} {nread / tt / 1e9:8.3f}{kern}", flush=True)
     if on_device is not None:  # what the "in GB/s" column measured
         print(f"pages decompressed: {on_device.pages_device:,} by nvCOMP, {on_device.pages_host:,} on the host "
               f"{dict(on_device.why) or ''}")

@@ -1,6 +1,6 @@
 """Differential SQL fuzzing: random queries over two small tables with NULLs, NaN, infinities,
 empty strings and several row groups, run by sluice (each under a random one of several
-settings: default, tiny chunks, forced spilling, staging and pushdown scans, the torch decoder,
+settings: default, tiny chunks, forced spilling, staging and pushdown scans, the device decoder (Triton page kernels),
 the decoded-column cache kept across queries, over tables written per seed as dictionary, plain or delta pages) and by DuckDB;
 prints every query whose answers differ, that sluice fails on while DuckDB answers, or that
 sluice answers while DuckDB raises an overflow (``ANSWERED``: DuckDB's overflow errors are
@@ -40,6 +40,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import os  # noqa: E402
+
+import torch  # noqa: E402
+
+if not torch.cuda.is_available():  # decoder=device: the page kernels in Triton's interpreter
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402

@@ -6,6 +6,11 @@
 #   bash scripts/gpu_check.sh tests [pytest args]  # the CUDA-relevant suite with --device cuda
 #   bash scripts/gpu_check.sh nccl                 # the NCCL exchange: tests/ranks/test_nccl.py, bench/exchange.py
 #   bash scripts/gpu_check.sh decode               # nvCOMP/KvikIO checks, bench/decode.py, bench/syncs.py
+#   bash scripts/gpu_check.sh kernels              # issue 50: the Triton page kernels -- compiled once
+#                                                  # (seconds), the decoder tests on CUDA against pyarrow
+#                                                  # (every TPC-H / SSB column at SF 0.1), one file under
+#                                                  # compute-sanitizer memcheck, bench/decode.py
+#                                                  # --kernel-only and end to end (about 7 minutes)
 #   bash scripts/gpu_check.sh tpch [SF] [ARGS]     # TPC-H on the GPU vs DuckDB on every core
 #                                                  # (ARGS to bench/tpch.py: --set decoder=device)
 #   bash scripts/gpu_check.sh second               # corrupt-stream probes, the rest of the suite,
@@ -79,6 +84,34 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch")' "$SLUICE_TEST_DAT
     run decode 200 python3 bench/decode.py --data /tmp/sluice-data/sf1/lineitem.parquet --device cuda \
       --runs 3 --codecs none snappy zstd lz4 gzip
     run syncs 90 python3 bench/syncs.py --sf 1 --data /tmp/sluice-data/sf1 ;;
+  kernels)  # issue 50; every step's log in $OUT, each also names the GPU (setup.log)
+    run setup 90 python3 -c 'import sys, pathlib; from sluice.datagen.tpch import generate_tpch
+from sluice.datagen.ssb import derive_ssb
+r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "tpch", r / "ssb")' "$SLUICE_TEST_DATA"
+    # Compile time: the kernel tests with an empty Triton cache, then again with it warm; every
+    # kernel kind and value width is launched by them (the difference is the compiling).
+    export TRITON_CACHE_DIR=/tmp/triton-cache-cold; rm -rf "$TRITON_CACHE_DIR"
+    t0=$(date +%s.%N)
+    run compile 120 python3 -m pytest -q -p no:cacheprovider --device cuda tests/decode/test_page_kernels.py
+    t1=$(date +%s.%N)
+    run compile 45 python3 -m pytest -q -p no:cacheprovider --device cuda tests/decode/test_page_kernels.py
+    t2=$(date +%s.%N)
+    python3 -c "import sys; a, b, c = map(float, sys.argv[1:]); print(f'kernels compiled in about {(b - a) - (c - b):.1f} s (cold {b - a:.1f} s, warm {c - b:.1f} s)')" \
+      "$t0" "$t1" "$t2" | tee -a "$OUT/compile.log"
+    # Against pyarrow on CUDA: the encoding matrix, every TPC-H and SSB column at SF 0.1 (as
+    # generated and rewritten), corrupt pages, the scans end to end.
+    run decoder 180 python3 -m pytest -q -p no:cacheprovider -m "not tooling" --device cuda -n 4 --durations=10 -rfE \
+      tests/decode/test_device_decoder.py tests/decode/test_corrupt_pages.py tests/decode/test_decoder_setting.py \
+      tests/decode/test_decode_bench.py tests/decode/test_device_decompression.py
+    if command -v compute-sanitizer > /dev/null; then  # one file, every kernel kind on it
+      run memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 1 python3 bench/decode.py \
+        --data "$SLUICE_TEST_DATA/tpch/orders.parquet" --device cuda --rows 5000 --runs 1 --codecs snappy \
+        --schemes dictionary plain delta byte_stream_split --kernel-only
+    else
+      echo "compute-sanitizer not installed: memcheck not run" | tee -a "$OUT/memcheck.log"
+    fi
+    run decode 90 python3 bench/decode.py --data "$SLUICE_TEST_DATA/tpch/lineitem.parquet" --device cuda \
+      --runs 3 --codecs none snappy zstd --kernel-only ;;
   tpch)  # SF 10's data takes one call of its own the first time (the machine stays warm a while)
     sf=${1:-10}; [ $# -gt 0 ] && shift  # the rest goes to bench/tpch.py: --set pipeline=blocking, --queries ...
     tpch_data "$sf" "/tmp/sluice-data/sf$sf"
@@ -150,6 +183,6 @@ r = pathlib.Path(sys.argv[1]); generate_tpch(0.1, r / "tpch"); derive_ssb(r / "t
       --queries q01,q06,q10 --top 22
     (cd "$OUT" && tar czf /tmp/sluice-logs.tgz --exclude logs.tgz . && find . -maxdepth 1 -type f ! -name logs.tgz -delete \
       && mv /tmp/sluice-logs.tgz logs.tgz) ;;
-  *) echo "unknown stage $stage (tests, nccl, decode, tpch, first, second, recheck, ab, all)" >&2; exit 2 ;;
+  *) echo "unknown stage $stage (tests, nccl, decode, kernels, tpch, first, second, recheck, ab, all)" >&2; exit 2 ;;
 esac
 exit "$failed"

@@ -301,13 +301,15 @@ class Config:
 
     decoder: str = "auto"
     """Who decodes Parquet pages: ``arrow`` (pyarrow on the host's cores, then the columns cross
-    to the device), ``device`` (sluice's torch decoder on the scan's device: on a GPU the pages
-    cross as stored and decode there; a column it cannot decode goes to pyarrow, counted in
-    ``--analyze``), or ``auto``: ``device`` only on a GPU where nvCOMP is installed *and*
-    ``sluice calibrate --data DIR`` measured the torch decoder faster than pyarrow on this data
-    on this machine; ``arrow`` everywhere else, calibrated or not (on the one GPU measured the
-    torch decoder was the slower; on a CPU pyarrow is the faster, and without nvCOMP the device
-    decoder would decompress on the host anyway)."""
+    to the device), ``device`` (sluice's Triton page kernels on the scan's device: on a GPU the
+    pages cross as stored and decode there; a column they cannot decode, strings not
+    dictionary-coded among them, goes to pyarrow, counted in ``--analyze``; it needs CUDA and
+    triton, or ``TRITON_INTERPRET=1`` on a CPU, else it is refused), or ``auto``: ``device``
+    only on a GPU where nvCOMP and triton are installed *and* ``sluice calibrate --data DIR``
+    measured the device decoder faster than pyarrow on this data on this machine; ``arrow``
+    everywhere else, calibrated or not (the kernels are not measured on a GPU yet; on a CPU
+    pyarrow is the faster, and without nvCOMP the device decoder would decompress on the host
+    anyway)."""
 
     strict_device: bool = False
     """With ``decoder=device``: a column the device decoder cannot decode, or a page it must

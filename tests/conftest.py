@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import sluice
+# Without a GPU, ``decoder=device`` runs the Triton page kernels in Triton's interpreter: it must
+# be set before triton is first imported (triton.language's own jit functions read it then).
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import sluice  # noqa: E402
 from sluice.datagen.ssb import derive_ssb
 from sluice.datagen.tpch import generate_tpch
 from sluice.testing.oracle import duckdb_connect
@@ -51,6 +56,45 @@ def tpch_dir(data_root) -> Path:
 @pytest.fixture(scope="session")
 def ssb_dir(data_root) -> Path:
     return data_root / "ssb"
+
+
+#: Without a GPU, ``decoder=device`` runs in Triton's interpreter (a few thousand values a second
+#: per run of pages walked): tests that force it read TPC-H at this scale factor instead, written
+#: in small row groups and pages (many of each per table); on CUDA they read SF 0.1.
+SMALL_SF = 0.002
+
+
+def _small(data_root: Path) -> Path:
+    """Made once, in a folder of its own renamed into place (test workers may race to it)."""
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+    root = data_root / f"tpch-sf{SMALL_SF:g}-small-pages"
+    if not root.exists():
+        work = Path(tempfile.mkdtemp(dir=data_root, prefix=".small-"))
+        generate_tpch(SMALL_SF, work / "raw")
+        (work / "tpch").mkdir()
+        for f in (work / "raw").glob("*.parquet"):
+            pq.write_table(pq.read_table(f), work / "tpch" / f.name, row_group_size=1000, data_page_size=4096,
+                           compression="snappy")
+        derive_ssb(work / "tpch", work / "ssb")
+        shutil.rmtree(work / "raw")
+        try:
+            work.rename(root)
+        except OSError:  # another worker's is in place
+            shutil.rmtree(work, ignore_errors=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def device_decoder_dirs(data_root, device) -> tuple[Path, Path]:
+    """(TPC-H, SSB) for tests that force ``decoder=device``: SF 0.1 on CUDA, SF 0.002 in small
+    row groups and pages without a GPU (Triton's interpreter)."""
+    if device.startswith("cuda") or (device == "auto" and torch.cuda.is_available()):
+        return data_root / "tpch", data_root / "ssb"
+    root = _small(data_root)
+    return root / "tpch", root / "ssb"
 
 
 @pytest.fixture(scope="session")

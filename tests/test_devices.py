@@ -251,28 +251,29 @@ def test_device_budget_is_a_share_of_what_the_process_can_have(monkeypatch):
 
 
 def test_pinned_page_buffers_count_against_the_host_budget(monkeypatch, tpch_dir):
-    # On a GPU the torch decoder's page buffer is pinned host memory: reserved on the host
+    # On a GPU the device decoder's page buffer is pinned host memory: reserved on the host
     # budget while the column decodes (forced past it if need be), released after.
     import types
 
     import pyarrow.parquet as pq
 
     from sluice.io.memory import MemoryPool
-    from sluice.io.parquet.decode.column import ColumnPages, column_spec
-    from sluice.io.parquet.decoders import TorchDecoder
+    from sluice.io.parquet.decode.column import column_spec
+    from sluice.io.parquet.decode.kernel_column import KernelPages
+    from sluice.io.parquet.decoders import KernelDecoder
     from sluice.io.parquet.fetch import fetch_chunks
     from sluice.types import from_arrow
     path = str(tpch_dir / "orders.parquet")
     md = pq.read_metadata(path)
-    f = md.schema.to_arrow_schema().field("o_comment")
-    chunks, _ = fetch_chunks(path, md, [0], ["o_comment"])
-    pages = ColumnPages(chunks["o_comment"], column_spec(md, "o_comment", f.type, from_arrow(f.type)))
+    f = md.schema.to_arrow_schema().field("o_totalprice")
+    chunks, _ = fetch_chunks(path, md, [0], ["o_totalprice"])
+    pages = KernelPages(chunks["o_totalprice"], column_spec(md, "o_totalprice", f.type, from_arrow(f.type)))
     host = MemoryPool(1 << 10, "host_memory_limit", "host")  # smaller than the pages: forced past it
     seen = []
-    dec = TorchDecoder.__new__(TorchDecoder)
+    dec = KernelDecoder.__new__(KernelDecoder)
     dec.ctx = types.SimpleNamespace(device=torch.device("cuda", 0), host_pool=host,
                                      table=types.SimpleNamespace(name="orders"))
-    monkeypatch.setattr(TorchDecoder, "_decode_reserved", lambda self, p: seen.append(host.used))
+    monkeypatch.setattr(KernelDecoder, "_decode_reserved", lambda self, p: seen.append(host.used))
     dec._decode_pages(pages)
     assert seen == [pages.page_bytes()] and pages.page_bytes() > host.limit
     assert host.used == 0

@@ -1,26 +1,35 @@
 """Which decoder a scan uses (``decoder``; chosen when lowering, :mod:`sluice.physical.scan`):
-pyarrow on the host, or sluice's torch decoder on the scan's device, by what ``sluice calibrate``
-measured (:mod:`sluice.adapt.calibration`)."""
+pyarrow on the host, or sluice's Triton page kernels on the scan's device, by what ``sluice
+calibrate`` measured (:mod:`sluice.adapt.calibration`)."""
 
 from __future__ import annotations
 
 import torch
 
+from sluice.errors import UnsupportedError
+
 
 def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
-    """``device`` and ``arrow`` are taken as set. ``auto``: the torch decoder on a GPU where
+    """``device`` and ``arrow`` are taken as set (``device`` only where the page kernels run: CUDA,
+    or a CPU under ``TRITON_INTERPRET=1``, else an error). ``auto``: the kernels on a GPU where
     nvCOMP is installed *and* ``sluice calibrate`` measured it faster than pyarrow on this data
     directory (``decode_bps``, looked up by the folders above ``path``); pyarrow everywhere else.
-    Uncalibrated, pyarrow: on the one GPU measured so far (an H200, ``bench/decode.py`` on TPC-H
-    lineitem) the torch decoder ran at 0.13-0.29 GB/s against pyarrow's 0.37-0.65 GB/s on 16
-    host cores, and nvCOMP documents its decoders as safe on valid input only. On a CPU pyarrow
-    decodes faster than torch, and without nvCOMP the torch decoder decompresses on the host."""
+    Uncalibrated, pyarrow: the page kernels are not measured on a GPU yet (the retired torch-op
+    decoder ran at 0.13-0.29 GB/s on an H200 against pyarrow's 0.37-0.65 GB/s on 16 host cores),
+    and nvCOMP documents its decoders as safe on valid input only. On a CPU the kernels run only
+    in Triton's interpreter, and without nvCOMP the device decoder decompresses on the host."""
+    if setting == "device":
+        from sluice.io.parquet.decode import kernels
+        why = kernels.why_not(device if device is not None else torch.device("cpu"))
+        if why is not None:
+            raise UnsupportedError(f"decoder=device: {why}")
     if setting != "auto":
         return setting
     if device is None or device.type != "cuda":
         return "arrow"
     from sluice.io.parquet.decode import nvcomp
-    if not nvcomp.available():
+    from sluice.io.parquet.decode import kernels
+    if not nvcomp.available() or not kernels.usable(device):
         return "arrow"
     rates = calibrated_rates(path)
     if rates and rates.get("device", 0) > rates.get("arrow", 0):

@@ -31,7 +31,7 @@ def _stream(device: torch.device, kind: str = "copy"):
 
 
 def decode_stream(device: torch.device):
-    """The I/O thread's own stream for the torch decoder's kernels on ``device`` (None on a
+    """The I/O thread's own stream for the device decoder's kernels on ``device`` (None on a
     CPU): decodes of different threads overlap each other and the consumer's kernels. Tensors
     made on it reach the consumer through :func:`handed_over` (an event, then ``wait_for``)."""
     return _stream(device, "decode") if device.type == "cuda" else None

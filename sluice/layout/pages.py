@@ -1,6 +1,6 @@
 """Count the pages of a column chunk by walking its page headers (for ``inspect``/``doctor``).
 
-The headers are parsed by :mod:`sluice.io.parquet.thrift`, which the torch decoder shares.
+The headers are parsed by :mod:`sluice.io.parquet.thrift`, which the device decoder shares.
 """
 
 from __future__ import annotations

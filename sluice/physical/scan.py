@@ -53,7 +53,7 @@ class ScanSpec:
     mode: str
     #: scan_mode=auto on a large scan: a policy picks each slice's mode by measuring them
     adaptive: bool
-    #: arrow (pyarrow on the host) or device (sluice's torch decoder on the scan's device)
+    #: arrow (pyarrow on the host) or device (sluice's device decoder on the scan's device)
     decoder: str
     #: RuntimeFilterSpecs of the joins and top-ks that filter this scan
     runtime_filters: tuple = ()

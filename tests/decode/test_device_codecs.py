@@ -25,9 +25,8 @@ import torch
 
 from sluice.io import kvikio_read
 from sluice.io.parquet.decode import nvcomp
-from sluice.io.parquet.decode.bits import PAD
-from sluice.io.parquet.decode.column import (_Layout, _layout, _lz4_hadoop, _read_headers, column_spec,
-                                             decompress_on_host)
+from sluice.io.parquet.decode.column import PAD, _lz4_hadoop, column_spec
+from sluice.io.parquet.decode.kernel_column import KernelPages, _Layout, _layout, decompress_on_host
 from sluice.io.parquet.decode.nvcomp import NotOnDevice, frame, plan
 from sluice.errors import DataError
 from sluice.io.parquet import fetch
@@ -152,7 +151,7 @@ def _table(n: int = 20000, seed: int = 1) -> pa.Table:
 
 
 def _layouts(path) -> dict[str, _Layout]:
-    """Every column's page layout (all row groups as one task), as the torch decoder makes it."""
+    """Every column's page layout (all row groups as one task), as the device decoder makes it."""
     md = pq.read_metadata(path)
     schema = md.schema.to_arrow_schema()
     chunks, _ = fetch_chunks(str(path), md, list(range(md.num_row_groups)), schema.names)
@@ -160,7 +159,7 @@ def _layouts(path) -> dict[str, _Layout]:
     for name in schema.names:
         typ = schema.field(name).type
         spec = column_spec(md, name, typ, from_arrow(typ))
-        out[name] = _layout(_read_headers(chunks[name], spec), spec)
+        out[name] = _layout(KernelPages(chunks[name], spec), list(range(len(chunks[name]))))
     return out
 
 

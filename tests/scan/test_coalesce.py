@@ -6,10 +6,11 @@ Merging happens when the consumer falls behind the I/O threads (on a GPU); here
 runs on a CPU whatever the timing."""
 
 import pytest
+import torch
 
 import sluice.io.parquet.reader as reader_mod
 from sluice.config import Config, ConfigError
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_connect
 from sluice.testing.queries import order_by_columns, tpch_queries
 
 QUERIES = tpch_queries()
@@ -29,11 +30,24 @@ def waiting(monkeypatch):
     monkeypatch.setattr(reader_mod, "WAIT_TO_COALESCE", True)
 
 
+#: Without a GPU the device decoder runs in Triton's interpreter: there it reads the small TPC-H
+#: (``device_decoder_dirs``: row groups of 1,000 rows) in tasks of 500 rows, for a few queries.
+SMALL_DEVICE = {"chunk_rows": 500, "coalesce_rows": 2500, "decoder": "device"}
+SMALL_QUERIES = ("q01", "q05", "q13")
+
+
 @pytest.mark.parametrize("variant", sorted(SETTINGS))
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_merged_tasks_match_duckdb(name, variant, waiting, tpch_dir, tpch_duck, connect):
+def test_merged_tasks_match_duckdb(name, variant, waiting, tpch_dir, tpch_duck, connect, request):
     sql = QUERIES[name]
-    ours = connect(tpch_dir, **SETTINGS[variant]).sql(sql).to_arrow()
+    settings = SETTINGS[variant]
+    if variant == "merged_device_decoder" and not torch.cuda.is_available():
+        if name not in SMALL_QUERIES:
+            pytest.skip("a few queries on small data in Triton's interpreter; all at SF 0.1 on CUDA")
+        tpch_dir = request.getfixturevalue("device_decoder_dirs")[0]
+        tpch_duck = duckdb_connect(tpch_dir)
+        settings = SMALL_DEVICE
+    ours = connect(tpch_dir, **settings).sql(sql).to_arrow()
     theirs = tpch_duck.sql(sql).to_arrow_table()
     compare(ours, theirs, order_by_columns(sql, theirs.column_names))
 

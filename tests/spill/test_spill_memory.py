@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from sluice.testing import cgroup
+from sluice.testing.oracle import duckdb_connect
 
 QUERY = ("select count(*), sum(c) from (select l_orderkey, l_partkey, count(*) c, max(l_comment) m "
          "from lineitem group by 1, 2) t where m > 'a'")
@@ -82,13 +83,15 @@ def test_a_budget_past_the_cgroup_holds_the_cgroup(tpch_dir, tpch_duck):
     assert json.loads(r.stdout)["rows"] == [list(x) for x in tpch_duck.sql(QUERY).fetchall()]
 
 
-# The torch decoder (decoder=device) builds temporary tensors of about 200 bytes per value
-# and, for plain strings, tens of bytes per page byte: undivided, l_comment of one read task
-# at SF 0.1 took about 1 GB. They are reserved against the budget, pages decoded in batches.
+# The device decoder (decoder=device) holds temporary tensors (the page buffer, levels, values
+# before and after the NULL scatter) reserved against the budget, row groups decoded in batches.
+# Without a GPU it runs in Triton's interpreter, on the small TPC-H (device_decoder_dirs).
 DECODE_QUERY = "select count(*), max(l_comment), sum(l_quantity)::double from lineitem"
 
 
-def test_device_decoder_holds_the_budget(tpch_dir, tpch_duck):
+def test_device_decoder_holds_the_budget(device_decoder_dirs):
+    tpch_dir = device_decoder_dirs[0]
+    tpch_duck = duckdb_connect(tpch_dir)
     held = measure(tpch_dir, {"decoder": "device", "host_memory_limit": 64 << 20}, DECODE_QUERY)
     assert held["rows"] == [list(r) for r in tpch_duck.sql(DECODE_QUERY).fetchall()]
     growth = held["peak"] - held["base"]
@@ -96,7 +99,9 @@ def test_device_decoder_holds_the_budget(tpch_dir, tpch_duck):
 
 
 @pytest.mark.skipif(not cgroup.available(), reason="needs permission to create memory cgroups")
-def test_device_decoder_runs_in_a_small_cgroup(tpch_dir, tpch_duck):
+def test_device_decoder_runs_in_a_small_cgroup(device_decoder_dirs):
+    tpch_dir = device_decoder_dirs[0]
+    tpch_duck = duckdb_connect(tpch_dir)
     r = cgroup.run_confined([sys.executable, str(MEASURE), str(tpch_dir), DECODE_QUERY,
                              json.dumps({"decoder": "device"})],
                             480 << 20, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=300)

@@ -28,6 +28,6 @@ def test_only_a_device_read_out_of_compat_mode_may_use_gds():
 
 
 def test_the_torch_decoder_labels_its_reads_as_host_reads():
-    src = inspect.getsource(decoders.TorchDecoder.__init__)
+    src = inspect.getsource(decoders.KernelDecoder.__init__)
     assert "reads_label(kvikio_read.compat_mode(), into_device=False)" in src
     assert "(GPUDirect Storage)" not in inspect.getsource(decoders)

@@ -3,7 +3,7 @@
 directory and keeps it with the other bandwidths).
 
 Both sides do the whole work of a scan's decode stage on the same row groups: pyarrow decodes on
-the host and the columns cross to the device; the torch decoder reads the column chunks, and
+the host and the columns cross to the device; the page kernels read the column chunks, and
 decompresses (nvCOMP on a GPU where installed, else the host) and decodes them on the device.
 Decoded bytes per second of each, best of ``runs``."""
 
@@ -18,7 +18,8 @@ import torch
 from sluice.arrow import arrow_to_column
 from sluice.errors import SluiceError
 from sluice.io.parquet.decode import nvcomp
-from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
+from sluice.io.parquet.decode.column import NotDecodable, column_spec
+from sluice.io.parquet.decode.kernel_column import KernelPages, check
 from sluice.io.parquet.fetch import fetch_chunks
 from sluice.io.pinned import columns_nbytes
 from sluice.types import from_arrow
@@ -33,7 +34,7 @@ def _sync(device: torch.device) -> None:
 
 
 def specs_of(md, schema, names=None) -> dict:
-    """Column -> ColumnSpec for the columns (default all) the torch decoder can decode."""
+    """Column -> ColumnSpec for the columns (default all) the device decoder can decode."""
     specs = {}
     for name in names or schema.names:
         try:
@@ -60,11 +61,19 @@ def with_torch(path: str, md, row_groups: list[int], specs: dict, device: torch.
     """``decoder=device``'s work: the chunks read (into pinned memory where the pages will be
     decompressed on the device), decompressed and decoded; returns the columns and bytes read."""
     chunks, nread = fetch_chunks(path, md, row_groups, list(specs), pinned=on_device is not None)
-    return {c: ColumnPages(chunks[c], specs[c]).decode(device, None, on_device) for c in specs}, nread
+    out, errs = {}, []
+    for c in specs:
+        try:
+            out[c], e = KernelPages(chunks[c], specs[c]).decode(device, None, on_device)
+        except NotDecodable:  # plain-encoded strings: pyarrow's, in a scan
+            continue
+        errs += e
+    check(errs)
+    return out, nread
 
 
 def measure(path: str | Path, device: torch.device, runs: int = 2) -> dict[str, float]:
-    """{"arrow": bytes/s, "device": bytes/s} over the columns the torch decoder can decode."""
+    """{"arrow": bytes/s, "device": bytes/s} over the columns the device decoder can decode."""
     path = str(path)
     f = pq.ParquetFile(path)
     md = f.metadata

@@ -5,11 +5,12 @@ reader. Which one a scan uses is decided when lowering (:mod:`sluice.adapt.decod
 
 - :class:`ArrowDecoder`: the storage stage reads the selected column chunks (measured), then
   pyarrow decodes them on the host; the columns cross to the device afterwards.
-- :class:`TorchDecoder` (``decoder=device``): the fetch keeps the column chunks' bytes, the page
-  layout is read on the host and the pages are decoded with torch on the scan's device
-  (:mod:`sluice.io.parquet.decode`), so on a GPU the decoded columns never cross PCIe. A column
-  it cannot decode goes to pyarrow, counted per scan (``--analyze``), or is refused with
-  ``strict_device=true``.
+- :class:`KernelDecoder` (``decoder=device``): the fetch keeps the column chunks' bytes, the page
+  headers come from the page index cached with the footers, and the pages are decoded by the
+  Triton page kernels on the scan's device (:mod:`sluice.io.parquet.decode`), so on a GPU the
+  decoded columns never cross PCIe. A column it cannot decode (plain-encoded strings among
+  them) goes to pyarrow, counted per scan (``--analyze``), or is refused with
+  ``strict_device=true``. The kernels need CUDA, or ``TRITON_INTERPRET=1`` on a CPU (tests).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import torch
 from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
 from sluice.arrow import arrow_to_column, refuse_infinite
-from sluice.io.parquet.decode.column import ColumnPages, NotDecodable, column_spec
+from sluice.io.parquet.decode.column import NotDecodable, column_spec
+from sluice.io.parquet.decode.kernel_column import KernelPages, check_columns
+from sluice.io.parquet.decode.page_index import read_index
 from sluice.catalog import RowGroup, TableInfo
 from sluice.config import Config
 from sluice.io.parquet.metadata import MetadataCache
@@ -42,7 +45,7 @@ _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 #: plain strings: its values barely repeat (comments, names, addresses), and pyarrow would
 #: hash every value that overflowed the dictionary page to hand it over as a dictionary.
 DICTIONARY_SHARE_MAX = 0.10
-#: The torch decoder's temporary tensors for one column of a read task take at most this share
+#: The device decoder's temporary tensors for one column of a read task take at most this share
 #: of the decode budget (more pages are decoded in batches; a page alone goes ahead anyway).
 DECODE_SHARE = 8
 
@@ -78,7 +81,7 @@ class DecodeContext:
     record: Callable[[str, float, float, int], None]
     #: the host budget (the column chunks as read, pinned staging on a GPU); None: unbounded
     host_pool: object = None
-    #: the budget the torch decoder's temporary tensors are reserved against; None: unbounded
+    #: the budget the device decoder's temporary tensors are reserved against; None: unbounded
     decode_pool: object = None
     #: whether every I/O thread has a load of this scan in flight (a task then decodes alone)
     busy: Callable[[], bool] = lambda: False
@@ -152,7 +155,7 @@ class ArrowDecoder:
         return cols, nread
 
 
-class TorchDecoder:
+class KernelDecoder:
     name = "device"
 
     def __init__(self, ctx: DecodeContext) -> None:
@@ -218,7 +221,7 @@ class TorchDecoder:
                 s.record("read", t0, t1, nread)
                 stream = decode_stream(s.device)
                 with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-                    self._decode_all(ours, chunks, md, path, keep, cols, rest)
+                    self._decode_all(ours, chunks, md, path, rg_idx, keep, cols, rest)
                 del chunks
                 s.record("decode", t1, time.perf_counter(), columns_nbytes(cols))
         if rest:
@@ -227,29 +230,46 @@ class TorchDecoder:
             nread += n2
         return cols, nread
 
-    def _decode_all(self, ours, chunks, md, path, keep, cols, rest) -> None:
+    def _decode_all(self, ours, chunks, md, path, rg_idx, keep, cols, rest) -> None:
         """Decode the columns ``ours`` into ``cols``; those the pages show it cannot decode go
-        to ``rest`` (for pyarrow)."""
-        for c in ours:
-            try:
-                cols[c] = self._decode_column(chunks[c], self._spec(md, c, path), keep)
+        to ``rest`` (for pyarrow). The kernels' error codes are read once, after every column
+        of the task is launched (the one wait for the device of a task's decode)."""
+        errs: dict[str, list] = {}
+        c = None
+        try:
+            for c in ours:
+                try:
+                    cols[c], errs[c] = self._decode_column(chunks[c], self._spec(md, c, path), path, rg_idx, c, keep)
+                except NotDecodable as e:  # an encoding met in the pages, not the footer
+                    self._fallback(c, str(e))
+                    rest.append(c)
+            bad = check_columns(errs)
+            if bad is not None:
+                c = bad[0]
+                raise ValueError(bad[1])
+            for c in cols:
                 if cols[c].type.is_temporal:
                     refuse_infinite(cols[c])
-            except NotDecodable as e:  # an encoding met in the pages, not the footer
-                self._fallback(c, str(e))
-                rest.append(c)
-            except torch.cuda.OutOfMemoryError:
-                raise  # a RuntimeError, but not a corrupt page: the query reruns with less
-            except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
-                # Garbage in a page (its header, a length, a run, compressed bytes).
-                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-                raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
+        except torch.cuda.OutOfMemoryError:
+            raise  # a RuntimeError, but not a corrupt page: the query reruns with less
+        except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
+            # Garbage in a page (its header, a length, a run, compressed bytes).
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DataError(f"cannot decode column {c} of {path}: {msg}") from None
 
-    def _decode_column(self, chunks, spec, keep: np.ndarray | None) -> Column:
-        """Decode one column (only the pages holding a row of ``keep``, where given), its
-        temporary tensors reserved against the decode budget (the device's on a GPU): as many
-        pages at a time as the reservation holds. Page headers are read once, here."""
-        pages = ColumnPages(chunks, spec)
+    def _decode_column(self, chunks, spec, path: str, rg_idx: list[int], column: str, keep: np.ndarray | None
+                       ) -> tuple[Column, list]:
+        """Launch the decode of one column (only the pages holding a row of ``keep``, where
+        given), its temporary tensors reserved against the decode budget (the device's on a
+        GPU): as many row groups at a time as the reservation holds. Returns the column and its
+        error codes (unread). Page headers come from the cache: parsed once per file version."""
+        cache = self.ctx.cache
+        indexes = [cache.page_index(path, rg, column, lambda _p, ch=ch: read_index(ch[0], *ch[2:3]))
+                   for rg, ch in zip(rg_idx, chunks)]
+        for ix, ch in zip(indexes, chunks):
+            if ix.chunk_bytes != len(ch[0]):  # the file changed between the footer and the read
+                raise ValueError("the column chunk's bytes differ from its cached page index")
+        pages = KernelPages(chunks, spec, indexes)
         if keep is not None:
             pages.select(keep)
             st = self.ctx.stats
@@ -266,7 +286,7 @@ class TorchDecoder:
                 st.pages_device_decompressed, st.pages_host_decompressed = od.pages_device, od.pages_host
                 st.host_decompress_why = dict(od.why)
 
-    def _decode_pages(self, pages: ColumnPages) -> Column:
+    def _decode_pages(self, pages: KernelPages) -> tuple[Column, list]:
         host = self.ctx.host_pool
         if self.ctx.device.type != "cuda" or host is None:
             return self._decode_reserved(pages)
@@ -279,7 +299,7 @@ class TorchDecoder:
                 hres.force(n)
             return self._decode_reserved(pages)
 
-    def _decode_reserved(self, pages: ColumnPages) -> Column:
+    def _decode_reserved(self, pages: KernelPages) -> tuple[Column, list]:
         device, od = self.ctx.device, self.on_device
         pool = self.ctx.decode_pool
         if pool is None:
@@ -292,7 +312,7 @@ class TorchDecoder:
             budget = None if res.size >= need else res.size
             if res.size >= page:
                 return pages.decode(device, budget, od)
-            # Not even a page fits: decode a page at a time, counted past the budget, and one
+            # Not even a row group fits: decode one at a time, counted past the budget, and one
             # decoder at a time in the whole pool (the others wait: throttled, not killed).
             with pool.overdraft:
                 res.force(page - res.size)
@@ -319,7 +339,7 @@ class TorchDecoder:
 def make_decoder(name: str, ctx: DecodeContext) -> Decoder:
     """The decoder ``name`` (``arrow`` or ``device``: chosen when lowering) for ``ctx``'s scan."""
     ctx.stats.decoder = name
-    return TorchDecoder(ctx) if name == "device" else ArrowDecoder(ctx)
+    return KernelDecoder(ctx) if name == "device" else ArrowDecoder(ctx)
 
 
 def partition_column(table, column: str, path: str, n: int) -> Column:

@@ -9,7 +9,7 @@ being shorter than its footer says -- one line, :func:`short_read`.
 
 - :func:`read_ranges`: the measured storage stage (``measure_reads``) before pyarrow decodes:
   the ranges into a reused per-thread scratch buffer, bytes counted, nothing kept.
-- :func:`fetch_chunks`: the column chunks kept, per column and row group, for the torch decoder.
+- :func:`fetch_chunks`: the column chunks kept, per column and row group, for the device decoder.
 - :func:`read_ranges_into`: ranges into consecutive slices of a uint8 tensor (host, pinned or
   device); :func:`read_bytes`: into a new host buffer (``sluice inspect``'s page layouts).
 """
@@ -96,7 +96,7 @@ def read_ranges(path: str, ranges: list[tuple[int, int]]) -> int:
 def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns: list[str], pinned: bool = False
                  ) -> tuple[dict[str, list[tuple[memoryview, str, int]]], int]:
     """Read the column chunks of ``columns`` in ``row_groups`` and keep their bytes, for a
-    decoder of our own (the torch decoder): per column, (bytes as stored, codec, value count
+    decoder of our own (the device decoder): per column, (bytes as stored, codec, value count
     the footer gives) per row group in order, and the bytes read. Close ranges are read with
     one request (:func:`sluice.io.parquet.ranges.merge_spans`)."""
     names = md.schema.names

@@ -30,6 +30,8 @@ class MetadataCache:
         self._rewritten: dict[tuple[bool, bool], dict[str, tuple[tuple[int, ...], object]]] = {}
         self._lock = threading.Lock()
         self._computing: dict[tuple[int, str], threading.Lock] = {}  # one computation per entry at once
+        # per (row group, column): path -> ((size, mtime), PageIndex) -- the device decoder's pages
+        self._pages: dict[tuple[int, str], dict] = {}
         self.hits = 0
         self.misses = 0
 
@@ -48,6 +50,13 @@ class MetadataCache:
         with self._lock:
             store = self._rewritten.setdefault((decimals, plain_strings), {})
         return self._cached(store, path, lambda p: integer_metadata(p, md, decimals, plain_strings))
+
+    def page_index(self, path: str, row_group: int, column: str, compute):
+        """The page headers of one column chunk (``compute(path)``: a
+        :class:`~sluice.io.parquet.decode.page_index.PageIndex`), once per file version."""
+        with self._lock:
+            store = self._pages.setdefault((row_group, column), {})
+        return self._cached(store, path, compute)
 
     def _cached(self, store: dict, path: str, compute, count: bool = False):
         """``compute(path)`` once per version of the file (its size and modification time)."""

@@ -1,7 +1,7 @@
 """Parquet page headers: the Thrift compact protocol, read field by field.
 
 pyarrow exposes row groups and column chunks but not pages, and a decoder of our own (the
-torch decoder of :mod:`sluice.io.parquet.decode`) needs each page's type, sizes, value count
+device decoder of :mod:`sluice.io.parquet.decode`) needs each page's type, sizes, value count
 and encodings. Page headers are never compressed, so they are read on the host from the
 column chunk's bytes as stored; only the fields used are decoded and the rest skipped by type.
 """

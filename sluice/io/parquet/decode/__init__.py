@@ -1,9 +1,10 @@
-"""A Parquet page decoder in torch: the same code decodes on CUDA tensors and on CPU tensors.
+"""sluice's own Parquet page decoder (``decoder=device``), on the scan's device.
 
-Layout: :mod:`bits` (byte/bit gathers, varints, following chains of variable-length records
-without a loop over them), :mod:`hybrid` (the RLE/bit-packed hybrid of levels and dictionary
-indices), :mod:`delta` (DELTA_BINARY_PACKED and the delta string encodings), :mod:`values`
-(PLAIN, BYTE_STREAM_SPLIT, dictionaries) and :mod:`column` (pages of column chunks -> a sluice
-Column). Every function works on all pages of a read task at once: a kernel per step of the
-format, not a kernel (or a Python iteration) per page, run or value.
+Layout: :mod:`column` (a column's spec, the host's codecs, what decoding holds),
+:mod:`page_index` (page headers as numpy arrays, cached with the footers), :mod:`kernel_column`
+(a read task's pages -> one Column: layout, decompression, descriptors, launches),
+:mod:`kernels` (the Triton page kernels, one module per job), :mod:`dict_strings` (string
+dictionaries, read on the host) and :mod:`nvcomp` (pages decompressed on a GPU). Every launch
+works on all pages of a read task's column at once: a kernel per step of the format, not a
+kernel (or a Python iteration) per page, run or value.
 """

@@ -1,6 +1,6 @@
 """Parquet pages decompressed on the GPU with nvCOMP, every page of a read task in one batch per codec.
 
-Why: decompressing on the host (pyarrow's codecs, :func:`column.decompress_on_host`) costs host
+Why: decompressing on the host (pyarrow's codecs, :func:`kernel_column.decompress_on_host`) costs host
 cores and sends the *decompressed* pages over PCIe. Here only the bytes as stored cross, in one
 pinned buffer and one copy, and nvCOMP's batched decoders write each page straight to its place
 in the task's page buffer (the layout is known from the page headers before anything is
@@ -38,7 +38,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from sluice.io.parquet.decode.bits import PAD, small
+from sluice.io.parquet.decode.column import PAD
+from sluice.kernels.buffers import to_device
 
 #: Parquet codec names -> nvCOMP algorithm names (GZIP pages are unwrapped to raw deflate).
 ALGORITHMS = {"SNAPPY": "Snappy", "ZSTD": "Zstd", "LZ4_RAW": "LZ4", "LZ4": "LZ4", "GZIP": "Deflate"}
@@ -423,14 +424,14 @@ def _copy_runs(dst: torch.Tensor, src: torch.Tensor, runs: list[tuple[int, int, 
             dst[d:d + n].copy_(src[s:s + n])
         return
     dev = dst.device
-    s_t, d_t, n_t = (small(c, dev) for c in zip(*runs))
+    s_t, d_t, n_t = (to_device(torch.tensor(c, dtype=torch.long), dev) for c in zip(*runs))
     run = torch.repeat_interleave(torch.arange(len(runs), device=dev), n_t, output_size=total)
     k = torch.arange(total, device=dev) - (torch.cumsum(n_t, 0) - n_t)[run]
     dst[d_t[run] + k] = src[s_t[run] + k]
 
 
 class OnDevice:
-    """One scan's device decompression for the torch decoder: every page of a read task through
+    """One scan's device decompression for the device decoder: every page of a read task through
     :func:`decompress` (nvCOMP), or, where it raises :class:`NotOnDevice` (a codec nvCOMP lacks),
     back to the host's codecs -- counted per reason for ``--analyze``, or an error with
     ``strict`` (``strict_device=true``). ``enabled`` false (nvCOMP not installed, or
