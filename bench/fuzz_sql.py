@@ -560,8 +560,8 @@ def string_minmax_query():
 
 
 # A bare NULL where a type is expected (a function's argument, an operand, a CASE branch, a
-# join's ON, WHERE), branches of constants that raise where no row reaches them, and BIGINT x
-# decimal literals: from their own RNG. They found ``length(NULL)`` / ``NULL <> ''`` refused
+# join's ON, WHERE), branches of constants that raise where no row reaches them, BIGINT x
+# decimal literals, and DuckDB's forms answered since (forms_query): from their own RNG. They found ``length(NULL)`` / ``NULL <> ''`` refused
 # (NULL was an INTEGER), ``LEFT JOIN ... ON NULL`` losing a row, and ``CASE WHEN false THEN
 # 1 // 0 ELSE 1 END`` raising while planning.
 _NR = random.Random(70_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
@@ -596,7 +596,33 @@ def null_query():  # (pred() draws from R: lent _NR meanwhile, so the seed's oth
         return _null_query()
     finally:
         R = saved
+def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqueries, EXCLUDE
+    k = _NR.random()
+    if k < .25:
+        op = _NR.choice(["=", "<>", "<", "<=", ">", ">="])
+        rhs = _NR.choice(["(u.a, u.s)", f"({_NR.randint(-2, 6)}, 'date')", "(u.a, NULL)", "(NULL, u.s)"])
+        return f"select t.b, u.b, (t.a, t.s) {op} {rhs} from t join u on t.g = u.g where t.b < 30000"
+    if k < .35:
+        return f"select t.b from t where (t.a, t.g) {_NR.choice(['in', 'not in'])} ((1, 2), (3, 0), (NULL, 1), ({_NR.randint(-2, 9)}, {_NR.randint(0, 4)}))"
+    if k < .5:
+        return (f"select t.a, t.s from t where {pred('t')} union all by name "
+                f"select u.s, u.g as a, u.dt from u where {pred('u')}")
+    if k < .75:
+        jt = _NR.choice(["left join", "right join", "full join"])
+        sub = _NR.choice([f"u.s in (select t2.s from t t2 where {pred('t2')})", "u.a = (select max(t2.a) from t t2)",
+                          "exists (select 1 from t t2 where t2.a = u.a + 1)", "t.g not in (select u2.g from u u2 where u2.a > 3)",
+                          "t.a > (select avg(u2.a) from u u2)"])
+        return f"select t.b, u.b from t {jt} u on t.g = u.g and {sub}"
+    frame = _NR.choice(["partition by t.g order by t.a range between 1 preceding and 1 following",
+                        "order by t.g groups between 1 preceding and current row",
+                        "partition by t.g rows between unbounded preceding and unbounded following",
+                        "order by t.a range between unbounded preceding and current row"])
+    ex = _NR.choice(["current row", "group", "ties", "no others"])
+    if "rows" in frame and ex != "current row": ex = "no others"  # (peers' order would decide)
+    agg = _NR.choice(["sum(t.b)", "count(*)", "count(t.a)", "avg(t.d)", "min(t.s)", "max(t.f)", "min(t.dt)", "sum(t.d)"])
+    return f"select t.b, {agg} over ({frame} exclude {ex}) from t"
 def _null_query():
+    if _NR.random() < .3: return forms_query()
     k = _NR.random()
     arg = null_arg if _NR.random() < .6 else lazy_arg
     if k < .5:

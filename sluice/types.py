@@ -120,8 +120,6 @@ def from_arrow(t: pa.DataType) -> LType:
         return from_arrow(t.value_type)
     if pa.types.is_boolean(t):
         return BOOL
-    if pa.types.is_null(t):
-        return NULL
     for k in INT_KINDS:
         if t == getattr(pa, k)():
             return LType(k)

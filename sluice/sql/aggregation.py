@@ -14,6 +14,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.sql.dialect import wrong_arguments
 from sluice.expr import build as E
+from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
                                  Shared, SortKey, Union)
@@ -350,7 +351,7 @@ class Aggregation:
             if _outer_aggs(node.expression):
                 raise PlanError("aggregate functions cannot be nested")
             cond = self.expr(node.expression.this, ctx)
-            cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else cond
+            cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
             if cond.type.kind != "bool":
                 raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
             if call.func == "count_star":

@@ -372,7 +372,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                  "alias": refuse("named windows (OVER w, WINDOW w AS ...)"), "first": refuse("FIRST in OVER")},
     exp.WindowSpec: {"kind": only(lambda v: _text(v) in ("ROWS", "RANGE", "GROUPS"), lambda v: f"{_text(v)} window frames"),
                      "start": READ, "start_side": READ, "end": READ, "end_side": READ,
-                     "exclude": refuse("EXCLUDE in a window frame")},
+                     "exclude": READ},  # EXCLUDE CURRENT ROW / GROUP / TIES / NO OTHERS (sql/windows.py)
     exp.RowNumber: {"this": refuse("ROW_NUMBER with an argument")},
     exp.Rank: {"expressions": refuse("RANK with arguments (hypothetical-set)")},
     exp.DenseRank: {"expressions": refuse("DENSE_RANK with arguments (hypothetical-set)")},

@@ -14,7 +14,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
-from sluice.expr.nodes import Col, Expr, Lit
+from sluice.expr.functions.logic import as_boolean
+from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
@@ -451,8 +452,7 @@ def _join_condition(e: Expr) -> Expr:
     boolean); anything else not boolean is an error, not a residual of another type."""
     if e.type.kind == "null":
         return E.coerce(e, BOOL)
-    if e.type.is_integer:  # as DuckDB: ON 1, ON a.x -- non-zero holds
-        return E.make_compare("<>", e, Lit(0, e.type))
+    e = as_boolean(e)  # as DuckDB: ON 1, ON a.x -- non-zero holds
     if e.type.kind != "bool":
         raise PlanError(f"JOIN ... ON needs a boolean condition, got {e.type}")
     return e

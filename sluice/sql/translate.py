@@ -28,6 +28,7 @@ from sluice.sql.coverage import check_supported, construct_name
 from sluice.sql.normalize import normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
+from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
@@ -423,7 +424,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
                     raise UnsupportedError("correlated reference outside a WHERE subquery predicate")
                 self._correlate(c, scope, corr)
             else:
-                c = E.coerce(c, BOOL) if c.type.kind == "null" else c  # WHERE NULL keeps no row
+                c = E.coerce(c, BOOL) if c.type.kind == "null" else as_boolean(c)  # WHERE NULL keeps no row
                 if c.type.kind != "bool":
                     raise PlanError(f"WHERE needs a boolean condition, got {c.type}")
                 local_plain.append(c)
@@ -484,7 +485,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             st.plan = self._windows(st.plan, windows, st.post_ctx, st.aggregated)
         if qualify is not None:
             c = self._post_or_expr(qualify.this, st)
-            c = E.coerce(c, BOOL) if c.type.kind == "null" else c
+            c = E.coerce(c, BOOL) if c.type.kind == "null" else as_boolean(c)
             if c.type.kind != "bool":
                 raise PlanError(f"QUALIFY needs a boolean condition, got {c.type}")
             st.plan = Filter(st.plan, c)

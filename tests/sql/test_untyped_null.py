@@ -61,6 +61,11 @@ TYPED = [
     "select a.x, b.x as y from t a left join t b on 1",
     "select a.x, b.x as y from t a left join t b on a.x",
     "select case x when NULL then 'a' else 'b' end, case NULL when 1 then 'a' else 'b' end from t",
+    # numbers as conditions, as DuckDB casts them (non-zero holds)
+    "select 1 and true, 2 or false, not 3, not 0, NULL::int and false, x and b, not x from t",
+    "select x from t where x", "select x from t where big and x > 0",
+    "select a.x, b.x as y from t a left join t b on a.x = b.x and b.x",
+    "select x, count(*) filter (where x) from t group by x",
     "select lag(NULL) over (order by x) is null, row_number() over (partition by NULL order by x) from t",
 ]
 
