@@ -566,9 +566,91 @@ def string_minmax_query():
     return f"select {key} as k, {agg} from t" + (f" where {pred('t')}" if R.random() < .4 else "") + " group by k"
 
 
+# A bare NULL where a type is expected (a function's argument, an operand, a CASE branch, a
+# join's ON, WHERE), branches of constants that raise where no row reaches them, BIGINT x
+# decimal literals, and DuckDB's forms answered since (forms_query): from their own RNG. They found ``length(NULL)`` / ``NULL <> ''`` refused
+# (NULL was an INTEGER), ``LEFT JOIN ... ON NULL`` losing a row, and ``CASE WHEN false THEN
+# 1 // 0 ELSE 1 END`` raising while planning.
+_NR = random.Random(70_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+def null_arg():
+    x = _NR.choice(["t.s", "t.a", "t.b", "t.d", "t.dt", "upper(t.s)", "(t.a + 1)"])
+    k = _NR.random()
+    if k < .15: return _NR.choice(["length(NULL)", "upper(NULL)", "trim(NULL)", "substring(NULL, 1, 2)", "replace(NULL, 'a', 'b')",
+                                   "abs(NULL)", "round(NULL, 1)", "NULL || t.s", "concat(NULL, t.s)", "-NULL", "lpad(NULL, 2, 'x')"])
+    if k < .3: return f"(NULL {_NR.choice(['=', '<>', '<', '>=', '+', '-', '*'])} {x})" if x not in ("t.s", "upper(t.s)", "t.dt") \
+        else f"(NULL {_NR.choice(['=', '<>', '<', '>='])} {x})"
+    if k < .45: return f"case when {pred('t')} then NULL else {x} end"
+    if k < .55: return f"case when {pred('t')} then {x} {_NR.choice(['', 'else NULL'])} end"
+    if k < .65: return f"coalesce(NULL, {x}{_NR.choice(['', ', NULL'])})"
+    if k < .72: return f"(NULL {_NR.choice(['and', 'or'])} {pred('t')})"
+    if k < .78: return f"(t.s {_NR.choice(['like', 'not like', 'ilike'])} NULL)"
+    if k < .84: return f"(t.a in (NULL, {_NR.randint(-2, 5)}))"
+    if k < .9: return f"if({pred('t')}, NULL, {x})"
+    return f"nullif({x}, NULL)"
+def lazy_arg():
+    k = _NR.random()
+    if k < .2: return f"case when {_NR.choice(['false', '1 = 0', 'NULL'])} then 1 // 0 else t.a end"
+    if k < .35: return f"case when t.a <> 0 then t.b // t.a {_NR.choice(['', 'else -1'])} end"
+    if k < .5: return "case when t.a > 0 then t.b % t.a else 0 end"
+    if k < .6: return f"coalesce(t.b, {_NR.choice(['1 // 0', 'cast(' + chr(39) + 'x' + chr(39) + ' as integer)'])})"
+    if k < .7: return "case when t.s = 'no such' then cast(t.s as integer) else t.g end"
+    if k < .8: return f"case when t.a is null then 0 else 1000 // (t.a - {_NR.randint(-5, 12)}) end"  # may divide by zero: both raise
+    return f"t.b * {_NR.choice(['0.5', '1.5', '0.25', '0.001', '-2.5', '123.456', '1.0'])}"
+def null_query():  # (pred() draws from R: lent _NR meanwhile, so the seed's other queries stay)
+    global R
+    saved, R = R, _NR
+    try:
+        return _null_query()
+    finally:
+        R = saved
+def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqueries, EXCLUDE
+    k = _NR.random()
+    if k < .25:
+        op = _NR.choice(["=", "<>", "<", "<=", ">", ">="])
+        rhs = _NR.choice(["(u.a, u.s)", f"({_NR.randint(-2, 6)}, 'date')", "(u.a, NULL)", "(NULL, u.s)"])
+        return f"select t.b, u.b, (t.a, t.s) {op} {rhs} from t join u on t.g = u.g where t.b < 30000"
+    if k < .35:
+        return f"select t.b from t where (t.a, t.g) {_NR.choice(['in', 'not in'])} ((1, 2), (3, 0), (NULL, 1), ({_NR.randint(-2, 9)}, {_NR.randint(0, 4)}))"
+    if k < .5:
+        return (f"select t.a, t.s from t where {pred('t')} union all by name "
+                f"select u.s, u.g as a, u.dt from u where {pred('u')}")
+    if k < .75:
+        jt = _NR.choice(["left join", "right join", "full join"])
+        sub = _NR.choice([f"u.s in (select t2.s from t t2 where {pred('t2')})", "u.a = (select max(t2.a) from t t2)",
+                          "exists (select 1 from t t2 where t2.a = u.a + 1)", "t.g not in (select u2.g from u u2 where u2.a > 3)",
+                          "t.a > (select avg(u2.a) from u u2)"])
+        return f"select t.b, u.b from t {jt} u on t.g = u.g and {sub}"
+    frame = _NR.choice(["partition by t.g order by t.a range between 1 preceding and 1 following",
+                        "order by t.g groups between 1 preceding and current row",
+                        "partition by t.g rows between unbounded preceding and unbounded following",
+                        "order by t.a range between unbounded preceding and current row"])
+    ex = _NR.choice(["current row", "group", "ties", "no others"])
+    if "rows" in frame and ex != "current row": ex = "no others"  # (peers' order would decide)
+    agg = _NR.choice(["sum(t.b)", "count(*)", "count(t.a)", "avg(t.d)", "min(t.s)", "max(t.f)", "min(t.dt)", "sum(t.d)"])
+    return f"select t.b, {agg} over ({frame} exclude {ex}) from t"
+def _null_query():
+    if _NR.random() < .3: return forms_query()
+    k = _NR.random()
+    arg = null_arg if _NR.random() < .6 else lazy_arg
+    if k < .5:
+        return f"select t.b, {', '.join(arg() for _ in range(_NR.randint(1, 3)))} from t" + \
+            (f" where {_NR.choice(['NULL', pred('t'), f'{pred(chr(116))} or NULL', 'case when false then 1 // 0 = 1 else true end'])}"
+             if _NR.random() < .4 else "")
+    if k < .7:
+        return f"select t.g, {_NR.choice(['count', 'min', 'max', 'sum'])}({arg()}) from t group by t.g"
+    if k < .85:
+        on = _NR.choice(["NULL", "t.a = u.a and NULL", "t.a = u.a or NULL", "t.g = u.g and u.a", "1"])
+        return f"select t.b, u.b from t {_NR.choice(['join', 'left join', 'full join'])} u on {on}"
+    return (f"select t.a, NULL as n from t where {pred('t')} {_NR.choice(['union all', 'union'])} "
+            f"select u.a, {_NR.choice(['u.s', 'u.b', 'NULL', 'u.dt'])} from u")
+
+
 _LAST_SIM = False
+_LAST_NULL = False
 def query():
-    global _LAST_SIM
+    global _LAST_SIM, _LAST_NULL
+    _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
+    if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
     if R.random() < 0.08: return narrow_query()
@@ -709,7 +791,7 @@ for i in range(N):
             if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
             continue
     try:
-        rng = _SR if _LAST_SIM else R  # (a similarity query's settings from its own RNG too)
+        rng = _NR if _LAST_NULL else _SR if _LAST_SIM else R  # (settings from the query's own RNG too)
         ci = rng.randrange(len(cons))
         if " from m" in q and rng.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
             ci = rng.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])

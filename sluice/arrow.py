@@ -214,6 +214,8 @@ def column_to_arrow(col: Column) -> pa.Array:
     data = col.data.detach().cpu()
     n = int(data.numel())
     mask = None if col.valid is None else ~col.valid.cpu().numpy()
+    if t.kind == "null":
+        return pa.nulls(n)
     if t.kind == "string":
         codes = numpy_to_arrow(data.numpy().astype(np.int32), pa.int32(), mask)
         if n == 0:

@@ -481,6 +481,8 @@ class Relation:
                 arr = arr.cast(pa.float64())
             if pa.types.is_date(arr.type):
                 arr = arr.cast(pa.int32())
+            if pa.types.is_null(arr.type):  # a bare NULL's column: NaN, as NULLs of numbers are
+                arr = pa.nulls(len(arr), pa.float64())
             out[name] = torch.from_numpy(arr.to_numpy(zero_copy_only=False).copy())
         return out
 

@@ -63,6 +63,7 @@ _TORCH_DTYPES = {
     "float32": "float32", "float64": "float64", "decimal": "int64", "date": "int32", "timestamp": "int64",
     "timestamptz": "int64", "interval": "int64",
     "string": "int32",
+    "null": "int32",
 }
 
 BOOL = LType("bool")
@@ -76,6 +77,11 @@ TIMESTAMPTZ = LType("timestamptz")
 #: shows ``ts - ts`` (whole days, then the time of day; no months).
 INTERVAL = LType("interval")
 STRING = LType("string")
+#: The type of a bare ``NULL`` (DuckDB's NULL type): it takes the type of what it meets -- an
+#: operand's, a function's parameter's, a CASE's other branches' -- and stays itself only
+#: where nothing types it (``SELECT NULL``), its values then int32 zeros, all invalid, shown
+#: as Arrow's null type.
+NULL = LType("null")
 
 
 #: Microseconds in a day.
@@ -141,6 +147,8 @@ def from_arrow(t: pa.DataType) -> LType:
 
 
 def to_arrow(t: LType) -> pa.DataType:
+    if t.kind == "null":
+        return pa.null()
     if t.kind == "decimal":
         return pa.decimal128(38, t.scale)
     if t.kind == "date":
@@ -182,8 +190,11 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
     timestamp, TIMESTAMP with TIMESTAMPTZ at TIMESTAMPTZ. ``strings_win`` (UNION, INTERSECT,
     EXCEPT): a string with anything is a string, as DuckDB casts the other side to VARCHAR;
     elsewhere strings mix only with strings. ``what`` names the construct in the error."""
-    t = types[0]
-    for u in types[1:]:
+    typed = [u for u in types if u.kind != "null"]
+    if not typed:
+        return types[0]
+    t = typed[0]
+    for u in typed[1:]:
         if u == t:
             continue
         kinds = {t.kind, u.kind}

@@ -19,6 +19,7 @@ from sluice.chunk import Chunk, Column, concat_chunks, lookup, unify_dictionarie
 from sluice.exec.context import chunk_nbytes
 from sluice.expr.evaluate import evaluate
 from sluice.kernels import window as K
+from sluice.kernels.keys import float_from_order_key, float_order_key
 from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.types import FLOAT64
@@ -133,6 +134,8 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
         return _string_agg(x, str(call.params[0]), bool(call.params[1]), part, t, n)
     kind, start, end = call.frame
     lo, hi = K.frame(kind, start, end, part, peers, n, dev, key)
+    if call.exclude:
+        return _excluding(f, x, t, K.exclusion_pieces(call.exclude, lo, hi, idx, peers), part, n, dev)
     if f in ("first_value", "last_value", "nth_value"):
         j = lo if f == "first_value" else hi if f == "last_value" else lo + int(call.params[0]) - 1
         if call.ignore_nulls and x.valid is not None:  # the frame's first (last) non-NULL row
@@ -183,6 +186,54 @@ def _call(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segment
     if f == "mode":
         return _mode(x, idx, part, peers, t, n)
     raise AssertionError(f"window function {f}")
+
+
+def _excluding(f: str, x: Column | None, t, pieces, part: K.Segments, n: int, dev) -> Column:
+    """COUNT, SUM, AVG, MIN, MAX over a frame with an EXCLUDE: over each of its ``pieces``
+    (:func:`sluice.kernels.window.exclusion_pieces`), combined."""
+    if f == "count_star":
+        return Column(sum(K.frame_count(None, a, b) for a, b in pieces), t)
+    valid = x.valid
+    ones = valid if valid is not None else torch.ones(n, dtype=torch.bool, device=dev)
+    counts = [K.frame_count(ones, a, b) for a, b in pieces]
+    count = sum(counts)
+    if f == "count":
+        return Column(count, t)
+    has = count > 0
+    nulls = None if bool(has.all()) else has
+    if f in ("sum", "avg"):
+        data_ = x.data.to(torch.int64) if x.type.kind == "bool" else \
+            x.data.to(torch.float64) if x.type.is_float else x.data
+        s = sum(K.frame_sum(data_, valid, a, b, part) for a, b in pieces)
+        if f == "sum":
+            return Column(s.to(torch.float64 if t.is_float else torch.int64), t, nulls)
+        avg = s.to(torch.float64) / count.clamp(min=1).to(torch.float64)
+        return Column(avg / (10 ** x.type.scale) if x.type.kind == "decimal" else avg, t, nulls)
+    is_max = f == "max"
+    d = None
+    if x.type.kind == "string":  # over the strings' sort ranks
+        d, (codes,) = unify_dictionaries([x])
+        if len(d) == 0:
+            return Column(torch.zeros(n, dtype=torch.int32, device=dev), t, torch.zeros(n, dtype=torch.bool, device=dev), d)
+        rank = dictionary_rank(d).to(dev)
+        values = lookup(rank, codes)
+    else:
+        values = float_order_key(x.data) if x.data.is_floating_point() else x.data
+    bounded = (("preceding", 1), ("following", 1))  # any [lo, hi]: the sparse-table path
+    out, got = None, None
+    for (a, b), c in zip(pieces, counts):
+        m = K.frame_minmax(values, valid, a, b, *bounded, part, is_max)
+        if out is None:
+            out, got = m, c > 0
+            continue
+        best = torch.maximum(out, m) if is_max else torch.minimum(out, m)
+        out = torch.where(got & (c > 0), best, torch.where(c > 0, m, out))
+        got = got | (c > 0)
+    if d is not None:
+        out = torch.argsort(rank)[out.clamp(0, len(d) - 1)].to(torch.int32)
+    elif x.data.is_floating_point():
+        out = float_from_order_key(out, x.data.dtype)
+    return Column(out, t, nulls, d)
 
 
 def _mode(x: Column, idx, part: K.Segments, peers: K.Segments, t, n: int) -> Column:

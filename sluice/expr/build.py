@@ -7,17 +7,26 @@ re-exported here so that translation and rules import one module.
 
 from __future__ import annotations
 
+from sluice.errors import ExecutionError, PlanError
 from sluice.expr.evaluate import evaluate_constant
 from sluice.expr.functions import lookup
 from sluice.expr.functions.cast import coerce  # noqa: F401 - a constructor too
+from sluice.types import BOOL, DATE, FLOAT64, INT64, STRING, TIMESTAMP
 from sluice.expr.nodes import *  # noqa: F401,F403 - the node types beside their constructors
 from sluice.expr.nodes import Expr, Func, Lit, settle_literals
 
 
 def _fold(e: Func) -> Expr:
-    """Evaluate a function of constants now, so the plan holds the constant."""
+    """Evaluate a function of constants now, so the plan holds the constant. One that raises
+    (``1 // 0``, ``CAST('abc' AS INTEGER)``) stays as it is, to raise only if a row needs it:
+    under a CASE branch, a COALESCE argument or an AND / OR no row reaches, DuckDB answers
+    (``CASE WHEN false THEN 1 // 0 ELSE 1 END`` is 1), and evaluation guards those arguments
+    (:mod:`sluice.expr.evaluate`)."""
     if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",):
-        return evaluate_constant(e)
+        try:
+            return evaluate_constant(e)
+        except ExecutionError:
+            return e
     return e
 
 
@@ -101,5 +110,33 @@ def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     fn = lookup(op)
     if fn.operands:
         args = settle_literals(list(args))
-    args, t = fn.bind(list(args), params)
+    args, t = _bind_untyped_nulls(fn, list(args), params)
     return _fold(Func(op, tuple(args), t, params))
+
+
+#: Functions whose binding takes a NULL of no type as it is (it takes the other branches' type,
+#: is a NULL string, is cast, or is only tested for NULL).
+_NULL_AWARE = frozenset(("case", "coalesce", "cast", "try_cast", "cast_null", "concat", "is_null",
+                         "is_not_null", "single_row"))
+#: The types a NULL of no type is tried at, after those of the function's other arguments.
+_NULL_CANDIDATES = (STRING, BOOL, INT64, FLOAT64, DATE, TIMESTAMP)
+
+
+def _bind_untyped_nulls(fn, args: list[Expr], params: tuple):
+    """``fn.bind`` where arguments of DuckDB's NULL type (a bare ``NULL``, or what only a NULL
+    typed) take the type of a parameter that accepts them, as DuckDB's binder lets NULL match
+    any parameter: the types of the other arguments first (``NULL = s`` compares strings,
+    ``NULL + 1`` adds INTEGERs), then strings (``length(NULL)``), booleans (``NOT NULL``),
+    numbers and dates. The result is NULL whatever the type; the type is the result's."""
+    nulls = [i for i, a in enumerate(args) if a.type.kind == "null"]
+    if not nulls or fn.name in _NULL_AWARE:
+        return fn.bind(args, params)
+    others = [a.type for a in args if a.type.kind not in ("null",)]
+    first = None
+    for t in dict.fromkeys(others + list(_NULL_CANDIDATES)):
+        typed = [coerce(a, t) if i in nulls else a for i, a in enumerate(args)]
+        try:
+            return fn.bind(typed, params)
+        except PlanError as e:
+            first = first or e
+    raise first

@@ -155,6 +155,8 @@ def _on_deciding_rows(e: Func, i: int, prev: list[Column], chunk: Chunk) -> Colu
     a = e.args[i]
     if int(idx.numel()) == chunk.num_rows:
         return evaluate(a, chunk)  # raises again: every row needs it
+    if not int(idx.numel()):  # no row needs it (a constant argument raises even over no rows)
+        return _scatter(None, idx, chunk.num_rows, a.type, dev)
     return _scatter(evaluate(a, chunk.take(idx)), idx, chunk.num_rows, a.type, dev)
 
 

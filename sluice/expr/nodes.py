@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from sluice.types import BOOL, INT32, LType, supertype
+from sluice.types import BOOL, NULL, LType, supertype
 
 
 class Expr:
@@ -94,8 +94,9 @@ class Func(Expr):
         return f"{self.op}({', '.join(a)}{', ' + extra if extra else ''})"
 
 
-#: The type of a bare ``NULL``; CASE/COALESCE branches and UNION inputs retype it.
-NULL_TYPE = INT32
+#: The type of a bare ``NULL`` (:data:`sluice.types.NULL`): functions, operands, CASE/COALESCE
+#: branches and UNION inputs retype it (:func:`sluice.expr.build.make_func`).
+NULL_TYPE = NULL
 
 ARITH = ("+", "-", "*", "/", "%")
 COMPARE = ("=", "<>", "<", "<=", ">", ">=")
@@ -133,9 +134,9 @@ def common_type(exprs: list[Expr], what: str = "branches") -> LType:
     DuckDB's untyped literals do (``coalesce(x, '12')`` over an INTEGER x is an INTEGER), and
     integer literals that fit it too (:func:`settle_literals`: ``coalesce(i8, 1)`` is a TINYINT)."""
     exprs = settle_literals(exprs)
-    ts = [e.type for e in exprs if not (isinstance(e, Lit) and e.value is None)]
+    ts = [e.type for e in exprs if not (isinstance(e, Lit) and e.value is None) and e.type.kind != "null"]
     if not ts:
-        return INT32
+        return NULL
     typed = [e.type for e in exprs if not (isinstance(e, Lit) and (e.value is None or e.type.kind == "string"))]
     return supertype(typed or ts, what)
 

@@ -151,6 +151,21 @@ def frame(kind: str, start: tuple[str, float], end: tuple[str, float], part: Seg
     return lo, hi
 
 
+def exclusion_pieces(what: str, lo: torch.Tensor, hi: torch.Tensor, idx: torch.Tensor,
+                     peers: Segments) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """A frame [lo, hi] less its EXCLUDE as disjoint ranges (each possibly empty: lo > hi):
+    ``current row`` drops the row itself, ``group`` its peers, ``ties`` its peers but itself."""
+    if what == "current row":
+        a, b = idx, idx
+    else:
+        a, b = peers.first, peers.last
+    pieces = [(lo, torch.minimum(hi, a - 1)), (torch.maximum(lo, b + 1), hi)]
+    if what == "ties":  # the row itself, where the frame holds it
+        inside = (lo <= idx) & (idx <= hi)
+        pieces.append((torch.where(inside, idx, idx + 1), idx))
+    return pieces
+
+
 def _prefix(v: torch.Tensor) -> torch.Tensor:
     """[0, v0, v0+v1, ...]: n+1 prefix sums."""
     return torch.cat([torch.zeros(1, dtype=v.dtype, device=v.device), torch.cumsum(v, 0)])

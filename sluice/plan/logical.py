@@ -251,6 +251,9 @@ class WindowCall:
     params: tuple = ()
     frame: tuple = ("range", ("unbounded", 0), ("unbounded", 0))
     ignore_nulls: bool = False  # FIRST_VALUE / LAST_VALUE / LAG / LEAD: skip NULL values
+    #: the frame's EXCLUDE: "" (NO OTHERS), "current row", "group" (the row's peers) or "ties"
+    #: (its peers but itself); aggregates only (count, sum, avg, min, max)
+    exclude: str = ""
 
     @property
     def type(self) -> LType:
@@ -272,7 +275,8 @@ class WindowCall:
         def b_(w, k):
             return {"unbounded": "unbounded", "current": "current row"}.get(w, f"{k} {w}")
         nulls = " ignore nulls" if self.ignore_nulls else ""
-        return f"{self.func}({args}){nulls} {kind} {b_(s, a)}..{b_(e, b)}"
+        excl = f" exclude {self.exclude}" if self.exclude else ""
+        return f"{self.func}({args}){nulls} {kind} {b_(s, a)}..{b_(e, b)}{excl}"
 
 
 @dataclass(frozen=True, eq=False)

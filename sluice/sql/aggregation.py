@@ -14,10 +14,11 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.sql.dialect import wrong_arguments
 from sluice.expr import build as E
+from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
                                  Shared, SortKey, Union)
-from sluice.types import FLOAT64, INT64, STRING
+from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_mad, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
@@ -350,6 +351,7 @@ class Aggregation:
             if _outer_aggs(node.expression):
                 raise PlanError("aggregate functions cannot be nested")
             cond = self.expr(node.expression.this, ctx)
+            cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
             if cond.type.kind != "bool":
                 raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
             if call.func == "count_star":
@@ -373,6 +375,7 @@ class Aggregation:
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
+        e = _typed_null_argument(e, func in _NUMERIC_AGGS, isinstance(node, _BOOL_AGGS))
         if func in _NUMERIC_AGGS and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
@@ -391,6 +394,14 @@ class Aggregation:
         if bad:
             raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
         return e
+
+
+def _typed_null_argument(e: Expr, numeric: bool, boolean: bool) -> Expr:
+    """An aggregate's argument of DuckDB's NULL type (``sum(NULL)``) as a NULL of the type the
+    aggregate takes: a number (INTEGER) or a boolean; MIN, MAX, COUNT... keep it as it is."""
+    if e.type.kind != "null" or not (numeric or boolean):
+        return e
+    return E.coerce(e, BOOL if boolean else INT32)
 
 
 def _only_outer(e: Expr, ctx: Ctx) -> bool:

@@ -16,7 +16,8 @@ from sluice.types import LType
 
 _NAMES = {"bool": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
           "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP",
-          "timestamptz": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL", "string": "VARCHAR"}
+          "timestamptz": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL", "string": "VARCHAR",
+          "null": "\"NULL\""}  # (a bare NULL's type: DuckDB quotes it)
 
 
 def type_name(t: LType, precision: int | None = None) -> str:

@@ -107,7 +107,7 @@ def _set_operation(kind: str) -> dict[str, Rule]:
     return {
         **_QUERY_MODIFIERS,
         "this": READ, "expression": READ, "distinct": READ, "order": READ, "limit": READ, "offset": READ,
-        "by_name": refuse(f"{kind} BY NAME"),
+        "by_name": READ if kind == "UNION" else refuse(f"{kind} BY NAME"),
         "side": refuse(lambda v: f"{_text(v)} {kind}"),
         "kind": refuse(lambda v: f"{_text(v)} {kind}"),
         "on": refuse(f"{kind} ... ON"),
@@ -116,7 +116,7 @@ def _set_operation(kind: str) -> dict[str, Rule]:
 #: Plain calls (``exp.Anonymous``) the translator implements, by lower-case name
 #: (``sluice.sql.expressions._x_anonymous``); any other is refused by name.
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
-                         "jaro_winkler_similarity", "jaccard"})
+                         "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "bar"})
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -201,6 +201,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                  "shadow": refuse("shadowed column references")},
     exp.Literal: {"this": READ, "is_string": READ},
     exp.Null: {},
+    exp.RawString: {"this": READ},
+    exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it
     exp.Interval: {"this": READ, "unit": READ, "fraction_in_string": READ},
@@ -370,7 +372,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                  "alias": refuse("named windows (OVER w, WINDOW w AS ...)"), "first": refuse("FIRST in OVER")},
     exp.WindowSpec: {"kind": only(lambda v: _text(v) in ("ROWS", "RANGE", "GROUPS"), lambda v: f"{_text(v)} window frames"),
                      "start": READ, "start_side": READ, "end": READ, "end_side": READ,
-                     "exclude": refuse("EXCLUDE in a window frame")},
+                     "exclude": READ},  # EXCLUDE CURRENT ROW / GROUP / TIES / NO OTHERS (sql/windows.py)
     exp.RowNumber: {"this": refuse("ROW_NUMBER with an argument")},
     exp.Rank: {"expressions": refuse("RANK with arguments (hypothetical-set)")},
     exp.DenseRank: {"expressions": refuse("DENSE_RANK with arguments (hypothetical-set)")},

@@ -13,6 +13,8 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
+from sluice.sql.calls import CLASS_CALLS, NAMED_CALLS, formatted_value, printf_spec
+from sluice.sql.row_values import is_row, row_compare, row_in
 from sluice.sql.dialect import wrong_arguments
 from sluice.sql.coverage import KNOWN_CALLS, construct_name
 from sluice.expr import build as E
@@ -42,7 +44,7 @@ _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 #: sqlglot expression class -> the method translating it (registered with :func:`handles`).
-HANDLERS: dict[type, Callable] = {}
+HANDLERS: dict[type, Callable] = dict(CLASS_CALLS)
 
 
 def handles(*classes: type):
@@ -117,6 +119,11 @@ class Expressions:
     def _x_literal(self, n: exp.Literal, ctx):
         return literal(n)
 
+    @handles(exp.RawString)
+    def _x_raw_string(self, n, ctx):
+        """A dollar-quoted string (``$$it's$$``, ``$tag$...$tag$``): its text, as written."""
+        return Lit(n.this, STRING)
+
     @handles(exp.Null)
     def _x_null(self, n, ctx):
         return Lit(None, NULL_TYPE)
@@ -137,6 +144,8 @@ class Expressions:
 
     def _binary(self, op, n, ctx):
         a_node, b_node = n.this, n.expression
+        if op in E.COMPARE and (is_row(a_node) or is_row(b_node)):
+            return row_compare(self, op, a_node, b_node, ctx)
         if op in E.COMPARE and isinstance(a_node, exp.Interval):  # INTERVAL '1 day' < t2 - t1
             b = self.expr(b_node, ctx)
             if b.type.kind == "interval":
@@ -332,10 +341,14 @@ class Expressions:
 
     @handles(exp.In)
     def _x_in(self, n, ctx):
+        if is_row(n.this):
+            return row_in(self, n, ctx)
         if n.args.get("query") is not None:
             raise UnsupportedError("IN (subquery) inside an expression")
         a = self.expr(n.this, ctx)
         vals = [self.expr(v, ctx) for v in n.expressions]
+        if a.type.kind == "null":  # NULL IN (...) is NULL
+            return Lit(None, BOOL)
         if all(isinstance(v, Lit) for v in vals):
             conv = []
             for v in vals:
@@ -361,6 +374,8 @@ class Expressions:
     def _like(self, n, ctx, op, escape: str | None = None):
         a = self.expr(n.this, ctx)
         pat = n.expression
+        if isinstance(pat, exp.Null):  # x LIKE NULL is NULL
+            return Lit(None, BOOL)
         if not (isinstance(pat, exp.Literal) and pat.is_string):
             raise UnsupportedError("LIKE with a non-constant pattern")
         op = ("not_" if n.args.get("negate") else "") + op
@@ -496,6 +511,8 @@ class Expressions:
         name = str(n.this).lower()
         if name not in KNOWN_CALLS:
             raise UnsupportedError(f"{construct_name(n)} in this position")
+        if name in NAMED_CALLS:
+            return NAMED_CALLS[name](self, n, ctx)
         if name in ("jaro_similarity", "jaro_winkler_similarity") and len(n.expressions) == 3:
             return self._two_strings(name, n.expressions[:2], ctx, _cutoff(self.expr(n.expressions[2], ctx), name))
         return self._two_strings({"mismatches": "hamming"}.get(name, name), n.expressions, ctx)
@@ -610,7 +627,10 @@ class Expressions:
 
     @handles(exp.DPipe)
     def _x_dpipe(self, n, ctx):
-        return E.make_func("concat", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+        args = [self.expr(n.this, ctx), self.expr(n.expression, ctx)]
+        if any(a.type.kind == "null" for a in args):  # as DuckDB: NULL, of its NULL type
+            return Lit(None, NULL_TYPE)
+        return E.make_func("concat", args)
 
     @handles(exp.Concat)
     def _x_concat(self, n, ctx):
@@ -644,8 +664,13 @@ class Expressions:
                 pieces += [text, k] if text else [k]
                 specs.append(two)
                 text, i, k = "", i + 2, k + 1
+            elif what == "PRINTF" and fmt[i] == "%" and printf_spec(fmt, i):
+                spec = printf_spec(fmt, i)
+                pieces += [text, k] if text else [k]
+                specs.append(spec)
+                text, i, k = "", i + len(spec), k + 1
             elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
-                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d'})")
+                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
             else:
                 text += fmt[i]
                 i += 1
@@ -655,6 +680,9 @@ class Expressions:
             raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
         args = [self.expr(a, ctx) for a in arg_nodes]
         for j, (a, spec) in enumerate(zip(args, specs)):
+            if spec not in ("{}", "%s", "%d", "%i"):
+                args[j] = formatted_value(a, spec)
+                continue
             if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
                 raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
             if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:

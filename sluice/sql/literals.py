@@ -118,6 +118,10 @@ def sql_type(dt_node: exp.DataType) -> LType:
     for name in ("TIMESTAMPTZ", "TIMESTAMPLTZ"):  # WITH TIME ZONE: an instant, in UTC
         if hasattr(T, name):
             mapping[getattr(T, name)] = LType("timestamptz")
+    if t in (T.INT128, T.UINT128):
+        # no exact 128-bit path: its arithmetic would need two-word integers throughout
+        raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (HUGEINT: sluice's integers are 64-bit; "
+                               "CAST to BIGINT, DECIMAL(18, 0) or DOUBLE)")
     if t not in mapping and t != T.DECIMAL:
         raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
     params = type_params(dt_node)

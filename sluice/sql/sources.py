@@ -14,12 +14,14 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
+from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
 from sluice.plan.joins import equi_pair
+from sluice.types import BOOL
 
 
 def _references(node: exp.Expression, name: str) -> bool:
@@ -283,7 +285,11 @@ class FromClause:
         k = 0
         while k < len(items):
             if sides[k]:
-                conds = [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                pushed = self._on_pushed.get(id(specs[k])) if specs[k] is not None else None
+                extra: list[Expr] = []
+                if pushed:
+                    plan, items[k], extra = self._on_subqueries(plan, items[k], pushed, specs[k], ctx)
+                conds = [x for c in self._join_conditions(specs[k], ctx) + extra for x in E.conjuncts(c)]
                 plan = self._outer_join(plan, items[k], sides[k], conds)
                 k += 1
                 continue
@@ -298,6 +304,59 @@ class FromClause:
         if conjuncts:
             plan = Filter(plan, E.and_all(conjuncts))
         return plan
+
+    def _on_subqueries(self, plan: PlanNode, item: PlanNode, conds: list[exp.Expression], j: exp.Join,
+                       ctx: Ctx) -> tuple[PlanNode, PlanNode, list[Expr]]:
+        """A LEFT / RIGHT JOIN's ON conjuncts with subqueries: each conjunct's subqueries joined
+        (a value or mark column, as in a WHERE with OR: ``_join_subqueries``) to the side they
+        read -- a join that keeps every row of that side and adds a column -- and the conjunct
+        an ordinary ON condition over both sides and those columns. Their outer references are
+        resolved seeing one side's sources at a time (the joined item, else everything before
+        it); a subquery reading both sides is refused."""
+        scope = ctx.scope
+        alias = j.this.alias_or_name.lower() if isinstance(j.this, (exp.Table, exp.Subquery)) else None
+        at = [i for i, s in enumerate(scope.sources) if s.alias == alias]
+        if len(at) != 1:
+            raise UnsupportedError("subqueries in the ON condition of an outer join")
+        sides = {"item": scope.sources[at[0]:at[0] + 1], "plan": scope.sources[:at[0]]}
+        out = []
+        for c in conds:
+            for side in ("item", "plan"):
+                subs = dict(ctx.subs)
+                try:
+                    joined = self._with_sources(sides[side], ctx, lambda: self._join_subqueries(
+                        c, item if side == "item" else plan, ctx))
+                except PlanError:
+                    ctx.subs.clear()
+                    ctx.subs.update(subs)
+                    continue
+                if side == "item":
+                    item = joined
+                else:
+                    plan = joined
+                break
+            else:
+                raise UnsupportedError("a subquery in the ON condition of an outer join reading both sides")
+            out.append(_join_condition(self.expr(c, ctx)))
+        return plan, item, out
+
+    def _with_sources(self, visible: list[Source], ctx: Ctx, fn):
+        """``fn()`` with only ``visible`` of this scope's sources in sight (and no USING
+        columns unless all are): a name of another source is then no column, not that one."""
+        scope = ctx.scope
+        merged, order, local = scope.merged, list(scope.sources), set(scope.local)
+        for s in order:
+            if s not in visible:
+                scope.remove(s)
+        if len(visible) != len(order):
+            scope.merged = {}
+        try:
+            return fn()
+        finally:
+            scope.merged = merged
+            scope.sources[:] = order
+            scope.local.clear()
+            scope.local.update(local)
 
     def _outer_join(self, plan: PlanNode, p: PlanNode, side: str, conds: list[Expr]) -> PlanNode:
         """One LEFT / RIGHT / FULL / SEMI / ANTI join in written order: its equalities between
@@ -326,7 +385,7 @@ class FromClause:
             if hidden is not None:
                 ctx.scope.add(hidden)
             try:
-                out.append(self.expr(on, ctx))
+                out.append(_join_condition(self.expr(on, ctx)))
             finally:
                 if hidden is not None:
                     ctx.scope.remove(hidden)
@@ -386,3 +445,14 @@ def _dedupe(names: list[str]) -> list[str]:
 def _shown(names: list[str]) -> dict[str, str]:
     """The names that ``*`` shows as written (``MyCol``), where they are not lower case."""
     return {n.lower(): n for n in names if n != n.lower()}
+
+
+def _join_condition(e: Expr) -> Expr:
+    """An ON condition as a boolean: ``ON NULL`` matches no row (a NULL of no type is a NULL
+    boolean); anything else not boolean is an error, not a residual of another type."""
+    if e.type.kind == "null":
+        return E.coerce(e, BOOL)
+    e = as_boolean(e)  # as DuckDB: ON 1, ON a.x -- non-zero holds
+    if e.type.kind != "bool":
+        raise PlanError(f"JOIN ... ON needs a boolean condition, got {e.type}")
+    return e

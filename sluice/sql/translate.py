@@ -28,7 +28,8 @@ from sluice.sql.coverage import check_supported, construct_name
 from sluice.sql.normalize import normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
-from sluice.expr.nodes import Col, Expr, Func, Lit
+from sluice.expr.functions.logic import as_boolean
+from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
                                  Sort, SortKey, Union)
 from sluice.types import BOOL, INT64, supertype
@@ -69,6 +70,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
         self._domains: dict[int, Domain] = {}
         self._empty_groups: dict[int, EmptyGroup] = {}
         self._join_on: dict[int, exp.Expression | None] = {}  # id(JOIN) -> its ON less what went to WHERE
+        self._on_pushed: dict[int, list[exp.Expression]] = {}  # id(outer JOIN) -> ON conjuncts with subqueries
 
     # ------------------------------------------------------------------ naming
 
@@ -132,7 +134,8 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
 
         def flatten(n):
             if isinstance(n, exp.Union) and not any(n.args.get(k) for k in ("order", "limit", "offset", "with_")) \
-                    and bool(n.args.get("distinct")) == bool(ast.args.get("distinct")):
+                    and bool(n.args.get("distinct")) == bool(ast.args.get("distinct")) \
+                    and bool(n.args.get("by_name")) == bool(ast.args.get("by_name")):
                 flatten(n.left)
                 flatten(n.right)
             else:
@@ -140,7 +143,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
         # The root's own ORDER BY / LIMIT apply to the whole union (below), not to a branch.
         flatten(ast.left)
         flatten(ast.right)
-        fixed, names, outputs = self._set_inputs("UNION", parts, parent)
+        fixed, names, outputs = self._set_inputs("UNION", parts, parent, by_name=bool(ast.args.get("by_name")))
         plan: PlanNode = Union(tuple(fixed))
         if ast.args.get("distinct"):
             sch = plan.schema
@@ -187,10 +190,14 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
         plan = Project(plan, tuple((n, Col(n, sch[n])) for n in names))
         return self._order_limit_simple(ast, Rel(plan, outputs))
 
-    def _set_inputs(self, kind: str, parts: list[exp.Expression], parent) -> tuple[list[Project], list[str], list]:
+    def _set_inputs(self, kind: str, parts: list[exp.Expression], parent,
+                    by_name: bool = False) -> tuple[list[Project], list[str], list]:
         """The inputs of a set operation as Projects onto shared fresh names, each column cast
-        to one type (an untyped ``NULL as x`` takes the other inputs' type); the output names."""
+        to one type (an untyped ``NULL as x`` takes the other inputs' type); the output names.
+        ``by_name`` (UNION [ALL] BY NAME): columns matched by name (:func:`_by_name`)."""
         rels = [self.query(p, parent, None) for p in parts]
+        if by_name:
+            rels = self._by_name(rels)
         width = len(rels[0].outputs)
         if any(len(r.outputs) != width for r in rels):
             raise PlanError(f"{kind} inputs have different numbers of columns")
@@ -220,6 +227,31 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             fixed.append(Project(p.child, tuple(exprs)))
         outputs = [(u, n) for (u, _), n in zip(rels[0].outputs, names)]
         return fixed, names, outputs
+
+    def _by_name(self, rels: list[Rel]) -> list[Rel]:
+        """UNION [ALL] BY NAME's inputs as inputs matched by position: every input has every
+        name any input has (case-insensitively, in the order names first appear), NULL where it
+        lacks one, as in DuckDB."""
+        order: dict[str, str] = {}
+        for r in rels:
+            seen = set()
+            for user, _ in r.outputs:
+                key = user.lower()
+                if key in seen:
+                    raise PlanError(f"UNION BY NAME: column {user!r} appears twice in one input")
+                seen.add(key)
+                order.setdefault(key, user)
+        out = []
+        for r in rels:
+            sch = r.plan.schema
+            have = {user.lower(): internal for user, internal in r.outputs}
+            exprs, outputs = [], []
+            for key, user in order.items():
+                name = self.fresh(user)
+                exprs.append((name, Col(have[key], sch[have[key]]) if key in have else Lit(None, NULL_TYPE)))
+                outputs.append((user, name))
+            out.append(Rel(Project(r.plan, tuple(exprs)), outputs))
+        return out
 
     def _order_limit_simple(self, ast, rel: Rel) -> Rel:
         order = ast.args.get("order")
@@ -363,6 +395,14 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             if on is None or not _contains_subquery(on):
                 continue
             later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
+            if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER") \
+                    and scope.parent is None:
+                # joined to the side they read (FromClause._on_subqueries)
+                parts = _split_and(on)
+                self._on_pushed[id(j)] = [c for c in parts if _contains_subquery(c)]
+                rest = [c for c in parts if not _contains_subquery(c)]
+                self._join_on[id(j)] = exp.and_(*rest) if rest else None
+                continue
             if (j.side or (j.kind or "").upper() not in ("", "INNER", "CROSS")) \
                     or any(x not in ("", "INNER", "CROSS", "LEFT", "LEFTOUTER") for x in later):
                 raise UnsupportedError("subqueries in the ON condition of an outer join")
@@ -384,6 +424,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
                     raise UnsupportedError("correlated reference outside a WHERE subquery predicate")
                 self._correlate(c, scope, corr)
             else:
+                c = E.coerce(c, BOOL) if c.type.kind == "null" else as_boolean(c)  # WHERE NULL keeps no row
                 if c.type.kind != "bool":
                     raise PlanError(f"WHERE needs a boolean condition, got {c.type}")
                 local_plain.append(c)
@@ -444,6 +485,7 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             st.plan = self._windows(st.plan, windows, st.post_ctx, st.aggregated)
         if qualify is not None:
             c = self._post_or_expr(qualify.this, st)
+            c = E.coerce(c, BOOL) if c.type.kind == "null" else as_boolean(c)
             if c.type.kind != "bool":
                 raise PlanError(f"QUALIFY needs a boolean condition, got {c.type}")
             st.plan = Filter(st.plan, c)

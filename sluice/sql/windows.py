@@ -81,8 +81,10 @@ class Windows:
 
     def _window_call(self, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
         if isinstance(w.this, exp.IgnoreNulls):  # FIRST_VALUE / LAST_VALUE / LAG / LEAD (coverage)
-            return replace(self._window_call_of(w.this.this, w, tr, column, keys), ignore_nulls=True)
-        return self._window_call_of(w.this, w, tr, column, keys)
+            call = replace(self._window_call_of(w.this.this, w, tr, column, keys), ignore_nulls=True)
+        else:
+            call = self._window_call_of(w.this, w, tr, column, keys)
+        return _excluding(call, w.args.get("spec"))
 
     def _window_call_of(self, f: exp.Expression, w: exp.Window, tr, column, keys: tuple[SortKey, ...]) -> WindowCall:
         frame = self._frame(w.args.get("spec"), keys)
@@ -200,9 +202,26 @@ def _whole_partition_aggregates(part, keys, calls) -> bool:
     """Whether every call of a window is an aggregate over its whole partition (no ORDER BY,
     unbounded frame) of keys that have a zero to stand for NULL in the join back."""
     return bool(part) and not keys and all(
-        c.func in _PARTITION_AGGREGATES and not c.ignore_nulls
+        c.func in _PARTITION_AGGREGATES and not c.ignore_nulls and not c.exclude
         and c.frame[1][0] == "unbounded" and c.frame[2][0] == "unbounded" for _, c in calls) \
         and all(null_safe_zero(k.type) is not None for k in part)
+
+
+#: The window functions EXCLUDE applies to here (ranking functions ignore frames in DuckDB).
+_EXCLUDING = {"count", "count_star", "sum", "avg", "min", "max"}
+
+
+def _excluding(call: WindowCall, spec) -> WindowCall:
+    """``call`` with its frame's EXCLUDE CURRENT ROW / GROUP / TIES (NO OTHERS: none)."""
+    ex = spec.args.get("exclude") if spec is not None else None
+    what = " ".join(str(ex.name if isinstance(ex, exp.Expression) else ex).lower().split()) if ex is not None else ""
+    if what in ("", "no others"):
+        return call
+    if what not in ("current row", "group", "ties"):
+        raise UnsupportedError(f"EXCLUDE {what.upper()} in a window frame")
+    if call.func not in _EXCLUDING:
+        raise UnsupportedError(f"EXCLUDE in the window frame of {call.func.upper()}")
+    return replace(call, exclude=what)
 
 
 def null_safe_zero(t):

@@ -61,12 +61,13 @@ CASES: list[tuple[str, str | None]] = [
     ("select n_name, sum(n_nationkey) over () from nation", None),
     ("select n_name, sum(n_nationkey) over (order by n_regionkey groups 1 preceding) from nation", None),
     ("select n_name from nation window w as (order by n_name)", None),
-    ("select n_name, sum(n_nationkey) over (order by n_regionkey rows 1 preceding exclude ties) from nation",
-     "EXCLUDE"),
+    # (a RANGE frame: which peers a ROWS frame holds depends on their order, DuckDB's or sluice's)
+    ("select n_name, sum(n_nationkey) over (order by n_regionkey range 1 preceding exclude ties) from nation",
+     None),
     ("select n_regionkey, count(*) from nation group by rollup (n_regionkey)", None),
     ("select n_regionkey, count(*) from nation group by cube (n_regionkey)", None),
     ("select n_regionkey, count(*) from nation group by grouping sets ((n_regionkey), ())", None),
-    ("select n_name from nation where (n_regionkey, n_nationkey) = (1, 1)", "row values"),
+    ("select n_name from nation where (n_regionkey, n_nationkey) = (1, 1)", None),
     ("select n_regionkey, count(*) from nation group by grouping sets (rollup (n_regionkey))", "nested ROLLUP"),
     ("select n_name from nation intersect select n_name from nation where n_regionkey = 1", None),
     ("select n_name from nation except select n_name from nation where n_regionkey = 1", None),
@@ -257,9 +258,12 @@ def test_overflow_raises(sql, chunk_rows, tpch_dir, connect, tpch_duck):
     with pytest.raises(Exception):  # noqa: B017 - any DuckDB error: the premise of the case
         tpch_duck.sql(sql).fetchall()
     con = connect(tpch_dir, **({"chunk_rows": chunk_rows} if chunk_rows else {}))
-    with pytest.raises(ExecutionError) as ei:
+    # (or refused where sluice's 64-bit decimals end first: o_totalprice * 10**14 is a product
+    # DuckDB's 38 digits hold, its cast to BIGINT the error there)
+    with pytest.raises((ExecutionError, UnsupportedError)) as ei:
         con.sql(sql).to_arrow()
-    assert "range" in str(ei.value) or "overflow" in str(ei.value) or "fit" in str(ei.value)
+    assert "range" in str(ei.value) or "overflow" in str(ei.value) or "fit" in str(ei.value) or \
+        isinstance(ei.value, UnsupportedError) and "beyond 18 digits" in str(ei.value)
 
 
 def test_union_all_limit_without_order(sluice_con, tpch_duck):

@@ -64,7 +64,7 @@ def test_unknown_function_and_type_errors_are_plan_errors():
     with pytest.raises(PlanError, match="cannot apply"):
         make_func("+", [Col("x", STRING), Col("y", INT64)])
     with pytest.raises(PlanError, match="NOT needs a boolean"):
-        make_func("not", [Col("x", INT64)])
+        make_func("not", [Col("x", STRING)])
 
 
 def test_constants_fold_through_the_kernels():

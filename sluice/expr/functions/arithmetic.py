@@ -128,7 +128,10 @@ def arith(e, args, chunk) -> Column:
         r = x * y
         bad = _mul_overflow(x, y, r)
         if bad is not None:
-            fail_if(bad, "decimal product overflows 64 bits; CAST an operand to DOUBLE", valid)
+            # DuckDB's product has up to 38 digits and answers: past 64 bits, a limit of
+            # sluice's, refused (``bigint_col * 0.5`` near 2**62), not an overflow of SQL's
+            fail_if(bad, "a decimal product beyond 18 digits (sluice's decimals are 64-bit; DuckDB's "
+                    "reach 38): CAST an operand to DOUBLE", valid, UnsupportedError)
         return Column(r, t, valid)
     x, y = numeric_pair(a, b, t)
     if op in ("+", "-"):

@@ -48,6 +48,10 @@ def cast(e, args, chunk) -> Column:
     a, = args
     t = e.type
     src = a.type
+    if src.kind == "null":  # a NULL of no type: the same NULLs, of t
+        return Column(torch.zeros(a.data.shape, dtype=t.torch_dtype, device=a.data.device), t,
+                      torch.zeros(a.data.shape, dtype=torch.bool, device=a.data.device),
+                      pa.array([""], pa.string()) if t.kind == "string" else None)
     if src == t:
         _check_precision(e, a.data, a.valid)  # DECIMAL(3,0) to DECIMAL(2,0): 100 does not fit
         return a

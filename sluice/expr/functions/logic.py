@@ -9,8 +9,18 @@ from sluice.expr.functions.registry import register
 from sluice.types import BOOL
 
 
+def as_boolean(x):
+    """An operand of AND / OR / NOT as a boolean: an integer or decimal is ``x <> 0``, as DuckDB
+    casts it (``u.a AND b``, ``NOT 3``); anything else must be a boolean already."""
+    from sluice.expr.nodes import Func, Lit
+    if x.type.is_integer or x.type.kind == "decimal":
+        return Func("<>", (x, Lit(0, x.type)), BOOL)
+    return x
+
+
 def _bind_connective(op: str):
     def bind(args, params):
+        args = [as_boolean(x) for x in args]
         for x in args:
             if x.type.kind != "bool":
                 raise PlanError(f"{op.upper()} needs boolean operands, got {x.type} in {x}")
@@ -63,6 +73,7 @@ def or_(e, cols, chunk) -> Column:
 
 
 def _bind_not(args, params):
+    args = [as_boolean(args[0])]
     if args[0].type.kind != "bool":
         raise PlanError(f"NOT needs a boolean operand, got {args[0].type}")
     return list(args), BOOL

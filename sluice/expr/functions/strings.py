@@ -17,6 +17,7 @@ import torch
 from sluice.chunk import Column, host_tensor, lookup, string_buffers, to_device
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
+from sluice.expr.functions.paths import path_part
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid, gather_bool
 from sluice.expr.functions.string_limits import (POSITION_MAX, POSITION_MIN, arrow_string_limit,
@@ -369,6 +370,7 @@ PER_ENTRY = {
     "left": (STRING, lambda d, n: pc.utf8_slice_codeunits(d, 0, n)),  # negative n drops from the end
     "right": (STRING, _right),
     "repeat": (STRING, lambda d, n: pc.binary_repeat(d, max(n, 0))),
+    "path_part": (STRING, path_part),  # parse_filename / parse_dirname / parse_dirpath
 }
 
 

@@ -1,0 +1,136 @@
+"""Translations of scalar calls that are rewritings of others or small families of their own:
+OVERLAY (substrings around the new text), DuckDB's path functions (``parse_filename``,
+``parse_dirname``, ``parse_dirpath``) and PRINTF's placeholders beyond ``%s`` / ``%d``. Registered by :mod:`sluice.sql.expressions`
+(``CLASS_CALLS`` by sqlglot class, ``NAMED_CALLS`` for plain calls by name)."""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.expr import build as E
+from sluice.expr.functions.paths import SEPARATORS
+from sluice.expr.nodes import Expr, Lit
+from sluice.types import FLOAT64, INT64, STRING
+
+
+def _const(tr, node, ctx, what: str) -> Lit:
+    e = tr.expr(node, ctx)
+    if not isinstance(e, Lit):
+        raise UnsupportedError(f"{what} that is not a constant")
+    return e
+
+
+def overlay(tr, n: exp.Overlay, ctx) -> Expr:
+    """OVERLAY(s PLACING r FROM p [FOR k]): ``s``'s characters before ``p``, then ``r``, then
+    those from ``p + k`` on (``k`` defaults to ``r``'s length), as DuckDB: a ``p`` before the
+    string puts ``r`` first. Positions and length constants; a negative length is refused
+    (DuckDB's reading of it is its own)."""
+    s, r = tr.expr(n.this, ctx), tr.expr(n.expression, ctx)
+    p = _const(tr, n.args["from_"], ctx, "OVERLAY with a position")
+    k = _const(tr, n.args["for_"], ctx, "OVERLAY with a length") if n.args.get("for_") is not None else None
+    if k is None:
+        if not isinstance(r, Lit):
+            raise UnsupportedError("OVERLAY of a text that is not a constant without FOR")
+        k = Lit(None if r.value is None else len(r.value), INT64)
+    for v in (p, k):
+        if v.value is not None and not v.type.is_integer:
+            raise PlanError(f"OVERLAY needs integer positions, got {v.type}")
+    if p.value is None or k.value is None:
+        return Lit(None, STRING)
+    start, length = int(p.value), int(k.value)
+    if length < 0:
+        raise UnsupportedError("OVERLAY with a negative length")
+    head = E.make_func("substring", [s], (1, start - 1)) if start > 1 else \
+        E.make_func("case", [E.make_func("is_null", [s]), Lit(None, STRING), Lit("", STRING)])
+    tail = E.make_func("substring", [s], (max(start + length, 1), None))
+    return E.make_func("concat", [E.make_func("concat", [head, r]), tail])
+
+
+_SPEC = re.compile(r"%([-+ 0#]*)(\d*)(?:\.(\d*))?([a-zA-Z])")
+
+
+def printf_spec(fmt: str, i: int) -> str | None:
+    """The PRINTF placeholder with flags, width or precision at ``fmt[i]`` (``%-5s``,
+    ``%08.3f``, ``%x``), or None (``%s`` / ``%d`` alone, or one sluice does not format)."""
+    m = _SPEC.match(fmt, i)
+    if m is None or m.group(0) in ("%s", "%d", "%i"):
+        return None
+    flags, conv = m.group(1), m.group(4)
+    if conv not in "sdixXoeEfFgG" or ("#" in flags and conv not in "xX") or (conv == "s" and set(flags) - {"-"}):
+        return None
+    if m.group(3) is not None and conv in "xXo":
+        return None
+    return m.group(0)
+
+
+def formatted_value(a: Expr, spec: str) -> Expr:
+    """One PRINTF argument as its text under ``spec`` (``sluice.expr.functions.printf``), its
+    type checked as DuckDB's formatter checks it: ``%f`` / ``%e`` / ``%g`` take floats and decimals, the integer
+    conversions integers and booleans, ``%s`` text and booleans."""
+    conv, t = spec[-1], a.type
+    if t.kind == "null":
+        return Lit(None, STRING)
+    if conv in "eEfFgG":
+        if not (t.is_float or t.kind == "decimal"):
+            raise PlanError(f"PRINTF: {spec} cannot format a {t} value")
+        return E.make_func("printf_spec", [E.make_func("cast", [a], (FLOAT64,))], (spec,))
+    if conv in "dixXo":
+        if t.kind == "bool":
+            a = E.make_func("cast", [a], (INT64,))
+        elif not t.is_integer:
+            raise PlanError(f"PRINTF: {spec} cannot format a {t} value")
+        return E.make_func("printf_spec", [a], (spec.replace("i", "d"),))
+    if t.kind == "bool":
+        a = E.make_func("cast", [a], (STRING,))
+    elif t.kind != "string":
+        raise UnsupportedError(f"PRINTF {spec} of a {t} value (its text may differ from DuckDB's)")
+    return E.make_func("printf_spec", [a], (spec,))
+
+
+def _path_part(part: str, name: str):
+    def translate(tr, n: exp.Anonymous, ctx) -> Expr:
+        args = list(n.expressions)
+        if not 1 <= len(args) <= (3 if part == "filename" else 2):
+            raise PlanError(f"{name.upper()} takes a path" + (", whether to trim the extension" if part == "filename" else "")
+                            + " and a separator")
+        path = tr.expr(args[0], ctx)
+        trim, sep = False, "default"
+        for a in args[1:]:
+            v = _const(tr, a, ctx, f"{name.upper()} with an option")
+            if v.value is None:
+                return Lit(None, STRING)
+            if v.type.kind == "bool" and part == "filename" and a is args[1]:
+                trim = bool(v.value)
+            elif v.type.kind == "string" and str(v.value).lower() in SEPARATORS:
+                sep = str(v.value).lower()
+            else:
+                raise PlanError(f"{name.upper()}: separator must be one of {', '.join(sorted(SEPARATORS))}")
+        return E.make_func("path_part", [path], (part, sep, trim))
+    return translate
+
+
+def bar(tr, n: exp.Anonymous, ctx) -> Expr:
+    """BAR(x, min, max[, width = 80]) over constant bounds and width (``functions/bar.py``)."""
+    if len(n.expressions) not in (3, 4):
+        raise PlanError("BAR takes x, min, max and an optional width")
+    x = tr.expr(n.expressions[0], ctx)
+    bounds = [_const(tr, a, ctx, "BAR with a bound or width") for a in n.expressions[1:]] + ([Lit(80, INT64)] if len(n.expressions) == 3 else [])
+    if any(b.value is None for b in bounds) or x.type.kind == "null":
+        return Lit(None, STRING)
+    if not (x.type.is_numeric or x.type.kind == "bool") or not all(b.type.is_numeric for b in bounds):
+        raise PlanError("BAR needs numbers")
+    lo, hi, width = (float(b.value) / 10 ** b.type.scale if b.type.kind == "decimal" else float(b.value) for b in bounds)
+    if width != width or width in (float("inf"), float("-inf")):
+        raise PlanError("Max bar width must not be NaN or infinity")
+    if not 1 <= width <= 1000:
+        raise PlanError(f"Max bar width must be {'>= 1' if width < 1 else '<= 1000'}")
+    return E.make_func("bar", [x], (lo, hi, width))
+
+
+CLASS_CALLS = {exp.Overlay: overlay}
+NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
+               "parse_dirname": _path_part("dirname", "parse_dirname"),
+               "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar}
