@@ -16,7 +16,9 @@ from sluice.expr.nodes import Expr, Func, Lit, settle_literals
 
 def _fold(e: Func) -> Expr:
     """Evaluate a function of constants now, so the plan holds the constant."""
-    if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",):
+    # A nested value is no constant of the plan (a Lit holds scalars): [1, 2] stays a call.
+    if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",) \
+            and not e.type.is_nested and not any(a.type.is_nested for a in e.args):
         return evaluate_constant(e)
     return e
 

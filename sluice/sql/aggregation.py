@@ -147,6 +147,8 @@ class Aggregation:
                         e = self.expr(alias_map[g.name.lower()], ctx)
                     else:
                         raise
+                if e.type.is_nested:
+                    raise UnsupportedError(f"GROUP BY on a {e.type.kind.upper()} column")
                 if e in group_map:
                     position[id(g0)] = [n for n, _ in keys].index(group_map[e].name)
                     continue
@@ -373,6 +375,9 @@ class Aggregation:
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
+        if e.type.is_nested and not (func == "count" and not distinct):
+            raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
+                                   f"{e.type.kind.upper()} column")
         if func in _NUMERIC_AGGS and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):

@@ -43,11 +43,12 @@ from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
 from sluice.sql.dependent import Dependent
 from sluice.sql.expressions import Expressions
+from sluice.sql.nested import NestedExpressions
 
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expressions):
+class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, NestedExpressions, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files

@@ -21,7 +21,7 @@ from sluice.errors import PlanError
 from sluice.expr.functions.registry import _REGISTRY, Function, register  # noqa: F401 - the package's interface
 
 #: The family modules, loaded together on the first lookup.
-FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "similarity", "datetime", "conditional", "cast")
+FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "similarity", "datetime", "conditional", "cast", "nested")
 
 
 _loaded = False
