@@ -203,10 +203,8 @@ def _placed(col: Column, device: torch.device | None) -> Column:
 
 def to_device(col: Column, device: torch.device) -> Column:
     if col.type.is_nested:
-        v = col.dictionary
-        values = NestedValues(tuple(to_device(c, device) for c in v.children),
-                              None if v.offsets is None else v.offsets.to(device), v.size)
-        return Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device), values)
+        return Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
+                      col.dictionary.to(device))
     nb = device.type == "cuda"
     data = col.data.pin_memory().to(device, non_blocking=nb) if nb else col.data.to(device)
     valid = None if col.valid is None else col.valid.to(device, non_blocking=False)
@@ -382,6 +380,6 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = Column(host_tensor(np.ascontiguousarray(np_arr)), t, valid)
         if device is not None and device.type != "cpu":
             col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
-                         col.dictionary, col.wide)
+                         col.dictionary.to(device) if col.type.is_nested else col.dictionary, col.wide)
         cols[f.name] = col
     return Chunk(cols, n, home=device if device is not None else torch.device("cpu"))

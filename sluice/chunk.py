@@ -39,7 +39,8 @@ class Column:
         if self.type.is_nested and not isinstance(self.dictionary, NestedValues):
             # Code that does not know nested columns rebuilt one without its values.
             from sluice.errors import UnsupportedError
-            raise UnsupportedError(f"a {self.type} column in an operation that does not handle nested values")
+            raise UnsupportedError(f"a {self.type.kind.upper()} column ({self.type}) in an operation that does "
+                                   "not handle nested values")
         if self.data.dtype != self.type.torch_dtype:
             # A tensor that does not hold its type's values prints as garbage (SUM of a float32
             # column once gave 0.0 so): an internal error, never a silent wrong answer.
@@ -103,6 +104,26 @@ class NestedValues:
     children: tuple
     offsets: torch.Tensor | None
     size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the offsets and children's tensors (string children: their dictionaries)."""
+        total = 0 if self.offsets is None else self.offsets.numel() * 8
+        for c in self.children:
+            total += c.data.numel() * c.data.element_size() + (0 if c.valid is None else c.valid.numel())
+            if c.dictionary is not None:
+                total += c.dictionary.nbytes
+        return total
+
+    def to(self, device: torch.device) -> "NestedValues":
+        """The same values on ``device`` (children moved level by level)."""
+        kids = tuple(Column(c.data.to(device), c.type, None if c.valid is None else c.valid.to(device),
+                            c.dictionary.to(device) if isinstance(c.dictionary, NestedValues) else c.dictionary)
+                     for c in self.children)
+        return NestedValues(kids, None if self.offsets is None else self.offsets.to(device), self.size)
 
     def sizes(self, codes: torch.Tensor) -> torch.Tensor:
         """The number of child rows of each entry in ``codes`` (int64)."""

@@ -241,6 +241,8 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
     for u in types[1:]:
         if u == t:
             continue
+        if t.is_nested or u.is_nested:
+            raise UnsupportedError(f"{what} mixes {t} and {u} (casts between nested types are not supported)")
         kinds = {t.kind, u.kind}
         if "string" in kinds:
             if not strings_win:

@@ -20,6 +20,7 @@ from sluice.expr.functions.registry import register
 from sluice.kernels.checks import fail_if
 from sluice.kernels.keys import sortable
 from sluice.kernels.values import to_type
+from sluice.expr.nodes import Lit
 from sluice.types import BOOL, FLOAT64, INT64, LType, list_of, struct_of, supertype
 
 
@@ -52,6 +53,10 @@ def _take_or_null(child: Column, idx: torch.Tensor, ok: torch.Tensor, n: int) ->
     got = child.take(idx.clamp(0, len(child) - 1))
     valid = ok if got.valid is None else got.valid & ok
     return Column(got.data, got.type, valid, got.dictionary)
+
+
+def _is_null(e) -> bool:
+    return isinstance(e, Lit) and e.value is None and not e.type.is_nested
 
 
 def _need(t: LType, kind: str, what: str) -> None:
@@ -224,6 +229,8 @@ def _bind_contains(args, params):
     _need(lst.type, "list", "LIST_CONTAINS")
     t = lst.type.element
     _comparable(t, "LIST_CONTAINS")
+    if _is_null(x):
+        x = Lit(None, t)
     if x.type != t:
         try:
             supertype([t, x.type], "LIST_CONTAINS")
@@ -235,7 +242,8 @@ def _bind_contains(args, params):
 
 @register("list_contains", bind=_bind_contains)
 def list_contains(e, args, chunk) -> Column:
-    """Whether some non-NULL element equals x; NULL where the list or x is NULL."""
+    """Whether some non-NULL element equals x; NULL where the list is NULL, or x is NULL and
+    the list not empty (an empty list contains nothing, not even NULL: false, as DuckDB)."""
     n = _n(chunk)
     rv, child, rows = _elements(args[0], n)
     x = args[1].expand(n)
@@ -245,7 +253,13 @@ def list_contains(e, args, chunk) -> Column:
         if child.valid is not None:
             eq = eq & child.valid
         hit.index_add_(0, rows, eq.to(torch.int64))
-    return Column(hit > 0, BOOL, _valid(args[0].expand(n), x))
+    valid = x.valid
+    if valid is not None:
+        valid = valid | (rv.offsets[1:] == rv.offsets[:-1])
+    lst = args[0].expand(n)
+    if lst.valid is not None:
+        valid = lst.valid if valid is None else valid & lst.valid
+    return Column(hit > 0, BOOL, valid)
 
 
 def _order(child: Column, rows: torch.Tensor, desc: bool, nulls_first: bool) -> torch.Tensor:
@@ -366,11 +380,15 @@ def list_distinct(e, args, chunk) -> Column:
 
 def _bind_concat(args, params):
     a, b = args
+    if _is_null(a) and b.type.is_nested:
+        a = Lit(None, b.type)
+    if _is_null(b) and a.type.is_nested:
+        b = Lit(None, a.type)
     _need(a.type, "list", "LIST_CONCAT")
     _need(b.type, "list", "LIST_CONCAT")
     if a.type != b.type:
         raise UnsupportedError(f"LIST_CONCAT of lists of different types ({a.type}, {b.type})")
-    return list(args), a.type
+    return [a, b], a.type
 
 
 @register("list_concat", bind=_bind_concat)
@@ -402,6 +420,8 @@ def _bind_map_lookup(op: str):
         _need(m.type, "map", "a map lookup")
         kt, vt = m.type.args
         _comparable(kt, "a map lookup")
+        if _is_null(k):
+            k = Lit(None, kt)
         if k.type != kt:
             try:
                 supertype([kt, k.type], "a map key")
