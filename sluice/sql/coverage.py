@@ -281,6 +281,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArraySort: {"this": READ, "expression": refuse("LIST_SORT with a comparator"), "asc": READ, "nulls_first": READ},
     exp.ArrayDistinct: {"this": READ, "check_null": only(lambda v: not v or (isinstance(v, exp.Boolean) and not v.this), "ARRAY_DISTINCT of a dialect")},
     exp.MapKeys: _UNARY,
+    # FROM t, UNNEST(t.l) AS u(x) (sluice.sql.nested.UnnestSources); SELECT UNNEST(l) is rewritten so
+    exp.Unnest: {"expressions": READ, "alias": READ, "offset": refuse("UNNEST ... WITH ORDINALITY"),
+                 "explode_array": refuse("UNNEST of arrays of structs")},
     exp.ArrayMin: _UNARY,
     exp.ArrayMax: _UNARY,
     exp.Left: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("LEFT of a dialect")},

@@ -176,3 +176,67 @@ def field(e: Expr, name: str) -> Expr:
     if e.type.kind != "struct":
         raise PlanError(f"cannot take field {name!r} of a {e.type} value")
     return E.make_func("struct_extract", [e], (name,))
+
+
+class UnnestSources:
+    """UNNEST in FROM (mixed into the translator): ``FROM t, UNNEST(t.l) AS u(x)`` joins each
+    row of what precedes it to the elements of its list, as a lateral join (DuckDB: rows with
+    NULL or empty lists drop out). ``SELECT UNNEST(l)`` reaches here rewritten into that form
+    (:func:`select_unnest`)."""
+
+    def unnest_source(self, node: exp.Unnest, prefix, ctx: Ctx):
+        from sluice.expr.nodes import Col
+        from sluice.plan.logical import Project, Unnest
+        from sluice.sql.scope import Source
+        for arg in ("offset", "explode_array"):
+            if node.args.get(arg):
+                raise UnsupportedError("UNNEST ... WITH ORDINALITY" if arg == "offset" else "UNNEST of arrays of structs")
+        if len(node.expressions) != 1:
+            raise UnsupportedError("UNNEST of several lists at once")
+        e = self.expr(node.expressions[0], ctx)
+        if e.type.kind != "list":
+            raise UnsupportedError(f"UNNEST of a {e.type} value (only lists)")
+        alias = node.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        if len(names) > 1:
+            raise PlanError("UNNEST of a list gives one column")
+        table = alias.name.lower() if alias is not None and alias.name else "unnest"
+        column = (names[0] if names else (alias.name if alias is not None and alias.name else "unnest")).lower()
+        source, out = self.fresh("unnest list"), self.fresh(column)
+        keep = tuple((n, Col(n, t)) for n, t in prefix.schema.items())
+        plan = Unnest(Project(prefix, keep + ((source, e),)), source, out)
+        return plan, Source(table, {column: Col(out, e.type.element)})
+
+
+def select_unnest(sel: exp.Select) -> exp.Select | None:
+    """``SELECT a, UNNEST(l) [AS x] FROM ...`` as ``SELECT a, x FROM ..., UNNEST(l) AS u(x)``
+    (the same rows: one per element, NULL and empty lists dropping theirs); None when the select
+    list has no UNNEST. One UNNEST at the top of one select item, in a query without grouping,
+    aggregates, windows or set operations; anything else is refused by name."""
+    hits = [n for n in sel.expressions for n in n.find_all(exp.Explode)]
+    if not hits:
+        return None
+    tops = [it for it in sel.expressions
+            if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode))]
+    if len(hits) > 1:
+        raise UnsupportedError("several UNNESTs in one select list")
+    if not tops:
+        raise UnsupportedError("UNNEST inside an expression (only a select item of its own)")
+    from sluice.sql.syntax import AGG_FUNCS
+    if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
+            or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
+        raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")
+    if sel.args.get("from_") is None:
+        raise UnsupportedError("UNNEST in the select list without FROM (write FROM UNNEST(...))")
+    sel = sel.copy()
+    item = next(it for it in sel.expressions
+                if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode)))
+    call = item if isinstance(item, exp.Explode) else item.this
+    name = item.alias if isinstance(item, exp.Alias) else f"unnest({call.this.sql(dialect='duckdb')})"
+    hidden = "\x00unnest"
+    join = exp.Join(this=exp.Unnest(expressions=[call.this.copy()],
+                                    alias=exp.TableAlias(this=exp.to_identifier(hidden),
+                                                         columns=[exp.to_identifier("x")])))
+    sel.append("joins", join)
+    item.replace(exp.alias_(exp.column("x", table=hidden), name, quoted=True))
+    return sel

@@ -61,6 +61,16 @@ QUERIES = [
     "where a.event_id < 200 order by a.event_id",
     "select event_id, items, user from events order by user.id desc nulls last, event_id limit 25",
     "select tags, scores from events where event_id < 10 union all select tags, scores from events where event_id > 1490",
+    # UNNEST: in the select list, in FROM as a lateral join, of lists of structs
+    "select event_id, unnest(tags) as tag from events order by event_id, tag nulls first",
+    "select event_id, unnest(scores) from events where kind = 'buy' order by 1, 2",
+    "select e.event_id, t from events e, unnest(e.tags) as u(t) where t is not null order by 1, 2",
+    "select e.event_id, it.sku, it.qty, it.price from events e, unnest(e.items) as u(it) "
+    "order by 1, 2 nulls first, 3 nulls first, 4 nulls first",
+    "select it.sku, count(*), sum(it.qty), sum(it.price) from events e cross join unnest(e.items) as u(it) "
+    "group by it.sku order by 1 nulls first",
+    "select k, count(*) from events, unnest(map_keys(attrs)) as u(k) group by k order by k",
+    "select x from unnest([3, 1, 2]) as u(x) order by x",
     "select event_id, case when event_id % 2 = 0 then tags end, coalesce(tags, ['none']), "
     "coalesce(user, {'id': -1::bigint, 'name': 'x', 'address': {'city': 'c', 'zip': 1}}).address.city, "
     "case when kind = 'buy' then attrs when kind = 'view' then null else attrs end from events order by event_id",
@@ -75,8 +85,11 @@ REFUSED = [
     ("select count(*) from events a join events b on a.user = b.user", "comparing STRUCT values"),
     ("select min(tags) from events", "aggregate MIN of a LIST column"),
     ("select count(distinct attrs) from events", "aggregate COUNT DISTINCT of a MAP column"),
-    ("select unnest(tags) from events", "UNNEST"),
-    ("select t from events, unnest(events.tags) as u(t)", "UNNEST"),
+    ("select unnest(tags), unnest(scores) from events", "several UNNESTs in one select list"),
+    ("select kind, unnest(tags) from events group by kind", "UNNEST in the select list of a query with GROUP BY"),
+    ("select len(unnest(tags)) from events", "UNNEST inside an expression"),
+    ("select * from events left join unnest(events.tags) as u(t) on true", "JOIN of UNNEST with a condition"),
+    ("select * from events where unnest(tags) = 'x'", "UNNEST"),
     ("select list(event_id order by ts) from events", "LIST"),
     ("select array_agg(kind) from events", "ARRAY_AGG"),
     ("select list_transform(scores, x -> x + 1) from events", "LIST_TRANSFORM"),
