@@ -287,7 +287,9 @@ def nested_query():
                       "sum(attrs['k1'])", "count(user)"])
     if _NR.random() < .5:
         return f"select kind, {agg} from ev{where} group by kind"
-    return f"select x.sku, count(*), sum(x.qty) from ev e, unnest(e.items) as u(x) group by x.sku"
+    return "select x.sku, count(*), sum(x.qty) from ev e, unnest(e.items) as u(x) group by x.sku"
+
+
 ZCOLS = [f"z.{c}" for c in _ZENDS]
 ZLITS = ["0", "1", "2", "3", "-1", "-2", "7", "100", "127", "128", "-128", "-129", "255", "1000", "32767", "32768",
          "-32768", "40000", "2147483647", "2147483648", "-2147483648", "3000000000", "(1)", "- 1", "1::integer",

@@ -25,8 +25,9 @@ class LType:
     kind: str
     scale: int = 0
     precision: int = field(default=0, compare=False)
-    #: list: (element type,); map: (key type, value type); struct: ((name, type), ...).
-    args: tuple = ()
+    #: list: (element type,); map: (key type, value type); struct: ((name, type), ...). Out of the
+    #: repr (plan printouts of flat types stay as they were); ``str`` shows it.
+    args: tuple = field(default=(), repr=False)
 
     def __str__(self) -> str:
         if self.kind == "list":
