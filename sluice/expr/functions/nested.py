@@ -326,6 +326,17 @@ def list_min_max(e, args, chunk) -> Column:
     """The least / greatest non-NULL element: the first of each list sorted with NULLs last."""
     n = _n(chunk)
     rv, child, rows = _elements(args[0], n)
+    t = child.type
+    if (t.is_integer or t.kind in ("decimal", "date") or t.is_timestamp) and rows.numel():
+        # One segment reduction over the non-NULL elements (no sort): exact for these types.
+        ok = torch.ones(rows.shape, dtype=torch.bool, device=rows.device) if child.valid is None else child.valid
+        x = child.data.to(torch.int64)
+        big = torch.iinfo(torch.int64)
+        fill = big.min if e.op == "list_max" else big.max
+        out = torch.full((n,), fill, dtype=torch.int64, device=rows.device)
+        out = out.scatter_reduce(0, rows, torch.where(ok, x, fill), reduce="amax" if e.op == "list_max" else "amin")
+        count = torch.zeros(n, dtype=torch.int64, device=rows.device).index_add_(0, rows, ok.to(torch.int64))
+        return Column(out.to(t.torch_dtype), t, count > 0)
     perm = _order(child, rows, e.op == "list_max", nulls_first=False)
     sizes = rv.offsets[1:] - rv.offsets[:-1]
     first = rv.offsets[:-1]
