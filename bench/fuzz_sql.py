@@ -238,6 +238,65 @@ def mk_narrow(n):
     return pa.table({"k": pa.array([j % 3 for j in range(n)], pa.int32()), "o": pa.array(range(n), pa.int64()),
                      **{c: pa.array([val(hi, j) for j in range(n)], t) for c, (t, hi) in _ZENDS.items()}})
 pq.write_table(mk_narrow(80), root/"z.parquet", row_group_size=20)
+
+# Nested columns (issue 51): the seeded events table (sluice.datagen.events: structs within
+# structs, lists of strings, numbers and structs, a map; NULL / empty edges), small row groups,
+# and queries over it from their own RNG (the other queries of a seed are unchanged).
+from sluice.datagen.events import events_table  # noqa: E402
+_NR = random.Random(70_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+pq.write_table(events_table(90, _NR.randrange(1000)), root/"ev.parquet", row_group_size=_NR.choice([7, 20, 90]))
+
+
+def _idx():
+    return _NR.choice(["1", "2", "-1", "-2", "0", "5", "-7", "(event_id % 4)", "(event_id % 5 - 2)"])
+
+
+def nested_value():
+    """An expression over ev's nested columns."""
+    return _NR.choice([
+        "user.id", "user.name", "(user).address.city", "user['address']['zip']", "user is null", "user.address is null",
+        "struct_extract(user, 'name')", f"tags[{_idx()}]", f"scores[{_idx()}]", f"items[{_idx()}].sku",
+        f"items[{_idx()}]['price']", "len(tags)", "array_length(scores)", "len(items)",
+        f"scores[{_idx()}:{_idx()}]", f"tags[:{_idx()}]", f"scores[{_idx()}:]",
+        f"list_contains(tags, {_NR.choice(['red', 'sale', 'NULL', 'x y', ''])!r})",
+        f"list_contains(scores, {_NR.randint(-50, 1000)})", "list_contains(scores, null)",
+        "list_sum(scores)", "list_min(scores)", "list_max(tags)", "list_avg(scores)",
+        "list_sort(scores)", "list_sort(tags, 'desc')", "list_sort(scores, 'asc', 'nulls first')",
+        "list_sort(list_distinct(tags))", "list_concat(tags, tags)", "tags || [kind]", "list_concat(scores, null)",
+        f"attrs['k{_NR.randint(0, 6)}']", f"element_at(attrs, 'k{_NR.randint(0, 6)}')", "list_sort(map_keys(attrs))",
+        "cardinality(attrs)", "list_sum(map_values(attrs))", "[event_id, user.id]", "{'e': event_id, 't': tags}",
+        "coalesce(tags, ['none'])", "case when event_id % 3 = 0 then items end", "tags", "attrs", "user"])
+
+
+def nested_pred():
+    return _NR.choice([f"len(tags) > {_NR.randint(0, 3)}", f"list_contains(tags, {_NR.choice(['red', 'blue', 'a,b'])!r})",
+                       f"user.address.zip > {_NR.randint(1000, 99999)}", f"attrs['k{_NR.randint(0, 5)}'] > {_NR.randint(0, 500)}",
+                       "user is not null", "scores[1] is null", f"list_sum(scores) < {_NR.randint(0, 3000)}",
+                       f"kind = {_NR.choice(['click', 'buy', 'view'])!r}"])
+
+
+def nested_query():
+    k = _NR.random()
+    where = f" where {nested_pred()}" if _NR.random() < .5 else ""
+    if k < 0.55:
+        sel = ", ".join(nested_value() for _ in range(_NR.randint(1, 4)))
+        q = f"select event_id, {sel} from ev{where}"
+        if _NR.random() < .3:
+            q += f" order by event_id limit {_NR.randint(0, 30)}"
+        return q
+    if k < 0.7:
+        return f"select event_id, unnest({_NR.choice(['tags', 'scores', 'map_keys(attrs)', 'list_sort(scores)'])}) from ev{where}"
+    if k < 0.85:
+        lst, f = _NR.choice([("e.items", "x.sku, x.qty, x.price"), ("e.tags", "x"), ("e.scores", "x, x + 1"),
+                             ("map_values(e.attrs)", "x")])
+        return f"select e.event_id, {f} from ev e, unnest({lst}) as u(x)" + (f" where {nested_pred()}" if _NR.random() < .4 else "")
+    agg = _NR.choice(["count(*)", "sum(list_sum(scores))", "count(tags[1])", "max(len(items))", "min(user.address.zip)",
+                      "sum(attrs['k1'])", "count(user)"])
+    if _NR.random() < .5:
+        return f"select kind, {agg} from ev{where} group by kind"
+    return "select x.sku, count(*), sum(x.qty) from ev e, unnest(e.items) as u(x) group by x.sku"
+
+
 ZCOLS = [f"z.{c}" for c in _ZENDS]
 ZLITS = ["0", "1", "2", "3", "-1", "-2", "7", "100", "127", "128", "-128", "-129", "255", "1000", "32767", "32768",
          "-32768", "40000", "2147483647", "2147483648", "-2147483648", "3000000000", "(1)", "- 1", "1::integer",
@@ -653,6 +712,7 @@ def query():
     if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
+    if _NR.random() < 0.08: return nested_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

@@ -6,7 +6,9 @@ reads and a file holds: decimals as decimal128(38, s), dates as date32, a SUM pa
 exact decimal. The *page* form (:func:`page_to_batch`, :func:`batch_to_page`) is exact for
 sluice's own representation -- every column's type in field metadata, strings as values (or, for
 a low-cardinality column, its dictionary and codes), a SUM past 64 bits as its digits, rows
-without columns counted -- for spill files and the exchange.
+without columns counted -- for spill files and the exchange. Nested columns (LIST, STRUCT, MAP)
+are Arrow's nested arrays in both forms: their children convert as columns of their own, one
+level at a time (offsets, validity and child arrays as buffers: no Python over rows).
 
 Decimals become int64 scaled integers by viewing the decimal128 value buffer as int64 pairs
 and keeping the low words (checked: the high word must be the low word's sign extension).
@@ -23,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column, host_tensor
+from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.types import LType, from_arrow, split_interval, to_arrow
@@ -113,6 +115,8 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
     t = t or from_arrow(arr.type)
     valid = _validity(arr)
     at = arr.type
+    if t.is_nested:
+        return _placed(Column(torch.arange(len(arr), dtype=torch.int64), t, valid, _nested_values(arr, t)), device)
     if t.kind == "string":
         if not pa.types.is_dictionary(at):
             dictionary = _filled(arr if pa.types.is_string(at) else arr.cast(pa.string()), "")  # string_view
@@ -174,11 +178,33 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
     return _placed(col, device)
 
 
+def _nested_values(arr: pa.Array, t: LType) -> NestedValues:
+    """The nested values of a LIST / LARGE_LIST, MAP or STRUCT array, one entry per row: its
+    offsets as int64 and its children as columns (converted recursively)."""
+    if t.kind == "struct":
+        if not pa.types.is_struct(arr.type):
+            raise UnsupportedError(f"column type {arr.type} read as {t}")
+        kids = tuple(arrow_to_column(arr.field(i), u) for i, (_, u) in enumerate(t.args))
+        return NestedValues(kids, None, len(arr))
+    if pa.types.is_fixed_size_list(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
+        raise UnsupportedError(f"column type {arr.type}")
+    offsets = host_tensor(np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64))
+    if t.kind == "map":
+        entries = arr.values  # struct<key, value>, not sliced: the offsets index it
+        kids = (arrow_to_column(entries.field(0), t.args[0]), arrow_to_column(entries.field(1), t.args[1]))
+    else:
+        kids = (arrow_to_column(arr.values, t.element),)
+    return NestedValues(kids, offsets, len(arr))
+
+
 def _placed(col: Column, device: torch.device | None) -> Column:
     return to_device(col, device) if device is not None and device.type != "cpu" else col
 
 
 def to_device(col: Column, device: torch.device) -> Column:
+    if col.type.is_nested:
+        return Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
+                      col.dictionary.to(device))
     nb = device.type == "cuda"
     data = col.data.pin_memory().to(device, non_blocking=nb) if nb else col.data.to(device)
     valid = None if col.valid is None else col.valid.to(device, non_blocking=False)
@@ -216,6 +242,8 @@ def column_to_arrow(col: Column) -> pa.Array:
     mask = None if col.valid is None else ~col.valid.cpu().numpy()
     if t.kind == "null":
         return pa.nulls(n)
+    if t.is_nested:
+        return _nested_to_arrow(col, mask)
     if t.kind == "string":
         codes = numpy_to_arrow(data.numpy().astype(np.int32), pa.int32(), mask)
         if n == 0:
@@ -249,6 +277,24 @@ def column_to_arrow(col: Column) -> pa.Array:
     return numpy_to_arrow(data.numpy(), to_arrow(t), mask)
 
 
+def _nested_to_arrow(col: Column, mask: np.ndarray | None) -> pa.Array:
+    """A nested column as Arrow's LIST (32-bit offsets, as DuckDB writes), MAP or STRUCT array."""
+    t = col.type
+    v = row_values(col)
+    m = None if mask is None else pa.array(np.broadcast_to(mask, (v.size,)))
+    kids = [column_to_arrow(c) for c in v.children]
+    if t.kind == "struct":
+        fields = [pa.field(n, a.type) for (n, _), a in zip(t.args, kids)]
+        return pa.StructArray.from_arrays(kids, fields=fields, mask=m)
+    o = v.offsets.cpu().numpy()
+    if o[-1] >= 2 ** 31:
+        raise UnsupportedError("a result list column with more than 2**31 elements in one batch")
+    offsets = numpy_to_arrow(o.astype(np.int32), pa.int32())
+    if t.kind == "map":
+        return pa.MapArray.from_arrays(offsets, kids[0], kids[1], mask=m)
+    return pa.ListArray.from_arrays(offsets, kids[0], mask=m)
+
+
 # ---------------------------------------------------------------- page <-> record batch
 
 
@@ -261,7 +307,10 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
         c = c.expand(n)
         mask = None if c.valid is None else ~c.valid.cpu().numpy()
         meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
-        if c.wide is not None:  # a SUM beyond 64 bits: its exact values, as decimal digits
+        if c.type.is_nested:  # by value: Arrow's nested array, its type the column's
+            arr = column_to_arrow(c)
+            meta["n"] = "1"
+        elif c.wide is not None:  # a SUM beyond 64 bits: its exact values, as decimal digits
             arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
             meta["w"] = "1"
         elif c.type.kind == "string":
@@ -310,6 +359,10 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
         if f.name == _ROWS_ONLY:
             continue
         md = f.metadata or {}
+        if md.get(b"n") == b"1":  # a nested column, by value
+            col = arrow_to_column(arr, None, device)
+            cols[f.name] = col
+            continue
         t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()))
         valid = None
         if arr.null_count:
@@ -329,6 +382,6 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = Column(host_tensor(np.ascontiguousarray(np_arr)), t, valid)
         if device is not None and device.type != "cpu":
             col = Column(col.data.to(device), col.type, None if col.valid is None else col.valid.to(device),
-                         col.dictionary, col.wide)
+                         col.dictionary.to(device) if col.type.is_nested else col.dictionary, col.wide)
         cols[f.name] = col
     return Chunk(cols, n, home=device if device is not None else torch.device("cpu"))

@@ -1,4 +1,8 @@
-"""Column (tensor + validity + type [+ dictionary]) and Chunk (a batch of rows on one device)."""
+"""Column (tensor + validity + type [+ dictionary]) and Chunk (a batch of rows on one device).
+
+A nested column (LIST, STRUCT, MAP) is int64 codes into :class:`NestedValues`, kept where a
+string column keeps its dictionary: take, filter, slice and broadcast move only the codes, and
+code that rebuilds a column from ``data`` and ``dictionary`` carries the values along."""
 
 from __future__ import annotations
 
@@ -32,6 +36,11 @@ class Column:
     """Exact values of a SUM that exceeds 64 bits (``data`` then holds zeros)."""
 
     def __post_init__(self) -> None:
+        if self.type.is_nested and not isinstance(self.dictionary, NestedValues):
+            # Code that does not know nested columns rebuilt one without its values.
+            from sluice.errors import UnsupportedError
+            raise UnsupportedError(f"a {self.type.kind.upper()} column ({self.type}) in an operation that does "
+                                   "not handle nested values")
         if self.data.dtype != self.type.torch_dtype:
             # A tensor that does not hold its type's values prints as garbage (SUM of a float32
             # column once gave 0.0 so): an internal error, never a silent wrong answer.
@@ -76,7 +85,121 @@ class Column:
 def empty_column(t: LType, device: torch.device) -> Column:
     """A column of type ``t`` with no rows (a string column with an empty dictionary)."""
     return Column(torch.zeros(0, dtype=t.torch_dtype, device=device), t, None,
-                  pa.array([], pa.string()) if t.kind == "string" else None)
+                  pa.array([], pa.string()) if t.kind == "string"
+                  else empty_values(t, device) if t.is_nested else None)
+
+
+# ---------------------------------------------------------------- nested values
+
+
+@dataclass(frozen=True, slots=True)
+class NestedValues:
+    """What a nested column's codes index: ``size`` entries. A LIST's or MAP's entry ``i`` is
+    the child rows ``offsets[i]:offsets[i + 1]`` (``offsets``: int64, ``size + 1`` of them) of
+    ``children`` -- (elements,) for a LIST, (keys, values) for a MAP; a STRUCT's entry ``i`` is
+    row ``i`` of each field in ``children`` (``offsets`` None). Children are Columns (nested or
+    not) on the column's device, never constants. Arrow's layout, behind one indirection, so
+    that row movement never touches the children (docs: ARCHITECTURE.md, nested columns)."""
+
+    children: tuple
+    offsets: torch.Tensor | None
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the offsets and children's tensors (string children: their dictionaries)."""
+        total = 0 if self.offsets is None else self.offsets.numel() * 8
+        for c in self.children:
+            total += c.data.numel() * c.data.element_size() + (0 if c.valid is None else c.valid.numel())
+            if c.dictionary is not None:
+                total += c.dictionary.nbytes
+        return total
+
+    def to(self, device: torch.device) -> "NestedValues":
+        """The same values on ``device`` (children moved level by level)."""
+        kids = tuple(Column(c.data.to(device), c.type, None if c.valid is None else c.valid.to(device),
+                            c.dictionary.to(device) if isinstance(c.dictionary, NestedValues) else c.dictionary)
+                     for c in self.children)
+        return NestedValues(kids, None if self.offsets is None else self.offsets.to(device), self.size)
+
+    def sizes(self, codes: torch.Tensor) -> torch.Tensor:
+        """The number of child rows of each entry in ``codes`` (int64)."""
+        o = self.offsets
+        return o[codes + 1] - o[codes]
+
+
+def empty_values(t: LType, device: torch.device) -> NestedValues:
+    """Nested values with no entries."""
+    if t.kind == "struct":
+        return NestedValues(tuple(empty_column(u, device) for _, u in t.args), None, 0)
+    kids = (t.element,) if t.kind == "list" else t.args
+    return NestedValues(tuple(empty_column(u, device) for u in kids),
+                        torch.zeros(1, dtype=torch.int64, device=device), 0)
+
+
+def row_values(col: Column) -> NestedValues:
+    """``col``'s nested values with one entry per row, in row order (its codes then 0..n-1):
+    the children gathered (only the child rows the rows use), for output, concatenation and
+    the list kernels. A NULL row's entry is empty (LIST / MAP) or its fields' entries."""
+    codes = col.data.reshape(-1)
+    v = col.dictionary
+    if col.type.kind == "struct":
+        return NestedValues(tuple(c.take(codes) for c in v.children), None, int(codes.numel()))
+    sizes = v.sizes(codes)
+    if col.valid is not None:
+        sizes = sizes * col.valid.reshape(-1).expand(codes.shape)
+    starts = v.offsets[codes]
+    offsets = torch.zeros(codes.numel() + 1, dtype=torch.int64, device=codes.device)
+    torch.cumsum(sizes, 0, out=offsets[1:])
+    idx = child_positions(starts, sizes, offsets)
+    return NestedValues(tuple(c.take(idx) for c in v.children), offsets, int(codes.numel()))
+
+
+def child_positions(starts: torch.Tensor, sizes: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """The child rows ``starts[i] : starts[i] + sizes[i]`` of every entry, one after another
+    (``offsets``: the running sum of ``sizes``, with a leading 0)."""
+    total = int(offsets[-1])
+    if total == 0:
+        return torch.zeros(0, dtype=torch.int64, device=starts.device)
+    rows = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes, output_size=total)
+    return starts[rows] + (torch.arange(total, device=starts.device) - offsets[:-1][rows])
+
+
+def entry_rows(offsets: torch.Tensor) -> torch.Tensor:
+    """For each child row of row-ordered list values, the entry (row) it belongs to."""
+    n = offsets.numel() - 1
+    sizes = offsets[1:] - offsets[:-1]
+    return torch.repeat_interleave(torch.arange(n, device=offsets.device), sizes, output_size=int(offsets[-1]))
+
+
+def nested_column(t: LType, values: NestedValues, valid: torch.Tensor | None) -> Column:
+    """A column whose rows are ``values``' entries in order."""
+    codes = torch.arange(values.size, dtype=torch.int64,
+                         device=values.offsets.device if values.offsets is not None else values.children[0].data.device)
+    return Column(codes, t, valid, values)
+
+
+def _concat_nested(cols: list[Column], unify: bool) -> Column:
+    """Row-ordered values of each column, end to end (offsets moved by the child rows before)."""
+    parts = [row_values(c) for c in cols]
+    t = cols[0].type
+    kids = tuple(concat_columns([p.children[i] for p in parts], unify) for i in range(len(parts[0].children)))
+    offsets = None
+    if t.kind != "struct":
+        pieces, base = [parts[0].offsets[:1]], 0
+        for p in parts:
+            pieces.append(p.offsets[1:] + base)
+            base += int(p.offsets[-1])
+        offsets = torch.cat(pieces)
+    values = NestedValues(kids, offsets, sum(p.size for p in parts))
+    valid = None
+    if any(c.valid is not None for c in cols):
+        valid = torch.cat([c.valid.reshape(-1).expand(len(c)) if c.valid is not None
+                           else torch.ones(len(c), dtype=torch.bool, device=c.data.device) for c in cols])
+    return nested_column(t, values, valid)
 
 
 def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, Column]:
@@ -151,7 +274,7 @@ def compact_strings(chunk: "Chunk") -> "Chunk":
     cols = {}
     changed = False
     for k, c in chunk.columns.items():
-        if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * c.data.numel():
+        if c.type.kind == "string" and c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * c.data.numel():
             d, codes = _compacted(c)
             cols[k] = Column(codes, c.type, c.valid, d, c.wide)
             changed = True
@@ -301,6 +424,8 @@ def concat_columns(cols: list[Column], unify: bool = True) -> Column:
     that are merely moved, such as rows gathered before partitioning or a spill write)."""
     t = cols[0].type
     dictionary = None
+    if t.is_nested:
+        return _concat_nested(cols, unify)
     if t.kind == "string":
         dictionary, datas = unify_dictionaries(cols) if unify else _appended_dictionaries(cols)
     else:

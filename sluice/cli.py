@@ -104,9 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--queries", default=None, help="comma-separated subset, e.g. q01,q06")
 
     d = sub.add_parser("datagen", help="generate benchmark data as Parquet")
-    d.add_argument("benchmark", choices=["tpch", "ssb", "tpcds", "clickbench"])
+    d.add_argument("benchmark", choices=["tpch", "ssb", "tpcds", "clickbench", "events"],
+                   help="events: a seeded table of nested LIST / STRUCT / MAP columns (docs/nested.md)")
     d.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
-    d.add_argument("--rows", type=int, default=10_000_000, help="clickbench only: hits to write (default 10 M)")
+    d.add_argument("--rows", type=int, default=None,
+                   help="clickbench: hits to write (default 10 M); events: events to write (default 10,000)")
+    d.add_argument("--seed", type=int, default=0, help="events only: the random seed (default 0)")
     d.add_argument("--out", required=True, help="output directory")
     d.add_argument("--parts", type=int, default=None, help="TPC-H only: files per table (NAME/ folders)")
     d.add_argument("--force", action="store_true", help="replace this benchmark's tables already in --out")
@@ -425,13 +428,19 @@ def run(argv: list[str] | None = None) -> int:
         from sluice.datagen.tpcds import generate_tpcds
         from sluice.datagen.tpch import generate_tpch
         from sluice.datagen.folders import prepare_folder
+        by_rows = args.benchmark in ("clickbench", "events")
+        if args.rows is None:
+            args.rows = 10_000 if args.benchmark == "events" else 10_000_000
+        if by_rows and args.rows < 1:
+            raise ConfigError(f"--rows must be at least 1, not {args.rows}")
         prepare_folder(args.benchmark, args.out, args.force)
         t0 = time.perf_counter()
-        size = f"rows={args.rows:,}" if args.benchmark == "clickbench" else f"sf={args.sf:g}"
-        if args.benchmark == "clickbench" and args.rows < 1:
-            raise ConfigError(f"--rows must be at least 1, not {args.rows}")
+        size = f"rows={args.rows:,}" if by_rows else f"sf={args.sf:g}"
         with _Status(f"generating {args.benchmark} {size} into {args.out} ..."):
-            if args.benchmark == "clickbench":
+            if args.benchmark == "events":
+                from sluice.datagen.events import generate_events
+                generate_events(args.rows, args.out, args.seed)
+            elif args.benchmark == "clickbench":
                 from sluice.datagen.clickbench import generate_clickbench
                 generate_clickbench(args.rows, args.out)
             elif args.benchmark == "tpch":

@@ -363,12 +363,16 @@ class Relation:
             writer = None
             try:
                 for batch in run_batches(op, ctx, self._names, self.columns, self.plan.schema):
+                    if fmt == "csv":
+                        batch = _csv_ready(batch)
                     if writer is None:
                         writer = _open_writer(path, fmt, batch.schema)
                     writer.write_batch(batch) if fmt == "parquet" else writer.write(batch)
                     rows += batch.num_rows
                 if writer is None:
                     empty = run_to_arrow_schema(self._names, self.columns, self.plan.schema)
+                    if fmt == "csv":
+                        empty = _csv_ready(empty.empty_table()).schema
                     writer = _open_writer(path, fmt, empty)
             finally:
                 if writer is not None:
@@ -502,6 +506,16 @@ class Relation:
 
 def run_to_arrow_schema(names, out_names, schema) -> pa.Schema:
     return result_schema(names, out_names, schema)
+
+
+def _csv_ready(batch):
+    """Nested columns as the text DuckDB writes for them in a CSV file (``[1, 2]``, ``{'a': 1}``)."""
+    if not any(pa.types.is_nested(t) for t in batch.schema.types):
+        return batch
+    from sluice.render import nested_text
+    cols = [nested_text(c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c)
+            if pa.types.is_nested(c.type) else c for c in batch.columns]
+    return type(batch).from_arrays(cols, names=batch.schema.names)
 
 
 def _open_writer(path, fmt: str, schema: pa.Schema):

@@ -42,10 +42,63 @@ def _interval_micros(values) -> np.ndarray:
     return mdn["days"].astype(np.int64) * DAY_US + mdn["nanos"] // 1000
 
 
+#: A string inside a nested value is quoted (as DuckDB's VARCHAR of a LIST / STRUCT / MAP)
+#: when empty, edged by spaces, ``null`` in any case, or holding one of these characters.
+_NEEDS_QUOTES = r"""^$|^\s|\s$|^[nN][uU][lL][lL]$|[,'"\[\]{}:=\\()]"""
+
+
+def _nested_leaf(values: pa.Array, inner: bool) -> pa.Array:
+    """One level's values as DuckDB writes them inside a nested value (NULL as ``NULL``)."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        esc = pc.replace_substring(pc.replace_substring(values, "\\", "\\\\"), "'", "\\'")
+        quoted = pc.binary_join_element_wise("'", esc, "'", "")
+        text = pc.if_else(pc.match_substring_regex(values, _NEEDS_QUOTES), quoted, values)
+    elif pa.types.is_floating(values.type):
+        text = values.cast(pa.string())
+        whole = pc.invert(pc.match_substring_regex(text, "[.eEna]"))  # 1 -> 1.0, as DuckDB
+        text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+    else:
+        text = _as_text(values)
+        if text is None:
+            text = values.cast(pa.string())
+    return text.fill_null("NULL") if inner else text
+
+
+def nested_text(values: pa.Array, inner: bool = False) -> pa.Array:
+    """A LIST, STRUCT or MAP array as DuckDB's VARCHAR of it (``[1, NULL]``, ``{'a': x}``,
+    ``{k=1}``), column-wise with Arrow kernels, level by level; NULL stays NULL at the top."""
+    t = values.type
+    if pa.types.is_map(t):
+        entries = values.values
+        keys = nested_text(entries.field(0), True)
+        vals = nested_text(entries.field(1), True)
+        pairs = pc.binary_join_element_wise(keys, vals, "=")
+        lists = pa.ListArray.from_arrays(values.offsets, pairs, mask=values.is_null())
+        text = pc.binary_join_element_wise("{", pc.binary_join(lists, ", "), "}", "")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        kids = nested_text(values.values, True)
+        lists = type(values).from_arrays(values.offsets, kids, mask=values.is_null())
+        text = pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
+    elif pa.types.is_struct(t):
+        parts = []
+        for i in range(t.num_fields):
+            name = t.field(i).name.replace("\\", "\\\\").replace("'", "\\'")
+            parts.append(pc.binary_join_element_wise(f"'{name}': ", nested_text(values.field(i), True), ""))
+        body = pc.binary_join_element_wise(*parts, ", ") if len(parts) > 1 else parts[0]
+        text = pc.if_else(values.is_null(), pa.scalar(None, pa.string()),
+                          pc.binary_join_element_wise("{", body, "}", ""))
+    else:
+        return _nested_leaf(values, inner)
+    return text.fill_null("NULL") if inner else text
+
+
 def _as_text(values) -> pa.Array | None:
-    """Columns Arrow cannot print as DuckDB does (intervals), as text; None for the others."""
+    """Columns Arrow cannot print as DuckDB does (intervals, nested values), as text; None for
+    the others."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    if pa.types.is_nested(values.type):
+        return nested_text(values)
     if pa.types.is_interval(values.type):
         text = interval_text(_interval_micros(values))
         return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)

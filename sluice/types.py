@@ -2,6 +2,9 @@
 
 decimal(p, s) is an int64 scaled by 10**s; date is int32 days since 1970-01-01;
 timestamp is int64 microseconds; string is int32 codes into a host-side dictionary.
+list / struct / map (the nested kinds) are int64 codes into the column's nested values
+(:class:`sluice.chunk.NestedValues`: offsets and child columns as tensors); ``args`` holds
+their element, field or key / value types.
 """
 
 from __future__ import annotations
@@ -22,9 +25,35 @@ class LType:
     kind: str
     scale: int = 0
     precision: int = field(default=0, compare=False)
+    #: list: (element type,); map: (key type, value type); struct: ((name, type), ...). Out of the
+    #: repr (plan printouts of flat types stay as they were); ``str`` shows it.
+    args: tuple = field(default=(), repr=False)
 
     def __str__(self) -> str:
+        if self.kind == "list":
+            return f"{self.args[0]}[]"
+        if self.kind == "map":
+            return f"map({self.args[0]}, {self.args[1]})"
+        if self.kind == "struct":
+            return "struct(" + ", ".join(f"{n} {t}" for n, t in self.args) + ")"
         return f"decimal(s={self.scale})" if self.kind == "decimal" else self.kind
+
+    @property
+    def is_nested(self) -> bool:
+        """A LIST, STRUCT or MAP: codes into nested values, never comparable by its ``data``."""
+        return self.kind in NESTED_KINDS
+
+    @property
+    def element(self) -> "LType":
+        """A list's element type."""
+        return self.args[0]
+
+    def field_type(self, name: str) -> "LType | None":
+        """A struct's field of that (case-insensitive) name, or None."""
+        for n, t in self.args:
+            if n.lower() == name.lower():
+                return t
+        return None
 
     @property
     def is_numeric(self) -> bool:
@@ -57,12 +86,13 @@ class LType:
 
 
 INT_KINDS = ("int8", "int16", "int32", "int64")
+NESTED_KINDS = ("list", "struct", "map")
 NUMERIC_KINDS = INT_KINDS + ("float32", "float64", "decimal")
 _TORCH_DTYPES = {
     "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
     "float32": "float32", "float64": "float64", "decimal": "int64", "date": "int32", "timestamp": "int64",
     "timestamptz": "int64", "interval": "int64",
-    "string": "int32",
+    "string": "int32", "list": "int64", "struct": "int64", "map": "int64",
     "null": "int32",
 }
 
@@ -99,6 +129,18 @@ def split_interval(us):
 
 def decimal(scale: int, precision: int = 0) -> LType:
     return LType("decimal", scale, precision)
+
+
+def list_of(element: LType) -> LType:
+    return LType("list", args=(element,))
+
+
+def struct_of(fields) -> LType:
+    return LType("struct", args=tuple((n, t) for n, t in fields))
+
+
+def map_of(key: LType, value: LType) -> LType:
+    return LType("map", args=(key, value))
 
 
 #: The decimal digits of each integer type, as DuckDB widens an integer meeting a decimal.
@@ -143,12 +185,26 @@ def from_arrow(t: pa.DataType) -> LType:
         return TIMESTAMPTZ if t.tz is not None else TIMESTAMP
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return STRING
+    if pa.types.is_map(t):
+        return map_of(from_arrow(t.key_type), from_arrow(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return list_of(from_arrow(t.value_type))
+    if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            raise UnsupportedError("a struct column with no fields")
+        return struct_of((t.field(i).name, from_arrow(t.field(i).type)) for i in range(t.num_fields))
     raise UnsupportedError(f"column type {t} is not supported")
 
 
 def to_arrow(t: LType) -> pa.DataType:
     if t.kind == "null":
         return pa.null()
+    if t.kind == "list":
+        return pa.list_(to_arrow(t.element))
+    if t.kind == "map":
+        return pa.map_(to_arrow(t.args[0]), to_arrow(t.args[1]))
+    if t.kind == "struct":
+        return pa.struct([pa.field(n, to_arrow(u)) for n, u in t.args])
     if t.kind == "decimal":
         return pa.decimal128(38, t.scale)
     if t.kind == "date":
@@ -197,6 +253,8 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
     for u in typed[1:]:
         if u == t:
             continue
+        if t.is_nested or u.is_nested:
+            raise UnsupportedError(f"{what} mixes {t} and {u} (casts between nested types are not supported)")
         kinds = {t.kind, u.kind}
         if "string" in kinds:
             if not strings_win:

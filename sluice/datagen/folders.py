@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from sluice.datagen.clickbench import CLICKBENCH_TABLES
+from sluice.datagen.events import EVENTS_TABLES
 from sluice.datagen.ssb import SSB_TABLES
 from sluice.datagen.tpcds import TPCDS_TABLES
 from sluice.datagen.tpch import TPCH_TABLES
@@ -17,7 +18,8 @@ def prepare_folder(benchmark: str, out, force: bool) -> None:
     another benchmark's tables is never mixed into (SSB's customer, supplier and part are not
     TPC-H's), and existing tables of this benchmark are replaced only with ``force`` (the
     generators skip files that exist, which would leave old data under a new scale factor)."""
-    mine = {"tpch": TPCH_TABLES, "ssb": SSB_TABLES, "tpcds": TPCDS_TABLES, "clickbench": CLICKBENCH_TABLES}[benchmark]
+    mine = {"tpch": TPCH_TABLES, "ssb": SSB_TABLES, "tpcds": TPCDS_TABLES, "clickbench": CLICKBENCH_TABLES,
+            "events": EVENTS_TABLES}[benchmark]
     out = Path(out)
     if not out.is_dir():
         return

@@ -214,7 +214,8 @@ class Materializer:
         order = torch.sort(part, stable=True).indices
         smallest = min(c for c in counts if c)
         wide = [k for k, c in page.columns.items()
-                if c.dictionary is not None and not c.is_const and len(c.dictionary) > 2 * smallest]
+                if c.type.kind == "string" and c.dictionary is not None and not c.is_const
+                and len(c.dictionary) > 2 * smallest]
         out, start = [], 0
         if not wide:
             for p, c in enumerate(counts):

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk
+from sluice.chunk import Chunk, entry_rows, row_values
 from sluice.exec.context import ExecContext, timed
 from sluice.expr.constants import literal_column
 from sluice.expr.evaluate import evaluate, evaluate_predicate, predicate_positions
@@ -284,6 +284,36 @@ class RepeatOp(Operator):
 
     def describe(self):
         return f"Repeat {self.count} times"
+
+
+@dataclass(eq=False)
+class UnnestOp(Operator):
+    """Each row once per element of its list column ``source``, the element as column ``out``
+    (NULL and empty lists give no row); output chunks cut to ``chunk_rows`` however long the
+    lists. The elements are the list's child rows in order: one gather, no copy per list."""
+
+    child: Operator
+    source: str
+    out: str
+    label = "Unnest"
+
+    def __post_init__(self):
+        self.children = (self.child,)
+
+    def execute(self, ctx):
+        step = ctx.config.chunk_rows
+        for chunk in self.child.stream(ctx):
+            values = row_values(chunk.columns[self.source].expand(chunk.num_rows))
+            rows = entry_rows(values.offsets)
+            elements = values.children[0]
+            for start in range(0, int(rows.numel()), step):
+                part = chunk.take(rows[start: start + step])
+                cols = dict(part.columns)
+                cols[self.out] = elements.take(torch.arange(start, start + part.num_rows, device=rows.device))
+                yield Chunk(cols, part.num_rows, part.seq, part.home)
+
+    def describe(self):
+        return f"Unnest {self.source} as {self.out}"
 
 
 @dataclass(eq=False)

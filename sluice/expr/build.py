@@ -21,8 +21,10 @@ def _fold(e: Func) -> Expr:
     (``1 // 0``, ``CAST('abc' AS INTEGER)``) stays as it is, to raise only if a row needs it:
     under a CASE branch, a COALESCE argument or an AND / OR no row reaches, DuckDB answers
     (``CASE WHEN false THEN 1 // 0 ELSE 1 END`` is 1), and evaluation guards those arguments
-    (:mod:`sluice.expr.evaluate`)."""
-    if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",):
+    (:mod:`sluice.expr.evaluate`). A nested value is no constant of the plan (a Lit holds
+    scalars): [1, 2] stays a call."""
+    if all(isinstance(a, Lit) for a in e.args) and e.op not in ("random",) \
+            and not e.type.is_nested and not any(a.type.is_nested for a in e.args):
         try:
             return evaluate_constant(e)
         except ExecutionError:
@@ -129,7 +131,8 @@ def _bind_untyped_nulls(fn, args: list[Expr], params: tuple):
     ``NULL + 1`` adds INTEGERs), then strings (``length(NULL)``), booleans (``NOT NULL``),
     numbers and dates. The result is NULL whatever the type; the type is the result's."""
     nulls = [i for i, a in enumerate(args) if a.type.kind == "null"]
-    if not nulls or fn.name in _NULL_AWARE:
+    # the nested functions place a NULL themselves (list_contains(l, NULL): at the element type)
+    if not nulls or fn.name in _NULL_AWARE or any(a.type.is_nested for a in args):
         return fn.bind(args, params)
     others = [a.type for a in args if a.type.kind not in ("null",)]
     first = None

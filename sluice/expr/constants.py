@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column
+from sluice.chunk import Column, NestedValues, empty_values
 from sluice.expr.nodes import Lit
 
 
@@ -22,6 +22,12 @@ def column_scalar(c: Column):
 
 def literal_column(e: Lit, device: torch.device) -> Column:
     t = e.type
+    if t.is_nested:
+        if e.value is not None:
+            from sluice.errors import InternalError
+            raise InternalError("a nested constant")
+        return Column(torch.zeros((), dtype=torch.int64, device=device), t,
+                      torch.zeros((), dtype=torch.bool, device=device), _null_values(t, device))
     if e.value is None:
         dt = t.torch_dtype
         return Column(torch.zeros((), dtype=dt, device=device), t,
@@ -33,3 +39,12 @@ def literal_column(e: Lit, device: torch.device) -> Column:
     # torch.full, not torch.tensor: on a GPU a fill kernel, where torch.tensor copies the value
     # from pageable host memory and waits for it (151 waits in TPC-H q01 on an H200)
     return Column(torch.full((), e.value, dtype=t.torch_dtype, device=device), t)
+
+
+def _null_values(t, device: torch.device) -> NestedValues:
+    """One entry of nested values behind a NULL of type ``t``: an empty list or map, a struct
+    of NULL fields."""
+    if t.kind == "struct":
+        kids = tuple(literal_column(Lit(None, u), device).expand(1) for _, u in t.args)
+        return NestedValues(kids, None, 1)
+    return NestedValues(empty_values(t, device).children, torch.zeros(2, dtype=torch.int64, device=device), 1)

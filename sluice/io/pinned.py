@@ -74,7 +74,8 @@ def to_device(cols: dict[str, Column], device: torch.device, *, pinned: bool, co
             valid = None
             if c.valid is not None:
                 valid = (c.valid.pin_memory() if pinned else c.valid).to(device, non_blocking=pinned)
-            out[k] = Column(data.to(device, non_blocking=pinned), c.type, valid, c.dictionary, c.wide)
+            d = c.dictionary.to(device) if c.type.is_nested else c.dictionary  # offsets and children too
+            out[k] = Column(data.to(device, non_blocking=pinned), c.type, valid, d, c.wide)
         event = torch.cuda.Event()
         event.record(stream)
     if copy_stream:

@@ -286,7 +286,8 @@ def _to(page: Chunk, device: torch.device, pinned: bool = False) -> Chunk:
         else:
             data = data.clone()  # a simulated tier on the CPU: a copy, as a transfer would be
             valid = None if valid is None else valid.clone()
-        cols[k] = Column(data, c.type, valid, c.dictionary, c.wide)
+        d = c.dictionary.to(data.device) if c.type.is_nested else c.dictionary
+        cols[k] = Column(data, c.type, valid, d, c.wide)
     return Chunk(cols, page.num_rows, page.seq, device)
 
 

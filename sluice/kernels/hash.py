@@ -40,6 +40,9 @@ def mix64(x: torch.Tensor) -> torch.Tensor:
 
 def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     """int64 tensor whose equality is SQL equality of ``col``'s values (as type ``t``)."""
+    if col.type.is_nested:
+        from sluice.errors import UnsupportedError
+        raise UnsupportedError(f"hashing (a join, grouping or DISTINCT key) a {col.type.kind.upper()} value")
     if col.type.kind == "string":
         return lookup(_string_hashes(col.dictionary).to(col.data.device), col.data)
     if t is not None and t != col.type and t.is_numeric and col.type.is_numeric:

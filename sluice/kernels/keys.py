@@ -87,9 +87,19 @@ def float_from_order_key(k: torch.Tensor, dtype: torch.dtype = torch.float64) ->
     return (k ^ ((k >> 63) & _MAGNITUDE)).view(torch.float64).to(dtype)
 
 
+def refuse_nested(col: Column, what: str) -> None:
+    """A LIST / STRUCT / MAP key is refused: its ``data`` are codes into its values, equal
+    values may have different codes (the translator refuses these keys first; this stops any
+    path it misses from a wrong answer)."""
+    if col.type.is_nested:
+        from sluice.errors import UnsupportedError
+        raise UnsupportedError(f"{what} on a {col.type.kind.upper()} value")
+
+
 def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     """Values as a tensor whose order and equality match SQL's (decimals share scale; floats
     as :func:`float_order_key`)."""
+    refuse_nested(col, "ordering")
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
         return lookup(to_device(dictionary_rank(d), codes.device), codes)
@@ -142,6 +152,7 @@ def column_codes(col: Column, n: int, known: tuple[int, int] | None = None) -> t
     where they come so (a dictionary's codes), else int64. ``known``: the column's (lo, hi)
     from statistics (see :func:`_int_codes`)."""
     col = col.expand(n)
+    refuse_nested(col, "grouping or DISTINCT")
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
         k = max(len(d), 1)  # codes index the deduplicated dictionary

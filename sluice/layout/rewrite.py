@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from sluice.errors import ConfigError, DataError
 from sluice.io.permissions import set_final_mode
+from sluice.io.parquet.ranges import leaf_index
 
 CODECS = ("none", "snappy", "lz4", "zstd", "gzip", "brotli")
 ENCODINGS = ("auto", "keep", "plain", "dictionary", "delta", "byte_stream_split")
@@ -211,7 +212,7 @@ def choose_columns(sample: pa.Table, opts: RewriteOptions, source_md: pq.FileMet
 
 
 def _source_encoding(md: pq.FileMetaData, name: str) -> str:
-    j = md.schema.names.index(name)
+    j = leaf_index(md, name)
     encs = md.row_group(0).column(j).encodings if md.num_row_groups else ()
     if "RLE_DICTIONARY" in encs or "PLAIN_DICTIONARY" in encs:
         return "DICTIONARY"

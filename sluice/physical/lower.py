@@ -29,7 +29,7 @@ from sluice.expr.nodes import Col
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.physical.key_ranges import key_ranges
 from sluice.exec.hash_join import HashJoinOp
-from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp,
+from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp, UnnestOp,
                                    UnionOp)
 from sluice.exec.recursive import RecursiveUnionOp, WorkTableOp
 from sluice.exec.sort import SortOp
@@ -45,7 +45,7 @@ from sluice.physical.filter_placement import attach_runtime_filters, attach_topk
 from sluice.physical.scan import decide, scan_spec
 from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Unnest,
                                  Shared, Sort, SortKey, Union, Window, WorkTable)
 
 
@@ -214,6 +214,12 @@ def _(plan: Window, state):
 def _(plan: Repeat, state):
     child = lower(plan.child, state)
     return _dist(RepeatOp(child, plan.count), child.distribution)
+
+
+@_lower.register
+def _(plan: Unnest, state):
+    child = lower(plan.child, state)
+    return _dist(UnnestOp(child, plan.source, plan.out), child.distribution)  # copies stay where their row was
 
 
 @_lower.register

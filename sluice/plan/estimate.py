@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sluice.expr.functions.registry import DEFAULT_SEL
 from sluice.expr.nodes import Col, Expr, Func
-from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Window
+from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Unnest, Window
 
 
 def estimate(plan: PlanNode) -> tuple[float, float]:
@@ -19,6 +19,9 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
     if isinstance(plan, Filter):
         rows, base = estimate(plan.child)
         return max(1.0, rows * selectivity(plan.predicate, _scan_below(plan.child))), base
+    if isinstance(plan, Unnest):  # a few elements a list (no statistics of list lengths)
+        rows, base = estimate(plan.child)
+        return rows * 4, base
     if isinstance(plan, (Project, Sort, Repeat, Window)):
         rows, base = estimate(plan.child)
         if isinstance(plan, Sort) and plan.limit is not None:

@@ -309,6 +309,22 @@ class Repeat(PlanNode):
 
 
 @dataclass(frozen=True, eq=False)
+class Unnest(PlanNode):
+    """Each row of the child once per element of its LIST column ``source``, with the element
+    as column ``out`` (a NULL or empty list: no row) -- ``FROM t, UNNEST(t.l) AS u(x)`` and
+    ``SELECT UNNEST(l)``."""
+
+    _children: ClassVar = ("child",)
+    child: PlanNode
+    source: str
+    out: str
+
+    @property
+    def schema(self):
+        return {**self.child.schema, self.out: self.child.schema[self.source].element}
+
+
+@dataclass(frozen=True, eq=False)
 class Shared(PlanNode):
     """A subplan referenced more than once (a CTE used twice): computed once, replayed.
 

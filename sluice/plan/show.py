@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sluice.expr.nodes import Col
 from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, Limit, OneRow, PlanNode, Project,
-                                 RecursiveUnion, Repeat, Scan, Shared, Sort, SortKey, Union, Window,
+                                 RecursiveUnion, Repeat, Scan, Shared, Sort, SortKey, Union, Unnest, Window,
                                  WorkTable)
 
 
@@ -93,6 +93,8 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
                 f"order={_names(map(_sort_key, node.order))} [{calls}]")
     if isinstance(node, Repeat):
         return f"Repeat {node.count}"
+    if isinstance(node, Unnest):
+        return f"Unnest {node.source} as {node.out}"
     if isinstance(node, Shared):
         return f"Shared {_key(node.key, keys)}"
     if isinstance(node, WorkTable):

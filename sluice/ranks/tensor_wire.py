@@ -73,7 +73,7 @@ def pack(chunk: Chunk, dictionaries: bool = True) -> Packed:
     host_cols, layout, pieces, size = {}, [], [], 0
     for name, c in chunk.columns.items():
         c = c.expand(n)
-        if c.wide is not None or c.type.kind == "string":
+        if c.wide is not None or c.type.kind == "string" or c.type.is_nested:  # nested: Arrow by value
             host_cols[name] = c
             layout.append([name])
             continue

@@ -9,6 +9,8 @@ approximate quartiles, which are not comparable across engines; sluice leaves th
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
@@ -21,10 +23,21 @@ _NAMES = {"bool": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "I
 
 
 def type_name(t: LType, precision: int | None = None) -> str:
-    """A type as DuckDB names it."""
+    """A type as DuckDB names it (nested: ``BIGINT[]``, ``STRUCT(a INTEGER)``, ``MAP(VARCHAR, BIGINT)``)."""
+    if t.kind == "list":
+        return type_name(t.element) + "[]"
+    if t.kind == "map":
+        return f"MAP({type_name(t.args[0])}, {type_name(t.args[1])})"
+    if t.kind == "struct":
+        return "STRUCT(" + ", ".join(f"{_field_name(n)} {type_name(u)}" for n, u in t.args) + ")"
     if t.kind == "decimal":
+        precision = precision or t.precision or None
         return f"DECIMAL({precision or 18},{t.scale})"
     return _NAMES[t.kind]
+
+
+def _field_name(name: str) -> str:
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
 
 
 def _quote(s: str) -> str:

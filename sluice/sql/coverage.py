@@ -115,8 +115,17 @@ def _set_operation(kind: str) -> dict[str, Rule]:
 
 #: Plain calls (``exp.Anonymous``) the translator implements, by lower-case name
 #: (``sluice.sql.expressions._x_anonymous``); any other is refused by name.
+#: Plain calls over nested values (``sluice.sql.nested``), by lower-case name -> the plan function.
+NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "list_max", "list_avg": "list_avg",
+                "list_has": "list_contains", "list_extract": "list_extract", "list_element": "list_extract",
+                "array_extract": "list_extract", "element_at": "map_extract", "map_extract": "map_extract",
+                "map_extract_value": "map_extract_value", "map_values": "map_values", "cardinality": "list_len",
+                "len": "list_len", "list_concat": "list_concat", "list_cat": "list_concat",
+                "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct"}
+
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
-                         "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "bar"})
+                         "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
+                         "bar"}) | frozenset(NESTED_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -196,7 +205,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # ---- names and constants
     exp.Alias: {"this": READ, "alias": READ},
     exp.Identifier: {"this": READ, "quoted": SAME, "global_": refuse("GLOBAL names"), "temporary": refuse("temporary names")},
-    exp.Column: {"this": READ, "table": READ, "db": refuse("schema-qualified column names"),
+    exp.Column: {"this": READ, "table": READ, "db": READ,  # s.a.b (a struct's fields) only; else refused there
                  "catalog": refuse("catalog-qualified column names"), "join_mark": refuse("(+) outer join marks"),
                  "shadow": refuse("shadowed column references")},
     exp.Literal: {"this": READ, "is_string": READ},
@@ -255,6 +264,31 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     # a plain call f(...) sqlglot has no class for: read by name where the translator knows it
     exp.Anonymous: {"this": only(lambda v: str(v).lower() in KNOWN_CALLS, lambda v: f"function {str(v).upper()}"),
                     "expressions": READ},
+    # ---- nested values (sluice.sql.nested)
+    exp.Dot: _BINARY,
+    exp.StructExtract: _BINARY,
+    exp.Struct: {"expressions": READ},
+    exp.PropertyEQ: {"this": READ, "expression": READ},  # only in a struct constant (the translator)
+    exp.Array: {"expressions": READ, "value_constructor": SAME, "bracket_notation": SAME,
+                "struct_name_inheritance": refuse("lists of structs named by their first")},
+    exp.Bracket: {"this": READ, "expressions": READ, "safe": refuse("safe subscripts"),
+                  "offset": refuse("subscripts of another dialect"),
+                  "returns_list_for_maps": refuse("map subscripts that return lists"),
+                  "json_access": refuse("JSON subscripts")},
+    exp.Slice: {"this": READ, "expression": READ, "step": refuse("list slices with a step")},
+    exp.ArraySize: {"this": READ, "expression": refuse("ARRAY_LENGTH of a dimension")},
+    exp.ArrayContains: {"this": READ, "expression": READ, "ensure_variant": refuse("LIST_CONTAINS of variants"),
+                        "check_null": refuse("ARRAY_CONTAINS of a dialect's NULL rule")},
+    exp.ArrayConcat: {"this": READ, "expressions": READ, "null_propagation": only(lambda v: not v, "LIST_CONCAT "
+                                                                                   "that is NULL with a NULL list")},
+    exp.ArraySort: {"this": READ, "expression": refuse("LIST_SORT with a comparator"), "asc": READ, "nulls_first": READ},
+    exp.ArrayDistinct: {"this": READ, "check_null": only(lambda v: not v or (isinstance(v, exp.Boolean) and not v.this), "ARRAY_DISTINCT of a dialect")},
+    exp.MapKeys: _UNARY,
+    # FROM t, UNNEST(t.l) AS u(x) (sluice.sql.nested.UnnestSources); SELECT UNNEST(l) is rewritten so
+    exp.Unnest: {"expressions": READ, "alias": READ, "offset": refuse("UNNEST ... WITH ORDINALITY"),
+                 "explode_array": refuse("UNNEST of arrays of structs")},
+    exp.ArrayMin: _UNARY,
+    exp.ArrayMax: _UNARY,
     exp.Left: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("LEFT of a dialect")},
     exp.Right: {"this": READ, "expression": READ, "negative_length_returns_empty": refuse("RIGHT of a dialect")},
     exp.TimestampTrunc: {"this": READ, "unit": READ, "zone": refuse("DATE_TRUNC in a time zone"),

@@ -71,6 +71,10 @@ def _constant_unit(name: str, build):
 
 
 class Sluice(DuckDB):
+    #: Subscripts as written (``l[1]`` is 1, ``l[-1]`` is -1): sqlglot shifts them to 0-based
+    #: otherwise (``l[-1]`` read as -2); the translator applies DuckDB's 1-based rules.
+    INDEX_OFFSET = 0
+
     class Parser(DuckDB.Parser):
         FUNCTIONS = {
             **DuckDB.Parser.FUNCTIONS,

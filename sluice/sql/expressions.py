@@ -16,7 +16,7 @@ from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.sql.calls import CLASS_CALLS, NAMED_CALLS, formatted_value, printf_spec
 from sluice.sql.row_values import is_row, row_compare, row_in
 from sluice.sql.dialect import wrong_arguments
-from sluice.sql.coverage import KNOWN_CALLS, construct_name
+from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS, construct_name
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Lit
 from sluice.types import BOOL, DATE, INT32, INT64, INTERVAL, STRING, TIMESTAMP, TIMESTAMPTZ
@@ -93,6 +93,11 @@ class Expressions:
         if isinstance(n.this, exp.Star):
             raise PlanError("* is only allowed in the select list or COUNT(*)")
         name = n.name.lower()
+        if n.args.get("db") is not None:  # t.s.a or s.a.b: struct fields, never a schema's table
+            got = self.struct_path(n, ctx)
+            if got is None:
+                raise UnsupportedError("schema-qualified column names")
+            return got
         if not n.table and ctx.aliases is not None and name in ctx.aliases and name not in self._expanding \
                 and not ctx.scope.has_local(name):
             # A select-list alias of this query before a column of an enclosing one, as DuckDB binds it.
@@ -104,6 +109,10 @@ class Expressions:
         try:
             return ctx.scope.resolve(n.table or None, n.name)
         except PlanError:
+            if n.table:  # s.a, t.s.a, s.a.b: fields of a struct column
+                got = self.struct_path(n, ctx)
+                if got is not None:
+                    return got
             # As in DuckDB, a name that is no column may be an alias of the select list (WHERE x > 1,
             # HAVING c > 4, select a + 1 as x, x * 2): translate the aliased expression in its place.
             name = n.name.lower()
@@ -513,6 +522,8 @@ class Expressions:
             raise UnsupportedError(f"{construct_name(n)} in this position")
         if name in NAMED_CALLS:
             return NAMED_CALLS[name](self, n, ctx)
+        if name in NESTED_CALLS:
+            return self.nested_call(name, n, ctx)
         if name in ("jaro_similarity", "jaro_winkler_similarity") and len(n.expressions) == 3:
             return self._two_strings(name, n.expressions[:2], ctx, _cutoff(self.expr(n.expressions[2], ctx), name))
         return self._two_strings({"mismatches": "hamming"}.get(name, name), n.expressions, ctx)
@@ -604,7 +615,10 @@ class Expressions:
     @handles(*_UNARY_FUNCS)
     def _x_unary(self, n, ctx):
         """A function of one argument that is one plan function (UPPER, LOWER, LENGTH, ABS)."""
-        return E.make_func(_UNARY_FUNCS[type(n)], [self.expr(n.this, ctx)])
+        a = self.expr(n.this, ctx)
+        if isinstance(n, exp.Length) and a.type.kind in ("list", "map"):  # LEN(list): its elements
+            return E.make_func("list_len", [a])
+        return E.make_func(_UNARY_FUNCS[type(n)], [a])
 
     @handles(exp.RegexpExtract)
     def _x_regexpextract(self, n, ctx):
@@ -627,10 +641,12 @@ class Expressions:
 
     @handles(exp.DPipe)
     def _x_dpipe(self, n, ctx):
-        args = [self.expr(n.this, ctx), self.expr(n.expression, ctx)]
-        if any(a.type.kind == "null" for a in args):  # as DuckDB: NULL, of its NULL type
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        if a.type.kind == "list" or b.type.kind == "list":  # [1] || [2]: LIST_CONCAT
+            return E.make_func("list_concat", [a, b], (True,))  # NULL with a NULL operand, unlike LIST_CONCAT
+        if a.type.kind == "null" or b.type.kind == "null":  # as DuckDB: NULL, of its NULL type
             return Lit(None, NULL_TYPE)
-        return E.make_func("concat", args)
+        return E.make_func("concat", [a, b])
 
     @handles(exp.Concat)
     def _x_concat(self, n, ctx):

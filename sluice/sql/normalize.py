@@ -8,6 +8,7 @@ translator reads (so the translator has one rule per construct, not one per spel
   FILTER in a window aggregate (:func:`_respelled`).
 - ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
   over scalar aggregate subqueries (:func:`_quantified`).
+- ``SELECT ..., UNNEST(l) ...`` is a lateral ``FROM ..., UNNEST(l)`` (:func:`sluice.sql.nested.select_unnest`).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
   when the definition has none, and a frame; it may not repeat PARTITION BY.
@@ -24,9 +25,17 @@ from sluice.errors import PlanError
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
-               or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All)) for n in tree.walk()):
+               or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode)) for n in tree.walk()):
         return tree
     tree = tree.copy()
+    from sluice.sql.nested import select_unnest
+    for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
+        if isinstance(n, exp.Select):
+            new = select_unnest(n)
+            if new is not None:
+                n.replace(new)
+                if n is tree:
+                    tree = new
     for n in reversed(list(tree.walk())):  # inner ones first: a subquery may hold another
         if isinstance(n, (exp.Any, exp.All)) and isinstance(n.parent, _QUANTIFIED_OPS) \
                 and n.arg_key == "expression":

@@ -44,11 +44,12 @@ from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
 from sluice.sql.dependent import Dependent
 from sluice.sql.expressions import Expressions
+from sluice.sql.nested import NestedExpressions, UnnestSources
 
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expressions):
+class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files
@@ -337,11 +338,25 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Expres
             items.append(OneRow())
             specs.append(None)
         else:
-            plan0, src0 = self.table_source(frm.this, scope)
+            if isinstance(frm.this, exp.Unnest):  # FROM UNNEST([...]) AS u(x): over one row
+                plan0, src0 = self.unnest_source(frm.this, OneRow(), ctx)
+            else:
+                plan0, src0 = self.table_source(frm.this, scope)
             scope.add(src0)
             items.append(plan0)
             specs.append(None)
             for j in joins:
+                if isinstance(j.this, exp.Unnest):
+                    # Joined to what precedes it, now: its lists are those rows' (a lateral join).
+                    kind = ((j.side or "") + " " + (j.kind or "")).strip().upper()
+                    if kind not in ("", "CROSS", "INNER") or j.args.get("on") is not None or j.args.get("using"):
+                        raise UnsupportedError(f"{kind or 'a'} JOIN of UNNEST with a condition (only FROM t, UNNEST(...)"
+                                               " and CROSS JOIN UNNEST(...))")
+                    prefix = self._plan_from(items, specs, [], ctx)
+                    p, s = self.unnest_source(j.this, prefix, ctx)
+                    scope.add(s)
+                    items, specs = [p], [None]
+                    continue
                 if isinstance(j.this, exp.Lateral):
                     # Joined to what precedes it, now: it reads those rows (sluice.sql.dependent).
                     prefix = self._plan_from(items, specs, [], ctx)

@@ -38,6 +38,7 @@ STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, ex
               exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple, exp.Grouping,
               exp.Array, exp.ReadParquet, exp.ReadCSV, exp.Filter, exp.Values,
               exp.IgnoreNulls,  # read with the window it wraps
+              exp.Unnest,  # read as a FROM item (sluice.sql.nested.UnnestSources)
               exp.Lateral}  # read by sluice.sql.dependent
 
 

@@ -14,10 +14,10 @@ import torch
 
 from sluice.chunk import Chunk, Column
 from sluice.ranks.tensor_wire import pack, unpack
-from sluice.types import _TORCH_DTYPES, LType
+from sluice.types import _TORCH_DTYPES, NESTED_KINDS, LType
 
 CPU = torch.device("cpu")
-FIXED = [k for k in _TORCH_DTYPES if k != "string"]
+FIXED = [k for k in _TORCH_DTYPES if k != "string" and k not in NESTED_KINDS]
 
 
 def _column(kind: str, n: int, seed: int, nulls: bool) -> Column:

@@ -21,7 +21,8 @@ from sluice.errors import PlanError
 from sluice.expr.functions.registry import _REGISTRY, Function, register  # noqa: F401 - the package's interface
 
 #: The family modules, loaded together on the first lookup.
-FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "similarity", "datetime", "conditional", "cast", "printf", "bar")
+FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "similarity", "datetime", "conditional", "cast",
+            "printf", "bar", "nested")
 
 
 _loaded = False

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, lookup, unify_dictionaries
-from sluice.errors import PlanError
+from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import DEFAULT_SEL, register
 from sluice.expr.functions.common import and_valid, dictionary_rank, fold_literal, gather_bool, numeric_pair
@@ -27,6 +27,9 @@ FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 def bind_compare(args, params):
     a, b = args
     ka, kb = a.type.kind, b.type.kind
+    if a.type.is_nested or b.type.is_nested:
+        raise UnsupportedError(f"comparing {(a.type if a.type.is_nested else b.type).kind.upper()} values "
+                               "(=, <, IN, joins on them)")
     if ka == "string" or kb == "string":
         if ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
@@ -182,6 +185,8 @@ def in_list(e, args, chunk) -> Column:
     """``x IN (constants)``: the constants are in ``params``, already in the column's
     representation; NULL when not found and the list holds a NULL."""
     a, = args
+    if a.type.is_nested:
+        raise UnsupportedError(f"IN on a {a.type.kind.upper()} value")
     values = [v for v in e.params[0] if v is not None]
     if a.type.kind == "string":
         per_entry = pc.is_in(a.dictionary, value_set=pa.array(values, pa.string()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from sluice.chunk import Column, unify_dictionaries
+from sluice.chunk import Column, concat_columns, unify_dictionaries
 from sluice.expr.functions.cast import coerce
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import to_type
@@ -63,6 +63,8 @@ def coalesce(e, vals, chunk) -> Column:
 
 def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int) -> Column:
     """Row-wise: the value of the first branch whose condition holds, else the last value."""
+    if t.is_nested:  # the branches' values end to end, each row taking its branch's
+        return _select_nested(t, conds, vals, n)
     dictionary = None
     if t.kind == "string":
         dictionary, datas = unify_dictionaries(list(vals))
@@ -80,6 +82,18 @@ def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int
         out = out.expand(n)
         valid = valid.expand(n) if any_null else valid
     return Column(out, t, valid if any_null else None, dictionary)
+
+
+def _select_nested(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int) -> Column:
+    if any(v.type != t for v in vals):
+        from sluice.errors import UnsupportedError
+        raise UnsupportedError(f"CASE / COALESCE over {t.kind.upper()} values of different types")
+    merged = concat_columns([v.expand(n) for v in vals])
+    device = merged.data.device
+    choice = torch.full((n,), len(vals) - 1, dtype=torch.int64, device=device)
+    for j in range(len(conds) - 1, -1, -1):
+        choice = torch.where(conds[j].expand(n) if conds[j].dim() == 0 else conds[j], j, choice)
+    return merged.take(choice * n + torch.arange(n, device=device))
 
 
 @register("single_row", result=lambda args, params: args[0].type)

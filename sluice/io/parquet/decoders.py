@@ -39,6 +39,7 @@ from sluice.metrics import ScanStats
 from sluice.io.parquet.fetch import fetch_chunks, read_ranges
 from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.pinned import columns_nbytes, decode_stream
+from sluice.io.parquet.ranges import leaf_index
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 #: A column chunk whose dictionary page takes more than this share of its bytes is read as
@@ -54,7 +55,7 @@ def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) 
     """Whether to ask pyarrow for this string column as dictionaries: every chunk must be
     dictionary-encoded (delta-encoded strings cannot be decoded into a dictionary) with a
     dictionary page that is small next to its data pages (values repeat)."""
-    j = md.schema.names.index(column)
+    j = leaf_index(md, column)
     for i in row_groups:
         cc = md.row_group(i).column(j)
         encs = set(cc.encodings)

@@ -219,6 +219,7 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
         elif s.names != schema.names:
             raise DataError(f"table {name!r}: {f} has columns {s.names}, expected {schema.names}")
         types = _types(schema)[0]
+        flat = _flat_leaves(schema)
         if s is not schema:  # every file is read (and its statistics taken) as the first file's types
             mine = _types(s)[0]
             for col, t in types.items():
@@ -238,7 +239,7 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
                 facts.append((cc.total_compressed_size, cc.total_uncompressed_size, None if st is None else
                               (st.null_count, st.min_raw if st.has_min_max else None,
                                st.max_raw if st.has_min_max else None)))
-                col = cc.path_in_schema
+                col = flat.get(j)  # never a nested column's leaf (s.a may also be a column's name)
                 if st is not None and st.has_min_max and col in types:
                     try:
                         stats[col] = (_stat_value(st.min, types[col]), _stat_value(st.max, types[col]))
@@ -257,6 +258,30 @@ def load_table(name: str, files: list[str], cache: MetadataCache, hive: bool | N
                            g.nbytes, g.digest + "".join(f"/{v[g.path]}" for _, v in parts.values())) for g in groups]
     return TableInfo(name, tuple(files), schema, types, tuple(groups), unsupported,
                      partitions={k: v for k, (_, v) in parts.items()})
+
+
+def _leaves(t: pa.DataType) -> int:
+    """The Parquet leaf columns of an Arrow type."""
+    if pa.types.is_struct(t):
+        return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaves(t.key_type) + _leaves(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaves(t.value_type)
+    return 1
+
+
+def _flat_leaves(schema: pa.Schema) -> dict[int, str]:
+    """Leaf column index -> name, for the top-level columns that are one leaf (not nested):
+    the only columns whose statistics are taken (pruning never reads a nested path's)."""
+    out, j = {}, 0
+    for fld in schema:
+        n = _leaves(fld.type)
+        if not (pa.types.is_struct(fld.type) or pa.types.is_map(fld.type) or pa.types.is_list(fld.type)
+                or pa.types.is_large_list(fld.type) or pa.types.is_fixed_size_list(fld.type)):
+            out[j] = fld.name
+        j += n
+    return out
 
 
 def _types(schema: pa.Schema) -> tuple[dict[str, LType], dict[str, str]]:

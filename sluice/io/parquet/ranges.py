@@ -28,7 +28,28 @@ def merge_spans(spans) -> list[tuple[int, int]]:
     return [(o, ln) for o, ln in merged]
 
 
+def leaf_paths(md: pq.FileMetaData) -> list[str]:
+    """Each leaf column's dotted path (``id``, ``s.a``, ``tags.list.element``)."""
+    return [md.schema.column(j).path for j in range(md.num_columns)]
+
+
+def leaf_index(md: pq.FileMetaData, name: str) -> int:
+    """The leaf column of top-level column ``name`` that is one leaf (not nested). By path,
+    not by ``schema.names`` (leaf names: a struct's field ``id`` before a column ``id``
+    was taken for it)."""
+    try:
+        return leaf_paths(md).index(name)
+    except ValueError:
+        raise KeyError(name) from None
+
+
+def leaf_indexes(md: pq.FileMetaData, name: str) -> list[int]:
+    """Every leaf column of top-level column ``name`` (one for a flat column, all the
+    leaves below a LIST, STRUCT or MAP)."""
+    return [j for j, p in enumerate(leaf_paths(md)) if p == name or p.startswith(name + ".")]
+
+
 def column_chunk_ranges(md: pq.FileMetaData, row_groups: list[int], columns: list[str]) -> list[tuple[int, int]]:
     """(offset, length) of each selected column chunk, merged when close together."""
-    idx = [md.schema.names.index(c) for c in columns]
+    idx = [j for c in columns for j in leaf_indexes(md, c)]
     return merge_spans(chunk_span(md.row_group(rg).column(j)) for rg in row_groups for j in idx)

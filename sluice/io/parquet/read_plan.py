@@ -14,6 +14,7 @@ from typing import Callable
 from sluice.catalog import RowGroup, TableInfo
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.ranges import column_chunk_ranges
+from sluice.io.parquet.ranges import leaf_index, leaf_indexes
 
 _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
           "decimal": 8, "date": 4, "timestamp": 8, "timestamptz": 8, "string": 4}
@@ -58,12 +59,18 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
     total = rows
     for c in columns:
         kind = table.types[c].kind
+        if table.types[c].is_nested:  # codes, and the values as stored uncompressed (a bound)
+            for rg in task:
+                md = cache.footer(rg.path)
+                total += rg.num_rows * 8 + sum(md.row_group(rg.index).column(j).total_uncompressed_size
+                                               for j in leaf_indexes(md, c))
+            continue
         total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
         if kind == "string" and c not in table.partitions:
             # each row group in its own file's footer (the row groups of a table's files)
             for rg in task:
                 md = cache.footer(rg.path)
-                j = md.schema.names.index(c)
+                j = leaf_index(md, c)
                 total += md.row_group(rg.index).column(j).total_uncompressed_size
     return total
 

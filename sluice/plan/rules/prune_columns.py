@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Shared, Sort,
+from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Shared, Sort, Unnest,
                                  Union, Window)
 
 
@@ -120,6 +120,11 @@ def _(plan: Window, need, sh):
 @_prune.register
 def _(plan: Repeat, need, sh):
     return replace(plan, child=_prune(plan.child, need | {plan.count}, sh))
+
+
+@_prune.register
+def _(plan: Unnest, need, sh):
+    return replace(plan, child=_prune(plan.child, (need - {plan.out}) | {plan.source}, sh))
 
 
 @_prune.register

@@ -22,7 +22,7 @@ from functools import singledispatch
 from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
-from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared,
+from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
                                  Sort, Limit, Union, Window)
 
 
@@ -213,6 +213,14 @@ def _(plan: Repeat, conds):
     # A condition on the row holds for all its copies: it may go below.
     from dataclasses import replace
     return replace(plan, child=_push(plan.child, conds))
+
+
+@_push.register
+def _(plan: Unnest, conds):
+    # A condition not on the element holds for all the row's copies: it may go below.
+    from dataclasses import replace
+    below = [c for c in conds if plan.out not in c.columns()]
+    return _wrap(replace(plan, child=_push(plan.child, below)), [c for c in conds if plan.out in c.columns()])
 
 
 @_push.register

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from sluice.types import LType
+from sluice.io.parquet.ranges import leaf_index
 
 #: Parquet codec names -> pyarrow codecs (LZ4 is the Hadoop-framed variant, see _decompress).
 CODECS = {"UNCOMPRESSED": None, "SNAPPY": "snappy", "GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli",
@@ -37,7 +38,9 @@ class ColumnSpec:
 
 def column_spec(md, name: str, arrow_type: pa.DataType, ltype: LType) -> ColumnSpec:
     """What the decoder needs of a column, or NotDecodable for what it leaves to pyarrow."""
-    j = md.schema.names.index(name)
+    if ltype.is_nested:  # LIST / STRUCT / MAP: pyarrow assembles the levels, column by column
+        raise NotDecodable("nested column")
+    j = leaf_index(md, name)
     c = md.schema.column(j)
     spec = ColumnSpec(name, c.physical_type, c.length or 0, c.max_definition_level, c.max_repetition_level,
                       arrow_type, ltype)

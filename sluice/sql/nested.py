@@ -1,0 +1,242 @@
+"""LIST, STRUCT and MAP expressions: sqlglot nodes -> the plan's nested functions
+(:mod:`sluice.expr.functions.nested`), DuckDB's spellings and resolution rules.
+
+- ``s.a`` / ``t.s.a`` / ``s.a.b``: a name that is no ``table.column`` is tried as a struct
+  column followed by fields (DuckDB binds ``table.column`` first); ``(s).a`` is a Dot.
+- ``x[...]``: a struct's field (a string constant), a list's element (1-based, negative from
+  the end) or slice, a map's value (DuckDB 2.0: the value itself, NULL where missing).
+- Calls sqlglot has no class for are read by name (``NESTED_CALLS``)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.expr import build as E
+from sluice.expr.nodes import Expr, Lit
+from sluice.sql.coverage import NESTED_CALLS
+from sluice.sql.expressions import handles
+from sluice.sql.scope import Ctx
+
+class NestedExpressions:
+    """Translator methods for nested values (mixed into :class:`sluice.sql.translate.Translator`)."""
+
+    def struct_path(self, n: exp.Column, ctx: Ctx) -> Expr | None:
+        """``t.s.a.b`` or ``s.a.b`` as fields of a struct column; None when no prefix of the
+        name is a struct column."""
+        parts = [p.name for p in n.parts]
+        for start in (2, 1):
+            if len(parts) <= start:
+                continue
+            try:
+                base = ctx.scope.resolve(parts[0], parts[1]) if start == 2 else ctx.scope.resolve(None, parts[0])
+            except PlanError:
+                continue
+            if base.type.kind != "struct":
+                continue
+            e: Expr = base
+            for f in parts[start:]:
+                e = field(e, f)
+            return e
+        return None
+
+    @handles(exp.Dot)
+    def _x_dot(self, n: exp.Dot, ctx):
+        name = n.expression
+        if not isinstance(name, exp.Identifier):
+            raise UnsupportedError(f"field access with {name.sql(dialect='duckdb')}")
+        return field(self.expr(n.this, ctx), name.name)
+
+    @handles(exp.StructExtract)
+    def _x_struct_extract(self, n, ctx):
+        key = n.expression
+        if not (isinstance(key, exp.Literal) and key.is_string):
+            raise UnsupportedError("STRUCT_EXTRACT with a field that is not a string constant")
+        return field(self.expr(n.this, ctx), key.this)
+
+    @handles(exp.Struct)
+    def _x_struct(self, n: exp.Struct, ctx):
+        names, args = [], []
+        for item in n.expressions:
+            if not isinstance(item, exp.PropertyEQ):
+                raise UnsupportedError("a struct field without a name")
+            key = item.this
+            names.append(key.this if isinstance(key, exp.Literal) else key.name)
+            args.append(self.expr(item.expression, ctx))
+        if not args:
+            raise PlanError("a struct needs at least one field")
+        return E.make_func("struct_pack", args, (tuple(names),))
+
+    @handles(exp.Array)
+    def _x_array(self, n: exp.Array, ctx):
+        return E.make_func("list_value", [self.expr(x, ctx) for x in n.expressions])
+
+    @handles(exp.Bracket)
+    def _x_bracket(self, n: exp.Bracket, ctx):
+        if len(n.expressions) != 1:
+            raise UnsupportedError("a subscript with several indexes")
+        base = self.expr(n.this, ctx)
+        sub = n.expressions[0]
+        kind = base.type.kind
+        if kind == "struct":
+            if not (isinstance(sub, exp.Literal) and sub.is_string):
+                raise UnsupportedError("a struct subscript that is not a string constant")
+            return field(base, sub.this)
+        if kind == "map":
+            if isinstance(sub, exp.Slice):
+                raise PlanError("a map cannot be sliced")
+            return E.make_func("map_extract_value", [base, self.expr(sub, ctx)])
+        if kind != "list":
+            raise UnsupportedError(f"subscripts of {base.type} values")
+        if isinstance(sub, exp.Slice):
+            if sub.args.get("step") is not None:
+                raise UnsupportedError("list slices with a step")
+            lo, hi = sub.this, sub.expression
+            bounds = [self.expr(b, ctx) for b in (lo, hi) if b is not None]
+            return E.make_func("list_slice", [base] + bounds, (lo is not None, hi is not None))
+        return E.make_func("list_extract", [base, self.expr(sub, ctx)])
+
+    @handles(exp.PropertyEQ, exp.Slice)
+    def _x_out_of_place(self, n, ctx):
+        """``name := x`` outside a struct and ``a:b`` outside a list subscript (read there)."""
+        raise UnsupportedError("named arguments" if isinstance(n, exp.PropertyEQ) else "slices outside a list subscript")
+
+    @handles(exp.ArraySize)
+    def _x_array_size(self, n, ctx):
+        if n.args.get("expression") is not None:
+            raise UnsupportedError("ARRAY_LENGTH of a dimension")
+        return E.make_func("list_len", [self.expr(n.this, ctx)])
+
+    @handles(exp.ArrayContains)
+    def _x_array_contains(self, n, ctx):
+        return E.make_func("list_contains", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
+
+    @handles(exp.ArrayConcat)
+    def _x_array_concat(self, n, ctx):
+        if len(n.expressions) != 1:
+            raise PlanError("LIST_CONCAT takes two lists")
+        return E.make_func("list_concat", [self.expr(n.this, ctx), self.expr(n.expressions[0], ctx)])
+
+    @handles(exp.ArraySort)
+    def _x_array_sort(self, n, ctx):
+        """LIST_SORT(l [, 'ASC' | 'DESC' [, 'NULLS FIRST' | 'NULLS LAST']]): sqlglot reads the
+        words into flags (DuckDB's default: ASC NULLS LAST)."""
+        asc, nf = n.args.get("asc"), n.args.get("nulls_first")
+        desc = isinstance(asc, exp.Boolean) and not asc.this
+        nulls_first = isinstance(nf, exp.Boolean) and bool(nf.this)
+        return E.make_func("list_sort", [self.expr(n.this, ctx)], (desc, nulls_first))
+
+    @handles(exp.ArrayDistinct)
+    def _x_array_distinct(self, n, ctx):
+        return E.make_func("list_distinct", [self.expr(n.this, ctx)])
+
+    @handles(exp.ArrayMin, exp.ArrayMax)
+    def _x_array_min_max(self, n, ctx):
+        return E.make_func("list_min" if isinstance(n, exp.ArrayMin) else "list_max", [self.expr(n.this, ctx)])
+
+    @handles(exp.MapKeys)
+    def _x_map_keys(self, n, ctx):
+        return E.make_func("map_keys", [self.expr(n.this, ctx)])
+
+    def nested_call(self, name: str, n: exp.Anonymous, ctx) -> Expr:
+        """A call of ``NESTED_CALLS`` by name."""
+        op = NESTED_CALLS[name]
+        args = [self.expr(x, ctx) for x in n.expressions]
+        if op == "list_sort":
+            return _list_sort(args, n)
+        want = {"list_concat": 2, "list_contains": 2, "list_extract": 2, "map_extract": 2,
+                "map_extract_value": 2}.get(op, 1)
+        if len(args) != want:
+            raise PlanError(f"no function {name.upper()} with {len(args)} arguments")
+        if op == "list_len" and name == "len" and args[0].type.kind == "string":
+            return E.make_func("length", args)
+        return E.make_func(op, args)
+
+
+def _list_sort(args: list[Expr], n) -> Expr:
+    """LIST_SORT(l [, 'ASC' | 'DESC' [, 'NULLS FIRST' | 'NULLS LAST']])."""
+    if not 1 <= len(args) <= 3:
+        raise PlanError("LIST_SORT takes a list, an order and a NULL order")
+    words = []
+    for a in args[1:]:
+        if not (isinstance(a, Lit) and a.type.kind == "string" and a.value is not None):
+            raise UnsupportedError("LIST_SORT with an order that is not a string constant")
+        words.append(" ".join(a.value.upper().split()))
+    if words and words[0] not in ("ASC", "DESC"):
+        raise PlanError(f"LIST_SORT order {words[0]!r} is not ASC or DESC")
+    if len(words) > 1 and words[1] not in ("NULLS FIRST", "NULLS LAST"):
+        raise PlanError(f"LIST_SORT NULL order {words[1]!r} is not NULLS FIRST or NULLS LAST")
+    desc = bool(words) and words[0] == "DESC"
+    nulls_first = len(words) > 1 and words[1] == "NULLS FIRST"
+    return E.make_func("list_sort", args[:1], (desc, nulls_first))
+
+
+def field(e: Expr, name: str) -> Expr:
+    """Field ``name`` of struct ``e`` (case-insensitive, as DuckDB)."""
+    if e.type.kind != "struct":
+        raise PlanError(f"cannot take field {name!r} of a {e.type} value")
+    return E.make_func("struct_extract", [e], (name,))
+
+
+class UnnestSources:
+    """UNNEST in FROM (mixed into the translator): ``FROM t, UNNEST(t.l) AS u(x)`` joins each
+    row of what precedes it to the elements of its list, as a lateral join (DuckDB: rows with
+    NULL or empty lists drop out). ``SELECT UNNEST(l)`` reaches here rewritten into that form
+    (:func:`select_unnest`)."""
+
+    def unnest_source(self, node: exp.Unnest, prefix, ctx: Ctx):
+        from sluice.expr.nodes import Col
+        from sluice.plan.logical import Project, Unnest
+        from sluice.sql.scope import Source
+        for arg in ("offset", "explode_array"):
+            if node.args.get(arg):
+                raise UnsupportedError("UNNEST ... WITH ORDINALITY" if arg == "offset" else "UNNEST of arrays of structs")
+        if len(node.expressions) != 1:
+            raise UnsupportedError("UNNEST of several lists at once")
+        e = self.expr(node.expressions[0], ctx)
+        if e.type.kind != "list":
+            raise UnsupportedError(f"UNNEST of a {e.type} value (only lists)")
+        alias = node.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        if len(names) > 1:
+            raise PlanError("UNNEST of a list gives one column")
+        table = alias.name.lower() if alias is not None and alias.name else "unnest"
+        column = (names[0] if names else (alias.name if alias is not None and alias.name else "unnest")).lower()
+        source, out = self.fresh("unnest list"), self.fresh(column)
+        keep = tuple((n, Col(n, t)) for n, t in prefix.schema.items())
+        plan = Unnest(Project(prefix, keep + ((source, e),)), source, out)
+        return plan, Source(table, {column: Col(out, e.type.element)})
+
+
+def select_unnest(sel: exp.Select) -> exp.Select | None:
+    """``SELECT a, UNNEST(l) [AS x] FROM ...`` as ``SELECT a, x FROM ..., UNNEST(l) AS u(x)``
+    (the same rows: one per element, NULL and empty lists dropping theirs); None when the select
+    list has no UNNEST. One UNNEST at the top of one select item, in a query without grouping,
+    aggregates, windows or set operations; anything else is refused by name."""
+    hits = [n for n in sel.expressions for n in n.find_all(exp.Explode)]
+    if not hits:
+        return None
+    tops = [it for it in sel.expressions
+            if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode))]
+    if len(hits) > 1:
+        raise UnsupportedError("several UNNESTs in one select list")
+    if not tops:
+        raise UnsupportedError("UNNEST inside an expression (only a select item of its own)")
+    from sluice.sql.syntax import AGG_FUNCS
+    if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
+            or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
+        raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")
+    if sel.args.get("from_") is None:
+        raise UnsupportedError("UNNEST in the select list without FROM (write FROM UNNEST(...))")
+    sel = sel.copy()
+    item = next(it for it in sel.expressions
+                if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode)))
+    call = item if isinstance(item, exp.Explode) else item.this
+    name = item.alias if isinstance(item, exp.Alias) else f"unnest({call.this.sql(dialect='duckdb')})"
+    hidden = "\x00unnest"
+    join = exp.Join(this=exp.Unnest(expressions=[call.this.copy()],
+                                    alias=exp.TableAlias(this=exp.to_identifier(hidden),
+                                                         columns=[exp.to_identifier("x")])))
+    sel.append("joins", join)
+    item.replace(exp.alias_(exp.column("x", table=hidden), name, quoted=True))
+    return sel
