@@ -35,7 +35,7 @@ class TableInfo:
     arrow_schema: pa.Schema
     types: dict[str, LType]
     row_groups: tuple[RowGroup, ...]
-    #: Columns of a type sluice cannot process (lists, structs, maps, binary): name -> type.
+    #: Columns of a type sluice cannot process (binary): name -> type.
     #: The others stay queryable; naming one of these is refused.
     unsupported: dict[str, str] = field(default_factory=dict)
     #: ``parquet`` or ``csv`` (sluice.io.csv; read by its own scan, one pseudo row group a file).

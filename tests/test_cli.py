@@ -97,7 +97,7 @@ def test_missing_query_file(tpch_dir):
     ("host_memory_limit=10", "host_memory_limit"),
     ("device_memory_limit=-5", "device_memory_limit"),
     ("host_memory_limit=lots", "cannot read"),
-    ("chunk_rows=0", "chunk_rows"),
+    ("chunk_rows=-1", "chunk_rows"),
     ("chunk_rows=abc", "integer"),
     ("nosuchsetting=1", "unknown setting"),
     ("device=tpu", "device"),

@@ -12,7 +12,7 @@ per table (a file, or a folder of files):
   about 100 a chunk, seed 004 insight 1);
 - compression that does not pay: a codec saving under 10 % costs decode time for nothing;
 - missing min/max statistics (no row-group pruning, no runtime-filter skipping);
-- columns of types sluice cannot query (lists, structs, maps, binary): the other columns of
+- columns of types sluice cannot query (binary): the other columns of
   the file stay queryable.
 
 The expected gains quote what the layout study (``bench/layout.py``) measured side by side on

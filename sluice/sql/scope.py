@@ -27,8 +27,8 @@ class Source:
     shown: dict[str, str] = field(default_factory=dict)  # lower-case name -> as written, where they differ
 
     def refuse(self, name_l: str):
-        raise UnsupportedError(f"column {name_l} of type {self.unreadable[name_l]} (lists, structs, maps and "
-                               "binary columns cannot be read; the other columns can)")
+        raise UnsupportedError(f"column {name_l} of type {self.unreadable[name_l]} (binary columns "
+                               "cannot be read; the other columns can)")
 
 
 @dataclass
