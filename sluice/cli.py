@@ -199,8 +199,6 @@ class _Progress:
         # scans: their bytes come with the watchdog's records, summed here twice a second.
         self._job = job
         self._stop = threading.Event()
-        if job is not None:
-            total = job.job_scan()[1]
         if sys.stderr.isatty() and total > 0:
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
@@ -258,8 +256,7 @@ class _Progress:
 
     def _follow_job(self) -> None:
         while not self._stop.wait(0.5):
-            done, total = self._job.job_scan()
-            self._p.update(self._task, completed=done, total=max(total, 1))
+            self._p.update(self._task, completed=self._job.job_scan()[0])
 
     def __exit__(self, *exc):
         self._stop.set()
@@ -486,14 +483,16 @@ def run(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if args.output:
             written = []
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root), job) as bar:
+            with _Progress(rel.bytes_to_scan(whole_job=job is not None) if sys.stderr.isatty() else 0,
+                           _storage_bps(con.root), job) as bar:
                 # Streamed chunk by chunk into a temporary file, renamed when complete.
                 _write_atomic(args.output, lambda tmp: written.append(
                     rel.write(tmp, suffix.lstrip("."), progress=bar)))
             elapsed = time.perf_counter() - t0
             print(f"wrote {written[0]} rows to {args.output}", file=sys.stderr)
         else:
-            with _Progress(rel.bytes_to_scan() if sys.stderr.isatty() else 0, _storage_bps(con.root), job) as bar:
+            with _Progress(rel.bytes_to_scan(whole_job=job is not None) if sys.stderr.isatty() else 0,
+                           _storage_bps(con.root), job) as bar:
                 table = rel.to_arrow(progress=bar)
             elapsed = time.perf_counter() - t0
             if args.verify:  # before anything is printed: a difference leaves no output

@@ -254,11 +254,16 @@ class Relation:
         return ExecContext(config, c.device, c._pool, c.cache, progress=progress, scan_count=scans, dist=c.group,
                            device_memory=dev_pool, column_cache=c.column_cache)
 
-    def bytes_to_scan(self) -> int:
+    def bytes_to_scan(self, whole_job: bool = False) -> int:
         """Compressed bytes the scans of this plan will read (after row-group pruning): the
-        read tasks of their specs."""
+        read tasks of their specs -- this rank's share, or with ``whole_job`` every rank's (the
+        plan lowered as one process reads it: the ranks' shares add up to it)."""
         from sluice.exec.operators import ScanOp
-        op = self._lower()
+        if whole_job:
+            c = self._con
+            op = lower_plan(self.plan, c.config, 0, 1, device=c.device, cache=c.cache)
+        else:
+            op = self._lower()
         total = 0
         for o in op.walk():  # a shared subplan's scans read once
             if isinstance(o, ScanOp) and o.columns:
