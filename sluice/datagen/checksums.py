@@ -13,13 +13,11 @@ old one only when complete. The tables sluice writes itself (SSB, ClickBench) pa
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from sluice.errors import DataError
-from sluice.io.permissions import set_final_mode
+from sluice.io.permissions import in_place_of
 
 #: What every Parquet writer of ``sluice datagen`` passes: a CRC-32 in every page header.
 CHECKSUM_WRITER = {"write_page_checksum": True}
@@ -41,20 +39,13 @@ def add_page_checksums(path: str | Path) -> None:
             cc = rg.column(j)
             codecs[cc.path_in_schema] = _CODECS.get(cc.compression, "snappy")
     tmp = path.with_name(f".{path.name}.crc.part")
-    try:
+    with in_place_of(path, tmp):
         with pq.ParquetWriter(tmp, pf.schema_arrow, compression=codecs or "snappy", use_dictionary=True,
                               write_statistics=True, store_decimal_as_integer=True, write_page_index=True,
                               **CHECKSUM_WRITER) as w:
             for i in range(md.num_row_groups):
                 t = pf.read_row_group(i)
                 w.write_table(t, row_group_size=max(1, t.num_rows))
-        set_final_mode(tmp, path)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise DataError(f"cannot write {path}: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def checksum_files(out: str | Path, tables: tuple[str, ...]) -> None:

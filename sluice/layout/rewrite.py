@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sluice.errors import ConfigError, DataError
-from sluice.io.permissions import set_final_mode
+from sluice.io.permissions import in_place_of
 from sluice.io.parquet.ranges import leaf_index
 
 CODECS = ("none", "snappy", "lz4", "zstd", "gzip", "brotli")
@@ -257,7 +257,7 @@ def rewrite_file(src: Path, dst: Path, opts: RewriteOptions,
     os.close(fd)
     tmp = Path(tmp_name)
     groups = 0
-    try:
+    with in_place_of(dst, tmp):
         writer = pq.ParquetWriter(tmp, schema, **kw)
         try:
             pending: list[pa.RecordBatch] = []
@@ -280,13 +280,6 @@ def rewrite_file(src: Path, dst: Path, opts: RewriteOptions,
         finally:
             writer.close()
         _verify(src, tmp, opts.verify_rows)
-        set_final_mode(tmp, dst)
-        os.replace(tmp, dst)
-    except OSError as e:
-        raise DataError(f"cannot write {dst}: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return RewriteReport(str(src), str(dst), md.num_rows, src.stat().st_size, dst.stat().st_size, groups, choices)
 
 
