@@ -26,6 +26,9 @@ class RowGroup:
     #: it, so two copies of a table that differ in content are refused rather than mixed (a
     #: copy whose footers match in all of these is not told apart: no data is read to compare).
     digest: str = ""
+    #: The rank whose own files hold this row group (``rank_data=local``: only that rank can
+    #: read it, :mod:`sluice.ranks.local_data`); -1: every rank reads the same files.
+    rank: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,11 @@ class TableInfo:
     #: Hive partition columns (``key=value`` folders): name -> {file path: value}; the
     #: columns are in ``types`` and ``arrow_schema`` but not in the files.
     partitions: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @property
+    def rank_local(self) -> bool:
+        """Whether each rank's own files hold part of the table (``rank_data=local``)."""
+        return any(g.rank >= 0 for g in self.row_groups)
 
     @property
     def num_rows(self) -> int:

@@ -56,7 +56,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "range_sort_rows", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -382,6 +382,14 @@ class Config:
     sorted ranges in order. Below it every row is gathered to rank 0 and sorted there (fewer
     bytes on the wire). 0 always sorts by ranges, -1 never."""
 
+    rank_data: str = "shared"
+    """Where the ranks' data is: ``shared`` (default) -- every rank reads the same copy of the
+    tables (one file system, or a copy on every node) and the ranks share out its row groups;
+    ``local`` -- each rank's own files form its part of every table, which is the union of all
+    the ranks' files (a cluster without a shared file system: each node's fragment on its own
+    disk). A ``{rank}`` or ``{local_rank}`` in the data path gives each rank its own folder.
+    Ranks whose columns differ, or that would read the same data twice, are refused."""
+
     dist_timeout_s: int = 60
     """Seconds a rank may show no sign of life before the query ends on every rank with one line
     naming it: joining the job (a peer that never joins), then, watched over the job's store
@@ -404,6 +412,8 @@ class Config:
             raise ConfigError(f"broadcast_bytes must be -1 (always), 0 (never) or a size, not {self.broadcast_bytes}")
         if self.range_sort_rows < -1:
             raise ConfigError(f"range_sort_rows must be -1 (never), 0 (always) or a row count, not {self.range_sort_rows}")
+        if self.rank_data not in ("shared", "local"):
+            raise ConfigError(f"rank_data must be shared or local, not {self.rank_data!r}")
         if self.dist_timeout_s < 1:
             raise ConfigError(f"dist_timeout_s must be at least 1, not {self.dist_timeout_s}")
         dev = self.device

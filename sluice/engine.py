@@ -70,12 +70,12 @@ class Connection:
         self.config = Config.from_settings(settings)
         configure_allocator(self.config.keep_freed_memory)
         self._settings = dict(settings)
-        self.root = Path(data) if data is not None else Path.cwd()
-        if data is not None and not self.root.is_dir():
-            raise DataError(f"data directory {self.root} does not exist")
         from sluice.ranks.group import current_group, device_for_rank
         # Inside a torchrun job (or a rank --ranks started) this process is one rank of it.
         self.group = current_group(self.config.dist_timeout_s)
+        self.root = Path(self._rank_path(str(data))) if data is not None else Path.cwd()
+        if data is not None and not self.root.is_dir():
+            raise DataError(f"data directory {self.root} does not exist")
         self.device = resolve_device(self.config.device)
         if self.group is not None:
             self.device = device_for_rank(self.device, self.config.device)
@@ -105,6 +105,26 @@ class Connection:
 
     # ------------------------------------------------------------------ catalog
 
+    def _rank_path(self, path: str) -> str:
+        """``path`` with ``{rank}`` and ``{local_rank}`` filled in for this process (each rank's
+        own folder under ``rank_data=local``)."""
+        if "{rank}" not in path and "{local_rank}" not in path:
+            return path
+        if self.config.rank_data != "local":
+            raise ConfigError(f"{path}: a {{rank}} or {{local_rank}} in a data path needs rank_data=local "
+                              "(under rank_data=shared every rank reads the same files)")
+        rank = self.group.rank if self.group is not None else 0
+        local = int(os.environ.get("LOCAL_RANK", rank)) if self.group is not None else 0
+        return path.replace("{rank}", str(rank)).replace("{local_rank}", str(local))
+
+    def _rank_local(self, name: str, load) -> TableInfo:
+        """The table ``load`` gives, or under ``rank_data=local`` in a job the union of every
+        rank's (:mod:`sluice.ranks.local_data`; one collective, same order on every rank)."""
+        if self.group is None or self.config.rank_data != "local":
+            return load()
+        from sluice.ranks.local_data import union_of_ranks
+        return union_of_ranks(self.group, name, load)
+
     @property
     def rank(self) -> int:
         """This process's rank (0 outside a distributed job); results arrive on rank 0."""
@@ -125,6 +145,9 @@ class Connection:
 
     def table(self, name: str) -> TableInfo:
         name = name.lower()
+        return self._rank_local(name, lambda: self._own_table(name))
+
+    def _own_table(self, name: str) -> TableInfo:
         files = table_files(self.root, name, self._registered)
         footers = [self.cache.footer(f) for f in files]  # a stat each; re-read if a file changed
         hit = self._tables.get(name)
@@ -140,6 +163,9 @@ class Connection:
     def files(self, ref) -> TableInfo:
         """The table formed by files a query names directly (globs, folders, files): Parquet,
         with Hive partition columns when the paths have ``key=value`` folders, or CSV."""
+        return self._rank_local(", ".join(ref.patterns), lambda: self._own_files(ref))
+
+    def _own_files(self, ref) -> TableInfo:
         patterns = list(ref.patterns)
         options = dict(ref.options)
         name = ", ".join(patterns)
@@ -259,15 +285,21 @@ class Relation:
         read tasks of their specs -- this rank's share, or with ``whole_job`` every rank's (the
         plan lowered as one process reads it: the ranks' shares add up to it)."""
         from sluice.exec.operators import ScanOp
-        if whole_job:
-            c = self._con
+        c = self._con
+        local = c.group is not None and c.config.rank_data == "local"
+        if whole_job and not local:
             op = lower_plan(self.plan, c.config, 0, 1, device=c.device, cache=c.cache)
         else:
             op = self._lower()
         total = 0
         for o in op.walk():  # a shared subplan's scans read once
             if isinstance(o, ScanOp) and o.columns:
-                total += o.spec.reads.compressed_bytes(o.table, list(o.spec.columns), self._con.cache)
+                mine = o.spec.reads.compressed_bytes(o.table, list(o.spec.columns), c.cache)
+                if whole_job and o.table.rank_local:  # the others' files: in proportion to their footers
+                    own = sum(g.nbytes for g in o.spec.row_groups)
+                    every = sum(g.nbytes for g in o.table.row_groups)
+                    mine = int(mine * every / own) if own else every
+                total += mine
         return total
 
     def _lower(self):

@@ -41,7 +41,10 @@ _WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "date": 4, "float32": 4,
 
 
 def share(groups: list, rank: int, world: int) -> list:
-    """This rank's row groups: balanced by rows, deterministic, in file order."""
+    """This rank's row groups: balanced by rows, deterministic, in file order -- or, where
+    each rank's own files hold the table (``rank_data=local``), the row groups of its files."""
+    if any(g.rank >= 0 for g in groups):
+        return [g for g in groups if g.rank == rank]
     load = [0] * world
     mine = set()
     order = sorted(range(len(groups)), key=lambda i: (-groups[i].num_rows, i))

@@ -127,6 +127,9 @@ def _(plan: Scan, state):
         return _dist(scan, ANY)
     if state.world > 1 and state.rank != 0:  # local (rank 0 reads everything)
         kept = []
+    elif plan.table.rank_local and state.world > 1:
+        raise UnsupportedError(f"a recursive CTE over table {plan.table.name!r} with rank_data=local "
+                               "(it runs on rank 0 alone, which cannot read the other ranks' files)")
     return _scan(plan, kept, pruned, state)
 
 

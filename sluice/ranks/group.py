@@ -110,8 +110,8 @@ class DistGroup:
         raise RankFailed(f"ranks planned different queries (rank {bad[0]} differs from rank 0): "
                          "every rank needs the same data, settings and query")
 
-    def gather_objects(self, obj) -> list | None:
-        """``obj`` of every rank on rank 0 (None elsewhere); once per query, at its end."""
+    def all_objects(self, obj) -> list:
+        """``obj`` of every rank, in rank order, on every rank (one object collective)."""
         import torch.distributed as dist
         out: list = [None] * self.world
         try:
@@ -119,6 +119,11 @@ class DistGroup:
                 dist.all_gather_object(out, obj, group=self.group)
         except Exception as e:  # noqa: BLE001
             raise self.fail(e) from None
+        return out
+
+    def gather_objects(self, obj) -> list | None:
+        """``obj`` of every rank on rank 0 (None elsewhere); once per query, at its end."""
+        out = self.all_objects(obj)
         return out if self.rank == 0 else None
 
     def abort(self) -> None:
