@@ -4,7 +4,7 @@
 
 For each number of local ranks (gloo on loopback):
 - raw ``all_to_all_single`` bandwidth (bytes a rank sends to the others per second) at the
-  message size the exchange sends (``exchange_batch_bytes`` split over the destinations) and
+  message size the exchange sends (``exchange_batch_bytes`` to each destination) and
   at 16 MiB;
 - sluice's exchange throughput: a partitioned join of lineitem and orders (both sides hashed
   on the order key, ``broadcast_bytes=0``), bytes moved between ranks over the time of the
@@ -97,7 +97,7 @@ def main() -> None:
           f"{'join eff.':>12} {'wall s':>8} {'exch/raw':>9} {'vs blocking':>12}")
     for n in [int(x) for x in args.ranks.split(",")]:
         st: dict = {}
-        batch = (4 << 20) // max(1, n - 1)
+        batch = 4 << 20  # one batch per destination (exchange_batch_bytes)
         run_job(n, {"kind": "bandwidth", "sizes": [batch, 16 << 20], "device": args.device}, status=st)
         raw_batch, raw_16 = st["bandwidth"][str(batch)], st["bandwidth"][str(16 << 20)]
         for wire, variant in [(w, v) for w in args.wires.split(",") for v in VARIANTS]:

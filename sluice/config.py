@@ -367,8 +367,9 @@ class Config:
     row through NCCL). Slower; answers are the same."""
 
     exchange_batch_bytes: int = 4 << 20
-    """Bytes buffered for the other ranks before a transfer goes out (smaller transfers fall
-    below the network's bandwidth)."""
+    """Bytes buffered for one destination rank before a round of transfers goes out (smaller
+    messages fall below the network's bandwidth); all destinations together buffer at most a
+    batch each, and at most an eighth of the memory budget."""
 
     broadcast_bytes: int = 32 << 20
     """A join's build side estimated below this many bytes is sent to every rank (the probe

@@ -125,9 +125,8 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
 
 def save_all_to_all(data: str | Path, ranks: int, rates: dict[int, float], batch_bytes: int = 4 << 20) -> float:
     """Keep the all-to-all rate of ``ranks`` ranks (at the size nearest the exchange's batch,
-    split over the destinations) in ``data``'s calibration; returns it."""
-    per_dest = max(1, batch_bytes // max(1, ranks - 1))
-    size = min(rates, key=lambda n: abs(n - per_dest))
+    one per destination) in ``data``'s calibration; returns it."""
+    size = min(rates, key=lambda n: abs(n - batch_bytes))
     path = cache_file()
     try:
         allres = json.loads(path.read_text()) if path.exists() else {}

@@ -9,8 +9,10 @@ early), and each stage's received rows are held in a Materializer -- the same bu
 state, spilled when it must be.
 
 Sending is chunked: each input chunk is split by destination and serialised
-(:mod:`sluice.ranks.wire`); once the buffered bytes reach ``exchange_batch_bytes`` (a few MiB:
-smaller transfers fall below the network's bandwidth, PystachIO Fig. 7) a round goes out: the
+(:mod:`sluice.ranks.wire`); once the bytes buffered for one destination reach
+``exchange_batch_bytes`` (a few MiB: smaller messages fall below the network's bandwidth,
+PystachIO Fig. 7 -- a batch per destination, so that 64 ranks do not send 64 KiB messages;
+all destinations together at most :func:`round_cap`) a round goes out: the
 per-destination byte counts (with a "more to come" flag) in one small all-to-all, then the
 bytes in one ``all_to_all_single`` with split sizes. Rows for this rank skip the wire. A rank
 whose input is exhausted keeps taking part in rounds until every rank's flag is down.
@@ -50,6 +52,14 @@ from sluice.ranks import liveness
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
 _DEST_SHIFT = 16
+
+
+def round_cap(batch_bytes: int, world: int, memory_limit: int) -> int:
+    """Most bytes one round buffers for all destinations together: a batch for each other rank
+    (a round goes out as soon as one destination's batch is full), but at most an eighth of the
+    memory budget (at least one batch): at 64 ranks 63 batches of 4 MiB would be 252 MiB of
+    send buffers, and as much received."""
+    return max(batch_bytes, min(batch_bytes * max(1, world - 1), memory_limit // 8))
 
 
 @dataclass
@@ -171,6 +181,8 @@ class ExchangeOp(Operator):
         dres = ctx.state_pool.reservation(f"{self.label} send buffers") if tensors else None
         pending: list[list] = [[] for _ in range(world)]
         held = dheld = 0
+        to_dest = [0] * world  # bytes buffered for each destination this round
+        cap = round_cap(batch_bytes, world, ctx.memory.limit)
         inflight = None
         cuts = None
         if self.kind == "range":
@@ -203,10 +215,11 @@ class ExchangeOp(Operator):
                         pending[d].append(wire)
                         held += wire.host.nbytes
                         dheld += wire.device_bytes
+                        to_dest[d] += wire.host.nbytes + wire.device_bytes
                         res.force(wire.host.nbytes)
                         if dres is not None:
                             dres.force(wire.device_bytes)
-                    if variant != "blocking" and held + dheld >= batch_bytes:
+                    if variant != "blocking" and (max(to_dest) >= batch_bytes or held + dheld >= cap):
                         break
                 st.partition_s += time.perf_counter() - t0
                 sizes = [sum(w.host.nbytes for w in pending[d]) for d in range(world)]
@@ -251,6 +264,7 @@ class ExchangeOp(Operator):
                 if dres is not None:
                     dres.shrink(dheld)
                 held = dheld = 0
+                to_dest = [0] * world
                 if variant != "deferred":
                     self._receive(ctx, inflight, mat, st)
                     inflight = None
