@@ -115,6 +115,10 @@ def ranks_report(ranks: list[dict]) -> list[str]:
         lines.append("      " + "rows from \\ to".rjust(15) + "".join(f"{d:>12}" for d in range(len(ranks))))
         for i, x in enumerate(per):
             lines.append(f"      {i:>15}" + "".join(f"{v:>12,}" for v in x["rows_to"]))
+        raw = sum(x.get("bytes_raw", 0) for x in per)
+        if e.get("codec", "tensor") != "tensor" and raw:
+            lines.append(f"      wire: {fmt_bytes(raw)} before compression; rounds per codec by rank: "
+                         + "; ".join(f"{i}: {x['codec'] or 'none'}" for i, x in enumerate(per)))
     return lines
 
 

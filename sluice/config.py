@@ -56,7 +56,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -371,6 +371,12 @@ class Config:
     messages fall below the network's bandwidth); all destinations together buffer at most a
     batch each, and at most an eighth of the memory budget."""
 
+    exchange_compression: str = "auto"
+    """Compression of the rows an exchange sends over the Arrow wire: ``auto`` (self-regulating,
+    as spilling's: steps along none, lz4, zstd while the time waited on the network outweighs
+    the time spent packing, and back when it does not -- a fast link stays uncompressed),
+    ``none``, ``lz4`` or ``zstd``. The tensor wire's bytes stay raw."""
+
     broadcast_bytes: int = 32 << 20
     """A join's build side estimated below this many bytes is sent to every rank (the probe
     side stays where it is); above it both sides are partitioned by the keys. 0 always
@@ -407,6 +413,8 @@ class Config:
             raise ConfigError(f"exchange must be deferred, chunked or blocking, not {self.exchange!r}")
         if self.exchange_wire not in ("auto", "tensor", "arrow"):
             raise ConfigError(f"exchange_wire must be auto, tensor or arrow, not {self.exchange_wire!r}")
+        if self.exchange_compression not in ("auto", "none", "lz4", "zstd"):
+            raise ConfigError(f"exchange_compression must be auto, none, lz4 or zstd, not {self.exchange_compression!r}")
         if self.exchange_batch_bytes < 1:
             raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
         if self.broadcast_bytes < -1:

@@ -1,4 +1,5 @@
-"""Self-regulating compression of spilled pages (Umami §4.4).
+"""Self-regulating compression of spilled pages (Umami §4.4), and of the exchange's rounds on
+the wire (the same trade: compression time against the time spent waiting on the network).
 
 Compressing a spilled page trades CPU time for write (and read-back) time. Which side wins
 depends on the machine (one slow disk or a page cache that absorbs writes at GB/s) and on
@@ -43,6 +44,8 @@ class SpillCodec:
 
     mode: str = "auto"
     level: int = 0
+    #: pages (spill) or rounds (the exchange's wire) per measurement window
+    window: int = WINDOW
     pages_per_level: dict[int, int] = field(default_factory=dict)
     _win: _Window = field(default_factory=_Window)
     _rate: dict[int, float] = field(default_factory=dict)  # raw bytes/s spilled at each level (EWMA)
@@ -68,7 +71,7 @@ class SpillCodec:
             w.cpu_s += cpu_s
             w.io_s += io_s
             w.pages += 1
-            if w.pages < WINDOW:
+            if w.pages < self.window:
                 return
             rate = w.raw / max(w.cpu_s + w.io_s, 1e-9)
             prev = self._rate.get(level)

@@ -39,6 +39,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 import torch
 
+from sluice.adapt.spill_codec import SpillCodec
 from sluice.chunk import Chunk, concat_chunks
 from sluice.errors import InternalError, SluiceError
 from sluice.exec import range_partition
@@ -52,6 +53,11 @@ from sluice.ranks import liveness
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
 _DEST_SHIFT = 16
+
+
+#: Rounds per measurement window of the wire's compression (an exchange has tens of rounds,
+#: not the hundreds of pages a spill writes).
+WIRE_WINDOW = 2
 
 
 def round_cap(batch_bytes: int, world: int, memory_limit: int) -> int:
@@ -72,6 +78,8 @@ class ExchangeStats:
     bytes_received: int = 0
     rows_received: int = 0
     rounds: int = 0
+    bytes_raw: int = 0  # what was sent, before the wire's compression
+    codec: SpillCodec | None = None  # the Arrow wire's compression policy (rounds per level)
     network_s: float = 0.0  # time waiting in collectives
     partition_s: float = 0.0  # splitting and serialising
     input_s: float = 0.0  # pulling the input from the child (its scan and operators)
@@ -181,6 +189,10 @@ class ExchangeOp(Operator):
         dres = ctx.state_pool.reservation(f"{self.label} send buffers") if tensors else None
         pending: list[list] = [[] for _ in range(world)]
         held = dheld = 0
+        # The Arrow wire's compression, regulated like spilling's: packing time against the
+        # time waited on the network (the tensor wire's bytes stay raw for NCCL).
+        codec = st.codec = None if tensors else SpillCodec(ctx.config.exchange_compression, window=WIRE_WINDOW)
+        level, raw, pack_s = (codec.level if codec else 0), 0, 0.0
         to_dest = [0] * world  # bytes buffered for each destination this round
         cap = round_cap(batch_bytes, world, ctx.memory.limit)
         inflight = None
@@ -211,7 +223,11 @@ class ExchangeOp(Operator):
                             _store(mat, rank, part)
                             continue
                         if self.kind != "broadcast" or wire is None:
-                            wire = _pack(part, tensors, ctx.config.page_dictionaries)
+                            tp = time.perf_counter()
+                            wire, nraw = _pack(part, tensors, ctx.config.page_dictionaries,
+                                               codec.current() if codec else ("none", None))
+                            pack_s += time.perf_counter() - tp
+                        raw += nraw
                         pending[d].append(wire)
                         held += wire.host.nbytes
                         dheld += wire.device_bytes
@@ -258,7 +274,10 @@ class ExchangeOp(Operator):
                     st.bytes_sent[d] += sizes[d] + dsizes[d]
                 st.rounds += 1
                 inflight = _Round(work, out, send, t2, wire_res, recv_sizes,
-                                  _DeviceRound(dwork, dout, dsend, dwire_res, recv_dsizes) if tensors else None)
+                                  _DeviceRound(dwork, dout, dsend, dwire_res, recv_dsizes) if tensors else None,
+                                  (level, raw, pack_s, t_header - t1))
+                st.bytes_raw += raw
+                level, raw, pack_s = (codec.level if codec else 0), 0, 0.0
                 pending = [[] for _ in range(world)]
                 res.shrink(held)
                 if dres is not None:
@@ -291,6 +310,9 @@ class ExchangeOp(Operator):
                 rnd.device.work.wait()
         t1 = time.perf_counter()
         st.network_s += t1 - t0
+        if st.codec is not None:  # the round: its packing time, and the time waited on its bytes
+            level, raw, pack_s, header_s = rnd.measured
+            st.codec.record(level, raw, pack_s, header_s + t1 - t0)
         nbytes = int(rnd.out.numel()) + (int(rnd.device.out.numel()) if rnd.device is not None else 0)
         sent = int(rnd.send.nbytes) + (int(rnd.device.send.numel()) if rnd.device is not None else 0)
         ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
@@ -374,12 +396,16 @@ def wire_of(ctx) -> str:
     return w
 
 
-def _pack(part: Chunk, tensors: bool, dictionaries: bool):
+def _pack(part: Chunk, tensors: bool, dictionaries: bool, codec=("none", None)):
+    """``part`` for the wire, and its bytes before compression (``codec``: the Arrow wire's)."""
     from sluice.ranks.tensor_wire import Packed, pack
     if tensors:
-        return pack(part, dictionaries)
-    from sluice.ranks.wire import chunk_to_bytes
-    return Packed(chunk_to_bytes(part, dictionaries), [], 0)
+        packed = pack(part, dictionaries)
+        return packed, packed.host.nbytes + packed.device_bytes
+    from sluice.arrow import page_to_batch
+    from sluice.ranks.wire import framed
+    batch = page_to_batch(part, dictionaries)
+    return Packed(framed(batch, codec), [], 0), batch.nbytes
 
 
 class _DeviceRound(NamedTuple):
@@ -402,6 +428,7 @@ class _Round(NamedTuple):
     res: object  # the wire buffers' reservation
     recv_sizes: list  # host bytes from each rank
     device: _DeviceRound | None
+    measured: tuple = (0, 0, 0.0, 0.0)  # (codec level, raw bytes, packing s, header wait s) of this round
 
     def free(self) -> None:
         self.res.free()
@@ -488,7 +515,8 @@ def rank_summary(root: Operator, ctx) -> dict:
             ex.append({"op": e.describe(), "rows_sent": st.rows_sent, "rows_to": list(st.rows_to),
                        "bytes_sent": list(st.bytes_sent), "rows_received": st.rows_received,
                        "bytes_received": st.bytes_received, "rounds": st.rounds, "network_s": st.network_s,
-                       "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s})
+                       "partition_s": st.partition_s, "input_s": st.input_s, "stage_s": st.stage_s,
+                       "bytes_raw": st.bytes_raw, "codec": st.codec.summary() if st.codec else "tensor"})
     runs = [r for r in (ctx.runs.get(o) for o in scans) if r is not None]
     # the timeline too, where reads are measured (--analyze, --trace, --plot): a merged trace
     events = [tuple(vars(e).values()) for e in ctx.recorder.events] if ctx.config.measure_reads else None

@@ -28,11 +28,15 @@ def chunk_to_bytes(chunk: Chunk, dictionaries: bool = True) -> np.ndarray:
     return framed(page_to_batch(chunk, dictionaries))
 
 
-def framed(batch: pa.RecordBatch) -> np.ndarray:
-    """``batch`` as a uint8 array: its length, then an Arrow IPC stream of it."""
+def framed(batch: pa.RecordBatch, codec: tuple[str, int | None] = ("none", None)) -> np.ndarray:
+    """``batch`` as a uint8 array: its length, then an Arrow IPC stream of it, its buffers
+    compressed with ``codec`` (a level of :data:`sluice.adapt.spill_codec.LEVELS`: the stream
+    says so, and any reader decompresses)."""
     sink = pa.BufferOutputStream()
     sink.write(b"\0" * FRAME)
-    with pa.ipc.new_stream(sink, batch.schema) as w:
+    name, level = codec
+    opts = pa.ipc.IpcWriteOptions(compression=None if name == "none" else pa.Codec(name, level))
+    with pa.ipc.new_stream(sink, batch.schema, options=opts) as w:
         w.write_batch(batch)
     out = np.frombuffer(sink.getvalue(), dtype=np.uint8).copy()
     out[:FRAME] = np.frombuffer(np.uint64(out.size - FRAME).tobytes(), dtype=np.uint8)

@@ -23,7 +23,7 @@ TPCH = {
     "2 ranks": (2, {}),
     "3 ranks": (3, {}),
     "2 ranks blocking": (2, {"exchange": "blocking"}),
-    "3 ranks chunked": (3, {"exchange": "chunked"}),
+    "3 ranks chunked, zstd on the wire": (3, {"exchange": "chunked", "exchange_compression": "zstd"}),
     "2 ranks partitioned joins": (2, {"broadcast_bytes": 0}),
     "3 ranks broadcast joins": (3, {"broadcast_bytes": -1}),
     "2 ranks tiny chunks and batches": (2, {"chunk_rows": 3000, "exchange_batch_bytes": 65536}),
