@@ -14,6 +14,7 @@ network stays busy while compute runs can be measured. Nothing here asserts time
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import subprocess
@@ -70,11 +71,11 @@ def raw_rate(port: int) -> float:
     return json.loads(next(o for o in outs if o.strip()))[str(4 << 20)]
 
 
-def run_join(data: str, variant: str, port: int) -> tuple[float, int]:
-    """(wall seconds of the query on rank 0, most bytes one rank sent)."""
+def run_join(data: str, variant: str, port: int, wire: str = "none") -> tuple[float, int]:
+    """(wall seconds of the query on rank 0, most bytes one rank sent -- after compression)."""
     procs = [_launch(i, port, ["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set",
                                "broadcast_bytes=0", "--set", f"exchange={variant}", "--set", "dist_timeout_s=60",
-                               "--analyze", JOIN]) for i in range(2)]
+                               "--set", f"exchange_compression={wire}", "--analyze", JOIN]) for i in range(2)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     out = next(o for o in outs if "total " in o)
     wall = float(re.search(r"^total ([\d.]+) ms", out, re.M).group(1)) / 1000
@@ -89,6 +90,9 @@ def main() -> None:
     ap.add_argument("--data", required=True)
     ap.add_argument("--rates", default="200mbit,400mbit,1gbit")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--variants", default="blocking,chunked,deferred")
+    ap.add_argument("--compression", default="none",
+                    help="exchange_compression values to run each variant with, e.g. none,auto,lz4")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (ip netns, tc)")
@@ -96,30 +100,31 @@ def main() -> None:
     setup()
     port = 29700
     try:
-        def best(variant):
+        def best(variant, wire="none"):
             nonlocal port
             results = []
             for _ in range(args.runs):
                 port += 1
-                results.append(run_join(data, variant, port))
+                results.append(run_join(data, variant, port, wire))
             return min(results)
         limit(None)
         compute = {v: best(v)[0] for v in ("blocking", "deferred")}
         t_c = min(compute.values())
         print(f"{JOIN}\nunlimited veth (compute-bound): " + ", ".join(f"{v} {t:.2f}s" for v, t in compute.items()))
-        print("T_net: the bytes the busiest rank sent over the raw all_to_all_single rate on the same link")
-        print(f"{'rate':>8} {'raw a2a':>11} {'variant':<9} {'wall s':>7} {'T_net s':>8} {'T_comp s':>9} {'max':>6} "
+        print("T_net: the bytes the busiest rank sent (compressed where it was) over the raw "
+              "all_to_all_single rate on the same link")
+        print(f"{'rate':>8} {'raw a2a':>11} {'variant':<9} {'wire':<5} {'wall s':>7} {'T_net s':>8} {'T_comp s':>9} {'max':>6} "
               f"{'sum':>6} {'wall/max':>9} {'vs blocking':>12} {'exch. rate/raw':>15}")
         for rate in args.rates.split(","):
             limit(rate)
             port += 1
             bps = raw_rate(port)
             base = None
-            for variant in ("blocking", "chunked", "deferred"):
-                wall, sent = best(variant)
+            for variant, wire in itertools.product(args.variants.split(","), args.compression.split(",")):
+                wall, sent = best(variant, wire)
                 t_n = sent / bps
                 base = base or wall
-                print(f"{rate:>8} {bps / 2**20:>7.1f}MiB/s {variant:<9} {wall:>7.2f} {t_n:>8.2f} {t_c:>9.2f} "
+                print(f"{rate:>8} {bps / 2**20:>7.1f}MiB/s {variant:<9} {wire:<5} {wall:>7.2f} {t_n:>8.2f} {t_c:>9.2f} "
                       f"{max(t_n, t_c):>6.2f} {t_n + t_c:>6.2f} {wall / max(t_n, t_c):>9.2f} {base / wall:>12.2f} "
                       f"{sent / wall / bps:>15.2f}", flush=True)
     finally:

@@ -378,9 +378,11 @@ class Config:
     ``none``, ``lz4`` or ``zstd``. The tensor wire's bytes stay raw."""
 
     broadcast_bytes: int = 32 << 20
-    """A join's build side estimated below this many bytes is sent to every rank (the probe
-    side stays where it is); above it both sides are partitioned by the keys. 0 always
-    partitions, -1 always broadcasts (where the join allows it)."""
+    """A join's build side estimated below this many bytes is sent to every rank (the probe side
+    stays where it is) when that moves fewer bytes than partitioning both sides by the keys --
+    the build side times the other ranks against (build + probe) times the share that leaves a
+    rank -- else both sides are partitioned. 0 always partitions, -1 always broadcasts (where
+    the join allows it)."""
 
     range_sort_rows: int = 1 << 20
     """An ORDER BY without LIMIT over several ranks, its input estimated at this many rows or

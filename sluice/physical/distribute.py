@@ -12,8 +12,10 @@ Joins (:func:`place_join`) need matching rows on one rank:
   unmatched build rows (a FULL or build-side outer join without keys) both sides are
   gathered to rank 0 instead (each rank would emit them once);
 - otherwise a build side estimated under ``broadcast_bytes`` is broadcast (the probe side
-  stays where it was scanned) unless the join emits unmatched build rows; else both sides
-  are exchanged by the hash of their keys, hashed as one type per key pair.
+  stays where it was scanned) where that moves fewer bytes than partitioning -- the build side
+  times the other ranks against both sides' share that leaves each rank (:func:`broadcasts`)
+  -- unless the join emits unmatched build rows; else both sides are exchanged by the hash of
+  their keys, hashed as one type per key pair.
 
 A side whose rows are on rank 0 only (a recursive CTE, a CSV file, a gathered result) is not
 hashed out: a probe side there keeps the join on rank 0 (its probe streams, so a LIMIT above
@@ -117,6 +119,19 @@ def _build_bytes(node) -> float:
     return rows * sum(_WIDTH.get(t.kind, 8) for t in node.schema.values())
 
 
+def broadcasts(c: JoinChoice, limit: int, world: int) -> bool:
+    """Whether a join's build side goes to every rank rather than both sides by their keys'
+    hash: a build side estimated under ``limit`` bytes (what every rank then holds; -1: any,
+    0: none), when that moves fewer bytes -- broadcasting sends the build side to the other
+    ``world - 1`` ranks, partitioning sends (build + probe) * (world - 1) / world -- so a build
+    side near the probe's size is hashed, and more so as ranks are added (at 64 ranks a
+    build side beyond 1/63 of the probe side)."""
+    if limit <= 0:
+        return limit < 0
+    b = _build_bytes(c.build)
+    return b <= limit and b * (world - 1) < _build_bytes(c.probe)
+
+
 def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, state):
     """(probe, build, distribution of the join's output) with the exchanges the join needs."""
     if probe.distribution == SINGLE and build.distribution == SINGLE:
@@ -133,9 +148,7 @@ def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, stat
         if emits_build or c.mode == JoinMode.FULL:
             return gather(probe, state), gather(build, state), SINGLE
         return probe, broadcast(build), probe.distribution
-    limit = state.config.broadcast_bytes
-    small = limit < 0 or (limit > 0 and _build_bytes(c.build) <= limit)
-    if small and not emits_build:
+    if broadcasts(c, state.config.broadcast_bytes, state.world) and not emits_build:
         return probe, broadcast(build), probe.distribution
     types = tuple(_key_type(p.type, b.type) for p, b in zip(c.probe_keys, c.build_keys))
     return exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state), \
