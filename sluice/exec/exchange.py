@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sluice.adapt.spill_codec import SpillCodec
-from sluice.chunk import Chunk, concat_chunks
+from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.errors import InternalError, SluiceError
 from sluice.exec import range_partition
 from sluice.exec.materialize import Materializer
@@ -49,6 +49,7 @@ from sluice.exec.operators import Operator
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
 from sluice.ranks import liveness
+from sluice.types import INT64
 
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
@@ -374,8 +375,13 @@ class ExchangeOp(Operator):
 
 
 def _hash_rows(page: Chunk) -> torch.Tensor:
-    """How a materializer of whole rows partitions them when it spills: by all their values."""
-    return hash_columns(list(page.columns.values()), page.num_rows)
+    """How a materializer of whole rows partitions them when it spills: by their values (any
+    split serves -- its reader takes every partition -- so nested values, which have no hash,
+    are left out, and rows of nested columns only split by position)."""
+    cols = [c for c in page.columns.values() if not c.type.is_nested]
+    if not cols:
+        return hash_columns([Column(torch.arange(page.num_rows, device=page.device), INT64)], page.num_rows)
+    return hash_columns(cols, page.num_rows)
 
 
 def _store(mat, source: int, page: Chunk) -> None:
