@@ -56,9 +56,9 @@ from sluice.types import INT64
 _DEST_SHIFT = 16
 
 
-#: Rounds per measurement window of the wire's compression (an exchange has tens of rounds,
-#: not the hundreds of pages a spill writes).
-WIRE_WINDOW = 2
+#: Rounds per measurement window of the wire's compression: an exchange has a few to tens of rounds
+#: (a round holds at least one chunk), not the hundreds of pages a spill writes.
+WIRE_WINDOW = 1
 
 
 def round_cap(batch_bytes: int, world: int, memory_limit: int) -> int:
