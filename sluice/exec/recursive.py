@@ -17,7 +17,6 @@ import torch
 
 from sluice.chunk import Chunk, concat_chunks
 from sluice.errors import ExecutionError
-from sluice.exec.context import chunk_nbytes
 from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.operators import Operator, ScanOp, SharedOp
 
@@ -59,7 +58,7 @@ class RecursiveUnionOp(Operator):
             while True:
                 if self.distinct:
                     work, seen = _new_rows(work, seen, names)
-                res.resize(sum(chunk_nbytes(c) for c in work) + (chunk_nbytes(seen) if seen is not None else 0))
+                res.resize(sum(c.nbytes for c in work) + (seen.nbytes if seen is not None else 0))
                 yield from work
                 if not work:
                     return

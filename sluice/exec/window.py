@@ -16,7 +16,6 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks, lookup, unify_dictionaries
-from sluice.exec.context import chunk_nbytes
 from sluice.expr.evaluate import evaluate
 from sluice.kernels import window as K
 from sluice.kernels.keys import float_from_order_key, float_order_key
@@ -52,7 +51,7 @@ class WindowOp(Operator):
                 n = chunk.num_rows
                 if n == 0:
                     continue
-                res.grow(chunk_nbytes(chunk), "rows of one window partition")
+                res.grow(chunk.nbytes, "rows of one window partition")
                 cut = self._last_partition_start(pending, chunk) if self.partition else 0
                 if cut == 0:
                     pending.append(chunk)
@@ -60,7 +59,7 @@ class WindowOp(Operator):
                 done = pending + ([chunk.slice(0, cut)] if cut < n else [chunk])
                 pending = [chunk.slice(cut, n)] if cut < n else []
                 yield from self._compute(concat_chunks(done))
-                res.resize(sum(chunk_nbytes(c) for c in pending))
+                res.resize(sum(c.nbytes for c in pending))
             if pending:
                 yield from self._compute(concat_chunks(pending))
 
