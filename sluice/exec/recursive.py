@@ -74,11 +74,13 @@ class RecursiveUnionOp(Operator):
         """Let the step's operators run again: new scan readers, recomputed shared subplans,
         empty runtime filters and MIN / MAX bounds (the last step's keys are not this one's)."""
         for op in self.step.walk():
-            for spec in getattr(op, "runtime_filters", ()):
-                ctx.filters.pop(spec[1] if isinstance(spec, tuple) else spec, None)
+            for slot in getattr(op, "publishes", ()):  # a join's, an exchange's or a top-k's
+                ctx.filters.pop(slot.spec, None)
             for spec in getattr(op, "minmax_bounds", ()):  # the last step's groups are not this one's
                 ctx.bounds.pop(spec, None)
             if isinstance(op, ScanOp):
+                for spec in op.runtime_filters:  # (filled above it, maybe outside the step)
+                    ctx.filters.pop(spec, None)
                 ctx.run(op).reader = None
             elif isinstance(op, SharedOp):
                 ctx.run(op).result = None

@@ -68,8 +68,8 @@ class SortOp(Operator):
     keys: tuple[SortKey, ...]
     limit: int | None = None
     offset: int = 0
-    #: With a limit: the RuntimeFilterSpec the leading key's k-th value bounds (set when lowered).
-    runtime_filters: list = field(default_factory=list)
+    #: With a limit: the FilterSlot the leading key's k-th value bounds (set when lowered).
+    publishes: list = field(default_factory=list)
     label = "Sort"
 
     def __post_init__(self):
@@ -179,7 +179,7 @@ class SortOp(Operator):
         if keep == 0:
             return
         best: Chunk | None = None
-        bound = [ctx.runtime_filter(spec) for spec in self.runtime_filters]
+        bound = [ctx.runtime_filter(slot.spec) for slot in self.publishes]
         for chunk in self.child.stream(ctx):
             chunk = self._candidates(chunk, keep)
             both = concat_chunks([best, chunk]) if best is not None else chunk

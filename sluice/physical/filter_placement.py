@@ -21,7 +21,7 @@ from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE, JoinMode
 from sluice.exec.operators import Operator
 from sluice.exec.sort import SortOp
-from sluice.exec.runtime_filter import RuntimeFilterSpec
+from sluice.exec.runtime_filter import FilterSlot, RuntimeFilterSpec
 from sluice.physical.lineage import scan_column
 from sluice.physical.properties import SINGLE
 from sluice.physical.scan import aim_runtime_filter
@@ -71,9 +71,9 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
                 if not isinstance(op.build, ExchangeOp) or op.distribution == SINGLE:
                     continue  # (a join on rank 0 only: the other ranks' plans do not reach it)
-                op.build.runtime_filters.append((bk, rf))  # every rank's build input, merged
+                op.build.publishes.append(FilterSlot(rf, bk))  # every rank's build input, merged
             else:
-                op.runtime_filters.append((k, rf))
+                op.publishes.append(FilterSlot(rf, bk))
             aim_runtime_filter(scan, rf)
 
 
@@ -97,5 +97,5 @@ def attach_topk_filters(root: Operator) -> None:
         keep = op.offset + op.limit
         spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column,
                                  bloom=False, topk=True)
-        op.runtime_filters.append(spec)
+        op.publishes.append(FilterSlot(spec))
         aim_runtime_filter(scan, spec)
