@@ -57,6 +57,14 @@ class Column:
     def is_const(self) -> bool:
         return self.data.dim() == 0
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its tensors: values and validity (a constant: none; a dictionary is counted
+        by :attr:`Chunk.nbytes`, by the chunk's share of it)."""
+        if self.is_const:
+            return 0
+        return self.data.numel() * self.data.element_size() + (0 if self.valid is None else self.valid.numel())
+
     def take(self, idx: torch.Tensor) -> "Column":
         if self.is_const:
             return self
@@ -113,7 +121,7 @@ class NestedValues:
         """Bytes of the offsets and children's tensors (string children: their dictionaries)."""
         total = 0 if self.offsets is None else self.offsets.numel() * 8
         for c in self.children:
-            total += c.data.numel() * c.data.element_size() + (0 if c.valid is None else c.valid.numel())
+            total += c.nbytes
             if c.dictionary is not None:
                 total += c.dictionary.nbytes
         return total
@@ -236,6 +244,22 @@ class Chunk:
         for c in self.columns.values():
             return c.data.device
         return self.home
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the chunk holds -- the one count for memory budgets, spilling and statistics:
+        its columns' tensors plus its share of each dictionary (rows / entries, at most all of
+        it: a slice of a column shares the dictionary of the whole)."""
+        total = 0
+        n = self.num_rows
+        for c in self.columns.values():
+            if c.is_const:
+                continue
+            total += c.nbytes
+            if c.dictionary is not None and len(c.dictionary):
+                d = c.dictionary
+                total += int(d.nbytes * min(1.0, n / len(d)))
+        return total
 
     def __getitem__(self, name: str) -> Column:
         return self.columns[name]

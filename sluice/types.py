@@ -78,6 +78,18 @@ class LType:
         return self.kind == "date" or self.is_timestamp
 
     @property
+    def value_bytes(self) -> int:
+        """Bytes of one value's tensor element: the one width table (a string: its int32 code,
+        a nested value: its int64 code, a decimal: int64)."""
+        return _DTYPE_BYTES[_TORCH_DTYPES[self.kind]]
+
+    @property
+    def estimated_bytes(self) -> int:
+        """Bytes a value is estimated to hold in memory (plans' memory and broadcast
+        estimates): its element, and for a string a short string (:data:`STRING_VALUE_BYTES`)."""
+        return self.value_bytes + (STRING_VALUE_BYTES if self.kind == "string" else 0)
+
+    @property
     def torch_dtype(self):
         """The tensor dtype of this type's values (torch is imported here, not with the module,
         so what reads only footers -- ``sluice doctor``, ``inspect`` -- starts without it)."""
@@ -95,6 +107,9 @@ _TORCH_DTYPES = {
     "string": "int32", "list": "int64", "struct": "int64", "map": "int64",
     "null": "int32",
 }
+_DTYPE_BYTES = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8}
+#: The bytes of a string's value in memory estimates, beyond its code (a short string).
+STRING_VALUE_BYTES = 24
 
 BOOL = LType("bool")
 INT32 = LType("int32")

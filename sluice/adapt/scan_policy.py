@@ -1,6 +1,6 @@
 """Which data-movement mode a scan uses for its next slice (A-Scan, Algorithm 1).
 
-The three modes (:mod:`sluice.io.parquet.reader`) give the same rows; which is fastest
+The three modes (:mod:`sluice.io.parquet.scan_modes`) give the same rows; which is fastest
 depends on selectivity, column widths, where the bottleneck sits and what else runs, and it
 changes within one query. So the policy measures instead of modelling:
 

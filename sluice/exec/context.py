@@ -166,14 +166,6 @@ class ExecContext:
             self.column_cache.detach(self._cache_hold.pop())
 
 
-def chunk_nbytes(chunk) -> int:
-    n = 0
-    for c in chunk.columns.values():
-        if not c.is_const:
-            n += c.data.numel() * c.data.element_size()
-    return n
-
-
 def timed(gen, st: OperatorStats, recorder=None, device: torch.device | None = None):
     """Wrap a chunk generator: count rows/chunks/bytes and inclusive time producing them.
 
@@ -204,7 +196,7 @@ def timed(gen, st: OperatorStats, recorder=None, device: torch.device | None = N
         liveness.tick()  # progress, for the ranks' watchdog (nothing outside a job)
         st.rows += chunk.num_rows
         st.chunks += 1
-        st.nbytes += chunk_nbytes(chunk)
+        st.nbytes += chunk.nbytes
         yield chunk
 
 

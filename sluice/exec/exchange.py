@@ -96,7 +96,7 @@ class ExchangeOp(Operator):
     #: (build key expression, RuntimeFilterSpec): this exchange feeds a join's build side, whose
     #: probe scan lies beyond an exchange; the filter is built from every rank's input rows,
     #: merged across ranks when the stage ends (set by physical/filter_placement.py).
-    runtime_filters: list = field(default_factory=list)
+    publishes: list = field(default_factory=list)
     #: kind "gather": rank 0 hands on every rank's rows in rank order, each rank's as it sent
     #: them (the sorted ranges of a range-partitioned sort)
     ordered: bool = False
@@ -150,8 +150,8 @@ class ExchangeOp(Operator):
         t0 = time.perf_counter()
         try:
             self._shuffle(ctx, g, mat, stats)
-            for _, spec in self.runtime_filters:  # the whole build side's keys, on every rank
-                ctx.runtime_filter(spec).publish_across(g.group)
+            for slot in self.publishes:  # the whole build side's keys, on every rank
+                ctx.runtime_filter(slot.spec).publish_across(g.group)
         except SluiceError:
             raise
         except RuntimeError as e:  # a collective failed: a peer died, hung or aborted
@@ -215,8 +215,8 @@ class ExchangeOp(Operator):
                         local_done = True
                         break
                     st.rows_sent += chunk.num_rows
-                    for key, spec in self.runtime_filters:
-                        ctx.runtime_filter(spec).add(evaluate(key, chunk), chunk.num_rows)
+                    for slot in self.publishes:
+                        ctx.runtime_filter(slot.spec).add(evaluate(slot.key, chunk), chunk.num_rows)
                     wire = None
                     for d, part in self._destinations(chunk, world, cuts):
                         st.rows_to[d] += part.num_rows
@@ -474,7 +474,7 @@ def plan_fingerprint(root: Operator) -> str:
     """What must be the same on every rank: the exchanges in stage order with the runtime
     filters each merges (collectives), and the row groups each scan shares out (a rank with
     other files or another layout would read some rows twice and others never)."""
-    lines = [f"{e.describe()} filters={len(e.runtime_filters)}" for e in exchanges_in_order(root)]
+    lines = [f"{e.describe()} filters={len(e.publishes)}" for e in exchanges_in_order(root)]
     lines += sorted(str(getattr(o, "shared_from", "")) for o in root.walk() if getattr(o, "shared_from", None))
     return "\n".join(lines)
 

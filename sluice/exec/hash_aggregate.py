@@ -42,7 +42,6 @@ from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import lookup, positions
 from sluice.kernels.encode import PARALLEL_MIN, count_distinct_strings, piece_hashes, unique_strings
 from sluice.kernels.parallel import compute_pool
-from sluice.io.spill import page_nbytes
 from sluice.kernels.hash import hash_columns
 from sluice.kernels.keys import GroupingState, first_rows, group_ids
 from sluice.exec.materialize import Materializer
@@ -355,7 +354,7 @@ class HashAggregateOp(Operator):
                     continue
                 res = mat.pool.reservation(f"{self.label} DISTINCT partition")
                 pages = part.load(res)
-                held = sum(page_nbytes(p) for p in part.held)
+                held = sum(p.nbytes for p in part.held)
                 mat.release(part.index)
                 res.force(held)  # (still held here until counted)
                 arrs = used_strings([p.columns["__x"].expand(p.num_rows) for p in pages])

@@ -69,7 +69,7 @@ class HashJoinOp(Operator):
     below_state: int = 0  # estimated bytes of the materialising operators on the probe side (they run while the table is held)
     outputs: tuple[str, ...] | None = None  # the columns emitted (None: all)
     mark: str | None = None  # mode "mark": the name of the boolean column added to each probe row
-    runtime_filters: list = field(default_factory=list)  # (key index, RuntimeFilterSpec) published after the build
+    publishes: list = field(default_factory=list)  # FilterSlots over build keys, published after the build
     label = "HashJoin"
 
     def __post_init__(self):
@@ -108,11 +108,11 @@ class HashJoinOp(Operator):
         pmat = None
         try:
             info = _BuildInfo()
-            filters = [(k, ctx.runtime_filter(spec)) for k, spec in self.runtime_filters]
+            filters = [(slot.key, ctx.runtime_filter(slot.spec)) for slot in self.publishes]
             for chunk in self.build.stream(ctx):
                 info.rows += chunk.num_rows
-                for k, rf in filters:
-                    rf.add(evaluate(self.build_keys[k], chunk), chunk.num_rows)
+                for key, rf in filters:
+                    rf.add(evaluate(key, chunk), chunk.num_rows)
                 if self.null_aware and self.build_keys and not info.has_null:
                     info.has_null = _any_null_key([evaluate(k, chunk) for k in self.build_keys], chunk.num_rows)
                 bmat.add(chunk)

@@ -33,7 +33,7 @@ import torch
 from sluice.chunk import Chunk, Column, compact_strings, concat_chunks
 from sluice.kernels.hash import partition_of
 from sluice.io.memory import budget_error
-from sluice.io.spill import SpillFile, page_nbytes
+from sluice.io.spill import SpillFile
 
 #: Partitions per level: 64 (6 hash bits); deeper levels use the next 6 bits.
 PARTITION_BITS = 6
@@ -154,10 +154,10 @@ class Materializer:
         # nothing.
         page = compact_strings(page)
         self.rows += page.num_rows
-        if self.parts is None and self.hash_fn is not None and self.held_bytes + page_nbytes(page) > self.threshold:
+        if self.parts is None and self.hash_fn is not None and self.held_bytes + page.nbytes > self.threshold:
             self._start_partitioning()
         if self.parts is None:
-            nb = page_nbytes(page)
+            nb = page.nbytes
             if self.hash_fn is None:
                 self._reserve(nb)
                 self.unpart.append((page, nb))
@@ -169,7 +169,7 @@ class Materializer:
             # make_room), and what finds no room goes to disk partition by partition.
             if self.parts is None:
                 self._start_partitioning()
-        nb = page_nbytes(page)
+        nb = page.nbytes
         if page.num_rows < STAGE_ROWS // 4 and self.res.try_grow(nb):
             self._count_peak()
             self.stage.append(page)
@@ -250,7 +250,7 @@ class Materializer:
         piece of pages held already (a staged batch split), whose memory exists: the budget
         alone decides -- against the resident cap every piece of a batch split at the cap
         failed, and each sent its whole partition to disk."""
-        nb = page_nbytes(page)
+        nb = page.nbytes
         if self.files[p] is not None or self.force:
             self._to_file(p, page, nb)
             return
@@ -374,7 +374,7 @@ class Materializer:
         self.parts[p] = []
         merged = self.compact(pages)
         del pages
-        nb = page_nbytes(merged)
+        nb = merged.nbytes
         self.res.shrink(self.part_bytes[p])
         self.res.force(nb)
         self.parts[p] = [(merged, nb)]
@@ -425,7 +425,7 @@ class Materializer:
             page, nb = pages.pop()
             self.res.shrink(nb)
             for p, sub in self._split(page):
-                snb = page_nbytes(sub)
+                snb = sub.nbytes
                 if self.files[p] is not None:
                     self._to_file(p, sub, snb)
                 else:
@@ -482,7 +482,7 @@ class Materializer:
         if self.unpart and len(self.unpart) > 1:
             nb_old = sum(nb for _, nb in self.unpart)
             merged = merge([pg for pg, _ in self.unpart])
-            nb = page_nbytes(merged)
+            nb = merged.nbytes
             self.res.shrink(nb_old)
             self.res.force(nb)
             self.unpart = [(merged, nb)]
@@ -491,7 +491,7 @@ class Materializer:
         for p in range(self.nparts):
             if self.files[p] is None and len(self.parts[p]) > 1:
                 merged = merge([pg for pg, _ in self.parts[p]])
-                nb = page_nbytes(merged)
+                nb = merged.nbytes
                 self.res.shrink(self.part_bytes[p])
                 self.res.force(nb)
                 self.parts[p] = [(merged, nb)]
@@ -563,7 +563,7 @@ class Partition:
         and splitting it smaller would not help; it is processed a little over budget."""
         if self.mat.level >= MAX_LEVEL:
             return True
-        held = sum(page_nbytes(p) for p in self.held) if self.held else 0
+        held = sum(p.nbytes for p in self.held) if self.held else 0
         need = factor * self.nbytes - held
         return need <= self.mat.pool.available or factor * self.nbytes <= self.mat.pool.limit * SMALL_SHARE
 
@@ -573,7 +573,7 @@ class Partition:
         if self.file is not None:
             for page in self.file.read(self.mat.ctx.device):
                 self.mat.stats.read_pages += 1
-                self.mat.stats.read_bytes += page_nbytes(page)
+                self.mat.stats.read_bytes += page.nbytes
                 yield page
 
     def load(self, res) -> list[Chunk]:
@@ -581,7 +581,7 @@ class Partition:
         out = list(self.held)
         if self.file is not None:
             for page in self.file.read(self.mat.ctx.device):
-                nb = page_nbytes(page)
+                nb = page.nbytes
                 res.force(nb)
                 self.mat.stats.read_pages += 1
                 self.mat.stats.read_bytes += nb

@@ -352,14 +352,13 @@ class SharedOp(Operator):
         self.children = (self.child,)
 
     def execute(self, ctx):
-        from sluice.io.spill import page_nbytes
         run = ctx.run(self)
         st = run.result
         if st is None:
             stats = ctx.memory_stats(self)
             st = _SharedResult([], None, ctx.state_pool.reservation(self.label))
             for chunk in self.child.stream(ctx):
-                nb = page_nbytes(chunk)
+                nb = chunk.nbytes
                 if st.file is None and (ctx.config.force_spill or not st.res.try_grow(nb)):
                     st.file = ctx.spills().new_file(self.label)
                     if st.held:

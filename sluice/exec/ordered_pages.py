@@ -14,7 +14,6 @@ from typing import Iterator
 
 from sluice.chunk import Chunk, compact_strings
 from sluice.exec.materialize import MaterializeStats
-from sluice.io.spill import page_nbytes
 
 
 class OrderedPages:
@@ -35,7 +34,7 @@ class OrderedPages:
             return
         page = compact_strings(page)
         self.rows += page.num_rows
-        nb = page_nbytes(page)
+        nb = page.nbytes
         if self.files[source] is None and not self.ctx.config.force_spill:
             while not self.res.try_grow(nb):
                 if not self._spill_largest():
@@ -67,7 +66,7 @@ class OrderedPages:
             self.files[source] = self.ctx.spill_target(f"{self.owner}-from{source}")
             self.stats.spilled_partitions += 1
         self.files[source].append(pages)
-        self.stats.spilled_bytes += sum(page_nbytes(p) for p in pages)
+        self.stats.spilled_bytes += sum(p.nbytes for p in pages)
         self.stats.spilled_pages += len(pages)
 
     def finish(self) -> None:

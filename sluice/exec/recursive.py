@@ -17,7 +17,6 @@ import torch
 
 from sluice.chunk import Chunk, concat_chunks
 from sluice.errors import ExecutionError
-from sluice.exec.context import chunk_nbytes
 from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.operators import Operator, ScanOp, SharedOp
 
@@ -59,7 +58,7 @@ class RecursiveUnionOp(Operator):
             while True:
                 if self.distinct:
                     work, seen = _new_rows(work, seen, names)
-                res.resize(sum(chunk_nbytes(c) for c in work) + (chunk_nbytes(seen) if seen is not None else 0))
+                res.resize(sum(c.nbytes for c in work) + (seen.nbytes if seen is not None else 0))
                 yield from work
                 if not work:
                     return
@@ -75,11 +74,13 @@ class RecursiveUnionOp(Operator):
         """Let the step's operators run again: new scan readers, recomputed shared subplans,
         empty runtime filters and MIN / MAX bounds (the last step's keys are not this one's)."""
         for op in self.step.walk():
-            for spec in getattr(op, "runtime_filters", ()):
-                ctx.filters.pop(spec[1] if isinstance(spec, tuple) else spec, None)
+            for slot in getattr(op, "publishes", ()):  # a join's, an exchange's or a top-k's
+                ctx.filters.pop(slot.spec, None)
             for spec in getattr(op, "minmax_bounds", ()):  # the last step's groups are not this one's
                 ctx.bounds.pop(spec, None)
             if isinstance(op, ScanOp):
+                for spec in op.runtime_filters:  # (filled above it, maybe outside the step)
+                    ctx.filters.pop(spec, None)
                 ctx.run(op).reader = None
             elif isinstance(op, SharedOp):
                 ctx.run(op).result = None

@@ -94,6 +94,16 @@ class RuntimeFilterSpec:
     deep: bool = False
 
 
+@dataclass(frozen=True, eq=False)
+class FilterSlot:
+    """A runtime filter an operator fills (its ``publishes``): a join's or an exchange's from
+    the values of ``key`` (a build-key expression) as its build rows pass, a top-k's (``key``
+    None) from its k-th row. Scans hold the specs they apply (``ScanOp.runtime_filters``)."""
+
+    spec: RuntimeFilterSpec
+    key: object = None  # an Expr evaluated over the build side's chunks; None: a top-k's bound
+
+
 @dataclass
 class RuntimeFilter:
     """One run's filter for a spec: built from the join key's build-side values; applied to the

@@ -36,7 +36,7 @@ from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import sortable
 from sluice.exec.materialize import MaterializeStats
 from sluice.exec.operators import Operator
-from sluice.io.spill import SpillFile, page_nbytes
+from sluice.io.spill import SpillFile
 from sluice.plan.logical import SortKey
 
 #: Rows per page of a spilled run (smaller when many runs must share the merge window).
@@ -68,8 +68,8 @@ class SortOp(Operator):
     keys: tuple[SortKey, ...]
     limit: int | None = None
     offset: int = 0
-    #: With a limit: the RuntimeFilterSpec the leading key's k-th value bounds (set when lowered).
-    runtime_filters: list = field(default_factory=list)
+    #: With a limit: the FilterSlot the leading key's k-th value bounds (set when lowered).
+    publishes: list = field(default_factory=list)
     label = "Sort"
 
     def __post_init__(self):
@@ -90,7 +90,7 @@ class SortOp(Operator):
         held: list[Chunk] = []
         try:
             for chunk in self.child.stream(ctx):
-                nb = page_nbytes(chunk)
+                nb = chunk.nbytes
                 if ctx.config.force_spill or not res.try_grow(nb):
                     if held:
                         runs.append(self._write_run(ctx, held, res, stats))
@@ -128,12 +128,12 @@ class SortOp(Operator):
         data = data.take(sort_permutation(data, self.keys))
         run = ctx.spills().new_file(f"{self.label}-run")
         # Pages small enough that a merge window (one page per run) stays within the budget.
-        row_bytes = max(1, page_nbytes(data) // max(1, data.num_rows))
+        row_bytes = max(1, data.nbytes // max(1, data.num_rows))
         step = int(min(RUN_PAGE_ROWS, max(1024, ctx.state_pool.limit // (64 * row_bytes))))
         pages = [data.slice(s, min(data.num_rows, s + step)) for s in range(0, data.num_rows, step)]
         run.append(pages)
         run.flush()
-        stats.spilled_bytes += sum(page_nbytes(p) for p in pages)
+        stats.spilled_bytes += sum(p.nbytes for p in pages)
         stats.spilled_pages += len(pages)
         stats.partitions += 1  # runs
         res.free()
@@ -157,7 +157,7 @@ class SortOp(Operator):
             tail = window.take(torch.tensor(offsets, device=window.device))
             first_last = int(sort_permutation(tail, self.keys)[0])
             bound = offsets[first_last]
-            nb = page_nbytes(window)
+            nb = window.nbytes
             res.force(nb)
             stats.peak_reserved = max(stats.peak_reserved, res.size)
             perm = sort_permutation(window, self.keys)
@@ -179,7 +179,7 @@ class SortOp(Operator):
         if keep == 0:
             return
         best: Chunk | None = None
-        bound = [ctx.runtime_filter(spec) for spec in self.runtime_filters]
+        bound = [ctx.runtime_filter(slot.spec) for slot in self.publishes]
         for chunk in self.child.stream(ctx):
             chunk = self._candidates(chunk, keep)
             both = concat_chunks([best, chunk]) if best is not None else chunk
@@ -265,7 +265,7 @@ def _next_page(cursor, stats: MaterializeStats) -> Chunk | None:
     except StopIteration:
         return None
     stats.read_pages += 1
-    stats.read_bytes += page_nbytes(page)
+    stats.read_bytes += page.nbytes
     return page
 
 

@@ -35,15 +35,6 @@ import torch
 from sluice.chunk import Column
 
 
-def column_bytes(col: Column) -> int:
-    """Device bytes of a decoded column: its values and validity (a string column's host
-    dictionary is not counted: only columns whose dictionary is small are kept)."""
-    n = col.data.numel() * col.data.element_size()
-    if col.valid is not None:
-        n += col.valid.numel() * col.valid.element_size()
-    return n
-
-
 @dataclass
 class Entry:
     """One cached row group of one column."""

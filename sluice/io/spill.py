@@ -38,23 +38,6 @@ MAX_IN_FLIGHT = 4
 _FRAME = struct.Struct("<Q")
 
 
-def page_nbytes(page: Chunk) -> int:
-    """Bytes a page holds: its tensors, plus its share of each string dictionary."""
-    total = 0
-    n = page.num_rows
-    for c in page.columns.values():
-        if c.is_const:
-            continue
-        total += c.data.numel() * c.data.element_size()
-        if c.valid is not None:
-            total += c.valid.numel()
-        if c.dictionary is not None and len(c.dictionary):
-            d = c.dictionary
-            share = min(1.0, n / len(d))
-            total += int(d.nbytes * share)
-    return total
-
-
 # ---------------------------------------------------------------- files
 
 
@@ -95,7 +78,7 @@ class SpillFile:
             for fr in frames:
                 f.write(fr)
         t2 = time.perf_counter()
-        raw = sum(page_nbytes(p) for p in pages)
+        raw = sum(p.nbytes for p in pages)
         self.pages += len(pages)
         self.raw_bytes += raw
         self.stored_bytes += stored
@@ -309,9 +292,9 @@ class HostPages:
     def append(self, pages: Chunk | list[Chunk], on_written: Callable[[], None] | None = None) -> None:
         pages = pages if isinstance(pages, list) else [pages]
         for p in pages:
-            self.raw_bytes += page_nbytes(p)
+            self.raw_bytes += p.nbytes
         if self.file is None:
-            nb = sum(page_nbytes(p) for p in pages)
+            nb = sum(p.nbytes for p in pages)
             # force_spill tests the whole chain: past the host tier, every page goes to disk
             if not self.ctx.config.force_spill and self.res.try_grow(nb):
                 self.pages.extend(_to(p, torch.device("cpu"), pinned=True) for p in pages)

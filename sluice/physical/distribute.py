@@ -38,9 +38,6 @@ from sluice.physical.properties import ANY, BROADCAST, SINGLE, hashed
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import Join
 
-#: Bytes per value by type for the broadcast estimate (strings: a short string).
-_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "date": 4, "float32": 4, "string": 24}
-
 
 def share(groups: list, rank: int, world: int) -> list:
     """This rank's row groups: balanced by rows, deterministic, in file order -- or, where
@@ -116,7 +113,7 @@ def broadcast(op: Operator) -> Operator:
 
 def _build_bytes(node) -> float:
     rows, _ = estimate(node)
-    return rows * sum(_WIDTH.get(t.kind, 8) for t in node.schema.values())
+    return rows * sum(t.estimated_bytes for t in node.schema.values())
 
 
 def broadcasts(c: JoinChoice, limit: int, world: int) -> bool:

@@ -17,12 +17,12 @@ stage runs.
 from __future__ import annotations
 
 from sluice.exec.exchange import ExchangeOp
-from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import DROPS_UNMATCHED_PROBE, JoinMode
-from sluice.exec.operators import FilterOp, Operator, ProjectOp, ScanOp
+from sluice.exec.operators import Operator
 from sluice.exec.sort import SortOp
-from sluice.exec.runtime_filter import RuntimeFilterSpec
+from sluice.exec.runtime_filter import FilterSlot, RuntimeFilterSpec
+from sluice.physical.lineage import scan_column
 from sluice.physical.properties import SINGLE
 from sluice.physical.scan import aim_runtime_filter
 from sluice.expr.nodes import Col
@@ -40,38 +40,6 @@ def _comparable(a: LType, b: LType) -> bool:
         return None
     ka, kb = kind(a), kind(b)
     return ka is not None and ka == kb
-
-
-def _trace(op: Operator, name: str, through_aggregates: bool = True, deep: list | None = None):
-    """(scan, file column, whether an exchange lies between) where column ``name`` of ``op``'s
-    output comes from, unchanged (an exchange moves rows between ranks; it keeps their keys).
-    ``deep`` (a list) gets True appended when the way passes an aggregation."""
-    crossed = False
-    while True:
-        if isinstance(op, ScanOp):
-            return (op, op.columns[name], crossed) if name in op.columns else None
-        if isinstance(op, FilterOp):
-            op = op.child
-        elif isinstance(op, ExchangeOp):
-            op, crossed = op.child, True
-        elif isinstance(op, ProjectOp):
-            e = dict(op.exprs).get(name)
-            if not isinstance(e, Col):
-                return None
-            op, name = op.child, e.name
-        elif isinstance(op, HashJoinOp) and name in op.probe_schema:
-            op = op.probe
-        elif isinstance(op, HashAggregateOp) and through_aggregates:
-            # A group key is its rows' value: the rows a filter on it drops form only groups
-            # the join would drop (TPC-H Q17: lineitem's rows of 200 parts, not 200 K groups).
-            e = dict(op.keys).get(name)
-            if not isinstance(e, Col):
-                return None
-            op, name = op.child, e.name
-            if deep is not None:
-                deep.append(True)
-        else:
-            return None
 
 
 def _filterable(op: HashJoinOp) -> bool:
@@ -95,7 +63,7 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             if not isinstance(pk, Col) or not _comparable(pk.type, bk.type):
                 continue
             deep: list = []
-            hit = _trace(op.probe, pk.name, deep=deep)
+            hit = scan_column(op.probe, pk.name, deep=deep)
             if hit is None:
                 continue
             scan, column, crossed = hit
@@ -103,9 +71,9 @@ def attach_runtime_filters(root: Operator, bloom: bool = True) -> None:
             if crossed:  # the probe scan feeds other ranks' joins too: this rank's build is not enough
                 if not isinstance(op.build, ExchangeOp) or op.distribution == SINGLE:
                     continue  # (a join on rank 0 only: the other ranks' plans do not reach it)
-                op.build.runtime_filters.append((bk, rf))  # every rank's build input, merged
+                op.build.publishes.append(FilterSlot(rf, bk))  # every rank's build input, merged
             else:
-                op.runtime_filters.append((k, rf))
+                op.publishes.append(FilterSlot(rf, bk))
             aim_runtime_filter(scan, rf)
 
 
@@ -122,12 +90,12 @@ def attach_topk_filters(root: Operator) -> None:
         k0 = op.keys[0]
         if k0.nulls_first or not isinstance(k0.expr, Col) or not _comparable(k0.expr.type, k0.expr.type):
             continue
-        hit = _trace(op.child, k0.expr.name, through_aggregates=False)
+        hit = scan_column(op.child, k0.expr.name, aggregates=False)
         if hit is None or hit[2]:
             continue
         scan, column, _ = hit
         keep = op.offset + op.limit
         spec = RuntimeFilterSpec(f"top {keep} by {k0.expr} {'ASC' if k0.ascending else 'DESC'}", column,
                                  bloom=False, topk=True)
-        op.runtime_filters.append(spec)
+        op.publishes.append(FilterSlot(spec))
         aim_runtime_filter(scan, spec)

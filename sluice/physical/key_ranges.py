@@ -15,7 +15,8 @@ statistics lie is an error, never a wrong group) and reads nothing back for it.
 from __future__ import annotations
 
 from sluice.expr.nodes import Col
-from sluice.plan.logical import Aggregate, Filter, Join, Limit, Project, Scan, Shared, Sort
+from sluice.plan.lineage import scan_column
+from sluice.plan.logical import Aggregate, Scan
 from sluice.types import statistics_in_sql_order
 
 #: Key types whose statistics the catalog keeps as the integers sluice codes them by.
@@ -30,25 +31,8 @@ def key_ranges(plan: Aggregate) -> tuple | None:
 
 
 def _range(plan, name: str) -> tuple[int, int] | None:
-    while True:
-        if isinstance(plan, Project):
-            e = dict(plan.exprs).get(name)
-            if not isinstance(e, Col):
-                return None
-            plan, name = plan.child, e.name
-        elif isinstance(plan, (Filter, Sort, Limit, Shared)):
-            plan = plan.child
-        elif isinstance(plan, Join):
-            if name in plan.left.schema:
-                plan = plan.left
-            elif name in plan.right.schema:
-                plan = plan.right
-            else:
-                return None  # a mark join's flag
-        elif isinstance(plan, Scan):
-            return _from_statistics(plan, name)
-        else:
-            return None
+    hit = scan_column(plan, name, subsets=True)
+    return None if hit is None else _from_statistics(*hit)
 
 
 def _from_statistics(scan: Scan, name: str) -> tuple[int, int] | None:

@@ -356,9 +356,6 @@ def _estimated(op: Operator, state: PlanNode, cap: int | None = None) -> Operato
     rows, _ = estimate(state)
     if cap is not None:
         rows = min(rows, cap)
-    op.state_estimate = (rows, sum(_WIDTH.get(t.kind, 8) for t in state.schema.values()))
+    op.state_estimate = (rows, sum(t.estimated_bytes for t in state.schema.values()))
     return op
 
-
-#: Bytes per value by type for memory estimates (strings: a code and a short string).
-_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "date": 4, "float32": 4, "string": 28}

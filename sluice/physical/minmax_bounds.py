@@ -15,8 +15,8 @@ from sluice.types import statistics_in_sql_order
 
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.exec.minmax_bounds import MinMaxBoundSpec
-from sluice.exec.operators import Operator, ProjectOp, ScanOp
 from sluice.expr.nodes import Col
+from sluice.physical.lineage import scan_column
 from sluice.physical.scan import aim_minmax_bound
 
 
@@ -24,12 +24,18 @@ def attach_minmax_bound(op: HashAggregateOp) -> None:
     """Give ``op`` and the scan under it a shared bound spec where one is exact."""
     if op.phase == "final" or not op.accs or op.distinct_args:
         return
-    scan, names = _scan_below(op.child)
-    if scan is None or scan.table.format != "parquet":
-        return
+    scans: list = []  # the scan the columns come from (one chain of renames: one scan)
+
+    def column(name: str) -> str | None:  # the scan's rows as read: through renames only
+        hit = scan_column(op.child, name, subsets=False)
+        if hit is None:
+            return None
+        scans.append(hit[0])
+        return hit[1]
+
     keys = []
     for _, e in op.keys:
-        col = names.get(e.name) if isinstance(e, Col) else None
+        col = column(e.name) if isinstance(e, Col) else None
         if col is None:
             return
         keys.append(col)
@@ -38,28 +44,14 @@ def attach_minmax_bound(op: HashAggregateOp) -> None:
         kind, arg, distinct = acc_key
         if kind not in ("min", "max") or distinct or not isinstance(arg, Col):
             return
-        col = names.get(arg.name)
-        if col is None or col in scan.table.partitions or not statistics_in_sql_order(
+        col = column(arg.name)
+        if col is None:
+            return
+        scan = scans[0]
+        if scan.table.format != "parquet" or col in scan.table.partitions or not statistics_in_sql_order(
                 scan.table.arrow_schema.field(col).type, scan.table.types[col], strings=True):
             return
         aggs.append((acc_key, kind, col))
     spec = MinMaxBoundSpec(tuple(keys), tuple(aggs))
     op.minmax_bound = spec
     aim_minmax_bound(scan, spec)
-
-
-def _scan_below(op: Operator) -> tuple[ScanOp | None, dict[str, str]]:
-    """The scan whose rows ``op`` passes on unchanged, and its output names -> file columns
-    (through projections that only rename)."""
-    renames: list[dict[str, str]] = []
-    while isinstance(op, ProjectOp):
-        if not all(isinstance(e, Col) for _, e in op.exprs):
-            return None, {}
-        renames.append({n: e.name for n, e in op.exprs})
-        op = op.child
-    if not isinstance(op, ScanOp):
-        return None, {}
-    names = dict(op.columns)  # scan output -> file column
-    for r in reversed(renames):
-        names = {n: names[src] for n, src in r.items() if src in names}
-    return op, names

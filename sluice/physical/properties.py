@@ -25,14 +25,6 @@ class Distribution:
     def __str__(self) -> str:
         return f"hash({', '.join(map(str, self.keys))})" if self.kind == "hash" else self.kind
 
-    def satisfies(self, need: "Distribution") -> bool:
-        """Whether rows spread like this may feed an operator that needs ``need``."""
-        if need.kind == "any" or self == need:
-            return True
-        if self.kind == "single":  # one rank holds everything: every need is met there
-            return True
-        return need.kind == "hash" and self.kind == "hash" and tuple(map(str, self.keys)) == tuple(map(str, need.keys))
-
 
 SINGLE = Distribution("single")
 ANY = Distribution("any")

@@ -15,6 +15,7 @@ from sluice.types import statistics_in_sql_order
 
 from sluice.exec.operators import Operator, StatisticsOp
 from sluice.expr.nodes import Col, Lit
+from sluice.plan.lineage import scan_column
 from sluice.plan.logical import Aggregate, Project, Scan
 
 
@@ -37,8 +38,8 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
             continue
         if call.func not in ("min", "max") or not isinstance(call.arg, Col):
             return None
-        col = _scan_column(plan.child, call.arg.name)
-        file_col = scan.columns.get(col) if col is not None else None
+        hit = scan_column(plan.child, call.arg.name)
+        file_col = hit[0].columns.get(hit[1]) if hit is not None else None
         if file_col is None or not statistics_in_sql_order(scan.table.arrow_schema.field(file_col).type,
                                                            scan.table.types[file_col]):
             return None
@@ -48,14 +49,3 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
         v = min(b[0] for b in bounds) if call.func == "min" else max(b[1] for b in bounds)
         values.append((name, Lit(int(v), call.type)))
     return StatisticsOp(scan.table.name, tuple(values))
-
-
-def _scan_column(plan, name: str) -> str | None:
-    """The scan column that output ``name`` of ``plan`` is, through renaming projections
-    (None: an expression computes it)."""
-    while isinstance(plan, Project):
-        e = dict(plan.exprs).get(name)
-        if not isinstance(e, Col):
-            return None
-        plan, name = plan.child, e.name
-    return name

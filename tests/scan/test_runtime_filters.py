@@ -93,7 +93,7 @@ def test_preserved_sides_are_never_filtered(rf_dir, connect):
         rel = con.sql(sql)
         rel.to_arrow()
         joins = [o for o in rel.last_run[0].walk() if isinstance(o, HashJoinOp)]
-        assert joins and all(j.mode not in ("probe_outer", "full", "anti") or not j.runtime_filters for j in joins)
+        assert joins and all(j.mode not in ("probe_outer", "full", "anti") or not j.publishes for j in joins)
         assert not _filters(rel)
 
 

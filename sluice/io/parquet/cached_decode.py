@@ -42,7 +42,7 @@ import torch
 from sluice.catalog import RowGroup
 from sluice.chunk import Column, concat_columns
 from sluice.errors import DataError
-from sluice.io.column_cache import ColumnCache, Entry, column_bytes, cuda_event
+from sluice.io.column_cache import ColumnCache, Entry, cuda_event
 from sluice.io.parquet.decoders import DecodeContext, read_as_dictionary
 from sluice.io.pinned import decode_stream, to_device
 
@@ -132,7 +132,7 @@ class CachedDecoder:
                 # The pieces' tensors are complete, for a user on another stream, after this event.
                 ready = cuda_event(s.device, stream)
                 for key, piece in fresh:
-                    e = Entry(piece, column_bytes(piece), ready, path)
+                    e = Entry(piece, piece.nbytes, ready, path)
                     if self.cache.put(key, e):
                         stored_bytes += e.nbytes
             served = 0

@@ -16,9 +16,6 @@ from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.ranges import column_chunk_ranges
 from sluice.io.parquet.ranges import leaf_index, leaf_indexes
 
-_WIDTH = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8,
-          "decimal": 8, "date": 4, "timestamp": 8, "timestamptz": 8, "string": 4}
-
 #: With scan_mode=auto, a scan is cut into about this many slices.
 SLICES = 64
 
@@ -65,7 +62,7 @@ def estimate_decoded(table: TableInfo, task: list[RowGroup], columns: list[str],
                 total += rg.num_rows * 8 + sum(md.row_group(rg.index).column(j).total_uncompressed_size
                                                for j in leaf_indexes(md, c))
             continue
-        total += rows * (_WIDTH[kind] + (16 if kind == "decimal" else 0))
+        total += rows * (table.types[c].value_bytes + (16 if kind == "decimal" else 0))
         if kind == "string" and c not in table.partitions:
             # each row group in its own file's footer (the row groups of a table's files)
             for rg in task:

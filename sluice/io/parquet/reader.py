@@ -1,8 +1,9 @@
-"""Chunked Parquet scan with bounded read-ahead (PystachIO §4-5).
+"""A scan's pipeline: its read tasks run ahead of the consumer with bounded read-ahead (PystachIO §4-5).
 
-Row groups are batched into read tasks of about ``chunk_rows`` rows. Each task runs three
-measured stages: ``read`` (pread the selected column chunks), ``decode`` (pyarrow decodes from
-those bytes; Arrow -> host tensors) and, on CUDA, ``h2d`` (pinned, non_blocking copies).
+Each task (row groups batched to about ``chunk_rows`` rows by ``sluice.io.parquet.read_plan``)
+is loaded on an I/O thread by its mode's strategy (``sluice.io.parquet.scan_modes``: fetch,
+decompress and decode with the scan's decoder, filter where the mode says, ship to the device)
+and handed over here, where late runtime filters apply and tasks are merged or sliced.
 
 Overlapped (default): tasks run on the connection's shared I/O pool, ahead of the consumer,
 as long as the decoded bytes held for this scan stay within ``scan_buffer_bytes`` (adaptive
@@ -20,22 +21,18 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterator
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks
-from sluice.kernels.buffers import positions
 from sluice.config import Config
-from sluice.errors import DataError
 from sluice.io.parquet.cached_decode import CachedDecoder
-from sluice.io.parquet.decoders import DecodeContext, make_decoder, partition_column
-from sluice.catalog import RowGroup
+from sluice.io.parquet.decoders import DecodeContext, make_decoder
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.read_plan import ReadPlan
+from sluice.io.parquet.scan_modes import MODES, Loaded, SliceIO, nothing
+from sluice.io.parquet.slice_filter import SliceFilter
 from sluice.io.memory import release_thread_cache, release_to_os
-from sluice.io.pinned import columns_nbytes, handed_over, to_device, wait_for
-from sluice.expr.evaluate import predicate_positions
+from sluice.io.pinned import columns_nbytes, wait_for
 from sluice.metrics import ModeStats, Recorder, ScanStats
 
 #: With scan_mode=auto, at most this many slices more than the I/O pool's threads are in
@@ -51,11 +48,9 @@ DROP_DIRECT_AFTER = 1 << 16
 #: A scan gives freed memory back to the OS after consuming this many decoded bytes.
 SCAN_TRIM_BYTES = 128 << 20
 
-
 #: Tests and the fuzzer: a scan that merges tasks (``coalesce_rows``) first waits for those in
 #: flight, as a consumer slower than its I/O threads finds them, so every merge path runs.
 WAIT_TO_COALESCE = False
-
 
 #: Rows per dictionary entry a string column needs for its task to be merged (below: plain
 #: strings, whose bytes the merge would copy on the host, paid for by the consumer rather than
@@ -114,11 +109,10 @@ class ScanReader:
         # mode); in pushdown mode the I/O thread also drops the rows they rule out. (On the
         # consumer that would repeat the join's own probe: measured slower on CPU.)
         self.runtime = runtime if runtime is not None else []
-        # The pushed filter over the file's column names: applied by the mode of each slice
-        # (direct: by the consumer; pushdown: on the I/O thread; staging: on the predicate
-        # columns first), so every mode yields the same rows.
-        self.predicate = spec.predicate
-        self.pred_columns = spec.pred_columns
+        # The pushed filter over the file's column names and the runtime filters: applied by
+        # the mode of each slice (sluice.io.parquet.scan_modes), so every mode yields the same rows.
+        self.filter = SliceFilter(spec.predicate, list(spec.pred_columns), self.runtime, device,
+                                  config.on("selective_filters"))
         self.policy = policy  # an adaptive scan's ScanPolicy (sluice.adapt.scan_policy)
         self.mode = spec.mode
         self._last_consumed: float | None = None
@@ -146,67 +140,37 @@ class ScanReader:
         self._applied: dict[int, set] = {}  # slice -> ids of the runtime filters its load applied
         dctx = DecodeContext(table, device, config, cache, self.stats, self._record, host_pool, decode_pool,
                              busy=lambda: self.in_flight >= config.io_threads)
-        self.decoder = make_decoder(spec.decoder, dctx)
+        decoder = make_decoder(spec.decoder, dctx)
         if column_cache is not None:  # the connection's decoded columns, served before decoding
-            self.decoder = CachedDecoder(self.decoder, column_cache, dctx)
-
-    # ------------------------------------------------------------------ stages
+            decoder = CachedDecoder(decoder, column_cache, dctx)
+        self.io = SliceIO(table, self.columns, decoder, device, config, cache, self._record, self.filter)
 
     def _record(self, stage, t0, t1, nbytes=0):
         if self.rec is not None:
             self.rec.add(stage, t0, t1, nbytes, self.table.name)
 
-    def _footer(self, path: str) -> pq.FileMetaData:
-        if self.cfg.on("metadata_cache"):
-            return self.cache.footer(path)
-        try:
-            return pq.read_metadata(path)  # the naive reader re-reads metadata per read
-        except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"{path} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
-
-    def _decode(self, task: list[RowGroup], md, names: list[str], keep=None) -> tuple[dict[str, Column], int]:
-        """Read + decode the ``names`` columns of ``task`` on this thread with the scan's decoder
-        (partition columns are made from the file's folder values); returns the columns and the
-        compressed bytes read. With ``keep`` (a host bool array over the task's rows) only
-        those rows: the device decoder then skips the pages without one."""
-        parts = self.table.partitions
-        stored = [c for c in names if c not in parts]
-        cols, nread = self.decoder.decode(task, md, stored, keep)
-        n = sum(rg.num_rows for rg in task) if keep is None else int(keep.sum())
-        for c in names:
-            if c in parts:
-                cols[c] = partition_column(self.table, c, task[0].path, n)
-        return {c: cols[c] for c in names}, nread
-
-    def _ship(self, cols: dict[str, Column]):
-        """Host columns to the device (the device decoder's are there already, made on this
-        thread's decode stream); the event the consumer waits on (and hands the tensors over
-        with, see ``pinned.wait_for``), or None."""
-        host = {c: col for c, col in cols.items() if col.data.device.type == "cpu"}
-        if self.device.type != "cuda":
-            return cols, None
-        decoded = handed_over({c: col for c, col in cols.items() if c not in host})
-        if host:
-            moved, event = to_device(host, self.device, pinned=self.cfg.on("pinned_memory"),
-                                     copy_stream=self.cfg.on("copy_stream"), record=self._record)
-            # A copy stream's event is complete already (its I/O thread waited for it).
-            return {c: moved.get(c, col) for c, col in cols.items()}, (decoded or event)
-        return cols, decoded
-
-    def load(self, i: int, mode: str = "direct") -> tuple[dict[str, Column] | None, object, int, int, bool]:
-        """Read + decode (+ h2d) task ``i`` in ``mode``; returns (columns, event, compressed
-        bytes, rows, filtered) -- ``filtered`` when the mode already applied the predicate.
-
-        - direct: every projected column, shipped whole (the consumer filters);
-        - pushdown: every column decoded, the predicate evaluated here on the host, survivors shipped;
-        - staging: the predicate's columns decoded and shipped, the predicate evaluated on the
-          device; the other columns decoded only if a row survives, and only survivors shipped.
-        """
-        if mode == "skip":  # a runtime filter's range rules out every row group of the slice
-            return None, None, 0, 0, True
+    def load(self, i: int, mode: str = "direct") -> Loaded:
+        """Read + decode (+ h2d) task ``i`` in ``mode`` (:mod:`sluice.io.parquet.scan_modes`;
+        ``skip``: a runtime filter's range rules out every row group of the slice)."""
+        if mode == "skip":
+            return nothing()
         if self.reservation is not None and self.reservation.pool.under_pressure():
             release_thread_cache()
-        return self._load(i, mode)
+        task = self.tasks[i]
+        if self.runtime:
+            task = [rg for rg in task if not self.filter.excluded(rg)]
+            if not task:
+                return nothing()
+        md = self.io.footer(task[0].path)
+        n = sum(rg.num_rows for rg in task)
+        if self.bound is not None:
+            nread = self.io.bound_rules_out(self.bound, task, md, n)
+            if nread is not None:
+                return nothing(nread)
+        strategy = MODES[mode]
+        if strategy.applies_filters:  # the filters this slice applies (active now: at least these)
+            self._applied[i] = {id(rf) for rf in self.runtime if rf.active}
+        return strategy.load(self.io, task, md, n)
 
     def _load_ahead(self, i: int, mode: str):
         try:
@@ -214,77 +178,6 @@ class ScanReader:
         finally:
             with self._flight:
                 self.in_flight -= 1
-
-    def _excluded(self, rg: RowGroup) -> bool:
-        """Whether a ready runtime filter's key range rules out every row of ``rg``."""
-        for rf in self.runtime:
-            if rf.ready and rf.excludes_range(*rg.stats.get(rf.column, (None, None))):
-                rf.groups_skipped += 1
-                rf.bytes_skipped += rg.nbytes
-                return True
-        return False
-
-    def _load(self, i: int, mode: str):
-        task = self.tasks[i]
-        if self.runtime:
-            task = [rg for rg in task if not self._excluded(rg)]
-            if not task:
-                return None, None, 0, 0, True
-        md = self._footer(task[0].path)
-        n = sum(rg.num_rows for rg in task)
-        if self.bound is not None:
-            keys_read = []
-
-            def decode_keys():
-                if not self.bound.spec.keys:
-                    return [], n
-                cols, nread = self._decode(task, md, list(self.bound.spec.keys))
-                keys_read.append(nread)
-                return [cols[c] for c in self.bound.spec.keys], n
-
-            if self.bound.rules_out(task, decode_keys):
-                return None, None, sum(keys_read), 0, True
-        filters = [rf.column for rf in self.runtime if rf.active and rf.column in self.columns]
-        if mode in ("staging", "pushdown"):  # the filters this slice applies (active now: at least these)
-            self._applied[i] = {id(rf) for rf in self.runtime if rf.active}
-        if mode == "staging" and (self.predicate is not None or filters):
-            # The predicate's columns and the active runtime filters' keys first: the filters
-            # are part of what decides which rows the other columns are decoded for.
-            first = self.pred_columns + [c for c in dict.fromkeys(filters) if c not in self.pred_columns]
-            pcols, nread = self._decode(task, md, first)
-            dcols, event = self._ship(pcols)
-            wait_for(event, dcols)
-            pos = self._survivors(dcols, n, self._probing(task))  # on the device; None: all rows
-            kept = n if pos is None else int(pos.numel())
-            if kept == 0:
-                return None, None, nread, 0, True
-            if pos is not None:
-                dcols = {c: col.take(pos) for c, col in dcols.items()}
-            rest = [c for c in self.columns if c not in first]
-            keep = None
-            if pos is not None:
-                keep = torch.zeros(n, dtype=torch.bool)
-                keep[pos.cpu()] = True
-                keep = keep.numpy()
-            rcols, more = self._decode(task, md, rest, keep) if rest else ({}, 0)
-            rcols, event = self._ship(rcols)
-            out = {**dcols, **rcols}
-            return {c: out[c] for c in self.columns}, event, nread + more, kept, True
-        cols, nread = self._decode(task, md, self.columns)
-        filtered = self.predicate is None
-        if mode == "pushdown" and self.device.type == "cuda":
-            # The torch decoder's columns were made on this thread's decode stream.
-            wait_for(handed_over(cols), cols)
-        if mode == "pushdown":
-            filtered = True
-            keep = self._survivors(cols, n, self._probing(task))
-            if keep is not None:
-                n = int(keep.numel())
-                if n == 0:
-                    return None, None, nread, 0, True
-                cols = {c: col.take(keep) for c, col in cols.items()}
-        cols, event = self._ship(cols)
-        return cols, event, nread, n, filtered
 
     # ------------------------------------------------------------------ pipeline
 
@@ -343,56 +236,6 @@ class ScanReader:
                 return "skip"
         return self.policy.assign(i) if self.policy is not None else self.mode
 
-    def _probing(self, task: list[RowGroup]) -> list:
-        """The runtime filters worth probing ``task``'s rows with: not one that holds every key
-        of each row group's statistics range (it could remove only NULLs, which its join drops:
-        TPC-DS q99's dimensions joined whole)."""
-        return [rf for rf in self.runtime
-                if not all(rf.covers(*rg.stats.get(rf.column, (None, None))) for rg in task)]
-
-    def _survivors(self, cols: dict[str, Column], n: int, filters: list) -> torch.Tensor | None:
-        """The positions of the rows of ``cols`` the predicate keeps and then ``filters`` let
-        through (None: all of them), found before any column is taken: taking every column
-        after the predicate and again after each filter cost as much as decoding them (TPC-H
-        q03); the caller takes each column once."""
-        idx = None
-        if self.predicate is not None:
-            idx = predicate_positions(self.predicate, Chunk(cols, n, home=self.device),
-                                      self.cfg.on("selective_filters"))
-            if int(idx.numel()) == n:
-                idx = None
-        return self._runtime_keep(cols, n, filters, start=idx)
-
-    def _runtime_keep(self, cols: dict[str, Column], n: int, filters: list | None = None,
-                      start: torch.Tensor | None = None) -> torch.Tensor | None:
-        """The positions of the rows of ``cols`` the active runtime filters let through (None:
-        all of them); with ``start`` (positions), only those rows are considered and the
-        result is a subset of them (``start`` itself when no filter is active).
-
-        The filters run one after another on the survivors of the previous ones, the one that
-        has removed the largest share so far first: with three filters of SSB Q3.1 that each
-        saw every row, the Bloom probes cost more than the join probes they saved."""
-        active = [rf for rf in (self.runtime if filters is None else filters) if rf.active and rf.column in cols]
-        if not active:
-            return start
-        active.sort(key=lambda rf: -(rf.rows_removed / rf.rows_in if rf.rows_in else 0.5))
-        keep = start  # positions of the rows still in
-        if keep is not None and keep.numel() == 0:
-            return keep
-        for rf in active:
-            key = cols[rf.column]
-            if keep is not None:
-                key = key.take(keep)
-            m_rows = n if keep is None else int(keep.numel())
-            passed = positions(rf.mask(key, m_rows))
-            rf.count(m_rows, int(passed.numel()))
-            if passed.numel() == m_rows:
-                continue  # every row passed: positions unchanged
-            keep = passed if keep is None else keep.index_select(0, passed)
-            if keep.numel() == 0:
-                break
-        return keep
-
     def _prepare(self, i: int, loaded, seq: int, mode: str) -> Chunk | None:
         """Task ``i`` as loaded -> its chunk of surviving rows (None: nothing decoded), with
         the direct mode's filter and the runtime filters that came too late for its load
@@ -421,10 +264,10 @@ class ScanReader:
             release_to_os()
         whole = Chunk(cols, n, seq, self.device)
         applied = self._applied.pop(i, ())
-        late = [rf for rf in self._probing(self.tasks[i]) if rf.active and id(rf) not in applied
+        late = [rf for rf in self.filter.probing(self.tasks[i]) if rf.active and id(rf) not in applied
                 and rf.column in whole.columns]
-        if not filtered and self.predicate is not None:  # direct: the consumer filters
-            keep = self._survivors(whole.columns, n, late)  # (with the late filters below)
+        if not filtered and self.filter.predicate is not None:  # direct: the consumer filters
+            keep = self.filter.survivors(whole.columns, n, late)  # (with the late filters below)
             late = []
             if keep is not None:
                 whole = whole.take(keep)
@@ -435,7 +278,7 @@ class ScanReader:
             # 1.9 M groups the join then dropped) or probed by it (SSB q3.4 at SF 10: the
             # three slices read while the dimensions were built, 2.7 M rows, went through a
             # binary search per row in the join where the bitmap kept 0.8 %)
-            keep = self._runtime_keep(whole.columns, n, late)
+            keep = self.filter.runtime_keep(whole.columns, n, late)
             if keep is not None:
                 whole = whole.take(keep)
                 n = whole.num_rows

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from sluice.types import LType
+from sluice.io.parquet.decode.framing import hadoop_lz4_blocks
 from sluice.io.parquet.ranges import leaf_index
 
 #: Parquet codec names -> pyarrow codecs (LZ4 is the Hadoop-framed variant, see _decompress).
@@ -70,24 +71,17 @@ def _decompress(raw, codec: str, size: int) -> bytes:
 
 
 def _lz4_hadoop(raw, size: int) -> bytes:
-    """Parquet's deprecated LZ4: blocks of (big-endian decompressed size, compressed size,
-    raw LZ4), as Arrow writes it; a page that is not framed so is raw LZ4."""
+    """Parquet's deprecated LZ4: Hadoop-framed blocks (``framing.hadoop_lz4_blocks``), as
+    Arrow writes it; a page that is not framed so is raw LZ4."""
     codec = pa.Codec("lz4_raw")
     mv = memoryview(raw)
-    out, pos = [], 0
-    try:
-        while pos < len(mv):
-            dsize = int.from_bytes(mv[pos:pos + 4], "big")
-            csize = int.from_bytes(mv[pos + 4:pos + 8], "big")
-            if pos + 8 + csize > len(mv):
-                raise ValueError
-            out.append(codec.decompress(mv[pos + 8:pos + 8 + csize], decompressed_size=dsize, asbytes=True))
-            pos += 8 + csize
-        data = b"".join(out)
-        if len(data) == size:
-            return data
-    except (ValueError, OSError, pa.ArrowException):
-        pass
+    mv = mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
+    blocks = hadoop_lz4_blocks(mv, size)
+    if blocks is not None:
+        try:
+            return b"".join(codec.decompress(b, decompressed_size=d, asbytes=True) for b, d in blocks)
+        except (ValueError, OSError, pa.ArrowException):
+            pass
     return codec.decompress(raw, decompressed_size=size, asbytes=True)
 
 

@@ -38,6 +38,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from sluice.io.parquet.decode.framing import hadoop_lz4_blocks
+
 from sluice.io.parquet.decode.column import PAD
 from sluice.kernels.buffers import to_device
 
@@ -125,29 +127,10 @@ def frame(codec: str, raw, size: int | None = None) -> list[tuple[memoryview, in
     if codec in ("SNAPPY", "ZSTD", "LZ4_RAW"):
         return [(mv, size)]
     if codec == "LZ4":
-        return _hadoop_blocks(mv, size) or [(mv, size)]
+        return hadoop_lz4_blocks(mv, size) or [(mv, size)]
     if codec == "GZIP":
         return [_deflate_stream(mv, size)]
     raise NotOnDevice(f"nvCOMP has no {codec} decoder")
-
-
-def _hadoop_blocks(mv: memoryview, size: int | None) -> list[tuple[memoryview, int]] | None:
-    """Parquet's deprecated LZ4 as Hadoop frames it: blocks of (big-endian decompressed size,
-    compressed size, raw LZ4 block) filling the page exactly, adding up to ``size``; None when the
-    page is not framed so (then it is one raw LZ4 block, as ``column._lz4_hadoop`` reads it)."""
-    n = len(mv)
-    out, pos, total = [], 0, 0
-    while pos + 8 <= n:
-        dsize = int.from_bytes(mv[pos:pos + 4], "big")
-        csize = int.from_bytes(mv[pos + 4:pos + 8], "big")
-        if csize > n - pos - 8 or (csize == 0 and dsize > 0):
-            return None
-        out.append((mv[pos + 8:pos + 8 + csize], dsize))
-        total += dsize
-        pos += 8 + csize
-    if not out or pos != n or (size is not None and total != size):
-        return None
-    return out
 
 
 _FTEXT, _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 1, 2, 4, 8, 16
