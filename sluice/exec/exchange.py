@@ -61,6 +61,21 @@ _DEST_SHIFT = 16
 WIRE_WINDOW = 1
 
 
+def sliced(chunks: Iterator[Chunk], max_bytes: int) -> Iterator[Chunk]:
+    """``chunks`` in slices of at most about ``max_bytes`` (:attr:`Chunk.nbytes`): a 1 M-row
+    chunk of strings is tens of MiB, and each of its copies on the way to the wire (the parts
+    per destination, the joined send buffer, the receive buffer) is held outside the budget's
+    spilling -- sliced, a round holds what its cap says."""
+    for chunk in chunks:
+        nb, n = chunk.nbytes, chunk.num_rows
+        if nb <= max_bytes or n <= 1:
+            yield chunk
+            continue
+        step = max(1, n * max_bytes // nb)
+        for start in range(0, n, step):
+            yield chunk.slice(start, min(n, start + step))
+
+
 def round_cap(batch_bytes: int, world: int, memory_limit: int) -> int:
     """Most bytes one round buffers for all destinations together: a batch for each other rank
     (a round goes out as soon as one destination's batch is full), but at most an eighth of the
@@ -202,6 +217,8 @@ class ExchangeOp(Operator):
             source, cuts = self._ranged_input(ctx, g, st)
         else:
             source = iter(self.child.stream(ctx))
+        if variant != "blocking" and not tensors:  # a round of host bytes: about its cap, not a whole chunk
+            source = sliced(source, cap)
         local_done = False
         try:
             while True:

@@ -8,8 +8,11 @@
          runs     -> k-way merge: a window of one page per run (+ leftovers), sorted; every
                      row up to the smallest "last row of a run's page" is final and emitted
 
-1. Chunks are held against the memory pool. When a chunk does not fit (or with force_spill),
-   the held pages are sorted into a run, written in pages of ``run_page_rows`` rows, and freed.
+1. Chunks are held against the memory pool, counted twice (sorting takes a copy). When a chunk
+   does not fit (or with force_spill), the held pages are joined, sorted into a run and written
+   page by page, each page taken from the joined rows in order (never a second full copy).
+   Pages are sized so that a merge window of up to :data:`FAN_IN` runs fits the budget; more
+   runs are merged in passes of :data:`FAN_IN` first.
 2. Merge: each step loads the next page of every run, sorts them with the rows left over
    from the step before, and emits the rows that are <= the smallest last row among the
    loaded pages (no later row of any run can precede them); the others are left over.
@@ -41,6 +44,18 @@ from sluice.plan.logical import SortKey
 
 #: Rows per page of a spilled run (smaller when many runs must share the merge window).
 RUN_PAGE_ROWS = 1 << 16
+#: Runs merged at once: a merge window holds one page of each (more runs: merge passes first).
+FAN_IN = 64
+#: Copies of its rows a sort holds while it sorts them: the rows and their sorted copy.
+SORT_COPIES = 2
+
+
+def _page_rows(data: Chunk, limit: int) -> int:
+    """Rows per page of a run: small enough that a merge window -- one page of each of up to
+    :data:`FAN_IN` runs, held with its sorted copy and the pages it was joined from (about
+    three times over) -- stays within the budget ``limit``."""
+    row_bytes = max(1, data.nbytes // max(1, data.num_rows))
+    return int(min(RUN_PAGE_ROWS, max(1024, limit // (3 * FAN_IN * row_bytes))))
 
 
 def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
@@ -90,7 +105,8 @@ class SortOp(Operator):
         held: list[Chunk] = []
         try:
             for chunk in self.child.stream(ctx):
-                nb = chunk.nbytes
+                # Held twice over: sorting what is held takes a copy of it (the joined pages).
+                nb = SORT_COPIES * chunk.nbytes
                 if ctx.config.force_spill or not res.try_grow(nb):
                     if held:
                         runs.append(self._write_run(ctx, held, res, stats))
@@ -104,9 +120,11 @@ class SortOp(Operator):
                     held = []
             if not runs:
                 data = concat_chunks(held)
+                held.clear()  # the joined copy alone from here: it and its sorted copy fit
                 if data is None:
                     return
                 out = data.take(sort_permutation(data, self.keys))
+                del data
                 if self.offset:
                     out = out.slice(self.offset, out.num_rows)
                 if out.num_rows:
@@ -115,6 +133,8 @@ class SortOp(Operator):
             if held:
                 runs.append(self._write_run(ctx, held, res, stats))
                 held = []
+            while len(runs) > FAN_IN:  # merge passes: a window of one page per run must fit
+                runs = self._merge_pass(ctx, runs, res, stats)
             yield from _skip(self._merge(ctx, runs, res, stats), self.offset)
         finally:
             res.free()
@@ -125,19 +145,43 @@ class SortOp(Operator):
 
     def _write_run(self, ctx, held: list[Chunk], res, stats: MaterializeStats) -> SpillFile:
         data = concat_chunks(held)
-        data = data.take(sort_permutation(data, self.keys))
+        held.clear()  # the caller's list: the joined copy alone holds the rows now
+        perm = sort_permutation(data, self.keys)
         run = ctx.spills().new_file(f"{self.label}-run")
-        # Pages small enough that a merge window (one page per run) stays within the budget.
-        row_bytes = max(1, data.nbytes // max(1, data.num_rows))
-        step = int(min(RUN_PAGE_ROWS, max(1024, ctx.state_pool.limit // (64 * row_bytes))))
-        pages = [data.slice(s, min(data.num_rows, s + step)) for s in range(0, data.num_rows, step)]
-        run.append(pages)
+        # Each page is taken in order from the joined rows and written: the sorted rows are
+        # never all held a second time.
+        step = _page_rows(data, ctx.state_pool.limit)
+        for s in range(0, data.num_rows, step):
+            page = data.take(perm[s:s + step])
+            run.append(page)
+            stats.spilled_bytes += page.nbytes
+            stats.spilled_pages += 1
         run.flush()
-        stats.spilled_bytes += sum(p.nbytes for p in pages)
-        stats.spilled_pages += len(pages)
         stats.partitions += 1  # runs
         res.free()
         return run
+
+    def _merge_pass(self, ctx, runs: list[SpillFile], res, stats: MaterializeStats) -> list[SpillFile]:
+        """Runs merged :data:`FAN_IN` at a time into longer runs (each read once more)."""
+        out = []
+        for i in range(0, len(runs), FAN_IN):
+            group = runs[i:i + FAN_IN]
+            if len(group) == 1:
+                out.append(group[0])
+                continue
+            run = ctx.spills().new_file(f"{self.label}-run")
+            for chunk in self._merge(ctx, group, res, stats):
+                step = _page_rows(chunk, ctx.state_pool.limit)
+                for s in range(0, chunk.num_rows, step):
+                    page = chunk.slice(s, min(chunk.num_rows, s + step))
+                    run.append(page)
+                    stats.spilled_bytes += page.nbytes
+                    stats.spilled_pages += 1
+            run.flush()
+            for r in group:
+                r.delete()
+            out.append(run)
+        return out
 
     def _merge(self, ctx, runs: list[SpillFile], res, stats: MaterializeStats) -> Iterator[Chunk]:
         cursors = [r.read(ctx.device) for r in runs]
@@ -157,13 +201,15 @@ class SortOp(Operator):
             tail = window.take(torch.tensor(offsets, device=window.device))
             first_last = int(sort_permutation(tail, self.keys)[0])
             bound = offsets[first_last]
-            nb = window.nbytes
+            # Held at once: the loaded pages, their joined window, and its sorted parts.
+            nb = SORT_COPIES * window.nbytes + sum(p.nbytes for p in pages)
             res.force(nb)
             stats.peak_reserved = max(stats.peak_reserved, res.size)
             perm = sort_permutation(window, self.keys)
             pos = int((perm == bound).nonzero()[0, 0])
             out = compact_strings(window.take(perm[:pos + 1]))
             leftover = compact_strings(window.take(perm[pos + 1:]))
+            del window, pages
             res.shrink(nb)
             for i in active:  # every loaded page went into the window
                 current[i] = _next_page(cursors[i], stats)

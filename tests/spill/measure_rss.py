@@ -22,7 +22,10 @@ con = sluice.connect(data, device="cpu", **settings)
 con.sql("select count(*) from nation").to_arrow()
 base = peak_rss()
 rel = con.sql(sql)
-rows = [list(r.values()) for r in rel.to_arrow().to_pylist()]
+if len(sys.argv) > 4:  # written to a file, as a large result is (rows: how many)
+    rows = rel.write(sys.argv[4])
+else:
+    rows = [list(r.values()) for r in rel.to_arrow().to_pylist()]
 peak = peak_rss()
 op, ctx = rel.last_run
 print(json.dumps({"base": base, "peak": peak, "rows": rows,
