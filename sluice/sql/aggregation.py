@@ -148,8 +148,6 @@ class Aggregation:
                         e = self.expr(alias_map[g.name.lower()], ctx)
                     else:
                         raise
-                if e.type.is_nested:
-                    raise UnsupportedError(f"GROUP BY on a {e.type.kind.upper()} column")
                 if e in group_map:
                     position[id(g0)] = [n for n, _ in keys].index(group_map[e].name)
                     continue
@@ -377,7 +375,7 @@ class Aggregation:
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
-        if e.type.is_nested and not (func == "count" and not distinct):
+        if e.type.is_nested and func != "count":  # COUNT (DISTINCT: by order keys) only
             raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
                                    f"{e.type.kind.upper()} column")
         e = _typed_null_argument(e, func in _NUMERIC_AGGS, isinstance(node, _BOOL_AGGS))
