@@ -14,13 +14,13 @@ from typing import Callable
 
 import torch
 
-from sluice.chunk import Chunk, Column, lookup, unify_dictionaries
+from sluice.chunk import Chunk, Column, NestedValues, lookup, unify_dictionaries
 from sluice.errors import InternalError
 from sluice.expr.evaluate import evaluate
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.kernels import window as K
 from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
-from sluice.kernels.keys import float_from_order_key, float_order_key
+from sluice.kernels.keys import float_from_order_key, float_order_key, sortable
 from sluice.plan.logical import MOMENTS, WindowCall
 from sluice.types import FLOAT64
 
@@ -156,6 +156,28 @@ def _lag_lead(r: Rows) -> Column:
 @window_function("string_agg")
 def _string_agg_call(r: Rows) -> Column:
     return _string_agg(r.x, str(r.call.params[0]), bool(r.call.params[1]), r.part, r.t, r.n)
+
+
+@window_function("list")
+def _list_agg(r: Rows) -> Column:
+    """Each partition's values in row order (NULLs kept) as one list, on every row of the
+    partition: the values are the list's elements as they stand, the partitions its offsets
+    -- no copy per row. DISTINCT: a value equal to the previous one in its partition (sorted
+    by it; NULL equal to NULL) is skipped."""
+    x, n, dev, ident = r.x, r.n, r.dev, r.part.ident
+    rows = torch.arange(n, device=dev)
+    if bool(r.call.params[0]) and n > 1:
+        v = sortable(x)
+        valid = torch.ones(n, dtype=torch.bool, device=dev) if x.valid is None else x.valid.expand(n)
+        same = ((v[1:] == v[:-1]) & valid[1:] & valid[:-1]) | (~valid[1:] & ~valid[:-1])
+        dup = torch.zeros(n, dtype=torch.bool, device=dev)
+        dup[1:] = same & (ident[1:] == ident[:-1])
+        rows = rows[~dup]
+    nparts = int(ident[-1]) + 1 if n else 0
+    counts = torch.bincount(ident[rows], minlength=nparts)
+    offsets = torch.zeros(nparts + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    return Column(ident.to(torch.int64), r.t, None, NestedValues((x.take(rows),), offsets, nparts))
 
 
 # ---------------------------------------------------------------- over each row's frame

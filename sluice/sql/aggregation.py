@@ -240,6 +240,8 @@ class Aggregation:
             return plan, AggCall("min", Col(wname, call.type))
         if isinstance(node, exp.GroupConcat):
             return self._string_agg(plan, node, part, wname, ctx)
+        if isinstance(node, exp.ArrayAgg):
+            return self._list_agg(plan, node, part, wname, ctx)
         if isinstance(node, (exp.First, exp.Last)):
             # FIRST / LAST (x ORDER BY k): the value (NULL too) of the group's first / last row
             # by k; without an ORDER BY the first row is whichever arrives first: refused.
@@ -341,6 +343,32 @@ class Aggregation:
         if sep_v is None:
             raise UnsupportedError("STRING_AGG with a NULL separator")
         call = WindowCall("string_agg", (e,), (sep_v, distinct))
+        plan = Window(plan, part, order, ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _list_agg(self, plan, node: exp.ArrayAgg, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """LIST / ARRAY_AGG (x [ORDER BY ...]): the group's values, NULLs kept, in the ORDER BY
+        given (else as the rows come); DISTINCT keeps each value once (NULL too), ordered by the
+        value, as DuckDB. A window over the group's rows builds the list once per group."""
+        arg, order = node.this, ()
+        if isinstance(arg, exp.Order):
+            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
+            arg = arg.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        if arg is None:
+            raise wrong_arguments("LIST")
+        e = self.expr(arg, ctx)
+        if e.type.kind == "null":
+            raise UnsupportedError("LIST of an untyped NULL")
+        if distinct:
+            if order and not all(k.expr == e for k in order):
+                raise UnsupportedError("LIST(DISTINCT x ORDER BY another expression)")
+            order = order or (SortKey(e, True, False),)
+        call = WindowCall("list", (e,), (distinct,))
         plan = Window(plan, part, order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 

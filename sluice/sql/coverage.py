@@ -189,10 +189,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Grouping: {"expressions": READ},
     exp.Group: {"expressions": READ, "all": READ, "rollup": refuse("ROLLUP"),
                 "cube": refuse("CUBE"), "grouping_sets": refuse("GROUPING SETS"), "totals": refuse("WITH TOTALS")},
-    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST.
+    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST, LIST.
     exp.Order: {"expressions": READ,
                 "this": only(lambda v: isinstance(v.parent, exp.Order)
-                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last)),
+                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg)),
                              "ORDER BY inside this function's arguments"),
                 "siblings": refuse("ORDER SIBLINGS BY")},
     exp.Ordered: {"this": READ, "desc": READ, "nulls_first": READ, "with_fill": refuse("WITH FILL")},
@@ -395,6 +395,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.WithinGroup: {"this": READ, "expression": READ},
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
+    exp.ArrayAgg: {"this": READ, "nulls_excluded": refuse("LIST / ARRAY_AGG ... IGNORE NULLS")},
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},
