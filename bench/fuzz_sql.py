@@ -317,6 +317,12 @@ def nested_value_query():
     if k < .75:
         op = r.choice(["union", "union all", "intersect", "except", "intersect all", "except all"])
         return f"select {nv} from ev{where} {op} select {nv} from ev where event_id % {r.randint(2, 4)} = 0"
+    if k < .78:
+        f = r.choice([f"list_slice(scores, {r.randint(-3, 3)}, {r.randint(-3, 4)})", "array_slice(tags, 2, null)",
+                      f"string_split(user.name, {r.choice(['a', 'an', 'x', ' '])!r})", "str_split(tags[1], ',')",
+                      f"regexp_extract_all(user.name, {r.choice(['[aeiou]+', 'a|e', '[a-z][a-z]'])!r})",
+                      f"regexp_extract_all(user.address.city, '(a)|([a-z])', {r.randint(0, 2)})"])
+        return f"select event_id, {f} from ev{where}" if r.random() < .7 else f"select {f}, count(*) from ev group by 1"
     if k < .82:
         return f"select event_id from ev where tags in (['red'], ['sale', 'blue'], {r.choice(['null', 'tags', '[kind, null]'])})"
     order = r.choice(["event_id", "event_id desc", "ts nulls first, event_id"])

@@ -121,7 +121,8 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
                 "array_extract": "list_extract", "element_at": "map_extract", "map_extract": "map_extract",
                 "map_extract_value": "map_extract_value", "map_values": "map_values", "cardinality": "list_len",
                 "len": "list_len", "list_concat": "list_concat", "list_cat": "list_concat",
-                "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct"}
+                "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct",
+                "list_slice": "list_slice"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
@@ -320,6 +321,15 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.DayOfWeek: _UNARY,
     exp.DayOfYear: _UNARY,
     exp.TimeToUnix: _UNARY,
+    exp.RegexpExtractAll: {"this": READ, "expression": READ, "group": READ,
+                           "parameters": refuse("REGEXP_EXTRACT_ALL options"),
+                           "position": refuse("REGEXP_EXTRACT_ALL with a position"),
+                           "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
+    exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
+                "null_returns_null": refuse("SPLIT returning NULL for a NULL separator"),
+                "empty_delimiter_returns_whole": refuse("SPLIT of an empty separator as the whole string")},
+    exp.ArraySlice: {"this": READ, "start": READ, "end": READ, "step": refuse("ARRAY_SLICE with a step"),
+                     "is_length": refuse("ARRAY_SLICE by length"), "zero_based": refuse("zero-based ARRAY_SLICE")},
     exp.RegexpExtract: {"this": READ, "expression": READ, "group": READ,
                         "position": refuse("REGEXP_EXTRACT with a position"),
                         "occurrence": refuse("REGEXP_EXTRACT with an occurrence"),

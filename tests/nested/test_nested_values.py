@@ -73,6 +73,15 @@ QUERIES = [
     "select list(kind), array_agg(tags) from events where event_id = 5",
     "select kind, arg_min(tags, event_id), first(user order by event_id desc), last(attrs order by event_id) "
     "from events group by kind order by 1",
+    # list-producing scalar functions (per distinct string: pyarrow's kernels over the dictionary)
+    "select event_id, list_slice(tags, 1, 2), array_slice(scores, -2, 10), list_slice(scores, 0, -1), "
+    "array_slice(scores, null, 2) from events order by 1",
+    "select event_id, string_split(kind, 'i'), str_split(user.name, 'a'), string_split(tags[1], ','), "
+    "string_split(kind, null), string_split(user.name, 'ab'), string_split(null, ',') from events order by 1",
+    "select event_id, regexp_extract_all(user.name, '[aeiou]+'), regexp_extract_all(user.address.city, "
+    "'([a-z])([a-z])', 2), regexp_extract_all(tags[1], 'e+|r'), regexp_extract_all(kind, '(x)?[a-z]', 1), "
+    "regexp_extract_all(tags[2], '(e)|(r)', 2) from events order by 1",
+    "select regexp_extract_all(tags[2], '(e)|(r)', 2) as l, count(*) from events group by l",
 ]
 
 
@@ -152,6 +161,13 @@ REFUSED = [
     ("select min(tags) from events", "aggregate MIN of a LIST column"),
     ("select list(kind) filter (where event_id > 3) from events", "FILTER on ARRAY_AGG"),
     ("select list(distinct kind order by event_id) from events", "LIST(DISTINCT x ORDER BY another expression)"),
+    ("select regexp_extract_all(kind, 'e*') from events", "REGEXP_EXTRACT_ALL with a pattern that matches empty"),
+    ("select regexp_extract_all(kind, '^(a)', 1) from events", "REGEXP_EXTRACT_ALL of a group with anchors"),
+    ("select string_split(kind, '') from events", "STRING_SPLIT with an empty separator"),
+    ("select string_split(kind, kind) from events", "STRING_SPLIT with a separator that is not a string constant"),
+    ("select list_slice(tags, 1, 2, 2) from events", "LIST_SLICE with a step"),
+    ("select array_slice(kind, 1, 2) from events", "ARRAY_SLICE of a string"),
+    ("select histogram(kind) from events", "HISTOGRAM"),
 ]
 
 
