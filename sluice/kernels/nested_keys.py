@@ -13,13 +13,13 @@ and a NULL inside a value above every non-NULL one (in ``=`` too: ``[NULL] = [NU
 -- a total order, so ``DESC`` is exactly its reverse. A MAP compares as its list of
 (key, value) entries, in their order (DuckDB 2.0).
 
-The encoding, all ASCII (valid UTF-8, so Arrow's string kernels order it bytewise):
+The encoding, valid UTF-8 (Arrow's string kernels order it bytewise):
 
 - a number, date, time or boolean: its int64 (floats through ``float_order_key``: -0.0 is 0.0,
   NaN above +inf), sign bit flipped, as 11 characters of 6 bits from ``'0'``, most significant
   first -- one width for every integer type, so BIGINT[] and INTEGER[] values compare;
-- a string: each UTF-8 byte as two characters (its nibbles from ``'0'``), then ``'!'``, which is
-  below them (a prefix first);
+- a string: its UTF-8 bytes (0x00 / 0x01 escaped as 0x01 0x02 / 0x01 0x03), then 0x01 0x01,
+  below any byte that can follow (a prefix first);
 - a child value (list element, struct field, map key or value): ``'"'`` then its key, or
   ``'#'`` for NULL (above every value);
 - a list or map: its entries' child keys, then ``'!'`` (below ``'"'`` and ``'#'``: a prefix
@@ -34,12 +34,13 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, row_values, child_positions
+from sluice.chunk import Column, child_positions, entry_rows, row_values
 from sluice.kernels.buffers import host_tensor, string_buffers, to_device
 from sluice.kernels.values import float_order_key
 from sluice.types import STRING, LType
 
 END, VALUE, NULL = 0x21, 0x22, 0x23
+_TERM = 0x01  # a string's terminator, twice
 _DIGIT = 0x30
 _WIDTH = 11  # 6-bit characters of an int64
 _SIGN = -(1 << 63)
@@ -79,16 +80,17 @@ def order_key(col: Column) -> Column:
     col = col.expand(n)
     if col.wide is not None:
         raise ValueError("a wide column has no order key")
-    buf, starts, lens = _value(col, n)
+    seg = _value(col, n)
     valid = None if col.valid is None else col.valid.reshape(-1).expand(n)
-    if valid is not None:
-        lens = lens * valid
-    out, offsets = _gather(buf, starts, lens)
-    data = out.cpu().numpy()
+    # A NULL row's bytes are kept (its key is NULL by the column's validity): the segments are
+    # end to end already, so the buffer is the dictionary's as it stands.
+    out, starts, lens = seg.var()
+    offsets = torch.empty(n + 1, dtype=torch.int64, device=lens.device)
+    offsets[:-1] = starts
+    offsets[-1:] = starts[-1:] + lens[-1:] if n else 0
+    data = out[:int(offsets[-1])].cpu().numpy() if n else np.zeros(0, np.uint8)
     offs = offsets.cpu().numpy()
     big = offs[-1] >= (1 << 31)
-    # NULL rows are empty strings in the dictionary (the column's validity says NULL): the
-    # dictionary kernels then never meet a NULL entry
     arr = pa.Array.from_buffers(pa.large_string() if big else pa.string(), n,
                                 [None, pa.py_buffer(offs if big else offs.astype(np.int32)), pa.py_buffer(data)])
     if big:
@@ -100,16 +102,31 @@ def order_key(col: Column) -> Column:
 # ---------------------------------------------------------------- segments of bytes per row
 
 
-def _gather(buf: torch.Tensor, starts: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rows' segments ``buf[starts[i] : starts[i] + lens[i]]`` end to end, and their offsets."""
-    offsets = torch.zeros(lens.numel() + 1, dtype=torch.int64, device=lens.device)
-    torch.cumsum(lens, 0, out=offsets[1:])
-    return buf[child_positions(starts, lens, offsets)], offsets
+class _Seg:
+    """Each row's key bytes: a [rows, width] matrix where every row has the same width (numbers,
+    structs of them: no index arithmetic), else ``buf[starts[i] : starts[i] + lens[i]]`` with
+    the rows' segments end to end in ``buf`` (as every builder here leaves them)."""
+
+    __slots__ = ("mat", "buf", "starts", "lens")
+
+    def __init__(self, mat=None, buf=None, starts=None, lens=None):
+        self.mat, self.buf, self.starts, self.lens = mat, buf, starts, lens
+
+    def var(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.mat is None:
+            return self.buf, self.starts, self.lens
+        n, w = self.mat.shape
+        dev = self.mat.device
+        return (self.mat.reshape(-1), torch.arange(n, dtype=torch.int64, device=dev) * w,
+                torch.full((n,), w, dtype=torch.int64, device=dev))
 
 
-def _concat(parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], n: int, dev
-            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per row, the parts' segments one after another: (buffer, starts, lengths)."""
+def _concat(parts: list[_Seg], n: int, dev) -> _Seg:
+    """Per row, the parts' bytes one after another."""
+    if all(p.mat is not None for p in parts):
+        return _Seg(mat=torch.cat([p.mat for p in parts], 1) if parts else
+                    torch.zeros((n, 0), dtype=torch.uint8, device=dev))
+    parts = [p.var() for p in parts]
     lens = torch.zeros(n, dtype=torch.int64, device=dev)
     for _, _, ln in parts:
         lens = lens + ln
@@ -122,33 +139,33 @@ def _concat(parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], n: int
         torch.cumsum(ln, 0, out=o[1:])
         out[child_positions(at, ln, o)] = buf[child_positions(st, ln, o)]
         at = at + ln
-    return out, offsets[:-1], lens
+    return _Seg(buf=out, starts=offsets[:-1], lens=lens)
 
 
-def _byte(b: int, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The one byte ``b`` where ``lens`` is 1, nothing where 0."""
-    return (torch.tensor([b], dtype=torch.uint8, device=lens.device), torch.zeros_like(lens), lens)
+def _marker(valid: torch.Tensor) -> torch.Tensor:
+    return torch.where(valid, VALUE, NULL).to(torch.uint8).unsqueeze(1)
 
 
-def _child(col: Column, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A child value's key: VALUE then the value's key, or NULL."""
+def _child(col: Column, n: int) -> _Seg:
+    """A child value's key: VALUE then the value's key, or NULL (then, for a fixed width, zeros)."""
     dev = col.data.device
-    ones = torch.ones(n, dtype=torch.int64, device=dev)
-    buf, st, ln = _value(col, n)
+    seg = _value(col, n)
     if col.valid is None and col.type.kind != "null":
-        return _concat([_byte(VALUE, ones), (buf, st, ln)], n, dev)
-    valid = torch.zeros(n, dtype=torch.bool, device=dev) if col.type.kind == "null" else col.valid.reshape(-1)
-    v = valid.to(torch.int64)
-    return _concat([_byte(VALUE, v), _byte(NULL, 1 - v), (buf, st, ln * v)], n, dev)
+        valid = torch.ones(n, dtype=torch.bool, device=dev)
+    else:
+        valid = torch.zeros(n, dtype=torch.bool, device=dev) if col.type.kind == "null" else col.valid.reshape(-1)
+    if seg.mat is not None:
+        return _Seg(mat=torch.cat([_marker(valid), seg.mat * valid.unsqueeze(1).to(torch.uint8)], 1))
+    buf, st, ln = seg.var()
+    return _concat([_Seg(mat=_marker(valid)), _Seg(buf=buf, starts=st, lens=ln * valid)], n, dev)
 
 
-def _value(col: Column, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _value(col: Column, n: int) -> _Seg:
     """Each row's value key, whatever its validity (a NULL row's bytes are any)."""
     dev = col.data.device
     k = col.type.kind
     if k == "null" or n == 0:
-        z = torch.zeros(n, dtype=torch.int64, device=dev)
-        return torch.zeros(0, dtype=torch.uint8, device=dev), z, z
+        return _Seg(mat=torch.zeros((n, 0), dtype=torch.uint8, device=dev))
     if k == "string":
         return _string(col, n)
     if col.type.is_nested:
@@ -156,16 +173,24 @@ def _value(col: Column, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
         if k == "struct":
             return _concat([_child(c, vals.size) for c in vals.children], n, dev)
         m = int(vals.offsets[-1])
-        entries = _concat([_child(c, m) for c in vals.children], m, dev) if len(vals.children) > 1 \
-            else _child(vals.children[0], m)
-        buf, st, ln = entries
+        entries = _concat([_child(c, m) for c in vals.children], m, dev)
+        sizes = vals.offsets[1:] - vals.offsets[:-1]
+        rows = torch.arange(n, dtype=torch.int64, device=dev)
+        if entries.mat is not None:
+            # Entries of one width w: each list is its entries' blocks and an END block, so the
+            # placement is per block (an END block is END and zeros).
+            w = entries.mat.shape[1]
+            out = torch.zeros((m + n, w), dtype=torch.uint8, device=dev)
+            out[torch.arange(m, dtype=torch.int64, device=dev) + entry_rows(vals.offsets)] = entries.mat
+            out[vals.offsets[1:] + rows, 0] = END
+            return _Seg(buf=out.reshape(-1), starts=(vals.offsets[:-1] + rows) * w, lens=(sizes + 1) * w)
+        buf, st, ln = entries.var()
         # an entry's bytes are contiguous and in order: a row's entries are one segment
         eoff = torch.zeros(m + 1, dtype=torch.int64, device=dev)
         torch.cumsum(ln, 0, out=eoff[1:])
-        packed, _ = _gather(buf, st, ln)
         first, last = eoff[vals.offsets[:-1]], eoff[vals.offsets[1:]]
-        return _concat([(packed, first, last - first), _byte(END, torch.ones(n, dtype=torch.int64, device=dev))],
-                       n, dev)
+        end = torch.full((n, 1), END, dtype=torch.uint8, device=dev)
+        return _concat([_Seg(buf=buf, starts=first, lens=last - first), _Seg(mat=end)], n, dev)
     if k not in _SCALAR:
         from sluice.errors import UnsupportedError
         raise UnsupportedError(f"comparing nested values holding {k.upper()}")
@@ -173,32 +198,35 @@ def _value(col: Column, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
     v = float_order_key(v) if v.is_floating_point() else v.to(torch.int64)
     v = v ^ _SIGN
     shifts = torch.arange(60, -1, -6, device=dev)  # 11 characters, most significant first
-    chars = ((v.unsqueeze(1) >> shifts) & 63).to(torch.uint8) + _DIGIT
-    return (chars.reshape(-1), torch.arange(n, device=dev) * _WIDTH,
-            torch.full((n,), _WIDTH, dtype=torch.int64, device=dev))
+    return _Seg(mat=((v.unsqueeze(1) >> shifts) & 63).to(torch.uint8) + _DIGIT)
 
 
-def _string(col: Column, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Each string's bytes as nibble characters, then END."""
+def _string(col: Column, n: int) -> _Seg:
+    """Each string's UTF-8 bytes (0x00 and 0x01 escaped as 0x01 0x02 and 0x01 0x03), then the
+    terminator 0x01 0x01: below every byte that can follow, so a prefix sorts first; the
+    bytes' order is the strings' and the key stays valid UTF-8."""
     dev = col.data.device
     bufs = string_buffers(col.dictionary)
     if bufs is None:
         offs, data = np.zeros(1, np.int64), np.zeros(0, np.uint8)
     else:
         offs, data = bufs
-    nib = np.empty(2 * len(data) + 1, dtype=np.uint8)
-    nib[0:-1:2] = (data >> 4) + _DIGIT
-    nib[1:-1:2] = (data & 15) + _DIGIT
-    nib[-1] = END
-    # per entry: its nibbles and the END after them (written where the next entry starts: a copy
-    # per entry of the END, so entries get their own terminator by a second segment)
-    offs_t = to_device(host_tensor(np.ascontiguousarray(offs, dtype=np.int64)), dev)
+    offs = np.ascontiguousarray(offs, dtype=np.int64)
+    esc = data < 2
+    if esc.any():  # (rare) each 0x00 / 0x01 byte becomes two
+        shift = np.concatenate([[0], np.cumsum(esc)])
+        pos = np.arange(len(data)) + shift[:-1]
+        out = np.empty(len(data) + int(shift[-1]), dtype=np.uint8)
+        out[pos] = np.where(esc, 1, data)
+        out[pos[esc] + 1] = data[esc] + 2
+        data, offs = out, offs + shift[offs]
+    offs_t = to_device(host_tensor(offs), dev)
     codes = col.data.reshape(-1).expand(n).long()
     if offs_t.numel() == 1:
         codes = torch.zeros(n, dtype=torch.int64, device=dev)
-    starts = offs_t[codes] * 2
-    lens = (offs_t[codes + 1] - offs_t[codes]) * 2 if offs_t.numel() > 1 else torch.zeros(n, dtype=torch.int64,
-                                                                                            device=dev)
-    nib_t = to_device(host_tensor(nib), dev)
-    end = torch.full((n,), nib.size - 1, dtype=torch.int64, device=dev)
-    return _concat([(nib_t, starts, lens), (nib_t, end, torch.ones(n, dtype=torch.int64, device=dev))], n, dev)
+        offs_t = torch.zeros(2, dtype=torch.int64, device=dev)
+    starts = offs_t[codes]
+    lens = offs_t[codes + 1] - starts
+    term = torch.full((n, 2), _TERM, dtype=torch.uint8, device=dev)
+    return _concat([_Seg(buf=to_device(host_tensor(np.ascontiguousarray(data)), dev), starts=starts, lens=lens),
+                    _Seg(mat=term)], n, dev)

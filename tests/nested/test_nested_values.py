@@ -129,7 +129,8 @@ GENERATORS = {
             "else (random() * 3)::int - 1 end for x in range((random() * 3)::int)] end",
     "struct": "case when random() < 0.1 then null else {'a': case when random() < 0.2 then null "
               "else (random() * 3)::int end, 'b': case when random() < 0.3 then null "
-              "else ['ab', 'a', '', 'b', 'é'][(random() * 4)::int + 1] end} end",
+              "else ['ab', 'a', '', 'b', 'é', 'a' || chr(1), chr(1), 'a' || chr(1) || 'b'][(random() * 7)::int + 1] "
+              "end} end",
     "deep": "case when random() < 0.1 then null else [case when random() < 0.2 then null else "
             "{'s': ['x', 'xy', null][(random() * 2)::int + 1], "
             "'f': [1.5, -0.0, 0.0, 'nan'::double, null][(random() * 4)::int + 1], "
