@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, child_positions, entry_rows, row_values
+from sluice.chunk import Column, entry_rows, row_values
 from sluice.kernels.buffers import host_tensor, string_buffers, to_device
 from sluice.kernels.values import float_order_key
 from sluice.types import STRING, LType
@@ -126,19 +126,29 @@ def _concat(parts: list[_Seg], n: int, dev) -> _Seg:
     if all(p.mat is not None for p in parts):
         return _Seg(mat=torch.cat([p.mat for p in parts], 1) if parts else
                     torch.zeros((n, 0), dtype=torch.uint8, device=dev))
-    parts = [p.var() for p in parts]
     lens = torch.zeros(n, dtype=torch.int64, device=dev)
-    for _, _, ln in parts:
-        lens = lens + ln
+    for p in parts:
+        lens = lens + (p.lens if p.mat is None else p.mat.shape[1])
     offsets = torch.zeros(n + 1, dtype=torch.int64, device=dev)
     torch.cumsum(lens, 0, out=offsets[1:])
     out = torch.zeros(int(offsets[-1]), dtype=torch.uint8, device=dev)
     at = offsets[:-1].clone()
-    for buf, st, ln in parts:
-        o = torch.zeros(n + 1, dtype=torch.int64, device=dev)
-        torch.cumsum(ln, 0, out=o[1:])
-        out[child_positions(at, ln, o)] = buf[child_positions(st, ln, o)]
-        at = at + ln
+    for p in parts:
+        if p.mat is not None:  # the same width on every row: placed as a block per row
+            w = p.mat.shape[1]
+            if w:
+                out[at.unsqueeze(1) + torch.arange(w, device=dev)] = p.mat
+            at = at + w
+            continue
+        total = int(p.lens.sum())
+        if total:
+            # each byte's row and place in its segment, once for both sides of the copy
+            o = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+            torch.cumsum(p.lens, 0, out=o[1:])
+            rows = torch.repeat_interleave(torch.arange(n, device=dev), p.lens, output_size=total)
+            local = torch.arange(total, device=dev) - o[:-1][rows]
+            out[at[rows] + local] = p.buf[p.starts[rows] + local]
+        at = at + p.lens
     return _Seg(buf=out, starts=offsets[:-1], lens=lens)
 
 
