@@ -22,7 +22,7 @@ from sluice.kernels import window as K
 from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
 from sluice.kernels.keys import float_from_order_key, float_order_key, sortable
 from sluice.plan.logical import MOMENTS, WindowCall
-from sluice.types import FLOAT64
+from sluice.types import FLOAT64, INT64
 
 
 #: Frame bounds a RANGE frame measures from the row's ORDER BY value.
@@ -178,6 +178,25 @@ def _list_agg(r: Rows) -> Column:
     offsets = torch.zeros(nparts + 1, dtype=torch.int64, device=dev)
     torch.cumsum(counts, 0, out=offsets[1:])
     return Column(ident.to(torch.int64), r.t, None, NestedValues((x.take(rows),), offsets, nparts))
+
+
+@window_function("histogram")
+def _histogram(r: Rows) -> Column:
+    """Each partition (sorted by the value) as a map from each non-NULL value to its count:
+    a run of peers is one entry; NULL for a partition without values. On every row."""
+    x, n, dev, part, peers = r.x, r.n, r.dev, r.part, r.peers
+    first = (peers.first == r.idx) if x.valid is None else (peers.first == r.idx) & x.valid.expand(n)
+    runs = torch.nonzero(first).flatten()
+    nparts = int(part.ident[-1]) + 1 if n else 0
+    counts = torch.bincount(part.ident[runs], minlength=nparts)
+    offsets = torch.zeros(nparts + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    keys = x.take(runs)
+    keys = Column(keys.data, keys.type, None, keys.dictionary)  # (valid: runs of values only)
+    sizes = Column(peers.last[runs] - runs + 1, INT64)
+    valid = (counts > 0)[part.ident]
+    return Column(part.ident.to(torch.int64), r.t, None if bool(valid.all()) else valid,
+                  NestedValues((keys, sizes), offsets, nparts))
 
 
 # ---------------------------------------------------------------- over each row's frame

@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
-from sluice.types import BOOL, LType, INT64, FLOAT64, STRING, list_of
+from sluice.types import BOOL, LType, INT64, FLOAT64, STRING, list_of, map_of
 
 
 class PlanNode(abc.ABC):
@@ -269,6 +269,8 @@ class WindowCall:
             return STRING
         if self.func == "list":
             return list_of(self.args[0].type)
+        if self.func == "histogram":
+            return map_of(self.args[0].type, INT64)
         return self.args[0].type
 
     def __str__(self) -> str:

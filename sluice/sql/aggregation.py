@@ -20,7 +20,7 @@ from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, 
                                  Shared, SortKey, Union)
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_mad, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -176,7 +176,8 @@ class Aggregation:
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}
         for node in agg_nodes:
-            if isinstance(node, HOLISTIC) or is_mad(node) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
+            if isinstance(node, HOLISTIC) or is_named_holistic(node) or (
+                    isinstance(node, exp.Filter) and (isinstance(node.this, HOLISTIC) or is_named_holistic(node.this))):
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
             else:
                 call = self._agg_call(node, ctx)
@@ -254,6 +255,15 @@ class Aggregation:
                 order = tuple(SortKey(k.expr, not k.ascending, not k.nulls_first) for k in order)
             call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
             plan = Window(plan, part, order, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if is_histogram(node):
+            # HISTOGRAM: the group's rows sorted by the value; each run of equal non-NULL
+            # values is a map entry (the value, its count), keys ascending as DuckDB's
+            e = self.expr(node.expressions[0], ctx)
+            if e.type.kind == "null":
+                raise UnsupportedError("HISTOGRAM of an untyped NULL")
+            call = WindowCall("histogram", (e,))
+            plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
         if is_mad(node):
             # MAD: the median of the distances from the median (decimals and REALs in their

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from sluice.sql.syntax import is_mad
+from sluice.sql.syntax import is_named_holistic
 
 from sluice.errors import UnsupportedError
 
@@ -520,7 +520,7 @@ def check_supported(tree: exp.Expression) -> None:
     """Raise :class:`UnsupportedError` for the first construct in ``tree`` that sluice would
     not translate in full."""
     for node in tree.walk():
-        if is_mad(node):  # MAD(x): an aggregate sqlglot does not know
+        if is_named_holistic(node):  # MAD(x), HISTOGRAM(x): aggregates sqlglot does not know
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
                 and str(node.this).lower() not in KNOWN_CALLS:

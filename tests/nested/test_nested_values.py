@@ -73,6 +73,11 @@ QUERIES = [
     "select list(kind), array_agg(tags) from events where event_id = 5",
     "select kind, arg_min(tags, event_id), first(user order by event_id desc), last(attrs order by event_id) "
     "from events group by kind order by 1",
+    # HISTOGRAM: a MAP of each non-NULL value to its count, keys ascending; no values: NULL
+    "select kind, histogram(user.address.city) from events group by kind order by 1",
+    "select histogram(tags[1]), histogram(event_id % 5), histogram(scores[1]), histogram(ts::date) from events",
+    "select histogram(tags) from events where event_id < 50",
+    "select histogram(kind) from events where event_id < 0",
     # list-producing scalar functions (per distinct string: pyarrow's kernels over the dictionary)
     "select event_id, list_slice(tags, 1, 2), array_slice(scores, -2, 10), list_slice(scores, 0, -1), "
     "array_slice(scores, null, 2) from events order by 1",
@@ -168,7 +173,9 @@ REFUSED = [
     ("select string_split(kind, kind) from events", "STRING_SPLIT with a separator that is not a string constant"),
     ("select list_slice(tags, 1, 2, 2) from events", "LIST_SLICE with a step"),
     ("select array_slice(kind, 1, 2) from events", "ARRAY_SLICE of a string"),
-    ("select histogram(kind) from events", "HISTOGRAM"),
+    ("select histogram(kind) filter (where event_id > 3) from events", "FILTER on HISTOGRAM"),
+    ("select mad(event_id) filter (where event_id > 3) from events", "FILTER on MAD"),  # was an internal error
+    ("select histogram(kind) over () from events", "HISTOGRAM as a window function"),
 ]
 
 
