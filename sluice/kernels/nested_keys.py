@@ -170,12 +170,30 @@ def _child(col: Column, n: int) -> _Seg:
     return _concat([_Seg(mat=_marker(valid)), _Seg(buf=buf, starts=st, lens=ln * valid)], n, dev)
 
 
+def _fixed_width(t: LType) -> int | None:
+    """The key width of every value of type ``t`` where it has one (numbers, structs of them)."""
+    if t.kind == "null":
+        return 0
+    if t.kind in ("string", "list", "map"):
+        return None
+    if t.kind == "struct":
+        ws = [_fixed_width(u) for _, u in t.args]
+        return None if any(w is None for w in ws) else sum(1 + w for w in ws)
+    return _WIDTH
+
+
 def _value(col: Column, n: int) -> _Seg:
     """Each row's value key, whatever its validity (a NULL row's bytes are any)."""
     dev = col.data.device
     k = col.type.kind
     if k == "null" or n == 0:
-        return _Seg(mat=torch.zeros((n, 0), dtype=torch.uint8, device=dev))
+        # (no rows: still the form the type always has, or an empty list's END block would be
+        # as wide as this chunk's entries and its key differ from another chunk's)
+        w = 0 if k == "null" else _fixed_width(col.type)
+        if w is None:
+            z = torch.zeros(0, dtype=torch.int64, device=dev)
+            return _Seg(buf=torch.zeros(0, dtype=torch.uint8, device=dev), starts=z, lens=z)
+        return _Seg(mat=torch.zeros((n, w), dtype=torch.uint8, device=dev))
     if k == "string":
         return _string(col, n)
     if col.type.is_nested:
