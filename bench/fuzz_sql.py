@@ -276,6 +276,67 @@ def nested_pred():
 
 
 def nested_query():
+    q = _nested_query()
+    # nested values as values and lists made by aggregation (issue 51's second slice): from
+    # their own RNG, drawn after the query above so _NR's stream is unchanged
+    return nested_value_query() if _VR.random() < 0.5 else q
+
+
+_VR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_NESTED_KEYS = ["tags", "scores", "user", "user.address", "attrs", "items", "[event_id % 3, null]",
+                "{'a': kind, 'b': tags[1]}", "list_sort(tags)", "map_keys(attrs)"]
+_NESTED_PAIRS = [("tags", "['red']"), ("scores", "[50, null]"), ("user.address", "user.address"), ("items", "items"),
+                 ("scores", "list_sort(scores)"), ("list_sort(tags)", "list_sort(list_distinct(tags))"), ("attrs", "attrs"),
+                 ("[event_id % 2, user.id]", "[1, null]"), ("{'k': kind}", "{'k': 'buy'}")]
+
+
+def nested_value_query():
+    """GROUP BY / DISTINCT / ORDER BY / joins / set operations / comparisons on nested values, and
+    LIST / ARRAY_AGG."""
+    r = _VR
+    nv = r.choice(_NESTED_KEYS)
+    where = f" where {r.choice(['event_id % 2 = 0', 'len(tags) > 1', 'user is not null', 'kind = ' + repr('buy')])}" \
+        if r.random() < .4 else ""
+    k = r.random()
+    if k < .15:
+        return f"select {nv}, count(*), sum(event_id) from ev{where} group by 1"
+    if k < .25:
+        return f"select distinct {nv} from ev{where}" if r.random() < .6 else f"select count(distinct {nv}) from ev{where}"
+    if k < .4:
+        return (f"select event_id, {nv} from ev{where} order by {nv} {r.choice(['', 'desc'])} "
+                f"{r.choice(['', 'nulls first', 'nulls last'])}, event_id limit {r.randint(1, 40)}")
+    if k < .55:
+        a, b = r.choice(_NESTED_PAIRS)
+        op = r.choice(["=", "<>", "<", "<=", ">", ">=", "is distinct from", "is not distinct from"])
+        if r.random() < .5:
+            return f"select event_id, {a} {op} {b} from ev{where}"
+        return f"select count(*) from ev where {a} {op} {b}"
+    if k < .65:
+        c = r.choice(["tags", "scores", "user", "user.address", "attrs"])
+        return f"select a.event_id, b.event_id from ev a {r.choice(['', 'left'])} join ev b on a.{c} = b.{c}"
+    if k < .75:
+        op = r.choice(["union", "union all", "intersect", "except", "intersect all", "except all"])
+        return f"select {nv} from ev{where} {op} select {nv} from ev where event_id % {r.randint(2, 4)} = 0"
+    if k < .78:
+        f = r.choice([f"list_slice(scores, {r.randint(-3, 3)}, {r.randint(-3, 4)})", "array_slice(tags, 2, null)",
+                      f"string_split(user.name, {r.choice(['a', 'an', 'x', ' '])!r})", "str_split(tags[1], ',')",
+                      f"regexp_extract_all(user.name, {r.choice(['[aeiou]+', 'a|e', '[a-z][a-z]'])!r})",
+                      f"regexp_extract_all(user.address.city, '(a)|([a-z])', {r.randint(0, 2)})"])
+        return f"select event_id, {f} from ev{where}" if r.random() < .7 else f"select {f}, count(*) from ev group by 1"
+    if k < .82:
+        return f"select event_id from ev where tags in (['red'], ['sale', 'blue'], {r.choice(['null', 'tags', '[kind, null]'])})"
+    order = r.choice(["event_id", "event_id desc", "ts nulls first, event_id"])
+    x = r.choice(["event_id", "kind", "tags", "user.address", "scores[1]", "attrs"])
+    distinct = r.choice(["kind", "scores[1]", "tags[1]", "tags"])
+    aggs = (f"list({x} order by {order}), array_agg(distinct {distinct} order by {distinct})"
+            + (f", histogram({r.choice(['kind', 'scores[1]', 'tags[1]', 'user.address.city', 'tags'])})"
+               if r.random() < .5 else ""))
+    if r.random() < .6:
+        return f"select {r.choice(['kind', 'user.address', 'tags'])} as g, {aggs} from ev{where} group by 1"
+    return f"select {aggs} from ev{where}"
+
+
+def _nested_query():
     k = _NR.random()
     where = f" where {nested_pred()}" if _NR.random() < .5 else ""
     if k < 0.55:

@@ -293,6 +293,55 @@ class StringMinMaxAcc(MinMaxAcc):
         return Column(v.data, out_type, valid, v.dictionary)
 
 
+class NestedPickAcc(Accumulator):
+    """MIN / MAX of a nested column where every row of a group holds the same value -- the
+    per-group result a holistic aggregate's window put on each row (LIST, FIRST ... of nested
+    values): one row's value per group (its state a nested column, merged the same way). The
+    translator refuses MIN / MAX of a user's nested column, whose values differ in a group."""
+
+    kind = "pick"
+
+    def _pick(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> dict[str, Column]:
+        dev = ids.device
+        n = ids.numel()
+        rows = torch.arange(n, dtype=torch.int64, device=dev)
+        if valid is not None:
+            rows = torch.where(valid, rows, torch.full_like(rows, n))
+        first = torch.full((g,), n, dtype=torch.int64, device=dev).scatter_reduce_(0, ids, rows, reduce="amin")
+        seen = first < n
+        picked = col.expand(n).take(first.clamp(max=max(n - 1, 0))) if n else _null_nested(self.arg_type, g, dev)
+        v = seen if picked.valid is None else (seen & picked.valid)
+        return {self.name("v"): Column(picked.data, picked.type, v, picked.dictionary),
+                self.name("n"): Column(seen.to(torch.int64) if valid is None else count_by(ids, g, valid), INT64)}
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        return self._pick(arg, ids, g, valid)
+
+    def merge(self, state, ids, g):
+        n = self._n(state)
+        out = self._pick(state[self.name("v")], ids, g, n > 0)
+        out[self.name("n")] = Column(_sum_by(ids, g, n), INT64)
+        return out
+
+    def identity(self, g, dev):
+        return {self.name("v"): _null_nested(self.arg_type, g, dev),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, func, out_type):
+        n = self._n(state)
+        v = state[self.name("v")]
+        valid = n > 0 if v.valid is None else (v.valid & (n > 0))
+        return Column(v.data, out_type, None if bool(valid.all()) else valid, v.dictionary)
+
+
+def _null_nested(t: LType, g: int, dev) -> Column:
+    """``g`` NULLs of nested type ``t`` (codes into one empty entry)."""
+    from sluice.expr.constants import literal_column
+    from sluice.expr.nodes import Lit
+    return literal_column(Lit(None, t), dev).expand(g)
+
+
 #: Statistical aggregates sharing one state of (count, mean, sum of squared deviations).
 MOMENTS = {"var_samp", "var_pop", "stddev_samp", "stddev_pop"}
 
@@ -421,6 +470,8 @@ def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumula
     if func in ("sum", "avg"):
         return SumAcc(prefix, arg_type)
     if func in ("min", "max"):
+        if arg_type.is_nested:
+            return NestedPickAcc(prefix, arg_type)
         if arg_type.kind == "string":
             return StringMinMaxAcc(prefix, arg_type, func)
         return MinMaxAcc(prefix, arg_type, func)

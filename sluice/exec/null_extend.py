@@ -7,13 +7,18 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk, Column, empty_column
+from sluice.expr.constants import literal_column
+from sluice.expr.nodes import Lit
 from sluice.types import LType
 
 
 def null_column(t: LType, n: int, device: torch.device, dictionary=None) -> Column:
-    """``n`` NULLs of type ``t`` (a string column keeps ``dictionary`` so pages concatenate)."""
+    """``n`` NULLs of type ``t`` (a string or nested column keeps ``dictionary`` so pages
+    concatenate)."""
     d = dictionary if (dictionary is not None and len(dictionary)) else \
         (pa.array([""], pa.string()) if t.kind == "string" else None)
+    if t.is_nested and d is None:  # (no values seen on that side: the codes index a NULL's one entry)
+        d = literal_column(Lit(None, t), device).dictionary
     return Column(torch.zeros(n, dtype=t.torch_dtype, device=device), t,
                   torch.zeros(n, dtype=torch.bool, device=device), d)
 

@@ -14,15 +14,15 @@ from typing import Callable
 
 import torch
 
-from sluice.chunk import Chunk, Column, lookup, unify_dictionaries
+from sluice.chunk import Chunk, Column, NestedValues, lookup, unify_dictionaries
 from sluice.errors import InternalError
 from sluice.expr.evaluate import evaluate
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.kernels import window as K
 from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
-from sluice.kernels.keys import float_from_order_key, float_order_key
+from sluice.kernels.keys import float_from_order_key, float_order_key, sortable
 from sluice.plan.logical import MOMENTS, WindowCall
-from sluice.types import FLOAT64
+from sluice.types import FLOAT64, INT64
 
 
 #: Frame bounds a RANGE frame measures from the row's ORDER BY value.
@@ -156,6 +156,47 @@ def _lag_lead(r: Rows) -> Column:
 @window_function("string_agg")
 def _string_agg_call(r: Rows) -> Column:
     return _string_agg(r.x, str(r.call.params[0]), bool(r.call.params[1]), r.part, r.t, r.n)
+
+
+@window_function("list")
+def _list_agg(r: Rows) -> Column:
+    """Each partition's values in row order (NULLs kept) as one list, on every row of the
+    partition: the values are the list's elements as they stand, the partitions its offsets
+    -- no copy per row. DISTINCT: a value equal to the previous one in its partition (sorted
+    by it; NULL equal to NULL) is skipped."""
+    x, n, dev, ident = r.x, r.n, r.dev, r.part.ident
+    rows = torch.arange(n, device=dev)
+    if bool(r.call.params[0]) and n > 1:
+        v = sortable(x)
+        valid = torch.ones(n, dtype=torch.bool, device=dev) if x.valid is None else x.valid.expand(n)
+        same = ((v[1:] == v[:-1]) & valid[1:] & valid[:-1]) | (~valid[1:] & ~valid[:-1])
+        dup = torch.zeros(n, dtype=torch.bool, device=dev)
+        dup[1:] = same & (ident[1:] == ident[:-1])
+        rows = rows[~dup]
+    nparts = int(ident[-1]) + 1 if n else 0
+    counts = torch.bincount(ident[rows], minlength=nparts)
+    offsets = torch.zeros(nparts + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    return Column(ident.to(torch.int64), r.t, None, NestedValues((x.take(rows),), offsets, nparts))
+
+
+@window_function("histogram")
+def _histogram(r: Rows) -> Column:
+    """Each partition (sorted by the value) as a map from each non-NULL value to its count:
+    a run of peers is one entry; NULL for a partition without values. On every row."""
+    x, n, dev, part, peers = r.x, r.n, r.dev, r.part, r.peers
+    first = (peers.first == r.idx) if x.valid is None else (peers.first == r.idx) & x.valid.expand(n)
+    runs = torch.nonzero(first).flatten()
+    nparts = int(part.ident[-1]) + 1 if n else 0
+    counts = torch.bincount(part.ident[runs], minlength=nparts)
+    offsets = torch.zeros(nparts + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    keys = x.take(runs)
+    keys = Column(keys.data, keys.type, None, keys.dictionary)  # (valid: runs of values only)
+    sizes = Column(peers.last[runs] - runs + 1, INT64)
+    valid = (counts > 0)[part.ident]
+    return Column(part.ident.to(torch.int64), r.t, None if bool(valid.all()) else valid,
+                  NestedValues((keys, sizes), offsets, nparts))
 
 
 # ---------------------------------------------------------------- over each row's frame

@@ -16,6 +16,7 @@ import pyarrow as pa
 import torch
 
 from sluice.chunk import Column, DictionaryCache, host_tensor, lookup, string_buffers
+from sluice.kernels.nested_keys import key_column
 from sluice.kernels.values import to_type
 from sluice.types import LType
 
@@ -40,9 +41,6 @@ def mix64(x: torch.Tensor) -> torch.Tensor:
 
 def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     """int64 tensor whose equality is SQL equality of ``col``'s values (as type ``t``)."""
-    if col.type.is_nested:
-        from sluice.errors import UnsupportedError
-        raise UnsupportedError(f"hashing (a join, grouping or DISTINCT key) a {col.type.kind.upper()} value")
     if col.type.kind == "string":
         return lookup(_string_hashes(col.dictionary).to(col.data.device), col.data)
     if t is not None and t != col.type and t.is_numeric and col.type.is_numeric:
@@ -61,7 +59,7 @@ def hash_columns(cols: list[Column], n: int, types: list[LType] | None = None) -
     """Per-row 64-bit hash of the key ``cols`` (each converted to ``types[i]`` if given)."""
     h = None
     for i, c in enumerate(cols):
-        c = c.expand(n)
+        c = key_column(c.expand(n))  # a nested value: its order key
         v = _value_bits(c, types[i] if types else None)
         if c.valid is not None:
             v = torch.where(c.valid, v, torch.full_like(v, _NULL_HASH))

@@ -17,7 +17,9 @@ import torch
 from sluice.chunk import Column, host_tensor, lookup, positions, to_device, unify_dictionaries
 from sluice.errors import DataError
 from sluice.kernels.checks import fail_if
-from sluice.kernels.values import dictionary_rank, to_type
+from sluice.kernels.nested_keys import key_column
+from sluice.kernels.values import (dictionary_rank, float_from_order_key, float_order_key,  # noqa: F401 - re-exported
+                                    to_type)
 from sluice.types import LType
 
 #: Largest code range we address directly (bincount / direct tables) relative to row count.
@@ -67,39 +69,10 @@ def hash_slot(v: torch.Tensor, log2: int) -> torch.Tensor:
     return ((v * GOLDEN) >> (64 - log2)) & ((1 << log2) - 1)
 
 
-_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
-
-
-def float_order_key(v: torch.Tensor) -> torch.Tensor:
-    """Floats as int64 keys in DuckDB's total order: -0.0 equals 0.0, every NaN equals every
-    other and sorts above +inf (as in DuckDB and PostgreSQL; IEEE comparisons would make a NaN
-    key its own group and drop it from MIN and from ``x < NaN``). The map is monotonic, so
-    MIN/MAX, sorting, grouping and joining on the keys give SQL's answers;
-    :func:`float_from_order_key` inverts it."""
-    x = v.to(torch.float64) + 0.0  # -0.0 + 0.0 is +0.0
-    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)
-    b = x.view(torch.int64)
-    return b ^ ((b >> 63) & _MAGNITUDE)
-
-
-def float_from_order_key(k: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """The float of a :func:`float_order_key` (the map is its own inverse on the bits)."""
-    return (k ^ ((k >> 63) & _MAGNITUDE)).view(torch.float64).to(dtype)
-
-
-def refuse_nested(col: Column, what: str) -> None:
-    """A LIST / STRUCT / MAP key is refused: its ``data`` are codes into its values, equal
-    values may have different codes (the translator refuses these keys first; this stops any
-    path it misses from a wrong answer)."""
-    if col.type.is_nested:
-        from sluice.errors import UnsupportedError
-        raise UnsupportedError(f"{what} on a {col.type.kind.upper()} value")
-
-
 def sortable(col: Column, t: LType | None = None) -> torch.Tensor:
     """Values as a tensor whose order and equality match SQL's (decimals share scale; floats
     as :func:`float_order_key`)."""
-    refuse_nested(col, "ordering")
+    col = key_column(col)  # a nested value: its order key (kernels/nested_keys.py)
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
         return lookup(to_device(dictionary_rank(d), codes.device), codes)
@@ -151,8 +124,7 @@ def column_codes(col: Column, n: int, known: tuple[int, int] | None = None) -> t
     """Codes 0..k-1 of one key column (NULL gets code k-1 when the column has nulls): int32
     where they come so (a dictionary's codes), else int64. ``known``: the column's (lo, hi)
     from statistics (see :func:`_int_codes`)."""
-    col = col.expand(n)
-    refuse_nested(col, "grouping or DISTINCT")
+    col = key_column(col.expand(n))
     if col.type.kind == "string":
         d, (codes,) = unify_dictionaries([col])
         k = max(len(d), 1)  # codes index the deduplicated dictionary
@@ -230,6 +202,7 @@ def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
     range is then not read back from the device: :func:`_int_codes`)."""
     if not cols:
         return torch.zeros(1, dtype=torch.int64, device=device).expand(n), 1
+    cols = [key_column(c) for c in cols]
     known = tuple(known) if known is not None else (None,) * len(cols)
     if determining and (state is None or state.shortcut) and len(cols) > 1 and \
             any(c.type.kind == "string" for c in cols):
@@ -342,7 +315,7 @@ class BuildKeys:
         valid = None
         codes_all = []
         for c, t in zip(cols, types):
-            c = c.expand(n)
+            c = key_column(c.expand(n))
             if c.valid is not None:
                 valid = c.valid if valid is None else (valid & c.valid)
             if c.type.kind == "string":
@@ -392,7 +365,7 @@ class BuildKeys:
         ok = None
         codes_all = []
         for c, t, spec in zip(cols, self.types, self.specs):
-            c = c.expand(n)
+            c = key_column(c.expand(n))
             if c.valid is not None:
                 ok = c.valid if ok is None else (ok & c.valid)
             kind = spec[0]

@@ -138,3 +138,23 @@ def dictionary_rank(d: pa.Array) -> torch.Tensor:
     rank = np.empty(len(d), dtype=np.int64)
     rank[order] = np.arange(len(d))
     return host_tensor(rank)
+
+
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
+def float_order_key(v: torch.Tensor) -> torch.Tensor:
+    """Floats as int64 keys in DuckDB's total order: -0.0 equals 0.0, every NaN equals every
+    other and sorts above +inf (as in DuckDB and PostgreSQL; IEEE comparisons would make a NaN
+    key its own group and drop it from MIN and from ``x < NaN``). The map is monotonic, so
+    MIN/MAX, sorting, grouping and joining on the keys give SQL's answers;
+    :func:`float_from_order_key` inverts it."""
+    x = v.to(torch.float64) + 0.0  # -0.0 + 0.0 is +0.0
+    x = torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)
+    b = x.view(torch.int64)
+    return b ^ ((b >> 63) & _MAGNITUDE)
+
+
+def float_from_order_key(k: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The float of a :func:`float_order_key` (the map is its own inverse on the bits)."""
+    return (k ^ ((k >> 63) & _MAGNITUDE)).view(torch.float64).to(dtype)

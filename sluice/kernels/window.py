@@ -23,11 +23,13 @@ import torch
 from sluice.chunk import Column, unify_dictionaries
 from sluice.errors import ExecutionError
 from sluice.kernels.keys import float_from_order_key, float_order_key
+from sluice.kernels.nested_keys import key_column
 
 
 def _same_as_previous(col: Column, n: int) -> torch.Tensor:
-    """Whether row i equals row i-1 (for i >= 1; NULL equals NULL, NaN equals NaN)."""
-    col = col.expand(n)
+    """Whether row i equals row i-1 (for i >= 1; NULL equals NULL, NaN equals NaN; nested
+    values by their order keys, never their codes)."""
+    col = key_column(col.expand(n))
     if col.type.kind == "string":
         _, (v,) = unify_dictionaries([col])
     else:

@@ -12,7 +12,7 @@ from typing import ClassVar, Sequence
 
 from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
-from sluice.types import BOOL, LType, INT64, FLOAT64, STRING
+from sluice.types import BOOL, LType, INT64, FLOAT64, STRING, list_of, map_of
 
 
 class PlanNode(abc.ABC):
@@ -267,6 +267,10 @@ class WindowCall:
             return FLOAT64  # (a REAL's is a REAL, as DuckDB's)
         if self.func == "string_agg":
             return STRING
+        if self.func == "list":
+            return list_of(self.args[0].type)
+        if self.func == "histogram":
+            return map_of(self.args[0].type, INT64)
         return self.args[0].type
 
     def __str__(self) -> str:

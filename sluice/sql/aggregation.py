@@ -20,7 +20,7 @@ from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, 
                                  Shared, SortKey, Union)
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_mad, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -148,8 +148,6 @@ class Aggregation:
                         e = self.expr(alias_map[g.name.lower()], ctx)
                     else:
                         raise
-                if e.type.is_nested:
-                    raise UnsupportedError(f"GROUP BY on a {e.type.kind.upper()} column")
                 if e in group_map:
                     position[id(g0)] = [n for n, _ in keys].index(group_map[e].name)
                     continue
@@ -178,7 +176,8 @@ class Aggregation:
         seen: dict[AggCall, Col] = {}
         agg_cols: dict[int, Col] = {}
         for node in agg_nodes:
-            if isinstance(node, HOLISTIC) or is_mad(node) or (isinstance(node, exp.Filter) and isinstance(node.this, HOLISTIC)):
+            if isinstance(node, HOLISTIC) or is_named_holistic(node) or (
+                    isinstance(node, exp.Filter) and (isinstance(node.this, HOLISTIC) or is_named_holistic(node.this))):
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
             else:
                 call = self._agg_call(node, ctx)
@@ -242,6 +241,8 @@ class Aggregation:
             return plan, AggCall("min", Col(wname, call.type))
         if isinstance(node, exp.GroupConcat):
             return self._string_agg(plan, node, part, wname, ctx)
+        if isinstance(node, exp.ArrayAgg):
+            return self._list_agg(plan, node, part, wname, ctx)
         if isinstance(node, (exp.First, exp.Last)):
             # FIRST / LAST (x ORDER BY k): the value (NULL too) of the group's first / last row
             # by k; without an ORDER BY the first row is whichever arrives first: refused.
@@ -254,6 +255,15 @@ class Aggregation:
                 order = tuple(SortKey(k.expr, not k.ascending, not k.nulls_first) for k in order)
             call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
             plan = Window(plan, part, order, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if is_histogram(node):
+            # HISTOGRAM: the group's rows sorted by the value; each run of equal non-NULL
+            # values is a map entry (the value, its count), keys ascending as DuckDB's
+            e = self.expr(node.expressions[0], ctx)
+            if e.type.kind == "null":
+                raise UnsupportedError("HISTOGRAM of an untyped NULL")
+            call = WindowCall("histogram", (e,))
+            plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
         if is_mad(node):
             # MAD: the median of the distances from the median (decimals and REALs in their
@@ -346,6 +356,32 @@ class Aggregation:
         plan = Window(plan, part, order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
+    def _list_agg(self, plan, node: exp.ArrayAgg, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """LIST / ARRAY_AGG (x [ORDER BY ...]): the group's values, NULLs kept, in the ORDER BY
+        given (else as the rows come); DISTINCT keeps each value once (NULL too), ordered by the
+        value, as DuckDB. A window over the group's rows builds the list once per group."""
+        arg, order = node.this, ()
+        if isinstance(arg, exp.Order):
+            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
+            arg = arg.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("DISTINCT aggregates over several arguments")
+            arg = arg.expressions[0]
+        if arg is None:
+            raise wrong_arguments("LIST")
+        e = self.expr(arg, ctx)
+        if e.type.kind == "null":
+            raise UnsupportedError("LIST of an untyped NULL")
+        if distinct:
+            if order and not all(k.expr == e for k in order):
+                raise UnsupportedError("LIST(DISTINCT x ORDER BY another expression)")
+            order = order or (SortKey(e, True, False),)
+        call = WindowCall("list", (e,), (distinct,))
+        plan = Window(plan, part, order, ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
         if isinstance(node, exp.Filter):
             # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
@@ -377,7 +413,7 @@ class Aggregation:
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
-        if e.type.is_nested and not (func == "count" and not distinct):
+        if e.type.is_nested and func != "count":  # COUNT (DISTINCT: by order keys) only
             raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
                                    f"{e.type.kind.upper()} column")
         e = _typed_null_argument(e, func in _NUMERIC_AGGS, isinstance(node, _BOOL_AGGS))

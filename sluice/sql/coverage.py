@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from sluice.sql.syntax import is_mad
+from sluice.sql.syntax import is_named_holistic
 
 from sluice.errors import UnsupportedError
 
@@ -121,7 +121,8 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
                 "array_extract": "list_extract", "element_at": "map_extract", "map_extract": "map_extract",
                 "map_extract_value": "map_extract_value", "map_values": "map_values", "cardinality": "list_len",
                 "len": "list_len", "list_concat": "list_concat", "list_cat": "list_concat",
-                "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct"}
+                "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct",
+                "list_slice": "list_slice"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
@@ -189,10 +190,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Grouping: {"expressions": READ},
     exp.Group: {"expressions": READ, "all": READ, "rollup": refuse("ROLLUP"),
                 "cube": refuse("CUBE"), "grouping_sets": refuse("GROUPING SETS"), "totals": refuse("WITH TOTALS")},
-    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST.
+    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST, LIST.
     exp.Order: {"expressions": READ,
                 "this": only(lambda v: isinstance(v.parent, exp.Order)
-                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last)),
+                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg)),
                              "ORDER BY inside this function's arguments"),
                 "siblings": refuse("ORDER SIBLINGS BY")},
     exp.Ordered: {"this": READ, "desc": READ, "nulls_first": READ, "with_fill": refuse("WITH FILL")},
@@ -320,6 +321,15 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.DayOfWeek: _UNARY,
     exp.DayOfYear: _UNARY,
     exp.TimeToUnix: _UNARY,
+    exp.RegexpExtractAll: {"this": READ, "expression": READ, "group": READ,
+                           "parameters": refuse("REGEXP_EXTRACT_ALL options"),
+                           "position": refuse("REGEXP_EXTRACT_ALL with a position"),
+                           "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
+    exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
+                "null_returns_null": refuse("SPLIT returning NULL for a NULL separator"),
+                "empty_delimiter_returns_whole": refuse("SPLIT of an empty separator as the whole string")},
+    exp.ArraySlice: {"this": READ, "start": READ, "end": READ, "step": refuse("ARRAY_SLICE with a step"),
+                     "is_length": refuse("ARRAY_SLICE by length"), "zero_based": refuse("zero-based ARRAY_SLICE")},
     exp.RegexpExtract: {"this": READ, "expression": READ, "group": READ,
                         "position": refuse("REGEXP_EXTRACT with a position"),
                         "occurrence": refuse("REGEXP_EXTRACT with an occurrence"),
@@ -395,6 +405,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.WithinGroup: {"this": READ, "expression": READ},
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
+    exp.ArrayAgg: {"this": READ, "nulls_excluded": refuse("LIST / ARRAY_AGG ... IGNORE NULLS")},
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},
@@ -509,7 +520,7 @@ def check_supported(tree: exp.Expression) -> None:
     """Raise :class:`UnsupportedError` for the first construct in ``tree`` that sluice would
     not translate in full."""
     for node in tree.walk():
-        if is_mad(node):  # MAD(x): an aggregate sqlglot does not know
+        if is_named_holistic(node):  # MAD(x), HISTOGRAM(x): aggregates sqlglot does not know
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
                 and str(node.this).lower() not in KNOWN_CALLS:

@@ -358,7 +358,7 @@ class Expressions:
         vals = [self.expr(v, ctx) for v in n.expressions]
         if a.type.kind == "null":  # NULL IN (...) is NULL
             return Lit(None, BOOL)
-        if all(isinstance(v, Lit) for v in vals):
+        if all(isinstance(v, Lit) for v in vals) and not a.type.is_nested:
             conv = []
             for v in vals:
                 _, v2 = _coerce_compare(a, v)

@@ -14,6 +14,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import Expr, Lit
+from sluice.types import INT64
 from sluice.sql.coverage import NESTED_CALLS
 from sluice.sql.expressions import handles
 from sluice.sql.scope import Ctx
@@ -138,12 +139,59 @@ class NestedExpressions:
     def _x_map_keys(self, n, ctx):
         return E.make_func("map_keys", [self.expr(n.this, ctx)])
 
+    @handles(exp.ArraySlice)
+    def _x_array_slice(self, n: exp.ArraySlice, ctx):
+        """ARRAY_SLICE(l, a, b): ``l[a:b]`` (of a list; a string's is SUBSTRING's, refused)."""
+        if n.args.get("step") is not None:
+            raise UnsupportedError("ARRAY_SLICE with a step")
+        if n.args.get("start") is None or n.args.get("end") is None:
+            raise PlanError("ARRAY_SLICE takes a list, a start and an end")
+        return self._slice([self.expr(x, ctx) for x in (n.this, n.args["start"], n.args["end"])])
+
+    def _slice(self, args: list[Expr]) -> Expr:
+        if len(args) == 4:
+            raise UnsupportedError("LIST_SLICE with a step")
+        if len(args) != 3:
+            raise PlanError("LIST_SLICE takes a list, a start and an end")
+        if args[0].type.kind != "list":
+            raise UnsupportedError(f"LIST_SLICE / ARRAY_SLICE of a {args[0].type} value")
+        args = args[:1] + [Lit(None, INT64) if b.type.kind == "null" else b for b in args[1:]]  # NULL bound: NULL
+        return E.make_func("list_slice", args, (True, True))
+
+    @handles(exp.Split)
+    def _x_string_split(self, n: exp.Split, ctx):
+        """STRING_SPLIT / STR_SPLIT(s, sep) with a constant separator (NULL: ``[s]``)."""
+        sep = self.expr(n.expression, ctx)
+        if not isinstance(sep, Lit) or sep.type.kind not in ("string", "null"):
+            raise UnsupportedError("STRING_SPLIT with a separator that is not a string constant")
+        if sep.value == "":
+            raise UnsupportedError("STRING_SPLIT with an empty separator")
+        return E.make_func("string_split", [self.expr(n.this, ctx)], (sep.value,))
+
+    @handles(exp.RegexpExtractAll)
+    def _x_regexp_extract_all(self, n: exp.RegexpExtractAll, ctx):
+        """REGEXP_EXTRACT_ALL(s, pattern [, group]) with a constant pattern and group."""
+        from sluice.expr.functions.string_lists import check_regex_group
+        pat = self.expr(n.expression, ctx)
+        if not isinstance(pat, Lit) or pat.type.kind != "string" or pat.value is None:
+            raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that is not a string constant")
+        group = 0
+        if n.args.get("group") is not None:
+            g = self.expr(n.args["group"], ctx)
+            if not isinstance(g, Lit) or not g.type.is_integer or g.value is None:
+                raise UnsupportedError("REGEXP_EXTRACT_ALL with a group that is not an integer constant")
+            group = int(g.value)
+        check_regex_group(pat.value, group)
+        return E.make_func("regexp_extract_all", [self.expr(n.this, ctx)], (pat.value, group))
+
     def nested_call(self, name: str, n: exp.Anonymous, ctx) -> Expr:
         """A call of ``NESTED_CALLS`` by name."""
         op = NESTED_CALLS[name]
         args = [self.expr(x, ctx) for x in n.expressions]
         if op == "list_sort":
             return _list_sort(args, n)
+        if op == "list_slice":
+            return self._slice(args)
         want = {"list_concat": 2, "list_contains": 2, "list_extract": 2, "map_extract": 2,
                 "map_extract_value": 2}.get(op, 1)
         if len(args) != want:

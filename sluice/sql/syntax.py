@@ -25,7 +25,7 @@ _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
 #: Holistic aggregates: computed by a window over each group's rows in a chosen order, whose
 #: per-group result the aggregation then takes (``Translator._holistic``).
 HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.WithinGroup,
-            exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.Mode, exp.First, exp.Last)
+            exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.Mode, exp.First, exp.Last, exp.ArrayAgg)
 
 
 _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
@@ -102,9 +102,20 @@ def is_mad(n: exp.Expression) -> bool:
     return isinstance(n, exp.Anonymous) and str(n.this).lower() == "mad" and len(n.expressions) == 1
 
 
+def is_histogram(n: exp.Expression) -> bool:
+    """HISTOGRAM(x), an unknown function to sqlglot: a holistic aggregate here (a MAP)."""
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() == "histogram" and len(n.expressions) == 1
+
+
+def is_named_holistic(n: exp.Expression) -> bool:
+    """A holistic aggregate sqlglot parses as an unknown function (MAD, HISTOGRAM)."""
+    return is_mad(n) or is_histogram(n)
+
+
 def _is_aggregate(n: exp.Expression) -> bool:
     kinds = tuple(AGG_FUNCS) + HOLISTIC
-    return isinstance(n, kinds) or is_mad(n) or (isinstance(n, exp.Filter) and (isinstance(n.this, kinds) or is_mad(n.this)))
+    return isinstance(n, kinds) or is_named_holistic(n) or (
+        isinstance(n, exp.Filter) and (isinstance(n.this, kinds) or is_named_holistic(n.this)))
 
 
 def _set_members(group: exp.Group) -> list[exp.Expression]:

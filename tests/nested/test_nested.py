@@ -78,24 +78,16 @@ QUERIES = [
 
 #: Not implemented yet: each refused in one line naming it.
 REFUSED = [
-    ("select tags, count(*) from events group by tags", "GROUP BY on a LIST column"),
-    ("select distinct user from events", "STRUCT"),
-    ("select * from events order by tags", "LIST"),
-    ("select count(*) from events where tags = ['red']", "comparing LIST values"),
-    ("select count(*) from events a join events b on a.user = b.user", "comparing STRUCT values"),
     ("select min(tags) from events", "aggregate MIN of a LIST column"),
-    ("select count(distinct attrs) from events", "aggregate COUNT DISTINCT of a MAP column"),
+    ("select count(*) from events where scores = [1.5]", "comparing LIST values of different types"),
     ("select unnest(tags), unnest(scores) from events", "several UNNESTs in one select list"),
     ("select kind, unnest(tags) from events group by kind", "UNNEST in the select list of a query with GROUP BY"),
     ("select len(unnest(tags)) from events", "UNNEST inside an expression"),
     ("select * from events left join unnest(events.tags) as u(t) on true", "JOIN of UNNEST with a condition"),
     ("select * from events where unnest(tags) = 'x'", "UNNEST"),
-    ("select list(event_id order by ts) from events", "LIST"),
-    ("select array_agg(kind) from events", "ARRAY_AGG"),
     ("select list_transform(scores, x -> x + 1) from events", "LIST_TRANSFORM"),
     ("select map(['a'], [1])", "MAP"),
     ("select coalesce(scores, [1]) from events", "casts between nested types"),  # BIGINT[] with INTEGER[]: no list casts yet
-    ("select tags from events union select tags from events", "LIST"),
 ]
 
 

@@ -106,7 +106,7 @@ def test_benchmark_queries_pass_the_check():
 
 @pytest.mark.parametrize("sql,name", [
     ("select date_part(m, d) from t", "function DATE_PART"),
-    ("select regexp_extract_all(s, 'a') from t", "function REGEXP_EXTRACT_ALL"),
+    ("select string_split_regex(s, 'a') from t", "function STRING_SPLIT_REGEX"),
     ("select typeof(x) from t", "function TYPEOF"),
     ("select approx_count_distinct(x, 0.1) from t", "APPROX_COUNT_DISTINCT with an accuracy"),
     ("select my_udf(x) from t", "function MY_UDF"),

@@ -13,7 +13,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import DEFAULT_SEL, register
 from sluice.expr.functions.common import and_valid, dictionary_rank, fold_literal, gather_bool, numeric_pair
-from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, common_numeric
+from sluice.kernels.nested_keys import key_column, order_key_type_ok
+from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric
 
 #: ``column = constant`` when the column's distinct values are unknown.
 EQ_SEL = 0.1
@@ -28,8 +29,8 @@ def bind_compare(args, params):
     a, b = args
     ka, kb = a.type.kind, b.type.kind
     if a.type.is_nested or b.type.is_nested:
-        raise UnsupportedError(f"comparing {(a.type if a.type.is_nested else b.type).kind.upper()} values "
-                               "(=, <, IN, joins on them)")
+        _check_nested_pair(a.type, b.type)
+        return [a, b], BOOL
     if ka == "string" or kb == "string":
         if ka != kb:
             raise PlanError(f"cannot compare {a.type} with {b.type}")
@@ -52,9 +53,47 @@ def bind_compare(args, params):
 
 
 
+def _check_nested_pair(ta: LType, tb: LType) -> None:
+    """Nested values compare by their order keys (:mod:`sluice.kernels.nested_keys`), which
+    are equal for equal values only where both sides' leaves are keyed alike: the same kinds
+    (any integers; any floats; decimals of one scale) in the same shape. Others -- DuckDB
+    casts one side -- are refused by name, as is a leaf kind with no key."""
+    if ta.kind == "null" or tb.kind == "null":
+        return
+    what = f"comparing {(ta if ta.is_nested else tb).kind.upper()} values"
+    if not _keyed_alike(ta, tb):
+        raise UnsupportedError(f"{what} of different types ({ta} and {tb}: casts between nested types)")
+    bad = order_key_type_ok(ta) or order_key_type_ok(tb)
+    if bad is not None:
+        raise UnsupportedError(f"{what} holding {bad.upper()}")
+
+
+def _keyed_alike(ta: LType, tb: LType) -> bool:
+    if ta.kind == "null" or tb.kind == "null":
+        return True
+    if ta.is_nested or tb.is_nested:
+        if ta.kind != tb.kind:
+            return False
+        if ta.kind == "struct":
+            return len(ta.args) == len(tb.args) and all(
+                na == nb and _keyed_alike(ua, ub) for (na, ua), (nb, ub) in zip(ta.args, tb.args))
+        if ta.kind == "list":
+            return _keyed_alike(ta.element, tb.element)
+        return all(_keyed_alike(ua, ub) for ua, ub in zip(ta.args, tb.args))
+    if ta.is_integer and tb.is_integer or ta.is_float and tb.is_float:
+        return True
+    return ta == tb
+
+
 def compare(e, args, chunk) -> Column:
     a, b = args
     valid = and_valid(a.valid, b.valid)
+    if a.type.is_nested or b.type.is_nested:  # by order keys: DuckDB's order and equality
+        if a.type.kind == "null" or b.type.kind == "null":
+            return Column(torch.zeros((), dtype=torch.bool, device=a.data.device), BOOL,
+                          torch.zeros((), dtype=torch.bool, device=a.data.device))
+        a, b = key_column(a), key_column(b)
+        return Column(_compare_strings(e.op, a, b), BOOL, valid)
     if a.type.kind == "string":
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
     if a.type.is_temporal or a.type.kind == "interval" or (a.type.kind == "bool" and b.type.kind == "bool"):
@@ -185,7 +224,7 @@ def in_list(e, args, chunk) -> Column:
     """``x IN (constants)``: the constants are in ``params``, already in the column's
     representation; NULL when not found and the list holds a NULL."""
     a, = args
-    if a.type.is_nested:
+    if a.type.is_nested:  # (the translator writes IN over nested values as ORs of =)
         raise UnsupportedError(f"IN on a {a.type.kind.upper()} value")
     values = [v for v in e.params[0] if v is not None]
     if a.type.kind == "string":
