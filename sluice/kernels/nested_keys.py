@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, entry_rows, row_values
@@ -105,14 +106,22 @@ def order_key(col: Column) -> Column:
 class _Seg:
     """Each row's key bytes: a [rows, width] matrix where every row has the same width (numbers,
     structs of them: no index arithmetic), else ``buf[starts[i] : starts[i] + lens[i]]`` with
-    the rows' segments end to end in ``buf`` (as every builder here leaves them)."""
+    the rows' segments end to end in ``buf`` (as every builder here leaves them), or on the CPU
+    an Arrow large_binary array of the rows (no NULLs), joined by Arrow's C++ kernels."""
 
-    __slots__ = ("mat", "buf", "starts", "lens")
+    __slots__ = ("mat", "buf", "starts", "lens", "arr")
 
-    def __init__(self, mat=None, buf=None, starts=None, lens=None):
-        self.mat, self.buf, self.starts, self.lens = mat, buf, starts, lens
+    def __init__(self, mat=None, buf=None, starts=None, lens=None, arr=None):
+        self.mat, self.buf, self.starts, self.lens, self.arr = mat, buf, starts, lens, arr
 
     def var(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if self.arr is not None:
+            a = self.arr
+            offs = np.frombuffer(a.buffers()[1], dtype=np.int64)[a.offset:a.offset + len(a) + 1]
+            data = a.buffers()[2]
+            buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+            o = torch.from_numpy(offs.copy())
+            return torch.from_numpy(buf), o[:-1], o[1:] - o[:-1]
         if self.mat is None:
             return self.buf, self.starts, self.lens
         n, w = self.mat.shape
@@ -121,8 +130,37 @@ class _Seg:
                 torch.full((n,), w, dtype=torch.int64, device=dev))
 
 
+_BIN = pa.large_binary()
+_EMPTY = pa.scalar(b"", _BIN)
+
+
+def _arrow(p: _Seg, n: int) -> pa.Array | None:
+    """``p`` as an Arrow large_binary array of its ``n`` rows, where that takes no copy of its
+    bytes out of order (a matrix, or segments end to end); None where it would."""
+    if p.arr is not None:
+        return p.arr
+    if p.mat is not None:
+        m = p.mat.contiguous()
+        w = m.shape[1]
+        if w == 0:  # every row empty
+            return pa.LargeBinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(np.zeros(n + 1, np.int64)),
+                                                              pa.py_buffer(b"")])
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(m.numpy())]).cast(_BIN)
+    if n and not bool(torch.equal(p.starts[1:], p.starts[:-1] + p.lens[:-1])):
+        return None
+    offs = torch.empty(n + 1, dtype=torch.int64)
+    offs[:-1] = p.starts
+    offs[-1] = p.starts[-1] + p.lens[-1] if n else 0
+    return pa.LargeBinaryArray.from_buffers(_BIN, n, [None, pa.py_buffer(offs.numpy()),
+                                                      pa.py_buffer(p.buf.contiguous().numpy())])
+
+
 def _concat(parts: list[_Seg], n: int, dev) -> _Seg:
     """Per row, the parts' bytes one after another."""
+    if dev.type == "cpu" and n and not all(p.mat is not None for p in parts):
+        arrs = [_arrow(p, n) for p in parts]
+        if all(a is not None for a in arrs):  # Arrow joins each row's parts in C++
+            return _Seg(arr=pc.binary_join_element_wise(*arrs, _EMPTY) if len(arrs) > 1 else arrs[0])
     if all(p.mat is not None for p in parts):
         return _Seg(mat=torch.cat([p.mat for p in parts], 1) if parts else
                     torch.zeros((n, 0), dtype=torch.uint8, device=dev))
@@ -166,6 +204,9 @@ def _child(col: Column, n: int) -> _Seg:
         valid = torch.zeros(n, dtype=torch.bool, device=dev) if col.type.kind == "null" else col.valid.reshape(-1)
     if seg.mat is not None:
         return _Seg(mat=torch.cat([_marker(valid), seg.mat * valid.unsqueeze(1).to(torch.uint8)], 1))
+    if seg.arr is not None:  # (CPU) a NULL child's bytes dropped by Arrow
+        kept = pc.if_else(pa.array(valid.numpy()), seg.arr, _EMPTY)
+        return _concat([_Seg(mat=_marker(valid)), _Seg(arr=kept)], n, dev)
     buf, st, ln = seg.var()
     return _concat([_Seg(mat=_marker(valid)), _Seg(buf=buf, starts=st, lens=ln * valid)], n, dev)
 
@@ -253,6 +294,13 @@ def _string(col: Column, n: int) -> _Seg:
     if offs_t.numel() == 1:
         codes = torch.zeros(n, dtype=torch.int64, device=dev)
         offs_t = torch.zeros(2, dtype=torch.int64, device=dev)
+    if dev.type == "cpu" and n:  # each distinct string's key once, then taken per row (Arrow)
+        ends = np.diff(offs)
+        keys = pa.LargeBinaryArray.from_buffers(_BIN, len(offs) - 1, [None, pa.py_buffer(offs - offs[0]),
+                                                                        pa.py_buffer(np.ascontiguousarray(
+                                                                            data[offs[0]:offs[0] + ends.sum()]))])
+        keys = pc.binary_join_element_wise(keys, pa.scalar(bytes([_TERM, _TERM]), _BIN), _EMPTY)
+        return _Seg(arr=keys.take(pa.array(codes.numpy())))
     starts = offs_t[codes]
     lens = offs_t[codes + 1] - starts
     term = torch.full((n, 2), _TERM, dtype=torch.uint8, device=dev)
