@@ -86,6 +86,7 @@ QUERIES = {
     "string_key": "select a.id, b.j from a asof left join b on a.k2 = b.k2 and a.t < b.t",
     "no_keys": "select a.id, b.j from a asof join b on a.t >= b.t",
     "no_keys_left": "select a.id, b.j from a asof left join b on a.t <= b.t",
+    "no_keys_full": "select a.id, b.j from a asof full join b on a.t > b.t",
     "double": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.f >= b.f",
     "int_double": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.t <= b.f",
     "decimal": "select a.id, b.j, b.dec from a asof join b on a.k2 = b.k2 and a.dec > b.dec",
