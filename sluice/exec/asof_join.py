@@ -35,7 +35,7 @@ from sluice.errors import ResourcesExhausted
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import BUILD_EMITTING
 from sluice.exec.range_join import _keys, _valid
-from sluice.expr.evaluate import evaluate
+from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.expr.nodes import Expr
 from sluice.kernels.keys import BuildKeys
 from sluice.types import LType, common_numeric
@@ -54,12 +54,15 @@ class AsofJoinOp(HashJoinOp):
     probe_on: Expr | None = None  # the left side's inequality value
     build_on: Expr | None = None  # the right side's
     op: str = ">="  # probe_on op build_on
+    probe_filter: Expr | None = None  # probe rows failing it match nothing
     label = "AsofJoin"
 
     def describe(self):
         keys = ", ".join([f"{p} = {b}" for p, b in zip(self.probe_keys, self.build_keys)]
                          + [f"{self.probe_on} {self.op} {self.build_on}"])
         where = "" if self.probe_keys else " (no equality keys: the right side is held whole)"
+        if self.probe_filter is not None:
+            where += f" left rows matching only where {self.probe_filter}"
         return f"AsofJoin {self.mode} [{keys}]{where} (probe=first child, build=second)"
 
     def _no_keys(self, ctx, build: Chunk):
@@ -123,6 +126,8 @@ class _AsofIndex:
         n = chunk.num_rows
         on = evaluate(op.probe_on, chunk).expand(n)
         ok = _valid(on, n)
+        if op.probe_filter is not None:
+            ok = ok & evaluate_predicate(op.probe_filter, chunk).to(ok.device)
         pv = _keys(on, self.type)
         dev = pv.device
         none = torch.zeros(0, dtype=torch.int64, device=dev)

@@ -164,6 +164,7 @@ class AsofJoin(PlanNode):
     left_on: Expr
     right_on: Expr
     op: str
+    left_filter: Expr | None = None  # left rows failing it match nothing (a condition on the left side alone)
     outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
 
     def __post_init__(self):

@@ -77,6 +77,8 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
         conds = [f"{a} = {b}" for a, b in zip(node.left_keys, node.right_keys)]
         conds.append(f"{node.left_on} {node.op} {node.right_on}")
         out = f"AsofJoin {node.kind.value} {_names(conds)}"
+        if node.left_filter is not None:
+            out += f" left_filter={node.left_filter}"
         if node.outputs is not None:
             out += f" outputs={_names(node.outputs)}"
         return out

@@ -2,8 +2,8 @@
 whose value is nearest on the side the inequality allows (sluice.exec.asof_join).
 
 Every inequality (>=, >, <=, <, either way round), none to several equality keys, string
-keys whose dictionaries differ between the sides and between row groups, NULL keys and
-values, left values equal to right ones (> against >=), no match, empty sides, INNER / LEFT
+keys whose dictionaries differ between the sides and between row groups, NULL keys (and
+IS NOT DISTINCT FROM keys) and values, left values equal to right ones (> against >=), no match, empty sides, INNER / LEFT
 / RIGHT / FULL / SEMI / ANTI, USING, integer / double / decimal / date / timestamp values --
 each in 3-row chunks and with every buffer spilled too (``edge_settings``), and under a host
 budget far below the right side.
@@ -110,6 +110,23 @@ QUERIES = {
                       "(select * from b where k2 <> 'v') y on x.k1 = y.k1 and x.t >= y.t",
     "then_join": "select a.id, b.j, c.id from a asof join b on a.k1 = b.k1 and a.t >= b.t "
                  "join a c on c.id = b.j",
+    # conditions on one side: the right rows failing them are not candidates, the left rows
+    # failing them match nothing (DuckDB's meanings)
+    "on_right_side": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.t >= b.t and b.j % 3 <> 0",
+    "on_left_side": "select a.id, b.j from a asof left join b on a.k1 = b.k1 and a.t >= b.t and a.id % 2 = 0",
+    "on_both_one_side": "select a.id, b.j from a asof left join b on a.t < b.t and b.k2 <> 'v' and a.k2 = 'tt' "
+                        "and b.f > 0",
+    "on_false": "select a.id, b.j from a asof left join b on a.k1 = b.k1 and a.t >= b.t and false",
+    "on_true_full": "select a.id, b.j from a asof full join b on a.k1 = b.k1 and a.t >= b.t and true",
+    "semi_on_one_side": "select a.id from a asof semi join b on a.k1 = b.k1 and a.t >= b.t and b.j > 50 and a.id > 7",
+    "anti_on_null": "select a.id from a asof anti join b on a.k1 = b.k1 and a.t >= b.t and null",
+    # SEMI / ANTI with a condition reading both sides: whether some right row passes it
+    "semi_reading_both": "select a.id from a asof semi join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j > 150",
+    "anti_reading_both": "select a.id from a asof anti join b on a.k2 = b.k2 and a.t >= b.t and a.f + b.f > 3",
+    # IS NOT DISTINCT FROM: NULL keys match each other
+    "not_distinct": "select a.id, b.j from a asof left join b on a.k1 is not distinct from b.k1 and a.t >= b.t",
+    "not_distinct_strings": "select a.id, b.j from a asof right join b on a.k2 is not distinct from b.k2 "
+                            "and a.k1 = b.k1 and a.ts < b.ts",
     "empty_right": "select a.id, e.t from a asof left join e on a.k1 = e.k1 and a.t >= e.t",
     "empty_right_inner": "select a.id from a asof join e on a.t >= e.t",
     "empty_left": "select e.t, b.j from e asof right join b on e.k1 = b.k1 and e.t >= b.t",
@@ -172,12 +189,13 @@ def test_explain_names_it(asof_dir, connect):
 
 
 REFUSED = {
-    "select a.id from a asof join b on a.k1 = b.k1 and a.t >= b.t and a.id < 5": (UnsupportedError, "ASOF JOIN condition"),
-    "select a.id from a asof join b on a.k1 is not distinct from b.k1 and a.t >= b.t":
-        (UnsupportedError, "ASOF JOIN condition"),
+    "select a.id from a asof join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j < 100": (UnsupportedError, "ASOF JOIN condition"),
+    "select a.id from a asof right join b on a.k1 = b.k1 and a.t >= b.t and a.id < 5":
+        (UnsupportedError, "ASOF RIGHT JOIN with a condition on one side"),
     "select a.id from a asof join b on a.k2 >= b.k2": (UnsupportedError, "ASOF JOIN inequality"),
     "select a.id from a asof join b on a.k1 = b.k1": (PlanError, "needs an inequality"),
     "select a.id from a asof join b on a.t >= b.t and a.t <= b.t": (PlanError, "one inequality"),
+    "select a.id from a asof semi join b on a.t >= b.t and a.id < b.j": (PlanError, "one inequality"),
     "select a.id from a asof join b on a.t >= b.t and a.k1 = (select max(k1) from b)":
         (UnsupportedError, "subqueries in the ON condition of an ASOF JOIN"),
     "select a.id from a asof right join b using (k1, t)": (UnsupportedError, "RIGHT JOIN with USING"),

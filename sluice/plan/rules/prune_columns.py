@@ -91,7 +91,7 @@ def _(plan: Join, need, sh):
 
 @_prune.register
 def _(plan: AsofJoin, need, sh):
-    reads_l = _cols(plan.left_keys) | plan.left_on.columns()
+    reads_l = _cols(plan.left_keys) | plan.left_on.columns() | _cols([plan.left_filter])
     reads_r = _cols(plan.right_keys) | plan.right_on.columns()
     lneed = ((need | reads_l) & set(plan.left.schema))
     rneed = ((need | reads_r) & set(plan.right.schema))
