@@ -24,8 +24,8 @@ dates before year 1 and past 9999, empty tables, non-equi joins under a 4 MiB bu
 ``quantile_query`` (one query in twenty, from its own RNG) takes MEDIAN / QUANTILE / MAD of
 doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN, DuckDB 1e308).
 ``asof_query`` (one query in about sixteen, from its own RNG) writes ASOF joins of t and u:
-every inequality and join kind, USING, keys of every type, values of mixed types, NULLs, NaN
-and ties (it shows only what DuckDB's pick among tied right rows cannot change).
+every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
+side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
@@ -736,7 +736,9 @@ def asof_query():
     if kind.strip() not in ("right", "full") and lv == rv and op == ">=" and r.random() < .3:
         on = f"using ({', '.join(keys + [lv])})"  # the last column is the inequality
     if on is None:
-        conds = [f"t.{k} = {right}.{k}" for k in keys]
+        conds = [f"t.{k} {'is not distinct from' if r.random() < .15 else '='} {right}.{k}" for k in keys]
+        if kind.strip() not in ("right", "full") and r.random() < .3:  # one side's conditions (before the pick)
+            conds.append(_asof_pred(r.choice(["t", right])))
         ineq = f"t.{lv} {op} {right}.{rv}" if r.random() < .7 else \
             f"{right}.{rv} {dict(zip(['>=', '>', '<=', '<'], ['<=', '<', '>=', '>']))[op]} t.{lv}"
         conds.insert(r.randrange(len(conds) + 1), ineq)
