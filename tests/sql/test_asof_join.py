@@ -154,6 +154,17 @@ def test_asof_join(name, asof_dir, asof_duck, connect, edge_settings):
     compare(connect(asof_dir, **edge_settings).sql(sql).to_arrow(), asof_duck.sql(sql).to_arrow_table())
 
 
+@pytest.mark.parametrize("name", ["ge", "lt", "two_keys", "string_key", "no_keys_full", "date", "timestamp", "decimal",
+                                  "not_distinct", "dup_left_lt", "double"])
+def test_ranked_index(name, asof_dir, asof_duck, connect, monkeypatch):
+    """Groups and values ranked (as where their ranges are too wide for one int64) answer as
+    the direct codes and offsets do."""
+    from sluice.exec import asof_join
+    monkeypatch.setattr(asof_join, "FORCE_RANKED", True)
+    sql = QUERIES[name]
+    compare(connect(asof_dir, chunk_rows=50).sql(sql).to_arrow(), asof_duck.sql(sql).to_arrow_table())
+
+
 def test_right_side_unique(asof_duck):
     """The premise of the queries on b: no two right rows DuckDB could choose between."""
     for col in ("t", "f", "dec", "d", "ts"):
