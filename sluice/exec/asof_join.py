@@ -71,7 +71,8 @@ class AsofJoinOp(HashJoinOp):
         return f"AsofJoin {self.mode} [{keys}]{where} (probe=first child, build=second)"
 
     def _no_keys(self, ctx, build: Chunk):
-        return self._join(ctx, build, self.probe.stream(ctx), [], None, None)
+        with ctx.state_pool.reservation(f"{self.label} index") as res:  # (the build side is held by the materializer)
+            yield from self._join(ctx, build, self.probe.stream(ctx), [], None, res)
 
     def _join(self, ctx, build: Chunk, probe, types, info, res=None):
         """The ASOF join of ``build`` (a partition, all in memory) with the ``probe`` chunks."""
