@@ -739,6 +739,9 @@ def asof_query():
         conds = [f"t.{k} {'is not distinct from' if r.random() < .15 else '='} {right}.{k}" for k in keys]
         if kind.strip() not in ("right", "full") and r.random() < .3:  # one side's conditions (before the pick)
             conds.append(_asof_pred(r.choice(["t", right])))
+        if kind.strip() not in ("right", "full") and r.random() < .2:  # reading both: the nearest passing row
+            conds.append(r.choice([f"t.b + {right}.b < {r.randint(0, 100000)}", f"t.s <> {right}.s",
+                                   f"(t.b + {right}.b) % {r.randint(2, 5)} = 0", f"t.g + {right}.a > {r.randint(0, 8)}"]))
         ineq = f"t.{lv} {op} {right}.{rv}" if r.random() < .7 else \
             f"{right}.{rv} {dict(zip(['>=', '>', '<=', '<'], ['<=', '<', '>=', '>']))[op]} t.{lv}"
         conds.insert(r.randrange(len(conds) + 1), ineq)

@@ -36,6 +36,7 @@ from sluice.chunk import Chunk
 from sluice.errors import ResourcesExhausted
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.join_mode import BUILD_EMITTING
+from sluice.exec.nested_loop import _MAX_PAIR_BATCH, _MIN_PAIR_BATCH
 from sluice.exec.range_join import _keys, _valid
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.expr.nodes import Expr
@@ -47,6 +48,9 @@ _COMPOSITE_LIMIT = 1 << 62
 _I64 = (-(1 << 63), (1 << 63) - 1)
 #: Rank groups and values whatever their ranges (tests: the ranked and direct forms agree).
 FORCE_RANKED = False
+#: Rounds of one candidate per probe row (nearest first) before a row's whole side of its
+#: group is tested against a condition reading both sides.
+_PASSING_ROUNDS = 4
 
 
 def order_type(a: LType, b: LType) -> LType:
@@ -68,11 +72,17 @@ class AsofJoinOp(HashJoinOp):
         where = "" if self.probe_keys else " (no equality keys: the right side is held whole)"
         if self.probe_filter is not None:
             where += f" left rows matching only where {self.probe_filter}"
+        if self.residual is not None:
+            where += f" the nearest passing {self.residual}"
         return f"AsofJoin {self.mode} [{keys}]{where} (probe=first child, build=second)"
 
     def _no_keys(self, ctx, build: Chunk):
         with ctx.state_pool.reservation(f"{self.label} index") as res:  # (the build side is held by the materializer)
             yield from self._join(ctx, build, self.probe.stream(ctx), [], None, res)
+
+    def _batch(self, ctx) -> int:
+        """Pairs tested against the residual at once, at most."""
+        return max(min(ctx.config.chunk_rows, _MAX_PAIR_BATCH), _MIN_PAIR_BATCH)
 
     def _join(self, ctx, build: Chunk, probe, types, info, res=None):
         """The ASOF join of ``build`` (a partition, all in memory) with the ``probe`` chunks."""
@@ -83,7 +93,10 @@ class AsofJoinOp(HashJoinOp):
             res.force(index.nbytes())
         flags = torch.zeros(m, dtype=torch.bool, device=dev) if self.mode in BUILD_EMITTING else None
         for chunk in probe:
-            p, b = index.match(chunk)
+            p, pos, g = index.match(chunk)
+            if self.residual is not None:  # the nearest right row that passes it
+                p, pos = index.nearest_passing(chunk, build, p, pos, g, self._batch(ctx))
+            b = index.rows[pos]
             if flags is not None:
                 flags[b] = True
             out = self._emit_probe(chunk, build, p, b, None, p, m, False, [])
@@ -148,15 +161,16 @@ class _AsofIndex:
         extra = sum(int(t.numel()) for t in (self.groups, self.values) if t is not None)
         return 8 * (2 * int(self.comp.numel()) + extra)
 
-    def match(self, chunk: Chunk) -> tuple[torch.Tensor, torch.Tensor]:
-        """(probe row, build row) of each probe row of ``chunk`` that has a nearest row (step 2)."""
+    def match(self, chunk: Chunk) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(probe row, index position, group) of each probe row of ``chunk`` that has a nearest
+        right row (step 2); ``self.rows[position]`` is that row."""
         op = self.op
         n = chunk.num_rows
         m = int(self.comp.numel())
         dev = self.comp.device
         none = torch.zeros(0, dtype=torch.int64, device=dev)
         if n == 0 or m == 0:
-            return none, none
+            return none, none, none
         on = evaluate(op.probe_on, chunk).expand(n)
         ok = _valid(on, n)
         if op.probe_filter is not None:
@@ -191,4 +205,58 @@ class _AsofIndex:
         at = at.clamp(0, m - 1)
         hit = ok & inside & (torch.div(self.comp[at], self.width, rounding_mode="floor") == g)
         p = torch.nonzero(hit).squeeze(1)
-        return p, self.rows[at[p]]
+        return p, at[p], g[p]
+
+    def nearest_passing(self, chunk: Chunk, build: Chunk, p, pos, g, batch: int):
+        """(probe row, index position) of the nearest right row of each probe row ``p`` that
+        passes the join's residual (a condition reading both sides), from its nearest one at
+        ``pos`` away from its value: a few rounds of one candidate per row still without one,
+        then the rest of each such row's group on that side, a batch of pairs at a time, the
+        nearest passing one kept."""
+        op = self.op
+        step = -1 if op.op in (">=", ">") else 1
+        m = int(self.comp.numel())
+        done_p, done_pos = [], []
+        for _ in range(_PASSING_ROUNDS):
+            if p.numel() == 0:
+                break
+            ok = evaluate_predicate(op.residual, op._pair(chunk, build, p, self.rows[pos]))
+            done_p.append(p[ok])
+            done_pos.append(pos[ok])
+            p, pos, g = p[~ok], pos[~ok] + step, g[~ok]
+            inside = (pos >= 0) & (pos < m)
+            pos = pos.clamp(0, m - 1)
+            same = inside & (torch.div(self.comp[pos], self.width, rounding_mode="floor") == g)
+            p, pos, g = p[same], pos[same], g[same]
+        if p.numel():
+            # the rest of each group on the row's side: [start, pos] below, [pos, end] above
+            if step < 0:
+                edge = torch.searchsorted(self.comp, g * self.width)
+                lo, counts = edge, pos - edge + 1
+            else:
+                edge = torch.searchsorted(self.comp, (g + 1) * self.width)
+                lo, counts = pos, edge - pos
+            best = torch.full((int(p.numel()),), -1 if step < 0 else m, dtype=torch.int64, device=pos.device)
+            ends = torch.cumsum(counts, 0)
+            total, done, row = int(ends[-1]), 0, 0
+            while done < total:  # rows whose candidates end within the next ``batch`` pairs (one at least)
+                stop = max(int(torch.searchsorted(ends, torch.tensor(done + batch, device=ends.device), right=True)),
+                           row + 1)
+                stop = min(stop, int(p.numel()))
+                size = int(ends[stop - 1]) - done
+                which = torch.repeat_interleave(torch.arange(row, stop, device=p.device), counts[row:stop],
+                                                output_size=size)
+                cand = lo[which] + (torch.arange(size, device=p.device) - (ends[which] - counts[which] - done))
+                ok = evaluate_predicate(op.residual, op._pair(chunk, build, p[which], self.rows[cand]))
+                if step < 0:
+                    best.scatter_reduce_(0, which[ok], cand[ok], "amax")
+                else:
+                    best.scatter_reduce_(0, which[ok], cand[ok], "amin")
+                done += size
+                row = stop
+            found = (best >= 0) & (best < m)
+            done_p.append(p[found])
+            done_pos.append(best[found])
+        if not done_p:
+            return p, pos
+        return torch.cat(done_p), torch.cat(done_pos)

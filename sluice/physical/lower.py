@@ -358,7 +358,7 @@ def _(plan: AsofJoin, state):
     if state.distributed:
         probe_op, build_op, dist = place_asof_join(c, probe_op, build_op, state)
     below = int(sum(o.state_estimate[0] * o.state_estimate[1] for o in probe_op.walk() if o.state_estimate is not None))
-    op = AsofJoinOp(probe_op, build_op, c.mode, c.probe_keys, c.build_keys, None, c.probe.schema, c.build.schema,
+    op = AsofJoinOp(probe_op, build_op, c.mode, c.probe_keys, c.build_keys, plan.residual, c.probe.schema, c.build.schema,
                     below_state=below, outputs=plan.outputs, probe_on=plan.left_on, build_on=plan.right_on,
                     op=plan.op, probe_filter=plan.left_filter)
     return _dist(_estimated(op, c.build), dist)

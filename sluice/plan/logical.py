@@ -165,6 +165,7 @@ class AsofJoin(PlanNode):
     right_on: Expr
     op: str
     left_filter: Expr | None = None  # left rows failing it match nothing (a condition on the left side alone)
+    residual: Expr | None = None  # conditions reading both sides: the nearest right row passing them is the match
     outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
 
     def __post_init__(self):

@@ -79,6 +79,8 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
         out = f"AsofJoin {node.kind.value} {_names(conds)}"
         if node.left_filter is not None:
             out += f" left_filter={node.left_filter}"
+        if node.residual is not None:
+            out += f" residual={node.residual}"
         if node.outputs is not None:
             out += f" outputs={_names(node.outputs)}"
         return out

@@ -24,11 +24,11 @@ def asof_join(left: PlanNode, right: PlanNode, kind: str, conds: list[Expr]) -> 
 
     A conjunct on the right side alone filters the right rows before the nearest one is
     chosen; one on the left side alone (or a constant) leaves the left rows failing it without
-    a match -- DuckDB's meanings, for inner, LEFT, SEMI and ANTI joins (it refuses them for
-    RIGHT / FULL, as here). A conjunct reading both sides otherwise is refused (DuckDB picks
-    the nearest row among those passing it: a search this operator does not make)."""
+    a match; one reading both sides makes the nearest right row passing it the match (the
+    join's residual) -- DuckDB's meanings, for inner, LEFT, SEMI and ANTI joins (it refuses
+    them for RIGHT / FULL, as here)."""
     left_names, right_names = set(left.schema), set(right.schema)
-    lk, rk, ineq, lfilter, rfilter, both = [], [], [], [], [], []
+    lk, rk, ineq, lfilter, rfilter, both, mixed = [], [], [], [], [], [], []
     for c in conds:
         pair = equi_pair(c, left_names, right_names)
         if pair is not None:
@@ -57,9 +57,10 @@ def asof_join(left: PlanNode, right: PlanNode, kind: str, conds: list[Expr]) -> 
             lfilter.append(c)
         elif kind in ("semi", "anti"):
             both.append(c)  # whether some right row passes: the nearest is not needed (below)
+        elif kind in ("right", "full"):
+            raise UnsupportedError(f"ASOF {kind.upper()} JOIN with a condition reading both sides ({c})")
         else:
-            raise UnsupportedError(f"ASOF JOIN condition {c} (only equalities between the sides, one "
-                                   "inequality >=, >, <=, < and conditions on one side)")
+            mixed.append(c)
     if not ineq:
         raise PlanError("ASOF JOIN needs an inequality (>=, >, <=, <) between the sides")
     if len(ineq) > 1:
@@ -79,7 +80,7 @@ def asof_join(left: PlanNode, right: PlanNode, kind: str, conds: list[Expr]) -> 
         raise UnsupportedError(f"ASOF {kind.upper()} JOIN with a condition on one side ({(lfilter + rfilter)[0]})")
     if rfilter:
         right = Filter(right, and_all(rfilter))
-    return AsofJoin(left, right, JoinKind(kind), tuple(lk), tuple(rk), lo, ro, op, and_all(lfilter))
+    return AsofJoin(left, right, JoinKind(kind), tuple(lk), tuple(rk), lo, ro, op, and_all(lfilter), and_all(mixed))
 
 
 def _inequality(c: Expr, left: set[str], right: set[str]) -> tuple[Expr, str, Expr] | None:

@@ -120,6 +120,14 @@ QUERIES = {
     "on_true_full": "select a.id, b.j from a asof full join b on a.k1 = b.k1 and a.t >= b.t and true",
     "semi_on_one_side": "select a.id from a asof semi join b on a.k1 = b.k1 and a.t >= b.t and b.j > 50 and a.id > 7",
     "anti_on_null": "select a.id from a asof anti join b on a.k1 = b.k1 and a.t >= b.t and null",
+    # a condition reading both sides: the nearest right row passing it (a few candidates, or
+    # -- passing rarely -- the whole side of the row's group)
+    "both_sides": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j < 150",
+    "both_sides_rare": "select a.id, b.j from a asof left join b on a.k1 = b.k1 and a.t <= b.t "
+                       "and (a.id * 7 + b.j) % 23 = 0",
+    "both_sides_no_keys": "select a.id, b.j, b.t from a asof left join b on a.t > b.t and a.k2 <> b.k2 "
+                          "and a.f + b.f > 3",
+    "both_sides_strings": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.ts < b.ts and a.k2 <> b.k2",
     # SEMI / ANTI with a condition reading both sides: whether some right row passes it
     "semi_reading_both": "select a.id from a asof semi join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j > 150",
     "anti_reading_both": "select a.id from a asof anti join b on a.k2 = b.k2 and a.t >= b.t and a.f + b.f > 3",
@@ -155,7 +163,7 @@ def test_asof_join(name, asof_dir, asof_duck, connect, edge_settings):
 
 
 @pytest.mark.parametrize("name", ["ge", "lt", "two_keys", "string_key", "no_keys_full", "date", "timestamp", "decimal",
-                                  "not_distinct", "dup_left_lt", "double"])
+                                  "not_distinct", "dup_left_lt", "double", "both_sides_rare"])
 def test_ranked_index(name, asof_dir, asof_duck, connect, monkeypatch):
     """Groups and values ranked (as where their ranges are too wide for one int64) answer as
     the direct codes and offsets do."""
@@ -200,7 +208,8 @@ def test_explain_names_it(asof_dir, connect):
 
 
 REFUSED = {
-    "select a.id from a asof join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j < 100": (UnsupportedError, "ASOF JOIN condition"),
+    "select a.id from a asof full join b on a.k1 = b.k1 and a.t >= b.t and a.id + b.j < 100":
+        (UnsupportedError, "ASOF FULL JOIN with a condition reading both sides"),
     "select a.id from a asof right join b on a.k1 = b.k1 and a.t >= b.t and a.id < 5":
         (UnsupportedError, "ASOF RIGHT JOIN with a condition on one side"),
     "select a.id from a asof join b on a.k2 >= b.k2": (UnsupportedError, "ASOF JOIN inequality"),

@@ -86,7 +86,9 @@ CASES: list[tuple[str, str | None]] = [
     # ASOF conditions beyond equalities and one inequality: DuckDB gives them meanings of its own
     ("select n_name, r_name from nation asof join region on n_regionkey >= r_regionkey and n_nationkey < 20", None),
     ("select n_name, r_name from nation asof join region on n_regionkey >= r_regionkey and n_nationkey + r_regionkey < 20",
-     "ASOF JOIN condition"),
+     None),
+    ("select n_name, r_name from nation asof full join region on n_regionkey >= r_regionkey "
+     "and n_nationkey + r_regionkey < 20", "ASOF FULL JOIN with a condition reading both sides"),
     ("select n_name, r_name from nation asof join region on n_regionkey is not distinct from r_regionkey "
      "and n_nationkey >= r_regionkey", None),
     ("select n_name, r_name from nation asof join region on n_name >= r_name", "ASOF JOIN inequality"),

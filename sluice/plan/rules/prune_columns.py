@@ -91,8 +91,8 @@ def _(plan: Join, need, sh):
 
 @_prune.register
 def _(plan: AsofJoin, need, sh):
-    reads_l = _cols(plan.left_keys) | plan.left_on.columns() | _cols([plan.left_filter])
-    reads_r = _cols(plan.right_keys) | plan.right_on.columns()
+    reads_l = _cols(plan.left_keys) | plan.left_on.columns() | _cols([plan.left_filter, plan.residual])
+    reads_r = _cols(plan.right_keys) | plan.right_on.columns() | _cols([plan.residual])
     lneed = ((need | reads_l) & set(plan.left.schema))
     rneed = ((need | reads_r) & set(plan.right.schema))
     out = replace(plan, left=_prune(plan.left, lneed, sh), right=_prune(plan.right, rneed, sh), outputs=None)
