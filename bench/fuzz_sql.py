@@ -714,7 +714,7 @@ def _null_query():
 # right row left unmatched by RIGHT / FULL has the same keys and value as the one picked).
 _AR = random.Random(90_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 _ASOF_VALUES = [("b", "b"), ("d", "d"), ("dt", "dt"), ("f", "f"), ("a", "a"), ("a", "f"), ("b", "d"), ("g", "a"),
-                ("f", "d")]
+                ("f", "d"), ("s", "s")]
 def _asof_pred(tab, keys=None, value=None):
     """A WHERE conjunct on t, or on the right side's keys and value alone (its other columns
     differ between the tied rows DuckDB picks from: DuckDB filters after the join, as sluice)."""

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
 import torch
 
 from sluice.chunk import Chunk
@@ -51,6 +53,12 @@ FORCE_RANKED = False
 #: Rounds of one candidate per probe row (nearest first) before a row's whole side of its
 #: group is tested against a condition reading both sides.
 _PASSING_ROUNDS = 4
+
+
+def _host_strings(d: pa.Array) -> np.ndarray:
+    """A string dictionary as a NumPy array of Python strings (NULL entries as '': a NULL value
+    is never looked up -- its row is not valid)."""
+    return np.asarray(d.fill_null("").to_numpy(zero_copy_only=False), dtype=object)
 
 
 def order_type(a: LType, b: LType) -> LType:
@@ -134,13 +142,21 @@ class _AsofIndex:
                 ok = ok & self.keys.valid.expand(m)
         rows = torch.nonzero(ok).squeeze(1)
         codes, values = codes[rows], values[rows]
-        self.groups = self.values = None  # ranked groups / values (None: direct)
+        self.groups = self.values = self.strings = None  # ranked groups / values (None: direct), strings
         self.lo = self.hi = 0
         if rows.numel() == 0:
             self.width, self.comp, self.rows = 1, codes, rows
             return
-        vmin, vmax = (int(x) for x in torch.aminmax(values))
-        span = vmax - vmin + 3 if _I64[0] < vmin and vmax < _I64[1] and not FORCE_RANKED else _COMPOSITE_LIMIT
+        if self.type.kind == "string":
+            # strings in byte order (DuckDB's): their ranks among the distinct right values
+            self.strings = np.unique(_host_strings(on.dictionary))
+            values = torch.from_numpy(np.searchsorted(self.strings, _host_strings(on.dictionary))).to(
+                values.device)[values.long()]
+            vmin, vmax = 0, 0
+            span = _COMPOSITE_LIMIT
+        else:
+            vmin, vmax = (int(x) for x in torch.aminmax(values))
+            span = vmax - vmin + 3 if _I64[0] < vmin and vmax < _I64[1] and not FORCE_RANKED else _COMPOSITE_LIMIT
         if card * span >= _COMPOSITE_LIMIT or FORCE_RANKED:
             self.groups = torch.unique(codes)
             card = int(self.groups.numel())
@@ -149,7 +165,8 @@ class _AsofIndex:
             self.lo, self.hi, self.width = vmin - 1, vmax + 1, span
             slots = values - self.lo
         else:
-            self.values = torch.unique(values)
+            self.values = torch.unique(values) if self.strings is None else \
+                torch.arange(len(self.strings), dtype=torch.int64, device=values.device)
             self.width = 2 * int(self.values.numel()) + 1
             if card * self.width >= _COMPOSITE_LIMIT:
                 raise ResourcesExhausted("ASOF JOIN: too many key groups and values in one partition to index")
@@ -186,7 +203,13 @@ class _AsofIndex:
             g_count = int(self.groups.numel())
             g = torch.searchsorted(self.groups, g).clamp_(max=g_count - 1)
             ok = ok & (self.groups[g] == codes.to(dev))
-        if self.values is None:
+        if self.strings is not None:  # each probe dictionary entry's slot among the right's strings
+            d = _host_strings(on.dictionary)
+            i = np.searchsorted(self.strings, d)
+            at_d = np.minimum(i, max(len(self.strings) - 1, 0))
+            equal = (i < len(self.strings)) & (self.strings[at_d] == d) if len(self.strings) else np.zeros(len(d), bool)
+            slot = torch.from_numpy(2 * i + equal).to(dev)[on.data.long()]
+        elif self.values is None:
             slot = pv.clamp(self.lo, self.hi) - self.lo
         else:
             r_count = int(self.values.numel())

@@ -14,9 +14,9 @@ from sluice.plan.logical import AsofJoin, Filter, Join, JoinKind, PlanNode
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
-#: Kinds of value an ASOF inequality orders (strings and booleans are not among them here).
+#: Kinds of value an ASOF inequality orders (strings in byte order, as DuckDB orders them).
 _ORDERED = ("int8", "int16", "int32", "int64", "float32", "float64", "decimal", "date", "timestamp",
-            "timestamptz")
+            "timestamptz", "string")
 
 
 def asof_join(left: PlanNode, right: PlanNode, kind: str, conds: list[Expr]) -> AsofJoin | Join:
