@@ -11,12 +11,15 @@ partition held in memory -- sort-based, no pairs enumerated:
 1. Index the right rows with no NULL key or value: their key group ``g`` (their key code, or
    its rank among the distinct ones) and their value's slot ``s`` among ``W`` per group (the
    value less the smallest, + 1; or, where that range is too wide, twice its rank among the
-   distinct values, + 1), as one sortable int64 ``g * W + s``; sort.
+   distinct values, + 1; strings by their rank among the right side's distinct strings, in
+   byte order), as one sortable int64 ``g * W + s``; sort.
 2. A left row's composite is its group's ``g * W`` plus its value's slot -- the same as a
    right row's where the values are equal, between those of the right values around it where
    not (0 or ``W - 1`` below or above all): one searchsorted places it among the right rows,
    and the nearest right row is the one just before (>=, >) or at (<=, <) that place -- if it
-   has the same group.
+   has the same group. With a condition reading both sides (the residual), the nearest
+   right row that passes it: candidates tried nearest first for a few rounds, then the rest
+   of the row's group on that side in batches of pairs (:meth:`_AsofIndex.nearest_passing`).
 3. Emit by mode as the hash join does: pairs (inner), left rows without a match
    null-extended (left), left rows with / without one (semi / anti), right rows no left row
    picked, after the left side (right, full).

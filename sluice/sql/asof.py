@@ -1,8 +1,8 @@
-"""ASOF JOIN's condition: equalities between the sides, exactly one inequality (>=, >, <=,
-<) whose nearest match each left row takes, and conditions on one side (see
-:func:`asof_join`). DuckDB's rules: no inequality or two of them is an error; ``USING (k, t)``
-is ``k = k AND t >= t`` (the last column the inequality). Any other conjunct -- <>, a
-condition reading both sides -- is refused rather than guessed at."""
+"""ASOF JOIN's condition: equalities between the sides (IS NOT DISTINCT FROM too), exactly
+one inequality (>=, >, <=, <) whose nearest match each left row takes, and other conditions,
+each given DuckDB's meaning (see :func:`asof_join`). DuckDB's rules: no inequality or two of
+them is an error; ``USING (k, t)`` is ``k = k AND t >= t`` (the last column the inequality);
+RIGHT / FULL take no condition beyond the keys and the inequality."""
 
 from __future__ import annotations
 
