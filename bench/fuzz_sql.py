@@ -23,6 +23,9 @@ correlated subqueries over empty groups, STRFTIME formats, recursive CTEs, unico
 dates before year 1 and past 9999, empty tables, non-equi joins under a 4 MiB budget.
 ``quantile_query`` (one query in twenty, from its own RNG) takes MEDIAN / QUANTILE / MAD of
 doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN, DuckDB 1e308).
+``asof_query`` (one query in about sixteen, from its own RNG) writes ASOF joins of t and u:
+every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
+side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
@@ -765,6 +768,58 @@ def _null_query():
             f"select u.a, {_NR.choice(['u.s', 'u.b', 'NULL', 'u.dt'])} from u")
 
 
+# ASOF JOIN (issue 47) of t with u (or the empty e), from its own RNG: drawn before the other
+# kinds, and when it is taken no other RNG moves, so a seed's other queries stay as they were.
+# DuckDB picks any one of several right rows of equal keys and value, so a query shows only
+# what every pick agrees on: the left side's columns, the right side's keys and value (a tied
+# right row left unmatched by RIGHT / FULL has the same keys and value as the one picked).
+_AR = random.Random(90_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_ASOF_VALUES = [("b", "b"), ("d", "d"), ("dt", "dt"), ("f", "f"), ("a", "a"), ("a", "f"), ("b", "d"), ("g", "a"),
+                ("f", "d"), ("s", "s")]
+def _asof_pred(tab, keys=None, value=None):
+    """A WHERE conjunct on t, or on the right side's keys and value alone (its other columns
+    differ between the tied rows DuckDB picks from: DuckDB filters after the join, as sluice)."""
+    if keys is None:
+        return _AR.choice([f"{tab}.a > {_AR.randint(-3, 8)}", f"{tab}.s is not null", f"{tab}.g <> {_AR.randint(0, 4)}",
+                           f"{tab}.f < {_AR.choice(['0', '50', 'null'])}", f"{tab}.b % 3 = 0", f"{tab}.dt >= date '1998-01-01'"])
+    return _AR.choice([f"{tab}.{value} is not null", f"{tab}.{value} is null"]
+                      + [f"{tab}.g <> {_AR.randint(0, 4)}"] * ("g" in keys) + [f"{tab}.s <> 'apple'"] * ("s" in keys))
+def asof_query():
+    r = _AR
+    right = "e" if r.random() < .05 else "u"
+    kind = r.choice(["", "", "left ", "left ", "right ", "full ", "semi ", "anti "])
+    keys = r.choice([[], ["g"], ["a"], ["s"], ["g", "s"], ["a", "g"], ["g", "dt"]])
+    lv, rv = r.choice(_ASOF_VALUES)
+    op = r.choice([">=", ">", "<=", "<"])
+    if lv in keys or rv in keys:
+        keys = [k for k in keys if k not in (lv, rv)]
+    on = None
+    if kind.strip() not in ("right", "full") and lv == rv and op == ">=" and r.random() < .3:
+        on = f"using ({', '.join(keys + [lv])})"  # the last column is the inequality
+    if on is None:
+        conds = [f"t.{k} {'is not distinct from' if r.random() < .15 else '='} {right}.{k}" for k in keys]
+        if kind.strip() not in ("right", "full") and r.random() < .3:  # one side's conditions (before the pick)
+            conds.append(_asof_pred(r.choice(["t", right])))
+        if kind.strip() not in ("right", "full") and r.random() < .2:  # reading both: the nearest passing row
+            conds.append(r.choice([f"t.b + {right}.b < {r.randint(0, 100000)}", f"t.s <> {right}.s",
+                                   f"(t.b + {right}.b) % {r.randint(2, 5)} = 0", f"t.g + {right}.a > {r.randint(0, 8)}"]))
+        ineq = f"t.{lv} {op} {right}.{rv}" if r.random() < .7 else \
+            f"{right}.{rv} {dict(zip(['>=', '>', '<=', '<'], ['<=', '<', '>=', '>']))[op]} t.{lv}"
+        conds.insert(r.randrange(len(conds) + 1), ineq)
+        on = "on " + " and ".join(conds)
+    src = f"t asof {kind}join {right} {on}"
+    where = ""
+    if r.random() < .3:
+        where = f" where {_asof_pred(right, keys, rv) if r.random() < .4 and kind.strip() not in ('semi', 'anti') else _asof_pred('t')}"
+    if kind.strip() in ("semi", "anti"):
+        return f"select t.b, t.{lv} from {src}{where}"
+    shown = ", ".join([f"{right}.{k}" for k in keys] + [f"{right}.{rv}"])
+    if r.random() < .3:
+        return (f"select t.g, count(*), count({right}.{rv}), min({right}.{rv}), max({right}.{rv}) "
+                f"from {src}{where} group by t.g")
+    return f"select t.b, t.{lv}, {shown} from {src}{where}"
+
+
 _LAST_SIM = False
 _LAST_NULL = False
 def query():
@@ -898,8 +953,9 @@ overflow_errors = 0  # both raised
 dskip = 0
 answered: list[tuple[str, pa.Table]] = []  # (query, DuckDB's answer) for the ranks pass
 for i in range(N):
-    extreme = _QR.random() < 0.05  # (its own RNG: R draws this seed's other queries as before)
-    q = quantile_query() if extreme else query()
+    asof = _AR.random() < 0.06  # (its own RNG, as the next line's)
+    extreme = not asof and _QR.random() < 0.05  # (its own RNG: R draws this seed's other queries as before)
+    q = asof_query() if asof else quantile_query() if extreme else query()
     rr = _QR if extreme else R
     try:
         theirs = duck.sql(q).arrow()
@@ -912,7 +968,7 @@ for i in range(N):
             if '-v' in sys.argv: print('DUCK', str(e).splitlines()[0][:120])
             continue
     try:
-        rng = _NR if _LAST_NULL else _SR if _LAST_SIM else R  # (settings from the query's own RNG too)
+        rng = _AR if asof else _NR if _LAST_NULL else _SR if _LAST_SIM else R  # (settings from the query's own RNG too)
         ci = rng.randrange(len(cons))
         if " from m" in q and rng.random() < .6:  # MIN / MAX only: where tasks are read after the bound is known
             ci = rng.choice([j for j, c in enumerate(CFG) if c.get("prefetch") is False])

@@ -141,7 +141,7 @@ def memory_plan(op: Operator, config) -> list[str]:
             continue
         rows, width = o.state_estimate
         nbytes = rows * width
-        what = {"HashJoin": "build side", "HashAggregate": "groups", "Sort": "rows",
+        what = {"HashJoin": "build side", "AsofJoin": "right side", "HashAggregate": "groups", "Sort": "rows",
                 "Shared": "rows"}.get(o.label, "rows")
         if isinstance(o, SortOp) and o.limit is not None:
             how = "top-k: keeps only offset + limit rows, no spilling needed"

@@ -141,6 +141,28 @@ def place_join(plan: Join, c: JoinChoice, probe: Operator, build: Operator, stat
             return gather(probe, state), build, SINGLE
         return probe, broadcast(build), probe.distribution
     global_build = plan.null_aware or c.mode == JoinMode.MARK or plan.single_row or not c.probe_keys
+    return _place(c, global_build, probe, build, state)
+
+
+def place_asof_join(c: JoinChoice, probe: Operator, build: Operator, state):
+    """:func:`place_join` for an ASOF join: hashed on its equality keys (each key set's right
+    rows on one rank) or the right side broadcast; without equality keys every left row may
+    pick any right row, so the right side is broadcast (inner, left, semi, anti) or both sides
+    gathered to rank 0 (right, full)."""
+    if probe.distribution == SINGLE and build.distribution == SINGLE:
+        return probe, build, SINGLE
+    if probe.distribution == SINGLE:
+        return probe, gather(build, state), SINGLE
+    if build.distribution == SINGLE:
+        if c.mode in BUILD_EMITTING or c.mode == JoinMode.FULL:
+            return gather(probe, state), build, SINGLE
+        return probe, broadcast(build), probe.distribution
+    return _place(c, not c.probe_keys, probe, build, state)
+
+
+def _place(c: JoinChoice, global_build: bool, probe: Operator, build: Operator, state):
+    """The exchanges of a join whose inputs are both spread over the ranks."""
+    emits_build = c.mode in BUILD_EMITTING
     if global_build:
         if emits_build or c.mode == JoinMode.FULL:
             return gather(probe, state), gather(build, state), SINGLE

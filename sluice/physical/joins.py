@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sluice.exec.join_mode import JoinMode
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import Join, JoinKind, PlanNode
+from sluice.plan.logical import AsofJoin, Join, JoinKind, PlanNode
 
 #: Physical mode when the logical left side probes / when it builds.
 _MODES = {
@@ -52,4 +52,10 @@ def choose_build_side(plan: Join) -> JoinChoice:
         swap = left_rows < right_rows and bool(plan.left_keys) and not plan.null_aware and not plan.single_row
     if swap:
         return JoinChoice(plan.right, plan.left, plan.right_keys, plan.left_keys, _MODES[plan.kind][1])
+    return JoinChoice(plan.left, plan.right, plan.left_keys, plan.right_keys, _MODES[plan.kind][0])
+
+
+def asof_choice(plan: AsofJoin) -> JoinChoice:
+    """An ASOF join's sides: the left probes (each of its rows looks for its nearest right
+    row), the right builds (it is indexed by key group and value), whatever the sizes."""
     return JoinChoice(plan.left, plan.right, plan.left_keys, plan.right_keys, _MODES[plan.kind][0])

@@ -28,6 +28,7 @@ from sluice.errors import SluiceError, UnsupportedError, internal_error
 from sluice.expr.nodes import Col
 from sluice.exec.hash_aggregate import HashAggregateOp
 from sluice.physical.key_ranges import key_ranges
+from sluice.exec.asof_join import AsofJoinOp
 from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp, UnnestOp,
                                    UnionOp)
@@ -36,16 +37,16 @@ from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.pruning import prune_row_groups
-from sluice.physical.joins import choose_build_side
+from sluice.physical.joins import asof_choice, choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
-from sluice.physical.distribute import (exchange, gather, ordered_gather, place_join, placed, range_exchange, share,
+from sluice.physical.distribute import (exchange, gather, ordered_gather, place_asof_join, place_join, placed, range_exchange, share,
                                        shared_fingerprint)
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
 from sluice.physical.scan import decide, scan_spec
 from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Unnest,
+from sluice.plan.logical import (Aggregate, AsofJoin, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Unnest,
                                  Shared, Sort, SortKey, Union, Window, WorkTable)
 
 
@@ -348,6 +349,21 @@ def _(plan: Join, state):
     op = HashJoinOp(probe_op, build_op, c.mode, c.probe_keys, c.build_keys, plan.residual,
                     c.probe.schema, c.build.schema, plan.null_aware, plan.single_row, below, plan.outputs,
                     plan.mark)
+    return _dist(_estimated(op, c.build), dist)
+
+
+@_lower.register
+def _(plan: AsofJoin, state):
+    c = asof_choice(plan)
+    probe_op = lower(c.probe, state)
+    build_op = lower(c.build, state)
+    dist = SINGLE
+    if state.distributed:
+        probe_op, build_op, dist = place_asof_join(c, probe_op, build_op, state)
+    below = int(sum(o.state_estimate[0] * o.state_estimate[1] for o in probe_op.walk() if o.state_estimate is not None))
+    op = AsofJoinOp(probe_op, build_op, c.mode, c.probe_keys, c.build_keys, plan.residual, c.probe.schema, c.build.schema,
+                    below_state=below, outputs=plan.outputs, probe_on=plan.left_on, build_on=plan.right_on,
+                    op=plan.op, probe_filter=plan.left_filter)
     return _dist(_estimated(op, c.build), dist)
 
 

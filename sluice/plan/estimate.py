@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sluice.expr.functions.registry import DEFAULT_SEL
 from sluice.expr.nodes import Col, Expr, Func
-from sluice.plan.logical import Aggregate, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Unnest, Window
+from sluice.plan.logical import Aggregate, AsofJoin, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Unnest, Window
 
 
 def estimate(plan: PlanNode) -> tuple[float, float]:
@@ -38,6 +38,12 @@ def estimate(plan: PlanNode) -> tuple[float, float]:
     if isinstance(plan, Union):
         parts = [estimate(c) for c in plan.inputs]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if isinstance(plan, AsofJoin):  # at most one right row per left row
+        lr, lb = estimate(plan.left)
+        if plan.kind in (JoinKind.RIGHT, JoinKind.FULL):
+            rr, rb = estimate(plan.right)
+            return lr + rr, lb + rb
+        return (max(1.0, lr * 0.5) if plan.kind in (JoinKind.SEMI, JoinKind.ANTI) else lr), lb
     if isinstance(plan, Join):
         lr, lb = estimate(plan.left)
         rr, rb = estimate(plan.right)

@@ -144,6 +144,46 @@ class Join(PlanNode):
         return {k: full[k] for k in self.outputs}
 
 
+@dataclass(frozen=True, eq=False)
+class AsofJoin(PlanNode):
+    """ASOF JOIN: each left row with the one right row of equal keys (``left_keys[i] =
+    right_keys[i]``; a NULL key matches nothing) whose ``right_on`` is nearest to the row's
+    ``left_on`` among those with ``left_on op right_on`` (op one of >=, >, <=, <); ties
+    between right rows of the same keys and value are DuckDB's to pick, any one of them.
+    ``kind`` says what is kept as for :class:`Join` (inner, left, right, full, semi, anti): a
+    right row is matched when some left row picked it. A node of its own, not a Join kind:
+    the rules that move filters and reorder joins must not treat it as one (a filter on the
+    right side below it would change which row is nearest)."""
+
+    _children: ClassVar = ("left", "right")
+    left: PlanNode
+    right: PlanNode
+    kind: JoinKind
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    left_on: Expr
+    right_on: Expr
+    op: str
+    left_filter: Expr | None = None  # left rows failing it match nothing (a condition on the left side alone)
+    residual: Expr | None = None  # conditions reading both sides: the nearest right row passing them is the match
+    outputs: tuple[str, ...] | None = None  # the columns it emits (None: all); set by pruning
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", JoinKind(self.kind))
+        if self.op not in (">=", ">", "<=", "<"):
+            raise ValueError(f"ASOF inequality {self.op!r}")
+
+    @property
+    def schema(self):
+        if self.kind in (JoinKind.SEMI, JoinKind.ANTI):
+            full = dict(self.left.schema)
+        else:
+            full = {**self.left.schema, **self.right.schema}
+        if self.outputs is None:
+            return full
+        return {k: full[k] for k in self.outputs}
+
+
 @dataclass(frozen=True)
 class AggCall:
     func: str  # sum avg count count_star min max

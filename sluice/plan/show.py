@@ -7,7 +7,7 @@ from run to run (a shared subplan's key is numbered in order of appearance)."""
 from __future__ import annotations
 
 from sluice.expr.nodes import Col
-from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, Limit, OneRow, PlanNode, Project,
+from sluice.plan.logical import (Aggregate, AsofJoin, Filter, InnerJoins, Join, Limit, OneRow, PlanNode, Project,
                                  RecursiveUnion, Repeat, Scan, Shared, Sort, SortKey, Union, Unnest, Window,
                                  WorkTable)
 
@@ -70,6 +70,17 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
             out += f" residual={node.residual}"
         if node.mark is not None:
             out += f" mark={node.mark}"
+        if node.outputs is not None:
+            out += f" outputs={_names(node.outputs)}"
+        return out
+    if isinstance(node, AsofJoin):
+        conds = [f"{a} = {b}" for a, b in zip(node.left_keys, node.right_keys)]
+        conds.append(f"{node.left_on} {node.op} {node.right_on}")
+        out = f"AsofJoin {node.kind.value} {_names(conds)}"
+        if node.left_filter is not None:
+            out += f" left_filter={node.left_filter}"
+        if node.residual is not None:
+            out += f" residual={node.residual}"
         if node.outputs is not None:
             out += f" outputs={_names(node.outputs)}"
         return out

@@ -153,7 +153,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
         "side": only(lambda v: _text(v) in _JOIN_SIDES, lambda v: f"{_text(v)} JOIN"),
         "kind": only(lambda v: _text(v) in _JOIN_KINDS, lambda v: f"{_text(v)} JOIN"),
         "using": READ,
-        "method": only(lambda v: _text(v) == "NATURAL", lambda v: f"{_text(v)} JOIN"),
+        "method": only(lambda v: _text(v) in ("NATURAL", "ASOF"), lambda v: f"{_text(v)} JOIN"),
         "global_": refuse("GLOBAL JOIN"), "hint": refuse("join hints"),
         "match_condition": refuse("ASOF JOIN"), "nearest": refuse("ASOF JOIN"),
         "directed": refuse("DIRECTED JOIN"), "expressions": refuse("JOIN ... USING"),

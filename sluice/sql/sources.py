@@ -21,12 +21,18 @@ from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
 from sluice.plan.joins import equi_pair
+from sluice.sql.asof import asof_join
 from sluice.types import BOOL
 
 
 def _references(node: exp.Expression, name: str) -> bool:
     """Whether ``node`` reads a table called ``name`` (a CTE's reference to itself)."""
     return any(t.name.lower() == name and not t.args.get("db") for t in node.find_all(exp.Table))
+
+
+def is_asof(j: exp.Join) -> bool:
+    """Whether ``j`` is an ASOF JOIN (sqlglot's join method)."""
+    return str(j.args.get("method") or "").upper() == "ASOF"
 
 
 def _natural(j: exp.Join) -> bool:
@@ -281,6 +287,9 @@ class FromClause:
         # columns are not in the result. They keep their written place, as outer joins do.
         sides = [((j.side or j.kind or "").lower() if j is not None else "") for j in specs]
         sides = [s if s in ("left", "right", "full", "semi", "anti") else "" for s in sides]
+        # An ASOF join keeps its written place too (its right side's rows are not a set to
+        # reorder against: which one is nearest depends on all of them).
+        sides = [("asof " + (s or "inner")) if j is not None and is_asof(j) else s for s, j in zip(sides, specs)]
         plan = None
         k = 0
         while k < len(items):
@@ -290,7 +299,10 @@ class FromClause:
                 if pushed:
                     plan, items[k], extra = self._on_subqueries(plan, items[k], pushed, specs[k], ctx)
                 conds = [x for c in self._join_conditions(specs[k], ctx) + extra for x in E.conjuncts(c)]
-                plan = self._outer_join(plan, items[k], sides[k], conds)
+                if sides[k].startswith("asof "):
+                    plan = asof_join(plan, items[k], sides[k][5:], conds)
+                else:
+                    plan = self._outer_join(plan, items[k], sides[k], conds)
                 k += 1
                 continue
             run = [] if plan is None else [plan]
@@ -389,8 +401,11 @@ class FromClause:
             finally:
                 if hidden is not None:
                     ctx.scope.remove(hidden)
-        for lcol, rcol in self._using_pairs.get(id(j), []):
-            out.append(E.make_compare("=", lcol, rcol))
+        pairs = self._using_pairs.get(id(j), [])
+        for i, (lcol, rcol) in enumerate(pairs):
+            # ASOF ... USING (k, t): the last column is the inequality, as DuckDB reads it
+            op = ">=" if is_asof(j) and i == len(pairs) - 1 else "="
+            out.append(E.make_compare(op, lcol, rcol))
         return out
 
     def _using(self, j: exp.Join, left: list[Source], right: Source, scope: Scope) -> None:

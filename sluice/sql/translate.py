@@ -38,7 +38,7 @@ from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WI
 from sluice.sql.literals import _untyped_null
 from sluice.sql.sources import _references
 from sluice.plan.joins import extract_common_or
-from sluice.sql.sources import FromClause
+from sluice.sql.sources import FromClause, is_asof
 from sluice.sql.aggregation import Aggregation
 from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
@@ -346,6 +346,8 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Unnest
             items.append(plan0)
             specs.append(None)
             for j in joins:
+                if is_asof(j) and isinstance(j.this, (exp.Unnest, exp.Lateral)):
+                    raise UnsupportedError(f"ASOF JOIN of {j.this.key.upper()}")
                 if isinstance(j.this, exp.Unnest):
                     # Joined to what precedes it, now: its lists are those rows' (a lateral join).
                     kind = ((j.side or "") + " " + (j.kind or "")).strip().upper()
@@ -369,6 +371,8 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Unnest
                 except PlanError:
                     if not (isinstance(j.this, exp.Subquery) and _reads_outside(j.this, scope)):
                         raise
+                    if is_asof(j):
+                        raise UnsupportedError("ASOF JOIN of a subquery reading an earlier FROM item (LATERAL)")
                     # A subquery in FROM reading an earlier FROM item: LATERAL, as DuckDB reads it.
                     lat = exp.Join(this=exp.Lateral(this=j.this.this, alias=j.this.args.get("alias")),
                                    side=j.side, kind=j.kind, on=j.args.get("on"))
@@ -409,6 +413,8 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Unnest
             on = j.args.get("on")
             if on is None or not _contains_subquery(on):
                 continue
+            if is_asof(j):
+                raise UnsupportedError("subqueries in the ON condition of an ASOF JOIN")
             later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
             if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER") \
                     and scope.parent is None:

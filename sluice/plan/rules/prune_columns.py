@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import singledispatch
 
-from sluice.plan.logical import (Aggregate, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Shared, Sort, Unnest,
+from sluice.plan.logical import (Aggregate, AsofJoin, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Shared, Sort, Unnest,
                                  Union, Window)
 
 
@@ -84,6 +84,18 @@ def _(plan: Join, need, sh):
     out = replace(plan, left=_prune(plan.left, lneed, sh), right=_prune(plan.right, rneed, sh), outputs=None)
     # Columns only the join itself reads (its keys) are not carried above it: a join's output
     # is often the next join's build or spilled probe side, where every byte counts.
+    full = out.schema
+    emit = tuple(k for k in full if k in need)
+    return replace(out, outputs=None if len(emit) == len(full) else emit)
+
+
+@_prune.register
+def _(plan: AsofJoin, need, sh):
+    reads_l = _cols(plan.left_keys) | plan.left_on.columns() | _cols([plan.left_filter, plan.residual])
+    reads_r = _cols(plan.right_keys) | plan.right_on.columns() | _cols([plan.residual])
+    lneed = ((need | reads_l) & set(plan.left.schema))
+    rneed = ((need | reads_r) & set(plan.right.schema))
+    out = replace(plan, left=_prune(plan.left, lneed, sh), right=_prune(plan.right, rneed, sh), outputs=None)
     full = out.schema
     emit = tuple(k for k in full if k in need)
     return replace(out, outputs=None if len(emit) == len(full) else emit)

@@ -22,7 +22,7 @@ from functools import singledispatch
 from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
-from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
+from sluice.plan.logical import (Aggregate, AsofJoin, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
                                  Sort, Limit, Union, Window)
 
 
@@ -178,6 +178,24 @@ def _(plan: Join, conds):
             keep = rest
     # The rest of an outer join's residual stays in it.
     return _wrap(replace(plan, left=_push(plan.left, to_left), right=_push(plan.right, to_right)), keep)
+
+
+@_push.register
+def _(plan: AsofJoin, conds):
+    """Conditions on the left side alone go below an ASOF join that keeps left rows by their
+    own match (inner, left, semi, anti): each left row's nearest right row does not depend on
+    the other left rows. Nothing goes to the right side: a right row filtered out could be
+    the nearest one, and another would take its place."""
+    from dataclasses import replace
+    left_names = set(plan.left.schema)
+    to_left, keep = [], []
+    for c in conds:
+        cols = c.columns()
+        if cols and cols <= left_names and plan.kind in (JoinKind.INNER, JoinKind.LEFT, JoinKind.SEMI, JoinKind.ANTI):
+            to_left.append(c)
+        else:
+            keep.append(c)
+    return _wrap(replace(plan, left=_push(plan.left, to_left), right=_push(plan.right, [])), keep)
 
 
 @_push.register

@@ -130,3 +130,16 @@ Project SUM(x)
                     Shared #2 (as above)
             Aggregate keys=[partition_key#2 := lineitem.l_returnflag] aggs=[SUM(l_quantity) OVER (PARTITION BY l_returnflag) := sum(lineitem.l_quantity)]
               Shared #1 (as above)
+
+-- case: ASOF join: each side keeps the columns its keys, inequality and conditions read, and those wanted above
+select o_orderkey from orders asof left join lineitem on o_orderkey = l_orderkey and o_orderdate <= l_shipdate and o_totalprice + l_tax > 3 and l_quantity < 5
+-- before
+Project orders.o_orderkey
+  AsofJoin left [orders.o_orderkey = lineitem.l_orderkey, orders.o_orderdate <= lineitem.l_shipdate] residual=((orders.o_totalprice + lineitem.l_tax) > 3.00)
+    Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment]
+    Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment] filter=(lineitem.l_quantity < 5.00)
+-- after
+Project orders.o_orderkey
+  AsofJoin left [orders.o_orderkey = lineitem.l_orderkey, orders.o_orderdate <= lineitem.l_shipdate] residual=((orders.o_totalprice + lineitem.l_tax) > 3.00) outputs=[orders.o_orderkey]
+    Scan orders [orders.o_orderkey, orders.o_totalprice, orders.o_orderdate]
+    Scan lineitem [lineitem.l_orderkey, lineitem.l_quantity, lineitem.l_tax, lineitem.l_shipdate] filter=(lineitem.l_quantity < 5.00) outputs=[lineitem.l_orderkey, lineitem.l_tax, lineitem.l_shipdate]

@@ -117,3 +117,19 @@ Project COUNT(*)
     Join left [nation.n_nationkey = supplier.s_nationkey] residual=(nation.n_regionkey = 1)
       Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]
       Scan supplier [supplier.s_suppkey, supplier.s_name, supplier.s_address, supplier.s_nationkey, supplier.s_phone, supplier.s_acctbal, supplier.s_comment] filter=(supplier.s_acctbal > 0.00)
+
+-- case: ASOF join: a WHERE condition on the left side goes below it; one on the right side stays above (it must not change which right row is nearest)
+select o_orderkey, l_linenumber from orders asof join lineitem on o_orderkey = l_orderkey and o_orderdate <= l_shipdate
+where o_totalprice > 1000 and l_quantity < 5
+-- before
+Project orders.o_orderkey, lineitem.l_linenumber
+  Filter ((orders.o_totalprice > 1000.00) AND (lineitem.l_quantity < 5.00))
+    AsofJoin inner [orders.o_orderkey = lineitem.l_orderkey, orders.o_orderdate <= lineitem.l_shipdate]
+      Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment]
+      Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
+-- after
+Project orders.o_orderkey, lineitem.l_linenumber
+  Filter (lineitem.l_quantity < 5.00)
+    AsofJoin inner [orders.o_orderkey = lineitem.l_orderkey, orders.o_orderdate <= lineitem.l_shipdate]
+      Scan orders [orders.o_orderkey, orders.o_custkey, orders.o_orderstatus, orders.o_totalprice, orders.o_orderdate, orders.o_orderpriority, orders.o_clerk, orders.o_shippriority, orders.o_comment] filter=(orders.o_totalprice > 1000.00)
+      Scan lineitem [lineitem.l_orderkey, lineitem.l_partkey, lineitem.l_suppkey, lineitem.l_linenumber, lineitem.l_quantity, lineitem.l_extendedprice, lineitem.l_discount, lineitem.l_tax, lineitem.l_returnflag, lineitem.l_linestatus, lineitem.l_shipdate, lineitem.l_commitdate, lineitem.l_receiptdate, lineitem.l_shipinstruct, lineitem.l_shipmode, lineitem.l_comment]
