@@ -11,6 +11,9 @@ from sluice.adapt.calibration import load_calibration
 from sluice.exec.context import ExecContext
 from sluice.exec.operators import Operator, ScanOp
 from sluice.metrics import fmt_bytes, fmt_rate
+from sluice.exec.hash_join import HashJoinOp
+from sluice.exec.sort import SortOp
+from sluice.io.memory import default_host_limit
 
 
 def _scan_stats(op: Operator, ctx: ExecContext):
@@ -121,10 +124,7 @@ def ranks_report(ranks: list[dict]) -> list[str]:
 def memory_plan(op: Operator, config) -> list[str]:
     """EXPLAIN's memory plan: per materialising operator, its estimated state against the host
     budget and whether it may spill."""
-    from sluice.exec.hash_join import HashJoinOp
     from sluice.exec.operators import ScanOp
-    from sluice.exec.sort import SortOp
-    from sluice.io.memory import default_host_limit
     limit = config.host_memory_limit or default_host_limit()
     dirs = ", ".join(config.spill_dirs())
     lines = [f"Memory plan: host budget {fmt_bytes(limit)} (host_memory_limit), spilling to {dirs}"

@@ -17,6 +17,7 @@ import torch
 from sluice.kernels.encode import encode_string_list
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
+from sluice.errors import ExecutionError, InternalError
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +237,6 @@ class Chunk:
 
     def __post_init__(self) -> None:
         if self.home is None and not self.columns:
-            from sluice.errors import InternalError
             raise InternalError("a chunk with no columns was made without its device")
 
     @property
@@ -426,7 +426,6 @@ def used_strings(cols: list[Column]) -> list[pa.Array]:
             used[id(d)] = (d, torch.zeros(len(d), dtype=torch.bool))
         codes = codes.cpu().long()
         if codes.numel() and not (0 <= int(codes.min()) and int(codes.max()) < len(d)):
-            from sluice.errors import ExecutionError
             raise ExecutionError(f"internal error: a string code outside its dictionary of {len(d)}")
         used[id(d)][1][codes] = True
     out = []
@@ -455,7 +454,6 @@ def concat_columns(cols: list[Column], unify: bool = True) -> Column:
     else:
         datas = [c.data for c in cols]
     if any(c.wide is not None for c in cols):
-        from sluice.errors import ExecutionError
         raise ExecutionError("a SUM exceeding 64 bits can only be output, not processed further")
     data = torch.cat(datas) if len(datas) > 1 else datas[0]
     if any(c.valid is not None for c in cols):

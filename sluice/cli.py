@@ -15,6 +15,17 @@ import time
 from pathlib import Path
 
 from sluice.errors import ConfigError, DataError, InternalError, SluiceError
+from sluice import __version__
+from sluice.config import parse_set_option
+import shutil
+import dataclasses
+import json
+from sluice.metrics import fmt_bytes, fmt_rate, merged_trace
+import sluice
+from sluice.testing.queries import tpch_queries
+from sluice.torchrun import main as torchrun_main, report
+from sluice.io.permissions import set_final_mode
+from sluice.ranks import liveness
 
 EXIT_USER = 1
 EXIT_INTERNAL = 2
@@ -22,7 +33,6 @@ EXIT_INTERNAL = 2
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sluice", description="SQL over Parquet on PyTorch (CPU or GPU).")
-    from sluice import __version__
     p.add_argument("--version", action="version", version=f"sluice {__version__}")
     sub = p.add_subparsers(dest="cmd")
 
@@ -144,7 +154,6 @@ def _print_as(table, fmt: str) -> None:
 
 
 def _settings(args) -> dict:
-    from sluice.config import parse_set_option
     settings = dict(parse_set_option(s) for s in args.set)
     if args.device:
         settings["device"] = args.device
@@ -155,7 +164,6 @@ def _settings(args) -> dict:
 
 def _print_table(table, max_rows: int) -> None:
     """An aligned text table like DuckDB's shell output, fitted to the terminal when stdout is one."""
-    import shutil
     from sluice.render import format_table
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else None
     print(format_table(table, width, max_rows, tail=False, hint="-o FILE saves all"))
@@ -204,7 +212,6 @@ class _Progress:
             from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
             from rich.text import Text
 
-            from sluice.metrics import fmt_rate
             bar = self
 
             class Rate(ProgressColumn):
@@ -279,7 +286,6 @@ def _write_atomic(path: str, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        from sluice.io.permissions import set_final_mode
         set_final_mode(tmp, out)
         os.replace(tmp, out)
     except OSError as e:
@@ -290,12 +296,9 @@ def _write_atomic(path: str, write) -> None:
 
 
 def _rewrite(args) -> int:
-    import dataclasses
-    import json
     import pyarrow.parquet as pq
     from sluice.layout.inspect import parquet_files
     from sluice.layout.rewrite import options_from, rewrite
-    from sluice.metrics import fmt_bytes
     opts = options_from(args.preset, row_group_rows=args.row_group_rows, pages_per_chunk=args.pages_per_chunk,
                         encoding=args.encoding, compression=args.compression, min_gain=args.min_gain)
     total = sum(pq.read_metadata(f).num_rows for f in parquet_files(args.source)) if sys.stderr.isatty() else 0
@@ -319,9 +322,7 @@ def _rewrite(args) -> int:
 def _demo(args) -> int:
     """The main job on its embedded default: TPC-H at SF 1 (generated under data/ when it is
     not there), every query answered, a line per query, then Q1's answer."""
-    import sluice
     from sluice.datagen.tpch import generate_tpch
-    from sluice.testing.queries import tpch_queries
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists() and not (data / "lineitem").is_dir():
         t0 = time.perf_counter()
@@ -358,13 +359,11 @@ def _demo(args) -> int:
 def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "torchrun":  # torchrun's own options follow: its parser reads them
-        from sluice.torchrun import main as torchrun_main
         return torchrun_main(argv[1:])
     args = _parser().parse_args(argv or ["shell"])
     if args.cmd is None:
         _parser().error("give a command, or no arguments for the shell")
     if args.cmd == "shell":
-        import sluice
         from sluice.shell import run_shell
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
@@ -382,7 +381,6 @@ def run(argv: list[str] | None = None) -> int:
         print(format_report(diagnose(args.path, device)))
         return 0
     if args.cmd == "inspect":
-        import json
         from sluice.layout.inspect import format_report, inspect_file, parquet_files
         infos = [inspect_file(f, pages=not args.no_pages) for f in parquet_files(args.path)]
         print(json.dumps(infos, indent=1) if args.json else "\n\n".join(format_report(i) for i in infos))
@@ -393,7 +391,6 @@ def run(argv: list[str] | None = None) -> int:
         import torch
         from sluice.adapt.calibration import cache_file, calibrate
         from sluice.devices import resolve_device
-        from sluice.metrics import fmt_rate
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
         dev = resolve_device(args.device or "auto")
@@ -448,7 +445,6 @@ def run(argv: list[str] | None = None) -> int:
                 generate_ssb(args.sf, args.out)
         print(f"wrote {args.benchmark} {size} to {args.out} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         return 0
-    import sluice
     sql = _query_text(args)
     con = sluice.connect(args.data, **_settings(args))
     try:
@@ -473,7 +469,6 @@ def run(argv: list[str] | None = None) -> int:
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs(),
                            con.config.dist_timeout_s)
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
-        from sluice.ranks import liveness
         job = liveness.current() if con.group is not None else None
         if job is not None:  # every rank's scan bytes travel with its watchdog's records
             job.begin_scan(rel.bytes_to_scan())
@@ -511,8 +506,6 @@ def run(argv: list[str] | None = None) -> int:
             _write_atomic(args.plot, lambda tmp: plot_timeline(op, ctx, tmp, title=_title(sql)))
             print(f"wrote timeline to {args.plot}", file=sys.stderr)
         if args.trace:
-            import json
-            from sluice.metrics import merged_trace
 
             def dump(tmp):  # on several ranks: one process per rank
                 with open(tmp, "w") as f:
@@ -547,7 +540,6 @@ def _argv_for_ranks(argv: list[str], sql: str) -> list[str]:
 def _say(line: str, code: int) -> int:
     """The one line of a failed command: on stderr, or, on a rank under ``sluice torchrun``,
     handed to its launcher, which prints the job's cause once."""
-    from sluice.torchrun import report
     if not report(line, code):
         print(line, file=sys.stderr)
     return code

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from sluice.errors import ConfigError
+import tempfile
 
 #: Rows per chunk on a CPU. A million rows amortises Python overhead per chunk while keeping a
 #: chunk of lineitem (16 columns) around 100 MiB.
@@ -473,7 +474,6 @@ class Config:
 
     def spill_dirs(self) -> list[str]:
         """The spill directories (the system temp directory when none is set)."""
-        import tempfile
         dirs = [d.strip() for d in self.spill_dir.split(",") if d.strip()]
         return dirs or [tempfile.gettempdir()]
 

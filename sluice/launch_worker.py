@@ -11,6 +11,9 @@ import signal
 import sys
 import time
 from pathlib import Path
+from sluice.errors import InternalError, RankFailed, SluiceError
+import ctypes
+import sluice
 
 
 def main(folder: str) -> int:
@@ -65,7 +68,6 @@ def _write_status_when_lost(root: Path, rank: int) -> None:
     """When the ranks' watchdog finds a rank lost or hung (:mod:`sluice.ranks.liveness`), this
     rank's status names it and the process ends (its main thread may be blocked in a
     collective that nothing wakes); the launcher stops whatever rank is still hanging."""
-    from sluice.errors import RankFailed
     from sluice.ranks import group
 
     def lost(line: str, lost_rank: int) -> None:
@@ -81,7 +83,6 @@ def _die_with(launcher: int | None) -> None:
     with SIGKILL and can stop nobody (Linux: the kernel signals a child whose parent died)."""
     if launcher is None or not sys.platform.startswith("linux"):
         return
-    import ctypes
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -93,7 +94,6 @@ def _die_with(launcher: int | None) -> None:
 def _failure(e: BaseException) -> dict:
     """The status of a rank that failed; its process group aborted, so peers waiting on it
     fail now, not at the timeout."""
-    from sluice.errors import InternalError, SluiceError
     if isinstance(e, KeyboardInterrupt):  # the launcher stops its ranks (Ctrl-C): it reports that
         return {"error": "interrupted", "category": "interrupted"}
     err = e if isinstance(e, SluiceError) else InternalError(
@@ -106,7 +106,6 @@ def _failure(e: BaseException) -> dict:
 
 
 def _queries(job: dict, root: Path, rank: int) -> dict:
-    import sluice
     con = sluice.connect(job["data"], **job.get("settings", {}))
     try:
         return _run_queries(con, job, root, rank, "result")
@@ -148,7 +147,6 @@ def _serve(job: dict, root: Path, rank: int) -> None:
     queries ``query-K.json`` as they come, each one's status ``status-K-RANK.json``, until the
     launcher writes ``stop``. A failing query raises out of here: the rank's status says why and
     the pool ends (its group may be broken)."""
-    import sluice
     con = sluice.connect(job["data"], **job.get("settings", {}))
     try:
         k = 0

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from sluice.errors import RankFailed
+from sluice.config import Config
 
 #: The environment variable naming the folder where ranks leave their one-line errors.
 ERRORS_ENV = "SLUICE_RANK_ERRORS"
@@ -119,7 +120,6 @@ def _cause(folder: Path, failures: dict) -> tuple[str | None, int]:
 def _clean_spills(command: list[str]) -> None:
     """Spill folders of ranks that were killed (their process is gone) are removed: in the
     ``spill_dir`` the command sets, else the default."""
-    from sluice.config import Config
     from sluice.io.spill import clean_stale
     spill_dir = ""
     for flag, value in zip(command, command[1:]):

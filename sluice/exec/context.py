@@ -23,7 +23,7 @@ from sluice.exec.minmax_bounds import MinMaxBound
 from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
-from sluice.io.spill import SpillManager
+from sluice.io.spill import HostPages, SpillManager
 from sluice.metrics import OperatorStats, Recorder
 from sluice.ranks import liveness
 
@@ -141,7 +141,6 @@ class ExecContext:
         """Where a partition goes when it leaves ``state_pool``: host memory on a GPU (the tier
         above disk), a spill file otherwise."""
         if self.device_memory is not None:
-            from sluice.io.spill import HostPages
             return HostPages(self, label)
         return self.spills().new_file(label)
 

@@ -42,10 +42,12 @@ from sluice.errors import InternalError, SluiceError
 from sluice.exec import range_partition
 from sluice.exec.materialize import Materializer
 from sluice.exec.ordered_pages import OrderedPages
-from sluice.exec.operators import Operator
+from sluice.exec.operators import Operator, ScanOp
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
 from sluice.ranks import liveness
+from sluice.ranks.tensor_wire import Packed, pack, unpack
+from sluice.ranks.wire import bytes_to_chunks, chunk_to_bytes
 
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
@@ -268,8 +270,6 @@ class ExchangeOp(Operator):
                 dres.free()
 
     def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
-        from sluice.ranks.tensor_wire import unpack
-        from sluice.ranks.wire import bytes_to_chunks
         t0 = time.perf_counter()
         with liveness.waiting():
             rnd.work.wait()
@@ -304,7 +304,6 @@ class ExchangeOp(Operator):
         samples shared, the splitters taken (the same on every rank); then the held rows as the
         input to send (:mod:`sluice.exec.range_partition`)."""
         import torch.distributed as dist
-        from sluice.ranks.wire import bytes_to_chunks, chunk_to_bytes
         held = Materializer(ctx, f"{self.label} input", _hash_rows, stats=ctx.memory_stats(self))
         sampler = range_partition.Sampler(self.keys, g.world)
         ti = time.perf_counter()
@@ -361,10 +360,8 @@ def wire_of(ctx) -> str:
 
 
 def _pack(part: Chunk, tensors: bool, dictionaries: bool):
-    from sluice.ranks.tensor_wire import Packed, pack
     if tensors:
         return pack(part, dictionaries)
-    from sluice.ranks.wire import chunk_to_bytes
     return Packed(chunk_to_bytes(part, dictionaries), [], 0)
 
 
@@ -465,7 +462,6 @@ def rank_summary(root: Operator, ctx) -> dict:
     """What this rank did, for ``--analyze`` on rank 0 (plain data, gathered once at the end):
     rows scanned and bytes read, peak memory, and each exchange's rows and bytes per
     destination, rounds and network time (plan order)."""
-    from sluice.exec.operators import ScanOp
     scans = [o for o in root.walk() if isinstance(o, ScanOp)]
     ex = []
     for e in exchanges_in_order(root):

@@ -27,6 +27,8 @@ import sys
 import threading
 import time
 import weakref
+from sluice.errors import ResourcesExhausted
+from sluice.metrics import fmt_bytes
 
 _M_ARENA_MAX = -8
 _M_TRIM_THRESHOLD = -1
@@ -520,8 +522,6 @@ class Reservation:
 
 
 def budget_error(owner: str, need: int, pool: MemoryPool, what: str = ""):
-    from sluice.errors import ResourcesExhausted
-    from sluice.metrics import fmt_bytes
     detail = f" ({what})" if what else ""
     held = ", ".join(f"{o} {fmt_bytes(n)}" for o, n in pool.holders())
     return ResourcesExhausted(

@@ -18,6 +18,7 @@ import torch
 from sluice.chunk import Column, DictionaryCache, host_tensor, lookup, string_buffers
 from sluice.kernels.values import to_type
 from sluice.types import LType
+from sluice.errors import UnsupportedError
 
 _NULL_HASH = 0x2545F4914F6CDD1D
 _GOLDEN = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed int64
@@ -41,7 +42,6 @@ def mix64(x: torch.Tensor) -> torch.Tensor:
 def _value_bits(col: Column, t: LType | None) -> torch.Tensor:
     """int64 tensor whose equality is SQL equality of ``col``'s values (as type ``t``)."""
     if col.type.is_nested:
-        from sluice.errors import UnsupportedError
         raise UnsupportedError(f"hashing (a join, grouping or DISTINCT key) a {col.type.kind.upper()} value")
     if col.type.kind == "string":
         return lookup(_string_hashes(col.dictionary).to(col.data.device), col.data)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor, lookup, positions, to_device, unify_dictionaries
-from sluice.errors import DataError
+from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.kernels.values import dictionary_rank, to_type
 from sluice.types import LType
@@ -92,7 +92,6 @@ def refuse_nested(col: Column, what: str) -> None:
     values may have different codes (the translator refuses these keys first; this stops any
     path it misses from a wrong answer)."""
     if col.type.is_nested:
-        from sluice.errors import UnsupportedError
         raise UnsupportedError(f"{what} on a {col.type.kind.upper()} value")
 
 
@@ -398,8 +397,6 @@ class BuildKeys:
             kind = spec[0]
             if kind == "dict":
                 d = spec[1]
-                import pyarrow.compute as pc
-                import numpy as np
                 idx = pc.index_in(c.dictionary, value_set=d).fill_null(-1).to_numpy(zero_copy_only=False)
                 m = to_device(host_tensor(np.asarray(idx, dtype=np.int64)), c.data.device)
                 codes = lookup(m, c.data) if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from sluice.errors import RankFailed
+from sluice.errors import ConfigError, RankFailed
 from sluice.ranks import liveness
+import sys
 
 #: The collectives' own timeout once the watchdog runs: it only catches what the watchdog
 #: cannot see (a rank whose watchdog thread runs while its collective never completes).
@@ -39,7 +40,6 @@ ON_LOST = None
 def _on_lost(line: str, rank: int) -> None:
     if ON_LOST is not None:
         ON_LOST(line, rank)
-    import sys
     try:
         print(f"{RankFailed.category}: {line}", file=sys.stderr, flush=True)
     finally:
@@ -161,7 +161,6 @@ def check_launcher(environ=os.environ) -> None:
         except ValueError:
             continue
         if n > 1 and rank in environ:  # (an salloc shell has the count but is no task)
-            from sluice.errors import ConfigError
             raise ConfigError(
                 f"this process is task {environ.get(rank, '?')} of {n} started by {name}, not a rank of a torchrun "
                 "job: each task would run the whole query alone; start one torchrun per node under it (srun torchrun "

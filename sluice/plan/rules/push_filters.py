@@ -24,6 +24,8 @@ from sluice.expr.nodes import Expr
 from sluice.plan.joins import implied_filters
 from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
                                  Sort, Limit, Union, Window)
+from dataclasses import replace
+from sluice.plan.estimate import estimate
 
 
 def filters_into_join_runs(plan: PlanNode) -> PlanNode:
@@ -86,7 +88,6 @@ def _(plan: Filter, conds):
 def _(plan: Scan, conds):
     if not conds:
         return plan
-    from dataclasses import replace
     have = N.conjuncts(plan.filter)
     new = [c for c in conds if not any(c == h for h in have)]
     return replace(plan, filter=N.and_all(have + new)) if new else plan
@@ -124,7 +125,6 @@ def _(plan: Aggregate, conds):
 
 @_push.register
 def _(plan: Join, conds):
-    from dataclasses import replace
     sunk = _sink_subquery_join(plan, conds)
     if sunk is not None:
         return _push(sunk, conds)
@@ -189,7 +189,6 @@ def _(plan: Union, conds):
 
 @_push.register
 def _(plan: Sort, conds):
-    from dataclasses import replace
     if plan.limit is not None or plan.offset:
         return _wrap(replace(plan, child=_push(plan.child, [])), conds)
     return replace(plan, child=_push(plan.child, conds))
@@ -197,7 +196,6 @@ def _(plan: Sort, conds):
 
 @_push.register
 def _(plan: Limit, conds):
-    from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
 
 
@@ -305,7 +303,6 @@ def _sink_subquery_join(plan: Join, conds: list[Expr]) -> PlanNode | None:
 
     It goes through inner and cross joins (either side) and the left side of left, semi,
     anti and mark joins, whose rows pass up with every column of that side."""
-    from dataclasses import replace
     if not _movable(plan):
         return None
     left = set(plan.left.schema)
@@ -328,8 +325,6 @@ def _sink(tree: PlanNode, want: set[str], attach, smaller: bool) -> PlanNode | N
     """``tree`` with ``attach(x)`` in place of its deepest sub-plan ``x`` that holds every
     column of ``want`` (None where that is ``tree`` itself, or, with ``smaller``, where ``x``
     is not estimated to have fewer rows than ``tree``)."""
-    from dataclasses import replace
-    from sluice.plan.estimate import estimate
 
     path, node = [], tree
     while True:

@@ -42,6 +42,7 @@ from sluice.io.parquet.decode.framing import hadoop_lz4_blocks
 
 from sluice.io.parquet.decode.column import PAD
 from sluice.kernels.buffers import to_device
+from sluice.errors import UnsupportedError
 
 #: Parquet codec names -> nvCOMP algorithm names (GZIP pages are unwrapped to raw deflate).
 ALGORITHMS = {"SNAPPY": "Snappy", "ZSTD": "Zstd", "LZ4_RAW": "LZ4", "LZ4": "LZ4", "GZIP": "Deflate"}
@@ -451,7 +452,6 @@ class OnDevice:
                 return out
             except NotOnDevice as e:
                 if self.strict:
-                    from sluice.errors import UnsupportedError
                     raise UnsupportedError(f"pages cannot be decompressed on the device ({e}); "
                                            f"strict_device=true forbids the host") from None
                 why = str(e)
