@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sluice.errors import ConfigError, DataError, InternalError, SluiceError
 from sluice import __version__
-from sluice.config import parse_set_option
+from sluice.setting_values import parse_set_option
 import shutil
 import dataclasses
 import json
