@@ -18,13 +18,12 @@ from sluice.adapt.scan_policy import Coordinator
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import InternalError, SluiceError, internal_error, is_resource_error
-from sluice.exec.materialize import MaterializeStats
+from sluice.metrics import MaterializeStats, OperatorStats, Recorder
 from sluice.exec.minmax_bounds import MinMaxBound
 from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.spill import HostPages, SpillManager
-from sluice.metrics import OperatorStats, Recorder
 from sluice.ranks import liveness
 
 
