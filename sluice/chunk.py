@@ -17,7 +17,7 @@ import torch
 from sluice.kernels.encode import encode_string_list
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
-from sluice.errors import ExecutionError, InternalError
+from sluice.errors import ExecutionError, InternalError, UnsupportedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +39,11 @@ class Column:
     def __post_init__(self) -> None:
         if self.type.is_nested and not isinstance(self.dictionary, NestedValues):
             # Code that does not know nested columns rebuilt one without its values.
-            from sluice.errors import UnsupportedError
             raise UnsupportedError(f"a {self.type.kind.upper()} column ({self.type}) in an operation that does "
                                    "not handle nested values")
         if self.data.dtype != self.type.torch_dtype:
             # A tensor that does not hold its type's values prints as garbage (SUM of a float32
             # column once gave 0.0 so): an internal error, never a silent wrong answer.
-            from sluice.errors import InternalError
             raise InternalError(f"a {self.type} column holds {self.data.dtype} values")
         # A constant NULL combined with a column (``s || NULL``) gives 0-d validity: broadcast it.
         if self.valid is not None and self.valid.dim() == 0 and self.data.dim() == 1:

@@ -147,7 +147,7 @@ def _query_text(args) -> str:
 
 def _print_as(table, fmt: str) -> None:
     """Every row on stdout as csv, json lines or a markdown table."""
-    from sluice.render import format_rows
+    from sluice.render import format_rows  # deferred: keeps `sluice --help` free of numpy, pyarrow
     text = format_rows(table, fmt)
     if text:
         print(text)
@@ -164,7 +164,7 @@ def _settings(args) -> dict:
 
 def _print_table(table, max_rows: int) -> None:
     """An aligned text table like DuckDB's shell output, fitted to the terminal when stdout is one."""
-    from sluice.render import format_table
+    from sluice.render import format_table  # deferred: keeps `sluice --help` free of numpy, pyarrow
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else None
     print(format_table(table, width, max_rows, tail=False, hint="-o FILE saves all"))
 
@@ -180,7 +180,7 @@ class _Status:
     def __init__(self, text: str) -> None:
         self._cm = None
         if sys.stderr.isatty():
-            from rich.console import Console
+            from rich.console import Console  # deferred: keeps `sluice --help` free of rich
             self._cm = Console(stderr=True).status(text)
 
     def __enter__(self):
@@ -208,9 +208,9 @@ class _Progress:
         self._job = job
         self._stop = threading.Event()
         if sys.stderr.isatty() and total > 0:
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
-            from rich.text import Text
+            from rich.console import Console  # deferred: keeps `sluice --help` free of rich
+            from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn  # deferred: keeps `sluice --help` free of rich
+            from rich.text import Text  # deferred: keeps `sluice --help` free of rich
 
             bar = self
 
@@ -243,7 +243,7 @@ class _Progress:
     def bound(self) -> str | None:
         if self._ctx is None:
             return None
-        from sluice.analyze import stage_utilisation
+        from sluice.analyze import stage_utilisation  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
         return stage_utilisation(self._ctx)[1]
 
     def __enter__(self):
@@ -272,7 +272,7 @@ class _Progress:
 
 
 def _storage_bps(root) -> float | None:
-    from sluice.adapt.calibration import load_calibration
+    from sluice.adapt.calibration import load_calibration  # deferred: keeps `sluice --help` free of torch
     cal = load_calibration(root)
     return (cal or {}).get("read_cached_bps") or (cal or {}).get("read_cold_bps")
 
@@ -296,9 +296,9 @@ def _write_atomic(path: str, write) -> None:
 
 
 def _rewrite(args) -> int:
-    import pyarrow.parquet as pq
-    from sluice.layout.inspect import parquet_files
-    from sluice.layout.rewrite import options_from, rewrite
+    import pyarrow.parquet as pq  # deferred: keeps `sluice --help` free of pyarrow
+    from sluice.layout.inspect import parquet_files  # deferred: keeps `sluice --help` free of pyarrow
+    from sluice.layout.rewrite import options_from, rewrite  # deferred: keeps `sluice --help` free of pyarrow
     opts = options_from(args.preset, row_group_rows=args.row_group_rows, pages_per_chunk=args.pages_per_chunk,
                         encoding=args.encoding, compression=args.compression, min_gain=args.min_gain)
     total = sum(pq.read_metadata(f).num_rows for f in parquet_files(args.source)) if sys.stderr.isatty() else 0
@@ -322,7 +322,7 @@ def _rewrite(args) -> int:
 def _demo(args) -> int:
     """The main job on its embedded default: TPC-H at SF 1 (generated under data/ when it is
     not there), every query answered, a line per query, then Q1's answer."""
-    from sluice.datagen.tpch import generate_tpch
+    from sluice.datagen.tpch import generate_tpch  # deferred: keeps `sluice --help` free of pyarrow
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists() and not (data / "lineitem").is_dir():
         t0 = time.perf_counter()
@@ -364,7 +364,7 @@ def run(argv: list[str] | None = None) -> int:
     if args.cmd is None:
         _parser().error("give a command, or no arguments for the shell")
     if args.cmd == "shell":
-        from sluice.shell import run_shell
+        from sluice.shell import run_shell  # deferred: keeps `sluice --help` free of numpy, pyarrow
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
         con = sluice.connect(args.data, **_settings(args))
@@ -373,7 +373,7 @@ def run(argv: list[str] | None = None) -> int:
         finally:
             con.close()
     if args.cmd == "doctor":
-        from sluice.layout.doctor import diagnose, format_report
+        from sluice.layout.doctor import diagnose, format_report  # deferred: keeps `sluice --help` free of pyarrow
         target = args.target
         if target == "auto":  # without importing torch: an NVIDIA driver with a GPU
             target = "gpu" if any(Path("/proc/driver/nvidia/gpus").glob("*")) else "cpu"
@@ -381,16 +381,16 @@ def run(argv: list[str] | None = None) -> int:
         print(format_report(diagnose(args.path, device)))
         return 0
     if args.cmd == "inspect":
-        from sluice.layout.inspect import format_report, inspect_file, parquet_files
+        from sluice.layout.inspect import format_report, inspect_file, parquet_files  # deferred: keeps `sluice --help` free of pyarrow
         infos = [inspect_file(f, pages=not args.no_pages) for f in parquet_files(args.path)]
         print(json.dumps(infos, indent=1) if args.json else "\n\n".join(format_report(i) for i in infos))
         return 0
     if args.cmd == "rewrite":
         return _rewrite(args)
     if args.cmd == "calibrate":
-        import torch
-        from sluice.adapt.calibration import cache_file, calibrate
-        from sluice.devices import resolve_device
+        import torch  # deferred: keeps `sluice --help` free of torch
+        from sluice.adapt.calibration import cache_file, calibrate  # deferred: keeps `sluice --help` free of torch
+        from sluice.devices import resolve_device  # deferred: keeps `sluice --help` free of torch
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
         dev = resolve_device(args.device or "auto")
@@ -403,8 +403,8 @@ def run(argv: list[str] | None = None) -> int:
         if args.ranks is not None:
             if args.ranks < 2:
                 raise ConfigError(f"--ranks must be at least 2 to measure an all-to-all, not {args.ranks}")
-            from sluice.adapt.calibration import save_all_to_all
-            from sluice.launch import run_job
+            from sluice.adapt.calibration import save_all_to_all  # deferred: keeps `sluice --help` free of torch
+            from sluice.launch import run_job  # deferred: keeps `sluice --help` free of pyarrow
             status: dict = {}
             with _Status(f"measuring all-to-all between {args.ranks} ranks ..."):
                 run_job(args.ranks, {"kind": "bandwidth"}, status=status)
@@ -418,10 +418,10 @@ def run(argv: list[str] | None = None) -> int:
     if args.cmd == "demo":
         return _demo(args)
     if args.cmd == "datagen":
-        from sluice.datagen.ssb import generate_ssb
-        from sluice.datagen.tpcds import generate_tpcds
-        from sluice.datagen.tpch import generate_tpch
-        from sluice.datagen.folders import prepare_folder
+        from sluice.datagen.ssb import generate_ssb  # deferred: keeps `sluice --help` free of numpy, pyarrow
+        from sluice.datagen.tpcds import generate_tpcds  # deferred: keeps `sluice --help` free of pyarrow
+        from sluice.datagen.tpch import generate_tpch  # deferred: keeps `sluice --help` free of pyarrow
+        from sluice.datagen.folders import prepare_folder  # deferred: keeps `sluice --help` free of numpy, pyarrow
         by_rows = args.benchmark in ("clickbench", "events")
         if args.rows is None:
             args.rows = 10_000 if args.benchmark == "events" else 10_000_000
@@ -432,10 +432,10 @@ def run(argv: list[str] | None = None) -> int:
         size = f"rows={args.rows:,}" if by_rows else f"sf={args.sf:g}"
         with _Status(f"generating {args.benchmark} {size} into {args.out} ..."):
             if args.benchmark == "events":
-                from sluice.datagen.events import generate_events
+                from sluice.datagen.events import generate_events  # deferred: keeps `sluice --help` free of numpy, pyarrow
                 generate_events(args.rows, args.out, args.seed)
             elif args.benchmark == "clickbench":
-                from sluice.datagen.clickbench import generate_clickbench
+                from sluice.datagen.clickbench import generate_clickbench  # deferred: keeps `sluice --help` free of numpy, pyarrow
                 generate_clickbench(args.rows, args.out)
             elif args.benchmark == "tpch":
                 generate_tpch(args.sf, args.out, parts=args.parts)
@@ -465,7 +465,7 @@ def run(argv: list[str] | None = None) -> int:
         if con.launches_ranks:  # the same command on each of N local ranks; rank 0 prints
             if args.output and not Path(args.output).resolve().parent.exists():
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
-            from sluice.launch import run_cli
+            from sluice.launch import run_cli  # deferred: keeps `sluice --help` free of pyarrow
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs(),
                            con.config.dist_timeout_s)
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
@@ -499,10 +499,10 @@ def run(argv: list[str] | None = None) -> int:
                     _print_as(table, args.format)
         op, ctx = rel.last_run
         if args.analyze:
-            from sluice.analyze import analyze_report
+            from sluice.analyze import analyze_report  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
             print(analyze_report(op, ctx, con.root))
         if args.plot:
-            from sluice.analyze import plot_timeline
+            from sluice.analyze import plot_timeline  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
             _write_atomic(args.plot, lambda tmp: plot_timeline(op, ctx, tmp, title=_title(sql)))
             print(f"wrote timeline to {args.plot}", file=sys.stderr)
         if args.trace:

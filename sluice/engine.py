@@ -326,7 +326,6 @@ class Relation:
         except torch.cuda.OutOfMemoryError:
             raise  # _execute reruns or reports it
         except MemoryError:
-            from sluice.errors import ResourcesExhausted
             raise ResourcesExhausted("host memory exhausted") from None
         except Exception as e:  # noqa: BLE001 - anything else is our bug; say so in one line
             raise InternalError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
@@ -403,7 +402,7 @@ class Relation:
         """A pandas DataFrame: dates as datetime64, decimals as Arrow-backed decimals (exact,
         not Python objects), other columns with their NumPy types (nullable ones as pandas'
         nullable dtypes)."""
-        import pandas as pd
+        import pandas as pd  # deferred: pandas only for this call
         t = self.to_arrow()
 
         def dtype(at):
@@ -427,7 +426,7 @@ class Relation:
         """A Polars DataFrame (DuckDB's name), built from the Arrow result without copying
         where Polars can share it; Polars is optional (``pip install polars``)."""
         try:
-            import polars
+            import polars  # deferred: polars only for this call
         except ImportError:
             raise ConfigError("rel.pl() needs Polars: pip install polars") from None
         return polars.from_arrow(self.to_arrow())

@@ -29,7 +29,7 @@ def decoder_name(setting: str, device: torch.device | None = None, path: str | N
         return setting
     if device is None or device.type != "cuda":
         return "arrow"
-    from sluice.io.parquet.decode import nvcomp
+    from sluice.io.parquet.decode import nvcomp  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of numpy, pyarrow
     if not nvcomp.available() or not kernels.usable(device):
         return "arrow"
     rates = calibrated_rates(path)

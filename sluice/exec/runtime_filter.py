@@ -304,7 +304,7 @@ class RuntimeFilter:
             self._merge_across(group)
 
     def _merge_across(self, group) -> None:
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         self._settle()
         i64 = torch.iinfo(torch.int64)
         lo = torch.tensor([self.lo if self.lo is not None else i64.max], dtype=torch.int64)

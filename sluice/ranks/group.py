@@ -70,7 +70,7 @@ class DistGroup:
         if device.type != "cuda":
             return self.group
         if self._data is None:
-            import torch.distributed as dist
+            import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
             try:
                 with liveness.waiting():
                     self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
@@ -90,7 +90,7 @@ class DistGroup:
         a hash of the plan's exchanges and one of the data its scans share out (the lines of
         ``fingerprint`` starting ``data ``: row groups and their footers' digests), in one object
         collective per query; ranks that differ are refused in one line saying which part."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         lines = fingerprint.splitlines()
         data = "\n".join(ln for ln in lines if ln.startswith("data "))
         plan = "\n".join(ln for ln in lines if not ln.startswith("data "))
@@ -112,7 +112,7 @@ class DistGroup:
 
     def gather_objects(self, obj) -> list | None:
         """``obj`` of every rank on rank 0 (None elsewhere); once per query, at its end."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         out: list = [None] * self.world
         try:
             with liveness.waiting():
@@ -123,7 +123,7 @@ class DistGroup:
 
     def abort(self) -> None:
         """Tear the group down on the error path without waiting for peers."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         try:
             if dist.is_initialized():
                 for pg in (self._data, dist.group.WORLD):
@@ -177,7 +177,7 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     if not in_torchrun():
         check_launcher()
         return None
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     world = int(os.environ.get("WORLD_SIZE", "1"))
     store = None
     if not dist.is_initialized():
@@ -201,7 +201,7 @@ def _arrive(timeout_s: float):
     """The job's store (PyTorch's env:// rendezvous: torchrun's agent store or MASTER_ADDR/PORT)
     and a wait of at most ``timeout_s`` until every rank has arrived at it: joining is bounded
     by ``timeout_s``, while the group's collectives get the backstop (the watchdog watches them)."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     store, rank, world = next(dist.rendezvous("env://", timeout=datetime.timedelta(seconds=timeout_s)))
     store.add(_ARRIVED, 1)
     deadline = time.monotonic() + timeout_s

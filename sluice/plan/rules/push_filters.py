@@ -21,7 +21,7 @@ from functools import singledispatch
 
 from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr
-from sluice.plan.joins import implied_filters
+from sluice.plan.joins import equi_pair, implied_filters
 from sluice.plan.logical import (Aggregate, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
                                  Sort, Limit, Union, Window)
 from dataclasses import replace
@@ -164,7 +164,6 @@ def _(plan: Join, conds):
             to_left += _across(to_right + held_r, plan.right_keys, plan.left_keys, to_left + held_l)
     if plan.kind in (JoinKind.INNER, JoinKind.CROSS) and keep:
         # Equalities between the sides of a cross join become join keys.
-        from sluice.plan.joins import equi_pair
         lk, rk, rest = list(plan.left_keys), list(plan.right_keys), []
         for c in keep:
             pair = equi_pair(c, left_names, right_names) if not plan.single_row else None
@@ -202,21 +201,18 @@ def _(plan: Limit, conds):
 @_push.register
 def _(plan: Window, conds):
     # A filter changes the partitions a window sees: it stays above.
-    from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
 
 
 @_push.register
 def _(plan: Repeat, conds):
     # A condition on the row holds for all its copies: it may go below.
-    from dataclasses import replace
     return replace(plan, child=_push(plan.child, conds))
 
 
 @_push.register
 def _(plan: Unnest, conds):
     # A condition not on the element holds for all the row's copies: it may go below.
-    from dataclasses import replace
     below = [c for c in conds if plan.out not in c.columns()]
     return _wrap(replace(plan, child=_push(plan.child, below)), [c for c in conds if plan.out in c.columns()])
 

@@ -51,7 +51,7 @@ class Descriptors:
 
 
 def _kernels():
-    from sluice.io.parquet.decode.kernels import delta, hybrid, levels, plain, scatter, split
+    from sluice.io.parquet.decode.kernels import delta, hybrid, levels, plain, scatter, split  # deferred: optional GPU package (triton)
     return levels, hybrid, plain, split, delta, scatter
 
 

@@ -80,7 +80,7 @@ def available() -> bool:
 
 
 def _nvcomp():
-    from nvidia import nvcomp
+    from nvidia import nvcomp  # deferred: optional GPU package (nvidia)
     return nvcomp
 
 
@@ -96,7 +96,7 @@ class _TorchBlock:
 
 def _torch_allocation(nbytes: int, stream) -> object:
     """nvCOMP's device allocator: torch's caching allocator, ordered on nvCOMP's stream."""
-    from nvidia.nvcomp.external_memory import ExternalMemory
+    from nvidia.nvcomp.external_memory import ExternalMemory  # deferred: optional GPU package (nvidia)
     dev = torch.device("cuda", stream.device)
     ts = torch.cuda.ExternalStream(stream.ptr, device=dev) if stream.ptr else torch.cuda.default_stream(dev)
     with torch.cuda.stream(ts):
