@@ -13,7 +13,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
-from sluice.sql.calls import CLASS_CALLS, formatted_value, printf_spec
+from sluice.sql.calls import CLASS_CALLS
 from sluice.sql.row_values import is_row, row_compare, row_in
 from sluice.sql.coverage import construct_name
 from sluice.expr import build as E
@@ -517,119 +517,6 @@ class Expressions:
         if isinstance(n, exp.Length) and a.type.kind in ("list", "map"):  # LEN(list): its elements
             return E.make_func("list_len", [a])
         return E.make_func(_UNARY_FUNCS[type(n)], [a])
-
-    @handles(exp.RegexpExtract)
-    def _x_regexpextract(self, n, ctx):
-        """REGEXP_EXTRACT(s, pattern [, group]): the group's text in the first match, '' when
-        there is none (as DuckDB), per distinct string."""
-        group = _const_int(n.args["group"], "REGEXP_EXTRACT") if n.args.get("group") is not None else 0
-        return self._string_fn(n, ctx, "regexp_extract", _const_str(n.expression, "REGEXP_EXTRACT"), group)
-
-    @handles(exp.Substring)
-    def _x_substring(self, n, ctx):
-        a = self.expr(n.this, ctx)
-        start = self.expr(n.args["start"], ctx) if n.args.get("start") is not None else Lit(1, INT32)
-        length = n.args.get("length")
-        ln = self.expr(length, ctx) if length is not None else None
-        if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
-            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
-        if start.value is None or (ln is not None and ln.value is None):
-            return Lit(None, STRING)
-        return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
-
-    @handles(exp.DPipe)
-    def _x_dpipe(self, n, ctx):
-        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
-        if a.type.kind == "list" or b.type.kind == "list":  # [1] || [2]: LIST_CONCAT
-            return E.make_func("list_concat", [a, b], (True,))  # NULL with a NULL operand, unlike LIST_CONCAT
-        if a.type.kind == "null" or b.type.kind == "null":  # as DuckDB: NULL, of its NULL type
-            return Lit(None, NULL_TYPE)
-        return E.make_func("concat", [a, b])
-
-    @handles(exp.Concat)
-    def _x_concat(self, n, ctx):
-        args = [self.expr(x, ctx) for x in n.expressions]
-        args = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in args]
-        if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
-            args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
-        return E.make_func("concat", args)
-
-    @handles(exp.Format)
-    def _x_format(self, n, ctx):
-        """FORMAT('{} ... {}', args) / PRINTF('%s ... %d', args): each placeholder the next
-        argument as text (``{{`` / ``}}`` / ``%%`` escape); NULL when an argument is. Other
-        specifiers (widths, precisions) and floating-point or decimal arguments (whose text
-        DuckDB's formatter writes its own way: 2.50 as 2.5) are refused."""
-        return self._formatted(n.this, list(n.expressions), ctx, "PRINTF" if n.meta.get("printf") else "FORMAT")
-
-    def _formatted(self, fmt_node, arg_nodes, ctx, what: str) -> Expr:
-        if not (isinstance(fmt_node, exp.Literal) and fmt_node.is_string):
-            raise UnsupportedError(f"{what} with a format that is not a string constant")
-        fmt = fmt_node.this
-        pieces: list[str | int] = []  # literal text, or the index of an argument
-        specs: list[str] = []  # each argument's placeholder
-        text, i, k = "", 0, 0
-        while i < len(fmt):
-            two = fmt[i:i + 2]
-            if what == "FORMAT" and two in ("{{", "}}") or what == "PRINTF" and two == "%%":
-                text += two[0]
-                i += 2
-            elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
-                pieces += [text, k] if text else [k]
-                specs.append(two)
-                text, i, k = "", i + 2, k + 1
-            elif what == "PRINTF" and fmt[i] == "%" and printf_spec(fmt, i):
-                spec = printf_spec(fmt, i)
-                pieces += [text, k] if text else [k]
-                specs.append(spec)
-                text, i, k = "", i + len(spec), k + 1
-            elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
-                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
-            else:
-                text += fmt[i]
-                i += 1
-        if text:
-            pieces.append(text)
-        if k != len(arg_nodes):
-            raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
-        args = [self.expr(a, ctx) for a in arg_nodes]
-        for j, (a, spec) in enumerate(zip(args, specs)):
-            if spec not in ("{}", "%s", "%d", "%i"):
-                args[j] = formatted_value(a, spec)
-                continue
-            if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
-                raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
-            if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:
-                raise PlanError(f"{what}: {spec} cannot format a {a.type} value")
-            if spec in ("%d", "%i") and a.type.kind == "bool":  # printf('%d', TRUE) is 1
-                args[j] = E.make_func("cast", [a], (INT32,))
-        parts = [Lit(p, STRING) if isinstance(p, str) else
-                 (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
-                 for p in pieces] or [Lit("", STRING)]
-        out = parts[0]
-        for p in parts[1:]:
-            out = E.make_func("concat", [out, p])
-        return out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
-
-    @handles(exp.Trim)
-    def _x_trim(self, n, ctx):
-        chars = n.args.get("expression")
-        if chars is not None and not (isinstance(chars, exp.Literal) and chars.is_string):
-            raise UnsupportedError("TRIM with non-constant characters")
-        pos = (n.text("position") or "BOTH").upper()
-        op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos)
-        if op is None:
-            raise UnsupportedError(f"TRIM({pos} ...)")
-        return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
-
-    @handles(exp.StrToTime)
-    def _x_strptime(self, n, ctx):
-        """STRPTIME(text, format): a TIMESTAMP (formats of DuckDB's specifiers; a list of
-        formats, zones and fractions are refused)."""
-        fmt = n.args.get("format")
-        if not (isinstance(fmt, exp.Literal) and fmt.is_string):
-            raise UnsupportedError("STRPTIME with a format that is not one string constant")
-        return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
 
     def _digits(self, n, ctx, what: str) -> int | None:
         """The constant number of digits of ROUND / TRUNC (None when not given)."""
