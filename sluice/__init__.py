@@ -26,7 +26,7 @@ _LAZY = {"Config": "sluice.config", "Connection": "sluice.engine", "Relation": "
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
+        import importlib  # deferred: `import sluice` stays light; engine and torch load on first use
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
@@ -35,5 +35,5 @@ def __getattr__(name: str):
 
 def sql(query: str, data=None, **settings):
     """One-shot: ``sluice.sql("select ...", data="DIR")``."""
-    from sluice.engine import connect
+    from sluice.engine import connect  # deferred: keeps `sluice --help` free of numpy, pyarrow, sqlglot, torch
     return connect(data, **settings).sql(query)

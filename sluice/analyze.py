@@ -11,6 +11,9 @@ from sluice.adapt.calibration import load_calibration
 from sluice.exec.context import ExecContext
 from sluice.exec.operators import Operator, ScanOp
 from sluice.metrics import fmt_bytes, fmt_rate
+from sluice.exec.hash_join import HashJoinOp
+from sluice.exec.sort import SortOp
+from sluice.io.memory import default_host_limit
 
 
 def _scan_stats(op: Operator, ctx: ExecContext):
@@ -125,10 +128,6 @@ def ranks_report(ranks: list[dict]) -> list[str]:
 def memory_plan(op: Operator, config) -> list[str]:
     """EXPLAIN's memory plan: per materialising operator, its estimated state against the host
     budget and whether it may spill."""
-    from sluice.exec.hash_join import HashJoinOp
-    from sluice.exec.operators import ScanOp
-    from sluice.exec.sort import SortOp
-    from sluice.io.memory import default_host_limit
     limit = config.host_memory_limit or default_host_limit()
     dirs = ", ".join(config.spill_dirs())
     lines = [f"Memory plan: host budget {fmt_bytes(limit)} (host_memory_limit), spilling to {dirs}"
@@ -300,9 +299,9 @@ def analyze_report(op: Operator, ctx: ExecContext, data_dir: Path) -> str:
 
 def plot_timeline(op: Operator, ctx: ExecContext, path: str, title: str = "") -> None:
     """Bandwidth per stage over time, like the papers' figures (PNG via matplotlib)."""
-    import matplotlib
+    import matplotlib  # deferred: matplotlib only for this call
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib only for this call
     rec = ctx.recorder
     centres, bw, util = rec.timeline(bins=min(400, max(20, int(rec.wall / 0.005))))
     summ = stage_summary(op, ctx)

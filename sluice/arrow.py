@@ -29,6 +29,7 @@ from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.types import LType, from_arrow, split_interval, to_arrow
+import decimal as _dec
 
 
 
@@ -250,7 +251,6 @@ def column_to_arrow(col: Column) -> pa.Array:
             return pa.array([], pa.string())
         return col.dictionary.take(codes)
     if t.kind == "decimal" and col.wide is not None:
-        import decimal as _dec
         vals = [None if (mask is not None and mask[i]) else _dec.Decimal(v).scaleb(-t.scale)
                 for i, v in enumerate(col.wide)]
         return pa.array(vals, pa.decimal128(38, t.scale))

@@ -17,6 +17,7 @@ import torch
 from sluice.kernels.encode import encode_string_list
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
 from sluice.types import LType
+from sluice.errors import ExecutionError, InternalError, UnsupportedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +39,11 @@ class Column:
     def __post_init__(self) -> None:
         if self.type.is_nested and not isinstance(self.dictionary, NestedValues):
             # Code that does not know nested columns rebuilt one without its values.
-            from sluice.errors import UnsupportedError
             raise UnsupportedError(f"a {self.type.kind.upper()} column ({self.type}) in an operation that does "
                                    "not handle nested values")
         if self.data.dtype != self.type.torch_dtype:
             # A tensor that does not hold its type's values prints as garbage (SUM of a float32
             # column once gave 0.0 so): an internal error, never a silent wrong answer.
-            from sluice.errors import InternalError
             raise InternalError(f"a {self.type} column holds {self.data.dtype} values")
         # A constant NULL combined with a column (``s || NULL``) gives 0-d validity: broadcast it.
         if self.valid is not None and self.valid.dim() == 0 and self.data.dim() == 1:
@@ -236,7 +235,6 @@ class Chunk:
 
     def __post_init__(self) -> None:
         if self.home is None and not self.columns:
-            from sluice.errors import InternalError
             raise InternalError("a chunk with no columns was made without its device")
 
     @property
@@ -426,7 +424,6 @@ def used_strings(cols: list[Column]) -> list[pa.Array]:
             used[id(d)] = (d, torch.zeros(len(d), dtype=torch.bool))
         codes = codes.cpu().long()
         if codes.numel() and not (0 <= int(codes.min()) and int(codes.max()) < len(d)):
-            from sluice.errors import ExecutionError
             raise ExecutionError(f"internal error: a string code outside its dictionary of {len(d)}")
         used[id(d)][1][codes] = True
     out = []
@@ -455,7 +452,6 @@ def concat_columns(cols: list[Column], unify: bool = True) -> Column:
     else:
         datas = [c.data for c in cols]
     if any(c.wide is not None for c in cols):
-        from sluice.errors import ExecutionError
         raise ExecutionError("a SUM exceeding 64 bits can only be output, not processed further")
     data = torch.cat(datas) if len(datas) > 1 else datas[0]
     if any(c.valid is not None for c in cols):

@@ -15,6 +15,17 @@ import time
 from pathlib import Path
 
 from sluice.errors import ConfigError, DataError, InternalError, SluiceError
+from sluice import __version__
+from sluice.setting_values import parse_set_option
+import shutil
+import dataclasses
+import json
+from sluice.metrics import fmt_bytes, fmt_rate, merged_trace
+import sluice
+from sluice.testing.queries import tpch_queries
+from sluice.torchrun import main as torchrun_main, report
+from sluice.io.permissions import set_final_mode
+from sluice.ranks import liveness
 
 EXIT_USER = 1
 EXIT_INTERNAL = 2
@@ -22,7 +33,6 @@ EXIT_INTERNAL = 2
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sluice", description="SQL over Parquet on PyTorch (CPU or GPU).")
-    from sluice import __version__
     p.add_argument("--version", action="version", version=f"sluice {__version__}")
     sub = p.add_subparsers(dest="cmd")
 
@@ -137,14 +147,13 @@ def _query_text(args) -> str:
 
 def _print_as(table, fmt: str) -> None:
     """Every row on stdout as csv, json lines or a markdown table."""
-    from sluice.render import format_rows
+    from sluice.render import format_rows  # deferred: keeps `sluice --help` free of numpy, pyarrow
     text = format_rows(table, fmt)
     if text:
         print(text)
 
 
 def _settings(args) -> dict:
-    from sluice.config import parse_set_option
     settings = dict(parse_set_option(s) for s in args.set)
     if args.device:
         settings["device"] = args.device
@@ -155,8 +164,7 @@ def _settings(args) -> dict:
 
 def _print_table(table, max_rows: int) -> None:
     """An aligned text table like DuckDB's shell output, fitted to the terminal when stdout is one."""
-    import shutil
-    from sluice.render import format_table
+    from sluice.render import format_table  # deferred: keeps `sluice --help` free of numpy, pyarrow
     width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else None
     print(format_table(table, width, max_rows, tail=False, hint="-o FILE saves all"))
 
@@ -172,7 +180,7 @@ class _Status:
     def __init__(self, text: str) -> None:
         self._cm = None
         if sys.stderr.isatty():
-            from rich.console import Console
+            from rich.console import Console  # deferred: keeps `sluice --help` free of rich
             self._cm = Console(stderr=True).status(text)
 
     def __enter__(self):
@@ -200,11 +208,10 @@ class _Progress:
         self._job = job
         self._stop = threading.Event()
         if sys.stderr.isatty() and total > 0:
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn
-            from rich.text import Text
+            from rich.console import Console  # deferred: keeps `sluice --help` free of rich
+            from rich.progress import BarColumn, DownloadColumn, Progress, ProgressColumn, TimeRemainingColumn  # deferred: keeps `sluice --help` free of rich
+            from rich.text import Text  # deferred: keeps `sluice --help` free of rich
 
-            from sluice.metrics import fmt_rate
             bar = self
 
             class Rate(ProgressColumn):
@@ -236,7 +243,7 @@ class _Progress:
     def bound(self) -> str | None:
         if self._ctx is None:
             return None
-        from sluice.analyze import stage_utilisation
+        from sluice.analyze import stage_utilisation  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
         return stage_utilisation(self._ctx)[1]
 
     def __enter__(self):
@@ -265,7 +272,7 @@ class _Progress:
 
 
 def _storage_bps(root) -> float | None:
-    from sluice.adapt.calibration import load_calibration
+    from sluice.adapt.calibration import load_calibration  # deferred: keeps `sluice --help` free of torch
     cal = load_calibration(root)
     return (cal or {}).get("read_cached_bps") or (cal or {}).get("read_cold_bps")
 
@@ -279,7 +286,6 @@ def _write_atomic(path: str, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        from sluice.io.permissions import set_final_mode
         set_final_mode(tmp, out)
         os.replace(tmp, out)
     except OSError as e:
@@ -290,12 +296,9 @@ def _write_atomic(path: str, write) -> None:
 
 
 def _rewrite(args) -> int:
-    import dataclasses
-    import json
-    import pyarrow.parquet as pq
-    from sluice.layout.inspect import parquet_files
-    from sluice.layout.rewrite import options_from, rewrite
-    from sluice.metrics import fmt_bytes
+    import pyarrow.parquet as pq  # deferred: keeps `sluice --help` free of pyarrow
+    from sluice.layout.inspect import parquet_files  # deferred: keeps `sluice --help` free of pyarrow
+    from sluice.layout.rewrite import options_from, rewrite  # deferred: keeps `sluice --help` free of pyarrow
     opts = options_from(args.preset, row_group_rows=args.row_group_rows, pages_per_chunk=args.pages_per_chunk,
                         encoding=args.encoding, compression=args.compression, min_gain=args.min_gain)
     total = sum(pq.read_metadata(f).num_rows for f in parquet_files(args.source)) if sys.stderr.isatty() else 0
@@ -319,9 +322,7 @@ def _rewrite(args) -> int:
 def _demo(args) -> int:
     """The main job on its embedded default: TPC-H at SF 1 (generated under data/ when it is
     not there), every query answered, a line per query, then Q1's answer."""
-    import sluice
-    from sluice.datagen.tpch import generate_tpch
-    from sluice.testing.queries import tpch_queries
+    from sluice.datagen.tpch import generate_tpch  # deferred: keeps `sluice --help` free of pyarrow
     data = Path(args.data or f"data/tpch-sf{args.sf:g}")
     if not (data / "lineitem.parquet").exists() and not (data / "lineitem").is_dir():
         t0 = time.perf_counter()
@@ -358,14 +359,12 @@ def _demo(args) -> int:
 def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "torchrun":  # torchrun's own options follow: its parser reads them
-        from sluice.torchrun import main as torchrun_main
         return torchrun_main(argv[1:])
     args = _parser().parse_args(argv or ["shell"])
     if args.cmd is None:
         _parser().error("give a command, or no arguments for the shell")
     if args.cmd == "shell":
-        import sluice
-        from sluice.shell import run_shell
+        from sluice.shell import run_shell  # deferred: keeps `sluice --help` free of numpy, pyarrow
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
         con = sluice.connect(args.data, **_settings(args))
@@ -374,7 +373,7 @@ def run(argv: list[str] | None = None) -> int:
         finally:
             con.close()
     if args.cmd == "doctor":
-        from sluice.layout.doctor import diagnose, format_report
+        from sluice.layout.doctor import diagnose, format_report  # deferred: keeps `sluice --help` free of pyarrow
         target = args.target
         if target == "auto":  # without importing torch: an NVIDIA driver with a GPU
             target = "gpu" if any(Path("/proc/driver/nvidia/gpus").glob("*")) else "cpu"
@@ -382,18 +381,16 @@ def run(argv: list[str] | None = None) -> int:
         print(format_report(diagnose(args.path, device)))
         return 0
     if args.cmd == "inspect":
-        import json
-        from sluice.layout.inspect import format_report, inspect_file, parquet_files
+        from sluice.layout.inspect import format_report, inspect_file, parquet_files  # deferred: keeps `sluice --help` free of pyarrow
         infos = [inspect_file(f, pages=not args.no_pages) for f in parquet_files(args.path)]
         print(json.dumps(infos, indent=1) if args.json else "\n\n".join(format_report(i) for i in infos))
         return 0
     if args.cmd == "rewrite":
         return _rewrite(args)
     if args.cmd == "calibrate":
-        import torch
-        from sluice.adapt.calibration import cache_file, calibrate
-        from sluice.devices import resolve_device
-        from sluice.metrics import fmt_rate
+        import torch  # deferred: keeps `sluice --help` free of torch
+        from sluice.adapt.calibration import cache_file, calibrate  # deferred: keeps `sluice --help` free of torch
+        from sluice.devices import resolve_device  # deferred: keeps `sluice --help` free of torch
         if not Path(args.data).is_dir():
             raise DataError(f"data directory {args.data} does not exist")
         dev = resolve_device(args.device or "auto")
@@ -406,8 +403,8 @@ def run(argv: list[str] | None = None) -> int:
         if args.ranks is not None:
             if args.ranks < 2:
                 raise ConfigError(f"--ranks must be at least 2 to measure an all-to-all, not {args.ranks}")
-            from sluice.adapt.calibration import save_all_to_all
-            from sluice.launch import run_job
+            from sluice.adapt.calibration import save_all_to_all  # deferred: keeps `sluice --help` free of torch
+            from sluice.launch import run_job  # deferred: keeps `sluice --help` free of pyarrow
             status: dict = {}
             with _Status(f"measuring all-to-all between {args.ranks} ranks ..."):
                 run_job(args.ranks, {"kind": "bandwidth"}, status=status)
@@ -421,10 +418,10 @@ def run(argv: list[str] | None = None) -> int:
     if args.cmd == "demo":
         return _demo(args)
     if args.cmd == "datagen":
-        from sluice.datagen.ssb import generate_ssb
-        from sluice.datagen.tpcds import generate_tpcds
-        from sluice.datagen.tpch import generate_tpch
-        from sluice.datagen.folders import prepare_folder
+        from sluice.datagen.ssb import generate_ssb  # deferred: keeps `sluice --help` free of numpy, pyarrow
+        from sluice.datagen.tpcds import generate_tpcds  # deferred: keeps `sluice --help` free of pyarrow
+        from sluice.datagen.tpch import generate_tpch  # deferred: keeps `sluice --help` free of pyarrow
+        from sluice.datagen.folders import prepare_folder  # deferred: keeps `sluice --help` free of numpy, pyarrow
         by_rows = args.benchmark in ("clickbench", "events")
         if args.rows is None:
             args.rows = 10_000 if args.benchmark == "events" else 10_000_000
@@ -435,10 +432,10 @@ def run(argv: list[str] | None = None) -> int:
         size = f"rows={args.rows:,}" if by_rows else f"sf={args.sf:g}"
         with _Status(f"generating {args.benchmark} {size} into {args.out} ..."):
             if args.benchmark == "events":
-                from sluice.datagen.events import generate_events
+                from sluice.datagen.events import generate_events  # deferred: keeps `sluice --help` free of numpy, pyarrow
                 generate_events(args.rows, args.out, args.seed)
             elif args.benchmark == "clickbench":
-                from sluice.datagen.clickbench import generate_clickbench
+                from sluice.datagen.clickbench import generate_clickbench  # deferred: keeps `sluice --help` free of numpy, pyarrow
                 generate_clickbench(args.rows, args.out)
             elif args.benchmark == "tpch":
                 generate_tpch(args.sf, args.out, parts=args.parts)
@@ -448,7 +445,6 @@ def run(argv: list[str] | None = None) -> int:
                 generate_ssb(args.sf, args.out)
         print(f"wrote {args.benchmark} {size} to {args.out} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         return 0
-    import sluice
     sql = _query_text(args)
     con = sluice.connect(args.data, **_settings(args))
     try:
@@ -469,11 +465,10 @@ def run(argv: list[str] | None = None) -> int:
         if con.launches_ranks:  # the same command on each of N local ranks; rank 0 prints
             if args.output and not Path(args.output).resolve().parent.exists():
                 raise DataError(f"output directory {Path(args.output).parent} does not exist")
-            from sluice.launch import run_cli
+            from sluice.launch import run_cli  # deferred: keeps `sluice --help` free of pyarrow
             return run_cli(con.config.ranks, _argv_for_ranks(argv, sql), con.config.spill_dirs(),
                            con.config.dist_timeout_s)
         rel.measure_reads = bool(args.analyze or args.plot or args.trace)  # every rank's stages
-        from sluice.ranks import liveness
         job = liveness.current() if con.group is not None else None
         if job is not None:  # every rank's scan bytes travel with its watchdog's records
             job.begin_scan(rel.bytes_to_scan())
@@ -504,15 +499,13 @@ def run(argv: list[str] | None = None) -> int:
                     _print_as(table, args.format)
         op, ctx = rel.last_run
         if args.analyze:
-            from sluice.analyze import analyze_report
+            from sluice.analyze import analyze_report  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
             print(analyze_report(op, ctx, con.root))
         if args.plot:
-            from sluice.analyze import plot_timeline
+            from sluice.analyze import plot_timeline  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
             _write_atomic(args.plot, lambda tmp: plot_timeline(op, ctx, tmp, title=_title(sql)))
             print(f"wrote timeline to {args.plot}", file=sys.stderr)
         if args.trace:
-            import json
-            from sluice.metrics import merged_trace
 
             def dump(tmp):  # on several ranks: one process per rank
                 with open(tmp, "w") as f:
@@ -547,7 +540,6 @@ def _argv_for_ranks(argv: list[str], sql: str) -> list[str]:
 def _say(line: str, code: int) -> int:
     """The one line of a failed command: on stderr, or, on a rank under ``sluice torchrun``,
     handed to its launcher, which prints the job's cause once."""
-    from sluice.torchrun import report
     if not report(line, code):
         print(line, file=sys.stderr)
     return code

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from sluice.errors import ConfigError
+from sluice.setting_values import coerce_setting
+import tempfile
 
 #: Rows per chunk on a CPU. A million rows amortises Python overhead per chunk while keeping a
 #: chunk of lineitem (16 columns) around 100 MiB.
@@ -73,25 +75,6 @@ SWITCHES: tuple[str, ...] = (
     "selective_filters", "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte")
 AREA_OF = {key: area for area, keys in AREAS.items() for key in keys}
 ENV_PREFIX = "SLUICE__"
-
-
-def _parse_size(text: str) -> int:
-    """Parse ``'512MiB'``, ``'2GB'``, ``'1048576'`` into bytes."""
-    s = text.strip().lower().replace(" ", "")
-    units = {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-             "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": 1 << 10,
-             "m": 1 << 20, "g": 1 << 30, "b": 1}
-    for unit, mult in units.items():
-        if s.endswith(unit):
-            num = s[: -len(unit)]
-            break
-    else:
-        num, mult = s, 1
-    try:
-        value = float(num)
-    except ValueError:
-        raise ConfigError(f"cannot read {text!r} as a size (e.g. 512MiB, 2GB)") from None
-    return int(value * mult)
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,7 +477,6 @@ class Config:
 
     def spill_dirs(self) -> list[str]:
         """The spill directories (the system temp directory when none is set)."""
-        import tempfile
         dirs = [d.strip() for d in self.spill_dir.split(",") if d.strip()]
         return dirs or [tempfile.gettempdir()]
 
@@ -520,12 +502,12 @@ class Config:
         for name in known:
             env = environ.get(f"SLUICE_{name.upper()}")
             if env is not None:
-                values[name] = _coerce(name, env, known[name].type)
+                values[name] = coerce_setting(name, env, known[name].type)
         given: dict[str, str] = {}  # setting -> the name that gave it
         for var, env in environ.items():
             if var.startswith(ENV_PREFIX):
                 key = _area_key(var[len(ENV_PREFIX):].lower().split("__", 1), var)
-                value = _coerce(key, env, known[key].type)
+                value = coerce_setting(key, env, known[key].type)
                 if key in values and values[key] != value:
                     raise ConfigError(f"{var} and SLUICE_{key.upper()} give {key} two values")
                 values[key] = value
@@ -535,7 +517,7 @@ class Config:
                 key = _area_key(key.split(".", 1), name)
             if key not in known:
                 raise ConfigError(f"unknown setting {name!r}; known: {', '.join(known)}")
-            value = _coerce(key, value, known[key].type)
+            value = coerce_setting(key, value, known[key].type)
             if key in given and values[key] != value:
                 raise ConfigError(f"{given[key]} and {name} give {key} two values")
             values[key], given[key] = value, name
@@ -558,39 +540,6 @@ def _area_key(parts: list[str], given: str) -> str:
     return key
 
 
-def _coerce(name: str, value: Any, typ: Any) -> Any:
-    tname = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
-    if tname == "bool":
-        if isinstance(value, bool):
-            return value
-        s = str(value).strip().lower()
-        if s in ("1", "true", "yes", "on"):
-            return True
-        if s in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{name} must be true or false, not {value!r}")
-    if tname == "int":
-        if isinstance(value, bool):
-            raise ConfigError(f"{name} must be a number, not {value!r}")
-        if isinstance(value, int):
-            return value
-        if name.endswith("memory_limit") or name.endswith("_bytes"):
-            return _parse_size(str(value))
-        try:
-            return int(str(value).replace("_", ""))
-        except ValueError:
-            raise ConfigError(f"{name} must be an integer, not {value!r}") from None
-    return str(value)
-
-
-def parse_set_option(text: str) -> tuple[str, str]:
-    """Split a CLI ``--set key=value``."""
-    if "=" not in text:
-        raise ConfigError(f"--set expects key=value, not {text!r}")
-    k, v = text.split("=", 1)
-    return k.strip(), v.strip()
-
-
 def auto_scan_buffer(io_threads: int, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> int:
     """``scan_buffer_bytes=0``: 128 MiB per I/O thread, at least 256 MiB (2 threads, the CPU
     default), per million rows of a read task (``chunk_rows``; GPU-sized tasks are 8x larger,
@@ -605,7 +554,7 @@ def auto_chunk_rows(device: str) -> int:
     """``chunk_rows=0``: :data:`GPU_CHUNK_ROWS` where ``device`` is (or ``auto`` finds) CUDA,
     :data:`DEFAULT_CHUNK_ROWS` on a CPU."""
     if device == "auto":
-        import torch
+        import torch  # deferred: keeps `sluice --help` free of torch
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return GPU_CHUNK_ROWS if device.startswith("cuda") else DEFAULT_CHUNK_ROWS
 

@@ -10,14 +10,14 @@ import os
 from dataclasses import dataclass, replace
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import torch
 
-from sluice.config import Config
+from sluice.config import Config, auto_io_threads
 from sluice.devices import resolve_device
 from sluice.errors import (ConfigError, DataError, ExecutionError, InternalError, PlanError, SluiceError,
                            UnsupportedError, internal_error)
@@ -25,7 +25,7 @@ from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, result_schema, run_batches, run_to_arrow
 from sluice.physical.lower import lower_plan
 from sluice.io.column_cache import ColumnCache
-from sluice.io.memory import configure_allocator
+from sluice.io.memory import MemoryPool, configure_allocator, default_host_limit
 from sluice.io.spill import clean_stale
 from sluice.kernels.parallel import IO_THREAD_PREFIX
 from sluice.catalog import TableInfo
@@ -34,6 +34,21 @@ from sluice.plan.logical import PlanNode
 from sluice.plan.rules import optimize
 from sluice.sql.parse import parse_sql
 from sluice.sql.translate import Translator
+import gc
+from sluice.render import nested_text
+import pyarrow.csv as pacsv
+from sluice.ranks.group import current_group, device_for_rank
+from sluice.ranks.local_data import union_of_ranks
+from sluice.sql.commands import rewrite_command
+from sluice.exec.operators import ScanOp
+from sluice.analyze import analyze_report, memory_plan
+from sluice.testing.oracle import compare, duckdb_connect
+from sluice.testing.queries import order_by_columns
+import pyarrow.parquet as pq
+from sluice.io.csv import load_csv_table
+import json
+from sluice.launch import RankPool
+from sluice.errors import ResourcesExhausted
 
 
 #: Reruns of a query that ran the GPU out of memory, each under a quarter of the last budget.
@@ -42,7 +57,6 @@ OOM_RERUNS = 2
 
 def free_device_cache() -> None:
     """Give the memory of a failed run back: collect its tensors, then empty torch's cache."""
-    import gc
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -70,7 +84,6 @@ class Connection:
         self.config = Config.from_settings(settings)
         configure_allocator(self.config.keep_freed_memory)
         self._settings = dict(settings)
-        from sluice.ranks.group import current_group, device_for_rank
         # Inside a torchrun job (or a rank --ranks started) this process is one rank of it.
         self.group = current_group(self.config.dist_timeout_s)
         self.root = Path(self._rank_path(str(data))) if data is not None else Path.cwd()
@@ -88,10 +101,8 @@ class Connection:
         elif self.group is not None:  # the ranks on this machine share its cores
             _compute_threads(max(1, (os.cpu_count() or 1) // _local_ranks()))
         if self.group is not None and not self.config.host_memory_limit:  # ... and its memory
-            from sluice.io.memory import default_host_limit
             self.config = replace(self.config, host_memory_limit=default_host_limit() // _local_ranks())
         if not self.config.io_threads:
-            from sluice.config import auto_io_threads
             cores = (os.cpu_count() or 1) // (_local_ranks() if self.group is not None else 1)
             self.config = replace(self.config, io_threads=auto_io_threads(self.device.type, cores))
         self.cache = MetadataCache()
@@ -122,7 +133,6 @@ class Connection:
         rank's (:mod:`sluice.ranks.local_data`; one collective, same order on every rank)."""
         if self.group is None or self.config.rank_data != "local":
             return load()
-        from sluice.ranks.local_data import union_of_ranks
         return union_of_ranks(self.group, name, load)
 
     @property
@@ -170,7 +180,6 @@ class Connection:
         options = dict(ref.options)
         name = ", ".join(patterns)
         if ref.format == "csv":
-            from sluice.io.csv import load_csv_table
             return load_csv_table(name, files_matching(patterns, suffix=None), options)
         files = files_matching(patterns)
         footers = [self.cache.footer(f) for f in files]
@@ -191,7 +200,6 @@ class Connection:
 
     def sql(self, query: str) -> "Relation":
         ast = parse_sql(query)
-        from sluice.sql.commands import rewrite_command
         command = rewrite_command(ast, self)  # DESCRIBE / SHOW TABLES / SUMMARIZE
         if command is not None:
             return self.sql(command)
@@ -212,9 +220,7 @@ class Connection:
         """The local ranks of this connection (``ranks`` > 1), started by its first query and
         kept until it closes (:class:`sluice.launch.RankPool`)."""
         if self._ranks is None:
-            import json
 
-            from sluice.launch import RankPool
             settings = json.loads(json.dumps({k: v for k, v in self._settings.items() if k != "ranks"}, default=str))
             self._ranks = RankPool(self.config.ranks, {"data": str(self.root.resolve()), "settings": settings | {"ranks": 1}},
                                    self.config.spill_dirs(), self.config.dist_timeout_s)
@@ -244,7 +250,6 @@ class StringCodes:
 def _settle_reads(ctx) -> None:
     """Cancel a failed run's queued read tasks and wait for the running ones, so that what they
     hold is free before the query runs again (a running future cannot be cancelled)."""
-    from concurrent.futures import wait
     running = []
     for reader in ctx.readers():
         for fut, *_ in list(getattr(reader, "pending", ())):
@@ -269,8 +274,6 @@ class Relation:
     def _context(self, progress=None, op=None, device_limit: int | None = None) -> ExecContext:
         """A run's context: for the operators ``op`` (its scans share the read-ahead memory);
         ``device_limit`` overrides the device budget (a rerun after the GPU ran out)."""
-        from sluice.exec.operators import ScanOp
-        from sluice.io.memory import MemoryPool
         c = self._con
         scans = sum(1 for o in op.walk() if isinstance(o, ScanOp)) if op is not None else 1
         dev_pool = None if device_limit is None else MemoryPool(device_limit, "device_memory_limit", "device")
@@ -284,7 +287,6 @@ class Relation:
         """Compressed bytes the scans of this plan will read (after row-group pruning): the
         read tasks of their specs -- this rank's share, or with ``whole_job`` every rank's (the
         plan lowered as one process reads it: the ranks' shares add up to it)."""
-        from sluice.exec.operators import ScanOp
         c = self._con
         local = c.group is not None and c.config.rank_data == "local"
         if whole_job and not local:
@@ -335,7 +337,6 @@ class Relation:
             self._con.column_cache.clear()  # decoded columns kept are device memory: the rerun starts without
             free_device_cache()  # outside the except block: nothing holds the failed run now
             if self._con.group is not None or last is None or len(reruns) >= OOM_RERUNS:
-                from sluice.errors import ResourcesExhausted
                 raise ResourcesExhausted(f"device memory exhausted: {message}"
                                          f"{'' if not reruns else f' (after {len(reruns)} reruns with less)'}; "
                                          f"lower device_memory_limit")
@@ -357,7 +358,6 @@ class Relation:
         except torch.cuda.OutOfMemoryError:
             raise  # _execute reruns or reports it
         except MemoryError:
-            from sluice.errors import ResourcesExhausted
             raise ResourcesExhausted("host memory exhausted") from None
         except Exception as e:  # noqa: BLE001 - anything else is our bug; say so in one line
             raise InternalError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
@@ -419,7 +419,6 @@ class Relation:
 
     def analyze(self) -> str:
         """Run the query and return the plan annotated with what each operator and stage did."""
-        from sluice.analyze import analyze_report
         if self._con.launches_ranks:
             raise UnsupportedError("analyze() of a connection with ranks; run "
                                    "`sluice query --ranks N --analyze ...` (or analyze inside a torchrun job)")
@@ -435,7 +434,7 @@ class Relation:
         """A pandas DataFrame: dates as datetime64, decimals as Arrow-backed decimals (exact,
         not Python objects), other columns with their NumPy types (nullable ones as pandas'
         nullable dtypes)."""
-        import pandas as pd
+        import pandas as pd  # deferred: pandas only for this call
         t = self.to_arrow()
 
         def dtype(at):
@@ -459,7 +458,7 @@ class Relation:
         """A Polars DataFrame (DuckDB's name), built from the Arrow result without copying
         where Polars can share it; Polars is optional (``pip install polars``)."""
         try:
-            import polars
+            import polars  # deferred: polars only for this call
         except ImportError:
             raise ConfigError("rel.pl() needs Polars: pip install polars") from None
         return polars.from_arrow(self.to_arrow())
@@ -475,8 +474,6 @@ class Relation:
             import duckdb  # noqa: F401
         except ImportError:
             raise ConfigError("--verify needs DuckDB: pip install 'sluicedb[verify]'") from None
-        from sluice.testing.oracle import compare, duckdb_connect
-        from sluice.testing.queries import order_by_columns
         ours = self.to_arrow() if result is None else result
         sql = self.query
         duck = duckdb_connect(self._con.root)
@@ -529,7 +526,6 @@ class Relation:
 
     def explain(self) -> str:
         """The physical plan, then the memory plan (estimated state per materialising operator)."""
-        from sluice.analyze import memory_plan
         c = self._con
         if c.launches_ranks:  # what rank 0 of ``ranks`` runs
             op = lower_plan(self.plan, c.config, 0, c.config.ranks, in_job=True, device=c.device, cache=c.cache)
@@ -549,7 +545,6 @@ def _csv_ready(batch):
     """Nested columns as the text DuckDB writes for them in a CSV file (``[1, 2]``, ``{'a': 1}``)."""
     if not any(pa.types.is_nested(t) for t in batch.schema.types):
         return batch
-    from sluice.render import nested_text
     cols = [nested_text(c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c)
             if pa.types.is_nested(c.type) else c for c in batch.columns]
     return type(batch).from_arrays(cols, names=batch.schema.names)
@@ -557,9 +552,7 @@ def _csv_ready(batch):
 
 def _open_writer(path, fmt: str, schema: pa.Schema):
     if fmt == "parquet":
-        import pyarrow.parquet as pq
         return pq.ParquetWriter(str(path), schema)
-    import pyarrow.csv as pacsv
     return pacsv.CSVWriter(str(path), schema)
 
 

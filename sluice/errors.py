@@ -73,7 +73,7 @@ def internal_error(where: str, e: BaseException) -> InternalError:
 
 def is_resource_error(e: BaseException) -> bool:
     """Out-of-memory errors are not bugs; they keep their type until the API reports them."""
-    import torch
+    import torch  # deferred: keeps `sluice --help` free of torch
     return isinstance(e, MemoryError) or isinstance(e, torch.cuda.OutOfMemoryError)
 
 

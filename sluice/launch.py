@@ -72,10 +72,10 @@ def run_job(ranks: int, job: dict, spill_dirs: list[str] | None = None, status: 
 def _launch(folder: Path, ranks: int) -> tuple[int, int] | None:
     """Start ``ranks`` workers on ``folder``'s job through PyTorch's elastic launcher and wait for
     them; the first failed rank and its exit code, or None."""
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.elastic.multiprocessing.api import SignalException  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch  # deferred: torch.distributed loads only where ranks run
 
     _quiet()
     # The ranks' C++ logs (gloo's "Rank 1 failed to pass monitoredBarrier" when a peer stops)
@@ -116,7 +116,7 @@ def _raise_failure(folder: Path, ranks: int, statuses: dict[int, dict], failure,
     join, one the watchdog found hung, one killed by a signal, else the first error's cause."""
     errors = {r: s for r, s in statuses.items() if "error" in s}
     if failure is not None and spill_dirs:
-        from sluice.io.spill import clean_stale
+        from sluice.io.spill import clean_stale  # deferred: keeps `sluice --help` free of numpy, torch
         clean_stale(spill_dirs)  # what killed ranks left behind
     came = {int(p.name.split("-")[1]) for p in folder.glob("joining-*")}
     if len(came) < ranks and any("cannot join" in s["error"] for s in errors.values()):

@@ -11,6 +11,9 @@ import signal
 import sys
 import time
 from pathlib import Path
+from sluice.errors import InternalError, RankFailed, SluiceError
+import ctypes
+import sluice
 
 
 def main(folder: str) -> int:
@@ -31,12 +34,12 @@ def main(folder: str) -> int:
         if held:
             raise KeyboardInterrupt
         _write_status_when_lost(root, rank)
-        from sluice.ranks.group import current_group
+        from sluice.ranks.group import current_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
         (root / f"joining-{rank}").write_text("")  # the launcher names a rank that never came to join
         current_group(job.get("timeout_s", 60))
         (root / f"joined-{rank}").write_text("")
         if job["kind"] == "cli":
-            from sluice.cli import run
+            from sluice.cli import run  # deferred: loaded in the worker after its signal handling is set
             run(job["argv"])  # errors raise: a cli run's own exit code is not used here
         elif job["kind"] == "bandwidth":
             status["bandwidth"] = _bandwidth(job)
@@ -65,8 +68,7 @@ def _write_status_when_lost(root: Path, rank: int) -> None:
     """When the ranks' watchdog finds a rank lost or hung (:mod:`sluice.ranks.liveness`), this
     rank's status names it and the process ends (its main thread may be blocked in a
     collective that nothing wakes); the launcher stops whatever rank is still hanging."""
-    from sluice.errors import RankFailed
-    from sluice.ranks import group
+    from sluice.ranks import group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
 
     def lost(line: str, lost_rank: int) -> None:
         _write_status(root, rank, {"error": f"{RankFailed.category}: {line}", "category": RankFailed.category,
@@ -81,7 +83,6 @@ def _die_with(launcher: int | None) -> None:
     with SIGKILL and can stop nobody (Linux: the kernel signals a child whose parent died)."""
     if launcher is None or not sys.platform.startswith("linux"):
         return
-    import ctypes
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -93,12 +94,11 @@ def _die_with(launcher: int | None) -> None:
 def _failure(e: BaseException) -> dict:
     """The status of a rank that failed; its process group aborted, so peers waiting on it
     fail now, not at the timeout."""
-    from sluice.errors import InternalError, SluiceError
     if isinstance(e, KeyboardInterrupt):  # the launcher stops its ranks (Ctrl-C): it reports that
         return {"error": "interrupted", "category": "interrupted"}
     err = e if isinstance(e, SluiceError) else InternalError(
         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    from sluice.ranks.group import joined_group
+    from sluice.ranks.group import joined_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
     g = joined_group()  # (a rank that failed to join must not try again here)
     if g is not None:
         g.abort()
@@ -106,7 +106,6 @@ def _failure(e: BaseException) -> dict:
 
 
 def _queries(job: dict, root: Path, rank: int) -> dict:
-    import sluice
     con = sluice.connect(job["data"], **job.get("settings", {}))
     try:
         return _run_queries(con, job, root, rank, "result")
@@ -116,7 +115,7 @@ def _queries(job: dict, root: Path, rank: int) -> dict:
 
 def _run_queries(con, job: dict, root: Path, rank: int, prefix: str) -> dict:
     """The job's queries on ``con``; rank 0 writes each result as ``PREFIX-I.arrow``."""
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
     for name, path in job.get("registered", {}).items():
         if con._registered.get(name) != path:
             con.register(name, path)
@@ -148,7 +147,6 @@ def _serve(job: dict, root: Path, rank: int) -> None:
     queries ``query-K.json`` as they come, each one's status ``status-K-RANK.json``, until the
     launcher writes ``stop``. A failing query raises out of here: the rank's status says why and
     the pool ends (its group may be broken)."""
-    import sluice
     con = sluice.connect(job["data"], **job.get("settings", {}))
     try:
         k = 0
@@ -164,13 +162,13 @@ def _serve(job: dict, root: Path, rank: int) -> None:
 
 
 def _bandwidth(job: dict) -> dict:
-    from sluice.ranks.bandwidth import measure
-    from sluice.ranks.group import current_group
+    from sluice.ranks.bandwidth import measure  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    from sluice.ranks.group import current_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
     g = current_group()
     device = None
     if job.get("device", "cpu").startswith("cuda"):  # the NCCL data group, a GPU per rank
-        import torch
-        from sluice.ranks.group import device_for_rank
+        import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+        from sluice.ranks.group import device_for_rank  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
         device = device_for_rank(torch.device("cuda", 0), "cuda")
         torch.cuda.set_device(device)
     group = g.group if device is None else g.data_group(device)

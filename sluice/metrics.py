@@ -182,3 +182,30 @@ def merged_trace(recorder: Recorder, rank_stats: list) -> dict:
         out.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}})
         out.append({"name": "process_sort_index", "ph": "M", "pid": rank, "args": {"sort_index": rank}})
     return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+
+@dataclass
+class MaterializeStats:
+    """What one operator's materialization did (shown by --analyze)."""
+
+    peak_reserved: int = 0
+    partitions: int = 0          # partitions in use (0: never partitioned)
+    spilled_partitions: int = 0
+    spilled_bytes: int = 0
+    spilled_pages: int = 0
+    read_bytes: int = 0
+    read_pages: int = 0
+    levels: int = 0              # deepest recursive repartitioning
+    compactions: int = 0         # partitions compacted in memory instead of spilled
+    files: list = field(default_factory=list)
+
+    def merge(self, other: "MaterializeStats") -> None:
+        self.peak_reserved = max(self.peak_reserved, other.peak_reserved)
+        self.partitions = max(self.partitions, other.partitions)
+        self.spilled_partitions += other.spilled_partitions
+        self.spilled_bytes += other.spilled_bytes
+        self.spilled_pages += other.spilled_pages
+        self.read_bytes += other.read_bytes
+        self.read_pages += other.read_pages
+        self.levels = max(self.levels, other.levels)
+        self.compactions += other.compactions

@@ -128,7 +128,7 @@ class Shell:
             rel = self.con.sql(sql)
             table = rel.to_arrow()
             if self.analyze:
-                from sluice.analyze import analyze_report
+                from sluice.analyze import analyze_report  # deferred: keeps `sluice --help` free of torch
                 op, ctx = rel.last_run
                 self._emit(analyze_report(op, ctx, self.con.root))
             else:
@@ -211,7 +211,7 @@ class Shell:
         return not (self.failed and self.bail)
 
     def _schema(self, args: list[str]) -> None:
-        from sluice.sql.commands import type_name
+        from sluice.sql.commands import type_name  # deferred: keeps `sluice --help` free of sqlglot
         names = args or self.con.tables()
         lines = []
         for name in names:
@@ -252,9 +252,9 @@ class Shell:
 
     def loop(self) -> None:
         """Read statements from the terminal until Ctrl-D or .quit."""
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
-        from prompt_toolkit.key_binding import KeyBindings
+        from prompt_toolkit import PromptSession  # deferred: prompt_toolkit only for this call
+        from prompt_toolkit.history import FileHistory  # deferred: prompt_toolkit only for this call
+        from prompt_toolkit.key_binding import KeyBindings  # deferred: prompt_toolkit only for this call
 
         keys = KeyBindings()
 
@@ -319,7 +319,7 @@ def vocabulary(con) -> list[str]:
 
 
 def _completer(con):
-    from prompt_toolkit.completion import Completer, Completion
+    from prompt_toolkit.completion import Completer, Completion  # deferred: prompt_toolkit only for this call
 
     class SqlCompleter(Completer):
         words: list[str] | None = None

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from sluice.errors import RankFailed
+from sluice.config import Config
 
 #: The environment variable naming the folder where ranks leave their one-line errors.
 ERRORS_ENV = "SLUICE_RANK_ERRORS"
@@ -33,13 +34,13 @@ def main(argv: list[str]) -> int:
     # a node goes) are not ours to print: the level is read once, when torch loads, here and
     # in each rank
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.elastic.rendezvous.api import RendezvousError
-    from torch.distributed.run import get_args_parser
-    from torch.distributed.run import run as torchrun
+    from torch.distributed.elastic.multiprocessing.api import SignalException  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.elastic.rendezvous.api import RendezvousError  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.run import get_args_parser  # deferred: torch.distributed loads only where ranks run
+    from torch.distributed.run import run as torchrun  # deferred: torch.distributed loads only where ranks run
 
-    from sluice.launch import _quiet
+    from sluice.launch import _quiet  # deferred: keeps `sluice --help` free of pyarrow
 
     parser = get_args_parser()
     parser.prog = "sluice torchrun"
@@ -94,7 +95,7 @@ def report(line: str, code: int) -> bool:
 def _cause(folder: Path, failures: dict) -> tuple[str | None, int]:
     """The line to print and the exit code: the query's own error before a rank's lost contact
     (its echoes on other ranks), else the first process to fail and how it ended."""
-    from sluice.launch import _exit_text
+    from sluice.launch import _exit_text  # deferred: keeps `sluice --help` free of pyarrow
     said = {}
     for p in folder.glob("error-*.json"):
         said[int(p.stem.split("-")[1])] = json.loads(p.read_text())
@@ -119,8 +120,7 @@ def _cause(folder: Path, failures: dict) -> tuple[str | None, int]:
 def _clean_spills(command: list[str]) -> None:
     """Spill folders of ranks that were killed (their process is gone) are removed: in the
     ``spill_dir`` the command sets, else the default."""
-    from sluice.config import Config
-    from sluice.io.spill import clean_stale
+    from sluice.io.spill import clean_stale  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
     spill_dir = ""
     for flag, value in zip(command, command[1:]):
         if flag == "--set" and value.startswith("spill_dir="):

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import torch
+from sluice.errors import DataError
+from sluice.devices import resolve_device
 
 READ_BLOCK = 8 << 20
 #: Enough data for a stable number without reading terabytes.
@@ -66,7 +68,7 @@ def measure_decode(files: list[Path], device: torch.device) -> dict | None:
     """On a GPU, each decoder's rate on the largest file (what ``decoder=auto`` compares)."""
     if device.type != "cuda" or not files:
         return None
-    from sluice.io.parquet.decode_rates import measure
+    from sluice.io.parquet.decode_rates import measure  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of numpy, pyarrow
     return measure(max(files, key=lambda p: p.stat().st_size), device)
 
 
@@ -88,7 +90,6 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
     data = Path(data).resolve()
     files = _files(data)
     if not files:
-        from sluice.errors import DataError
         raise DataError(f"no Parquet files under {data} to measure")
     for f in files:  # drop first, so the cold read really reads the device
         fd = os.open(f, os.O_RDONLY)
@@ -100,7 +101,6 @@ def calibrate(data: str | Path, device: torch.device | None = None) -> dict:
     n, cold = _read_all(files, drop_cache=False)
     n2, warm = _read_all(files, drop_cache=False)
     if device is None:
-        from sluice.devices import resolve_device
         device = resolve_device("auto")
     result = {
         "data": str(data), "bytes": n, "files": len(files),

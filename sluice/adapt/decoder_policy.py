@@ -7,6 +7,9 @@ from __future__ import annotations
 import torch
 
 from sluice.errors import UnsupportedError
+from pathlib import Path
+from sluice.adapt.calibration import load_calibration
+from sluice.io.parquet.decode import kernels
 
 
 def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
@@ -19,7 +22,6 @@ def decoder_name(setting: str, device: torch.device | None = None, path: str | N
     and nvCOMP documents its decoders as safe on valid input only. On a CPU the kernels run only
     in Triton's interpreter, and without nvCOMP the device decoder decompresses on the host."""
     if setting == "device":
-        from sluice.io.parquet.decode import kernels
         why = kernels.why_not(device if device is not None else torch.device("cpu"))
         if why is not None:
             raise UnsupportedError(f"decoder=device: {why}")
@@ -27,8 +29,7 @@ def decoder_name(setting: str, device: torch.device | None = None, path: str | N
         return setting
     if device is None or device.type != "cuda":
         return "arrow"
-    from sluice.io.parquet.decode import nvcomp
-    from sluice.io.parquet.decode import kernels
+    from sluice.io.parquet.decode import nvcomp  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of numpy, pyarrow
     if not nvcomp.available() or not kernels.usable(device):
         return "arrow"
     rates = calibrated_rates(path)
@@ -41,9 +42,7 @@ def calibrated_rates(path: str | None) -> dict | None:
     """The decode rates ``sluice calibrate`` kept for the data directory holding ``path``."""
     if path is None:
         return None
-    from pathlib import Path
 
-    from sluice.adapt.calibration import load_calibration
     for d in list(Path(path).resolve().parents)[:3]:
         cal = load_calibration(d)
         if cal and cal.get("decode_bps"):

@@ -25,6 +25,8 @@ from sluice.kernels.bounds import max_abs
 from sluice.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
 from sluice.types import INT64, LType
+import pyarrow.compute as pc
+from sluice.kernels.hash import hash_columns, mix64
 
 _F64 = LType("float64")
 _I8 = LType("int8")
@@ -257,7 +259,6 @@ class StringMinMaxAcc(MinMaxAcc):
         # Exact order among the candidates: rank their distinct strings.
         uniq, inv = torch.unique(ccodes, return_inverse=True)
         strings = d.take(pa.array(uniq.cpu().numpy()))
-        import pyarrow.compute as pc
         order = pc.sort_indices(strings).to_numpy()
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
@@ -427,7 +428,6 @@ class HyperLogLogAcc(Accumulator):
         return flat.reshape(g, self.M)
 
     def update(self, arg, ids, g, rows):
-        from sluice.kernels.hash import hash_columns, mix64
         n = ids.numel()
         # The join/group hash is multiplicative (its low bits are weak): finalise it fully.
         h = mix64(hash_columns([arg.expand(n) if arg.is_const else arg], n) ^ 0x2545F4914F6CDD1D)

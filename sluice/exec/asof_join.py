@@ -45,7 +45,7 @@ from sluice.exec.nested_loop import _MAX_PAIR_BATCH, _MIN_PAIR_BATCH
 from sluice.exec.range_join import _keys, _valid
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.expr.nodes import Expr
-from sluice.kernels.keys import BuildKeys
+from sluice.kernels.join_keys import BuildKeys
 from sluice.types import LType, common_numeric
 
 #: Composite codes stay below this (groups x slots per group).

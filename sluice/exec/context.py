@@ -18,13 +18,12 @@ from sluice.adapt.scan_policy import Coordinator
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.config import Config
 from sluice.errors import InternalError, SluiceError, internal_error, is_resource_error
-from sluice.exec.materialize import MaterializeStats
+from sluice.metrics import MaterializeStats, OperatorStats, Recorder
 from sluice.exec.minmax_bounds import MinMaxBound
 from sluice.exec.runtime_filter import RuntimeFilter
 from sluice.io.memory import MemoryPool, default_device_limit, default_host_limit
 from sluice.io.parquet.metadata import MetadataCache
-from sluice.io.spill import SpillManager
-from sluice.metrics import OperatorStats, Recorder
+from sluice.io.spill import HostPages, SpillManager
 from sluice.ranks import liveness
 
 
@@ -141,7 +140,6 @@ class ExecContext:
         """Where a partition goes when it leaves ``state_pool``: host memory on a GPU (the tier
         above disk), a spill file otherwise."""
         if self.device_memory is not None:
-            from sluice.io.spill import HostPages
             return HostPages(self, label)
         return self.spills().new_file(label)
 

@@ -40,16 +40,19 @@ import numpy as np
 import torch
 
 from sluice.adapt.spill_codec import SpillCodec
+from sluice.arrow import page_to_batch
 from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.errors import InternalError, SluiceError
 from sluice.exec import range_partition
 from sluice.exec.materialize import Materializer
 from sluice.exec.ordered_pages import OrderedPages
-from sluice.exec.operators import Operator
+from sluice.exec.operators import Operator, ScanOp
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.hash import _srl, hash_columns
 from sluice.ranks import liveness
 from sluice.types import INT64
+from sluice.ranks.tensor_wire import Packed, pack, unpack
+from sluice.ranks.wire import bytes_to_chunks, chunk_to_bytes, framed
 
 #: The exchange reads hash bits 16..31: spill partitioning reads the top bits, so rows an
 #: exchange sends to one rank still spread over that rank's spill partitions.
@@ -319,8 +322,6 @@ class ExchangeOp(Operator):
                 dres.free()
 
     def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
-        from sluice.ranks.tensor_wire import unpack
-        from sluice.ranks.wire import bytes_to_chunks
         t0 = time.perf_counter()
         with liveness.waiting():
             rnd.work.wait()
@@ -357,8 +358,7 @@ class ExchangeOp(Operator):
         """Kind ``range``: this rank's input held (spillable) while its keys are sampled, the
         samples shared, the splitters taken (the same on every rank); then the held rows as the
         input to send (:mod:`sluice.exec.range_partition`)."""
-        import torch.distributed as dist
-        from sluice.ranks.wire import bytes_to_chunks, chunk_to_bytes
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         held = Materializer(ctx, f"{self.label} input", _hash_rows, stats=ctx.memory_stats(self))
         sampler = range_partition.Sampler(self.keys, g.world)
         ti = time.perf_counter()
@@ -421,12 +421,9 @@ def wire_of(ctx) -> str:
 
 def _pack(part: Chunk, tensors: bool, dictionaries: bool, codec=("none", None)):
     """``part`` for the wire, and its bytes before compression (``codec``: the Arrow wire's)."""
-    from sluice.ranks.tensor_wire import Packed, pack
     if tensors:
         packed = pack(part, dictionaries)
         return packed, packed.host.nbytes + packed.device_bytes
-    from sluice.arrow import page_to_batch
-    from sluice.ranks.wire import framed
     batch = page_to_batch(part, dictionaries)
     return Packed(framed(batch, codec), [], 0), batch.nbytes
 
@@ -460,7 +457,7 @@ class _Round(NamedTuple):
 
 
 def _all_to_all(out, inp, group, out_splits=None, in_splits=None, async_op: bool = False):
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     if async_op:
         return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group, async_op=True)
     with liveness.waiting():
@@ -529,7 +526,6 @@ def rank_summary(root: Operator, ctx) -> dict:
     """What this rank did, for ``--analyze`` on rank 0 (plain data, gathered once at the end):
     rows scanned and bytes read, peak memory, and each exchange's rows and bytes per
     destination, rounds and network time (plan order)."""
-    from sluice.exec.operators import ScanOp
     scans = [o for o in root.walk() if isinstance(o, ScanOp)]
     ex = []
     for e in exchanges_in_order(root):

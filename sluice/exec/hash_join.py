@@ -23,7 +23,7 @@ from sluice.chunk import Chunk, Column, concat_chunks
 from sluice.expr.evaluate import evaluate, evaluate_predicate
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.kernels.hash import hash_columns, partition_of
-from sluice.kernels.keys import BuildKeys, JoinTable
+from sluice.kernels.join_keys import BuildKeys, JoinTable
 from sluice.exec.materialize import PARTITION_BITS, Materializer
 from sluice.exec.null_extend import empty_chunk, null_extended
 from sluice.exec.nested_loop import nested_loop_join

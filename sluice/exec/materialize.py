@@ -24,7 +24,7 @@ result, partitioned and spilled only when memory asks for it (Umami §4.2-4.3, d
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import pyarrow as pa
@@ -34,6 +34,7 @@ from sluice.chunk import Chunk, Column, compact_strings, concat_chunks
 from sluice.kernels.hash import partition_of
 from sluice.io.memory import budget_error
 from sluice.io.spill import SpillFile
+from sluice.metrics import MaterializeStats
 
 #: Partitions per level: 64 (6 hash bits); deeper levels use the next 6 bits.
 PARTITION_BITS = 6
@@ -53,33 +54,6 @@ COMPACT_GROWTH = 1.5
 COMPACT_GAIN = 0.8
 
 HashFn = Callable[[Chunk], torch.Tensor]
-
-
-@dataclass
-class MaterializeStats:
-    """What one operator's materialization did (shown by --analyze)."""
-
-    peak_reserved: int = 0
-    partitions: int = 0          # partitions in use (0: never partitioned)
-    spilled_partitions: int = 0
-    spilled_bytes: int = 0
-    spilled_pages: int = 0
-    read_bytes: int = 0
-    read_pages: int = 0
-    levels: int = 0              # deepest recursive repartitioning
-    compactions: int = 0         # partitions compacted in memory instead of spilled
-    files: list = field(default_factory=list)
-
-    def merge(self, other: "MaterializeStats") -> None:
-        self.peak_reserved = max(self.peak_reserved, other.peak_reserved)
-        self.partitions = max(self.partitions, other.partitions)
-        self.spilled_partitions += other.spilled_partitions
-        self.spilled_bytes += other.spilled_bytes
-        self.spilled_pages += other.spilled_pages
-        self.read_bytes += other.read_bytes
-        self.read_pages += other.read_pages
-        self.levels = max(self.levels, other.levels)
-        self.compactions += other.compactions
 
 
 class Materializer:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from sluice.chunk import Chunk, compact_strings
-from sluice.exec.materialize import MaterializeStats
+from sluice.metrics import MaterializeStats
 
 
 class OrderedPages:

@@ -25,6 +25,7 @@ from sluice.chunk import Column
 from sluice.kernels.keys import GOLDEN, bit_set, packed_bits
 from sluice.metrics import fmt_bytes
 from sluice.ranks import liveness
+import numpy as np
 
 _MAX_BITS = 1 << 24
 _COUNTS = threading.Lock()
@@ -303,8 +304,7 @@ class RuntimeFilter:
             self._merge_across(group)
 
     def _merge_across(self, group) -> None:
-        import numpy as np
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         self._settle()
         i64 = torch.iinfo(torch.int64)
         lo = torch.tensor([self.lo if self.lo is not None else i64.max], dtype=torch.int64)

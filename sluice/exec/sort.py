@@ -37,7 +37,7 @@ from sluice.chunk import Chunk, _compacted, compact_strings, concat_chunks, to_d
 from sluice.exec.aggregates import string_prefix_keys
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import sortable
-from sluice.exec.materialize import MaterializeStats
+from sluice.metrics import MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.io.spill import SpillFile
 from sluice.plan.logical import SortKey

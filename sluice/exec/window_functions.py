@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from sluice.chunk import Chunk, Column, NestedValues, lookup, unify_dictionaries
+from sluice.chunk import Chunk, Column, NestedValues, concat_columns, lookup, unify_dictionaries
 from sluice.errors import InternalError
 from sluice.expr.evaluate import evaluate
 from sluice.expr.functions.common import dictionary_rank, to_type
@@ -23,6 +23,9 @@ from sluice.kernels.interpolate import interpolate_float, interpolate_real, inte
 from sluice.kernels.keys import float_from_order_key, float_order_key, sortable
 from sluice.plan.logical import MOMENTS, WindowCall
 from sluice.types import FLOAT64, INT64
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 #: Frame bounds a RANGE frame measures from the row's ORDER BY value.
@@ -375,9 +378,6 @@ def _string_agg(x: Column, sep: str, distinct: bool, part: K.Segments, t, n: int
     equal to the previous kept one in its partition, which is sorted by it, is skipped), on
     every row of the partition; NULL for a partition without values. One pyarrow list join
     over all partitions, no loop over them."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
     dev = x.data.device
     ident = part.ident.cpu()
     keep = torch.ones(n, dtype=torch.bool) if x.valid is None else x.valid.cpu()
@@ -420,7 +420,6 @@ def _choose(inside: torch.Tensor, got: Column, default: Column | None, t, n: int
     if default is None:
         return Column(got.data, t, None if bool(valid.all()) else valid, got.dictionary)
     if default.type.kind == "string" or got.type.kind == "string":
-        from sluice.chunk import concat_columns
         both = concat_columns([got, default])
         data = torch.where(inside, both.data[:n], both.data[n:])
         dict_ = both.dictionary

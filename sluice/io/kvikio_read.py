@@ -44,7 +44,7 @@ def compat_mode() -> bool | None:
     if not available():
         return None
     try:
-        import kvikio.defaults as d
+        import kvikio.defaults as d  # deferred: optional GPU package (kvikio)
         if hasattr(d, "is_compat_mode_preferred"):
             return bool(d.is_compat_mode_preferred())
         return bool(d.compat_mode())

@@ -27,6 +27,8 @@ import sys
 import threading
 import time
 import weakref
+from sluice.errors import ResourcesExhausted
+from sluice.metrics import fmt_bytes
 
 _M_ARENA_MAX = -8
 _M_TRIM_THRESHOLD = -1
@@ -72,7 +74,7 @@ def _arrow_pool() -> None:
     pages JEMALLOC_DECAY_MS, and the pools purge them at once under pressure."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
-    import pyarrow
+    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
     try:
         pyarrow.set_memory_pool(pyarrow.jemalloc_memory_pool())
         pyarrow.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
@@ -127,7 +129,7 @@ def release_to_os() -> None:
     pool's freed pages (jemalloc's purge of every arena; mimalloc: this thread's heap)."""
     if _libc is not None:
         _libc.malloc_trim(0)
-    import pyarrow
+    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
     pyarrow.default_memory_pool().release_unused()
 
 
@@ -148,7 +150,7 @@ def release_thread_cache() -> None:
     if now - getattr(_collected, "at", 0.0) < ARROW_COLLECT_INTERVAL:
         return
     _collected.at = now
-    import pyarrow
+    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
 
     pyarrow.default_memory_pool().release_unused()
 
@@ -255,7 +257,7 @@ def default_device_limit(device) -> int:
     other ranks' contexts and the CUDA context itself already taken out) plus what torch's
     caching allocator holds reserved and would hand out again -- not a share of the card's
     total, which another process on the same GPU may be using."""
-    import torch
+    import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
     free, total = torch.cuda.mem_get_info(device)
     have = free + torch.cuda.memory_reserved(device)
     # A cap set with torch.cuda.set_per_process_memory_fraction is invisible to mem_get_info:
@@ -520,8 +522,6 @@ class Reservation:
 
 
 def budget_error(owner: str, need: int, pool: MemoryPool, what: str = ""):
-    from sluice.errors import ResourcesExhausted
-    from sluice.metrics import fmt_bytes
     detail = f" ({what})" if what else ""
     held = ", ".join(f"{o} {fmt_bytes(n)}" for o, n in pool.holders())
     return ResourcesExhausted(

@@ -132,7 +132,6 @@ def _search(key: torch.Tensor, first: torch.Tensor, last: torch.Tensor, target: 
 def range_key(col, ascending: bool, nulls_first: bool) -> torch.Tensor:
     """The ORDER BY value of a RANGE frame as ascending float64 with NULLs at -inf / +inf
     (where they sort), so one search serves both directions and NULL rows find their peers."""
-    from sluice.errors import ExecutionError
     v = col.data
     if not v.is_floating_point() and v.numel() and int(v.abs().max()) > 2 ** 53:
         raise ExecutionError("RANGE window frame over values beyond 2**53")

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from sluice.layout.inspect import inspect_file, parquet_files
 from sluice.metrics import fmt_bytes
+import pyarrow.parquet as pq
+from sluice.io.parquet.metadata import _types
 
 SMALL_FILE = 32 << 20          # bytes: below this a file is "small"
 MANY_FILES = 16                 # more small files than this in one table is "many"
@@ -111,8 +113,6 @@ def diagnose(target: str | Path, device: str = "cpu") -> Report:
 
 
 def _unqueryable(table: str, path: Path) -> list[Finding]:
-    import pyarrow.parquet as pq
-    from sluice.io.parquet.metadata import _types
     _, unsupported = _types(pq.read_schema(path))
     if not unsupported:
         return []

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from sluice.errors import DataError
 from sluice.layout.pages import column_chunk_pages
+from sluice.metrics import fmt_bytes
 
 
 def parquet_files(target: str | Path) -> list[Path]:
@@ -64,7 +65,6 @@ def inspect_file(path: Path, pages: bool = True) -> dict:
 
 
 def format_report(info: dict) -> str:
-    from sluice.metrics import fmt_bytes
     rg = info["rows_per_group"]
     lines = [f"{info['file']}: {info['rows']:,} rows, {info['row_groups']} row groups "
              f"({rg['min']:,}..{rg['max']:,} rows, avg {rg['avg']:,.0f}), {fmt_bytes(info['bytes'])}, "

@@ -48,6 +48,7 @@ from sluice.physical.statistics import statistics_aggregate
 from sluice.plan.estimate import estimate
 from sluice.plan.logical import (Aggregate, AsofJoin, Filter, Join, Limit, OneRow, PlanNode, Project, RecursiveUnion, Repeat, Scan, Unnest,
                                  Shared, Sort, SortKey, Union, Window, WorkTable)
+from sluice.exec.csv_scan import CsvScanOp
 
 
 @dataclass
@@ -116,7 +117,6 @@ def _lower(plan: PlanNode, state: LoweringState) -> Operator:
 @_lower.register
 def _(plan: Scan, state):
     if plan.table.format == "csv":
-        from sluice.exec.csv_scan import CsvScanOp
         return CsvScanOp(plan.table, dict(plan.columns), plan.filter, plan.outputs)
     groups = list(plan.table.row_groups)
     kept = prune_row_groups(groups, plan.filter, plan.columns) if state.config.on("row_group_pruning") else groups

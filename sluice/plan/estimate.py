@@ -7,6 +7,9 @@ from __future__ import annotations
 from sluice.expr.functions.registry import DEFAULT_SEL
 from sluice.expr.nodes import Col, Expr, Func
 from sluice.plan.logical import Aggregate, AsofJoin, Filter, Join, JoinKind, Limit, OneRow, PlanNode, Project, Repeat, Scan, Sort, Union, Unnest, Window
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sluice.expr.functions import find
 
 
 def estimate(plan: PlanNode) -> tuple[float, float]:
@@ -164,7 +167,6 @@ class _Selectivity:
 
     def of(self, pred: Expr) -> float:
         if isinstance(pred, Func):
-            from sluice.expr.functions import find
             fn = find(pred.op)
             if fn is not None and fn.selectivity is not None:
                 return fn.selectivity(pred, self)
@@ -203,8 +205,6 @@ def distinct_in_row_group(rg, column: str) -> int | None:
     remembered); None when the column is not dictionary-encoded there or is nearly unique."""
     key = (rg.path, rg.index, column)
     if key not in _NDV:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
         try:
             t = pq.ParquetFile(rg.path, read_dictionary=[column]).read_row_group(rg.index, columns=[column])
             col = t.column(0)

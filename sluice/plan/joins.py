@@ -24,7 +24,6 @@ def implied_filters(c: Expr, relations: list[set[str]]) -> list[Expr]:
     filter A before the join (TPC-H Q7's nation pairs, Q19's part and lineitem conditions).
     The original condition stays; the implied ones only remove rows it would remove.
     """
-    from sluice.expr.nodes import Func
     if not (isinstance(c, Func) and c.op == "or"):
         return []
     cols = c.columns()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 
 import torch
+import json
+from sluice.ranks.group import current_group
 
 #: Message sizes per destination: below a few MiB the rate falls (PystachIO Fig. 7).
 SIZES = (64 << 10, 1 << 20, 4 << 20, 16 << 20)
@@ -17,7 +19,7 @@ SIZES = (64 << 10, 1 << 20, 4 << 20, 16 << 20)
 
 def all_to_all_rate(group, nbytes: int, repeats: int = 5, device: torch.device | None = None) -> float:
     """Bytes per second one rank sends to the others with ``nbytes`` per destination."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     world = dist.get_world_size(group)
     send = torch.ones(nbytes * world, dtype=torch.uint8, device=device)
     recv = torch.empty_like(send)
@@ -47,9 +49,7 @@ def measure(group, sizes=SIZES, device: torch.device | None = None) -> dict[int,
 
 def main() -> None:
     """``torchrun ... -m sluice.ranks.bandwidth``: rank 0 prints the rates (bytes/s) as JSON."""
-    import json
 
-    from sluice.ranks.group import current_group
     g = current_group()
     if g is None:
         raise SystemExit("run under torchrun: torchrun --nproc-per-node N -m sluice.ranks.bandwidth")

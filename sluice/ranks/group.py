@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from sluice.errors import RankFailed
+from sluice.errors import ConfigError, RankFailed
 from sluice.ranks import liveness
+import sys
 
 #: The collectives' own timeout once the watchdog runs: it only catches what the watchdog
 #: cannot see (a rank whose watchdog thread runs while its collective never completes).
@@ -39,7 +40,6 @@ ON_LOST = None
 def _on_lost(line: str, rank: int) -> None:
     if ON_LOST is not None:
         ON_LOST(line, rank)
-    import sys
     try:
         print(f"{RankFailed.category}: {line}", file=sys.stderr, flush=True)
     finally:
@@ -70,7 +70,7 @@ class DistGroup:
         if device.type != "cuda":
             return self.group
         if self._data is None:
-            import torch.distributed as dist
+            import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
             try:
                 with liveness.waiting():
                     self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
@@ -90,7 +90,7 @@ class DistGroup:
         a hash of the plan's exchanges and one of the data its scans share out (the lines of
         ``fingerprint`` starting ``data ``: row groups and their footers' digests), in one object
         collective per query; ranks that differ are refused in one line saying which part."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         lines = fingerprint.splitlines()
         data = "\n".join(ln for ln in lines if ln.startswith("data "))
         plan = "\n".join(ln for ln in lines if not ln.startswith("data "))
@@ -112,7 +112,7 @@ class DistGroup:
 
     def all_objects(self, obj) -> list:
         """``obj`` of every rank, in rank order, on every rank (one object collective)."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         out: list = [None] * self.world
         try:
             with liveness.waiting():
@@ -128,7 +128,7 @@ class DistGroup:
 
     def abort(self) -> None:
         """Tear the group down on the error path without waiting for peers."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         try:
             if dist.is_initialized():
                 for pg in (self._data, dist.group.WORLD):
@@ -166,7 +166,6 @@ def check_launcher(environ=os.environ) -> None:
         except ValueError:
             continue
         if n > 1 and rank in environ:  # (an salloc shell has the count but is no task)
-            from sluice.errors import ConfigError
             raise ConfigError(
                 f"this process is task {environ.get(rank, '?')} of {n} started by {name}, not a rank of a torchrun "
                 "job: each task would run the whole query alone; start one torchrun per node under it (srun torchrun "
@@ -183,7 +182,7 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     if not in_torchrun():
         check_launcher()
         return None
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     world = int(os.environ.get("WORLD_SIZE", "1"))
     store = None
     if not dist.is_initialized():
@@ -207,7 +206,7 @@ def _arrive(timeout_s: float):
     """The job's store (PyTorch's env:// rendezvous: torchrun's agent store or MASTER_ADDR/PORT)
     and a wait of at most ``timeout_s`` until every rank has arrived at it: joining is bounded
     by ``timeout_s``, while the group's collectives get the backstop (the watchdog watches them)."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     store, rank, world = next(dist.rendezvous("env://", timeout=datetime.timedelta(seconds=timeout_s)))
     store.add(_ARRIVED, 1)
     deadline = time.monotonic() + timeout_s

@@ -31,6 +31,7 @@ from sluice.arrow import batch_to_page, page_to_batch
 from sluice.ranks.wire import FRAME, framed
 from sluice.chunk import Chunk, Column
 from sluice.types import LType
+from sluice.errors import InternalError
 
 _ALIGN = 8  # every device piece starts at a multiple of 8 bytes: any dtype views it in place
 _LAYOUT = b"sluice.device_columns"
@@ -123,6 +124,5 @@ def unpack(host: torch.Tensor, dev: torch.Tensor, device: torch.device) -> list[
                 out.append(Chunk(cols, rows, home=device))
         pos += n
     if dpos != dev.numel():
-        from sluice.errors import InternalError
         raise InternalError(f"exchange: {dev.numel()} device bytes received, {dpos} described")
     return out

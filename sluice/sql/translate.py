@@ -29,13 +29,12 @@ from sluice.sql.normalize import normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
-from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
-from sluice.plan.logical import (Aggregate, AggCall, Filter, Limit, OneRow, PlanNode, Project, Repeat, Window, WindowCall,
-                                 Sort, SortKey, Union)
-from sluice.types import BOOL, INT64, supertype
+from sluice.expr.nodes import Col, Expr, Lit
+from sluice.plan.logical import (Aggregate, Filter, Limit, OneRow, PlanNode, Project, Window, WindowCall,
+                                 Sort, SortKey)
+from sluice.types import BOOL, INT64
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
-from sluice.sql.literals import _untyped_null
 from sluice.sql.sources import _references
 from sluice.plan.joins import extract_common_or
 from sluice.sql.sources import FromClause, is_asof
@@ -44,12 +43,16 @@ from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
 from sluice.sql.dependent import Dependent
 from sluice.sql.expressions import Expressions
+from sluice.sql.set_operations import SetOperations
+from sluice.sql.string_calls import StringCalls
+from sluice.sql.select_list import SelectList, _aliases_defined_before_use
 from sluice.sql.nested import NestedExpressions, UnnestSources
 
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions, Expressions):
+class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
+                 StringCalls, SelectList, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
         self.files = files
@@ -127,132 +130,6 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Unnest
         finally:
             if pushed:
                 self.ctes.pop()
-
-    def union(self, ast: exp.Union, parent, corr) -> Rel:
-        if corr is not None:
-            raise UnsupportedError("correlated subquery over UNION")
-        parts: list[exp.Expression] = []
-
-        def flatten(n):
-            if isinstance(n, exp.Union) and not any(n.args.get(k) for k in ("order", "limit", "offset", "with_")) \
-                    and bool(n.args.get("distinct")) == bool(ast.args.get("distinct")) \
-                    and bool(n.args.get("by_name")) == bool(ast.args.get("by_name")):
-                flatten(n.left)
-                flatten(n.right)
-            else:
-                parts.append(n)
-        # The root's own ORDER BY / LIMIT apply to the whole union (below), not to a branch.
-        flatten(ast.left)
-        flatten(ast.right)
-        fixed, names, outputs = self._set_inputs("UNION", parts, parent, by_name=bool(ast.args.get("by_name")))
-        plan: PlanNode = Union(tuple(fixed))
-        if ast.args.get("distinct"):
-            sch = plan.schema
-            plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names), ())
-        return self._order_limit_simple(ast, Rel(plan, outputs))
-
-    def intersect_except(self, ast: exp.Intersect | exp.Except, parent, corr) -> Rel:
-        """INTERSECT / EXCEPT [ALL] as one aggregation over both inputs tagged by side: per
-        distinct row (NULLs equal, as set operations compare), how often it occurs left and
-        right; DISTINCT keeps the rows that pass once, ALL repeats them min(l, r) (INTERSECT)
-        or l - r (EXCEPT) times, as the standard and DuckDB define the bag operations."""
-        kind = "INTERSECT" if isinstance(ast, exp.Intersect) else "EXCEPT"
-        if corr is not None:
-            raise UnsupportedError(f"correlated subquery over {kind}")
-        fixed, names, outputs = self._set_inputs(kind, [ast.left, ast.right], parent)
-        left_n, right_n = self.fresh("left_count"), self.fresh("right_count")
-        tagged = []
-        for side, p in enumerate(fixed):
-            tags = ((left_n, Lit(1 - side, INT64)), (right_n, Lit(side, INT64)))
-            tagged.append(Project(p.child, p.exprs + tags))
-        plan: PlanNode = Union(tuple(tagged))
-        sch = plan.schema
-        plan = Aggregate(plan, tuple((n, Col(n, sch[n])) for n in names),
-                         ((left_n, AggCall("sum", Col(left_n, INT64))), (right_n, AggCall("sum", Col(right_n, INT64)))))
-        left, right = Col(left_n, INT64), Col(right_n, INT64)
-        zero = Lit(0, INT64)
-        if ast.args.get("distinct"):
-            # Every group occurs on at least one side.
-            if kind == "INTERSECT":
-                keep = E.make_bool("and", [E.make_compare(">", left, zero), E.make_compare(">", right, zero)])
-            else:
-                keep = E.make_compare("=", right, zero)
-            plan = Filter(plan, keep)
-        else:
-            times = self.fresh("times")
-            if kind == "INTERSECT":
-                count = E.make_func("case", [E.make_compare("<", left, right), left, right])
-            else:
-                count = E.make_arith("-", left, right)
-            sch = plan.schema
-            plan = Project(plan, tuple((n, Col(n, sch[n])) for n in names) + ((times, count),))
-            plan = Repeat(Filter(plan, E.make_compare(">", Col(times, INT64), zero)), times)
-        sch = plan.schema
-        plan = Project(plan, tuple((n, Col(n, sch[n])) for n in names))
-        return self._order_limit_simple(ast, Rel(plan, outputs))
-
-    def _set_inputs(self, kind: str, parts: list[exp.Expression], parent,
-                    by_name: bool = False) -> tuple[list[Project], list[str], list]:
-        """The inputs of a set operation as Projects onto shared fresh names, each column cast
-        to one type (an untyped ``NULL as x`` takes the other inputs' type); the output names.
-        ``by_name`` (UNION [ALL] BY NAME): columns matched by name (:func:`_by_name`)."""
-        rels = [self.query(p, parent, None) for p in parts]
-        if by_name:
-            rels = self._by_name(rels)
-        width = len(rels[0].outputs)
-        if any(len(r.outputs) != width for r in rels):
-            raise PlanError(f"{kind} inputs have different numbers of columns")
-        names = [self.fresh(n) for n, _ in rels[0].outputs]
-        inputs = []
-        for r in rels:
-            sch = r.plan.schema
-            exprs = []
-            for i, (_, internal) in enumerate(r.outputs):
-                exprs.append((names[i], Col(internal, sch[internal])))
-            inputs.append(Project(r.plan, tuple(exprs)))
-        nulls = [[_untyped_null(r.plan, internal) for _, internal in r.outputs] for r in rels]
-        t0 = []
-        for i in range(width):
-            typed = [p.exprs[i][1].type for p, nl in zip(inputs, nulls) if not nl[i]]
-            t0.append(supertype(typed, f"{kind} column {i + 1}", strings_win=True) if typed
-                      else inputs[0].exprs[i][1].type)
-        fixed = []
-        for p, nl in zip(inputs, nulls):
-            exprs = []
-            for i, ((n, e), t) in enumerate(zip(p.exprs, t0)):
-                if nl[i] and e.type != t:
-                    e = Func("cast_null", (e,), t)
-                if e.type != t:
-                    e = Func("cast", (e,), t, (t,))
-                exprs.append((n, e))
-            fixed.append(Project(p.child, tuple(exprs)))
-        outputs = [(u, n) for (u, _), n in zip(rels[0].outputs, names)]
-        return fixed, names, outputs
-
-    def _by_name(self, rels: list[Rel]) -> list[Rel]:
-        """UNION [ALL] BY NAME's inputs as inputs matched by position: every input has every
-        name any input has (case-insensitively, in the order names first appear), NULL where it
-        lacks one, as in DuckDB."""
-        order: dict[str, str] = {}
-        for r in rels:
-            seen = set()
-            for user, _ in r.outputs:
-                key = user.lower()
-                if key in seen:
-                    raise PlanError(f"UNION BY NAME: column {user!r} appears twice in one input")
-                seen.add(key)
-                order.setdefault(key, user)
-        out = []
-        for r in rels:
-            sch = r.plan.schema
-            have = {user.lower(): internal for user, internal in r.outputs}
-            exprs, outputs = [], []
-            for key, user in order.items():
-                name = self.fresh(user)
-                exprs.append((name, Col(have[key], sch[have[key]]) if key in have else Lit(None, NULL_TYPE)))
-                outputs.append((user, name))
-            out.append(Rel(Project(r.plan, tuple(exprs)), outputs))
-        return out
 
     def _order_limit_simple(self, ast, rel: Rel) -> Rel:
         order = ast.args.get("order")
@@ -666,95 +543,6 @@ class Translator(FromClause, Aggregation, Windows, Subqueries, Dependent, Unnest
         empty.having = E.fold_constants(E.substitute(having, nothing)) if having is not None else None
         empty.present = self.fresh("present")
         empty.having_col = self.fresh("having")
-
-    def _expand_star(self, sel: exp.Select, scope: Scope) -> list[exp.Expression]:
-        """``*`` and ``t.*`` as column references, less ``EXCLUDE (...)``, with ``REPLACE (e AS c)``."""
-        out = []
-        for it in sel.expressions:
-            star = it if isinstance(it, exp.Star) else it.this if isinstance(it, exp.Column) else None
-            if not isinstance(star, exp.Star):
-                out.append(it)
-                continue
-            table = it.table.lower() if isinstance(it, exp.Column) else None
-            excluded = {(c.table.lower() if isinstance(c, exp.Column) and c.table else None, c.name.lower())
-                        for c in star.args.get("except_") or []}
-            replaced = {r.alias.lower(): r for r in star.args.get("replace") or []}
-            used: set = set()
-            sources = _star_sources(scope, table)
-            for s in sources:
-                for cname in s.unreadable:
-                    if (None, cname) not in excluded and (s.alias, cname) not in excluded:
-                        s.refuse(cname)  # * cannot leave a column out silently: EXCLUDE it
-                    used |= {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
-                for cname in s.cols:
-                    if not table and (s.alias, cname) in scope.hidden:
-                        continue  # a USING column: shown once, from the left side
-                    hit = {k for k in ((None, cname), (s.alias, cname)) if k in excluded}
-                    if hit:
-                        used |= hit
-                        continue
-                    if cname in replaced:
-                        used.add(("replace", cname))
-                        out.append(replaced[cname])
-                    elif cname in s.shown:  # named as the source writes it (``MyCol``)
-                        out.append(exp.alias_(exp.column(cname, table=s.alias), s.shown[cname], quoted=True))
-                    else:
-                        out.append(exp.column(cname, table=s.alias))
-            missing = [c for c in excluded if c not in used] + \
-                [(None, c) for c in replaced if ("replace", c) not in used]
-            if missing:
-                t, c = missing[0]
-                raise PlanError(f"column {c!r} in * EXCLUDE/REPLACE is not in the FROM clause"
-                                + (f" table {t!r}" if t else ""))
-        return out
-
-
-def _star_sources(scope: Scope, table: str | None) -> list:
-    """The FROM items ``*`` or ``t.*`` stands for, as DuckDB binds them: ``*`` all of this
-    SELECT's (there must be some: ``lateral (select *)`` once stood for no column and the
-    LATERAL join answered t's rows); ``t.*`` this SELECT's ``t`` or else an enclosing query's
-    (``lateral (select t.*)``: t's columns as outer references)."""
-    if table is None:
-        if not scope.sources:
-            raise PlanError("* without a FROM clause")
-        return list(scope.sources)
-    level: Scope | None = scope
-    while level is not None:
-        hits = [s for s in level.sources if s.alias == table]
-        if hits:
-            return hits
-        level = level.parent
-    if not scope.sources:
-        raise PlanError(f"{table}.* without a FROM clause")
-    raise PlanError(f"unknown table or alias {table!r} in {table}.*")
-
-
-def _aliases_defined_before_use(items: list[exp.Expression], scope: Scope) -> None:
-    """A name in the select list that is no column of this SELECT's FROM but an alias of its
-    select list must be defined by an earlier item, as DuckDB binds it (``select a + 1 as x,
-    x * 2``); DuckDB refuses one defined there or later even where an enclosing query has the
-    column, and sluice read ``lateral (select b + 1 as b)`` as (b + 1) + 1 over the outer b."""
-    first: dict[str, int] = {}
-    for i, it in enumerate(items):
-        if isinstance(it, exp.Alias):
-            first.setdefault(it.alias.lower(), i)
-    for i, it in enumerate(items):
-        for c in it.find_all(exp.Column):
-            name = c.name.lower()
-            if c.table or first.get(name, -1) < i or _in_subquery(c, it) or scope.has_local(name):
-                continue
-            raise PlanError(f"column {c.name!r} is an alias of the select list defined after its use "
-                            "(or by the same item)")
-
-
-def _in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
-    """Whether ``node`` lies in a subquery inside ``root`` (it names that subquery's columns)."""
-    node = node.parent
-    while node is not None and node is not root:
-        if isinstance(node, (exp.Query, exp.Subquery)):
-            return True
-        node = node.parent
-    return False
 
 
 def _reads_outside(sub: exp.Subquery, scope: Scope) -> bool:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 
 def duckdb_connect(data_dir: str | Path, threads: int | None = None):
-    import duckdb
+    import duckdb  # deferred: duckdb only for this call
     con = duckdb.connect()
     # sluice's session time zone is UTC: TIMESTAMP WITH TIME ZONE values print, extract and
     # truncate in UTC, so DuckDB is asked to do the same (its default is the machine's zone).
@@ -39,7 +39,7 @@ def duckdb_tables(data_dir: str | Path):
     """DuckDB with every Parquet file of ``data_dir`` loaded as an in-memory table of its name
     (DuckDB reading Parquet prunes float row groups by a max that leaves NaN out and drops NaN
     rows: the tables, not views, are the oracle)."""
-    import duckdb
+    import duckdb  # deferred: duckdb only for this call
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for p in sorted(Path(data_dir).glob("*.parquet")):

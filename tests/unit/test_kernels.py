@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from sluice.chunk import Column
 from sluice.kernels import dates
-from sluice.kernels.keys import BuildKeys, JoinTable, group_ids
+from sluice.kernels.join_keys import BuildKeys, JoinTable
+from sluice.kernels.keys import group_ids
 from sluice.types import INT64
 
 

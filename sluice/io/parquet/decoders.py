@@ -37,9 +37,10 @@ from sluice.config import Config
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.metrics import ScanStats
 from sluice.io.parquet.fetch import fetch_chunks, read_ranges
-from sluice.io.parquet.ranges import column_chunk_ranges
+from sluice.io.parquet.ranges import column_chunk_ranges, leaf_index
 from sluice.io.pinned import columns_nbytes, decode_stream
-from sluice.io.parquet.ranges import leaf_index
+from sluice.io.parquet.decode import nvcomp
+from sluice.io import kvikio_read
 
 _DICT_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 #: A column chunk whose dictionary page takes more than this share of its bytes is read as
@@ -167,7 +168,6 @@ class KernelDecoder:
         self._lock = threading.Lock()
         self.on_device = None  # nvCOMP decompression (a GPU only)
         if ctx.device.type == "cuda":
-            from sluice.io.parquet.decode import nvcomp
             wanted = ctx.config.device_decompress
             ok = wanted and nvcomp.available()
             why = "" if ok else ("device_decompress=false" if not wanted else "nvCOMP not installed")
@@ -176,7 +176,6 @@ class KernelDecoder:
         # KvikIO reads into pinned memory, where the device decompression stages from.
         self.kvikio = False
         if self.on_device is not None and self.on_device.enabled and ctx.config.kvikio:
-            from sluice.io import kvikio_read
             if kvikio_read.available():
                 self.kvikio = True
                 # The chunks land in a pinned host buffer (fetch_chunks), never straight in

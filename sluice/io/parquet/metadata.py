@@ -19,6 +19,11 @@ import pyarrow.parquet as pq
 from sluice.catalog import RowGroup, TableInfo
 from sluice.errors import DataError, PlanError, UnsupportedError
 from sluice.types import LType, from_arrow
+import glob
+import datetime as dt
+import decimal as dec
+from urllib.parse import unquote
+from sluice.io.parquet.int_decimals import integer_metadata
 
 
 class MetadataCache:
@@ -46,7 +51,6 @@ class MetadataCache:
     def integer_footer(self, path: str, md: pq.FileMetaData, decimals: bool = True, plain_strings: bool = False):
         """``integer_metadata`` of the file whose footer is ``md`` (once per file version and
         choice of rewrites)."""
-        from sluice.io.parquet.int_decimals import integer_metadata
         with self._lock:
             store = self._rewritten.setdefault((decimals, plain_strings), {})
         return self._cached(store, path, lambda p: integer_metadata(p, md, decimals, plain_strings))
@@ -113,7 +117,6 @@ def files_matching(patterns: list[str], suffix: str | None = ".parquet") -> list
     """The files a query names directly (``FROM 'dir/*.parquet'``, ``read_parquet([...])``):
     each pattern a file, a folder (its ``suffix`` files, recursively) or a glob (``**`` spans
     folders), relative to the working directory; each must match something."""
-    import glob
     out: list[str] = []
     for pat in patterns:
         p = Path(pat).expanduser()
@@ -134,8 +137,6 @@ def files_matching(patterns: list[str], suffix: str | None = ".parquet") -> list
 
 
 def _stat_value(v, lt: LType):
-    import datetime as dt
-    import decimal as dec
     if v is None:
         return None
     if lt.kind == "date" and isinstance(v, dt.date):
@@ -155,7 +156,6 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 def hive_values(path: str, root: str | None = None) -> list[tuple[str, str]]:
     """The ``key=value`` folders of a file's path (below ``root`` when given), outermost
     first (values URL-decoded)."""
-    from urllib.parse import unquote
     out = []
     parent = Path(path).parent
     if root is not None:
@@ -170,7 +170,6 @@ def hive_values(path: str, root: str | None = None) -> list[tuple[str, str]]:
 def _hive_type(values: list[str | None]) -> tuple[pa.DataType, list]:
     """The type DuckDB's autocast gives partition values (BIGINT, DOUBLE, DATE, else VARCHAR)
     and the values converted to it."""
-    import datetime as dt
     present = [v for v in values if v is not None]
     for typ, conv in ((pa.int64(), int), (pa.float64(), float), (pa.date32(), dt.date.fromisoformat)):
         try:

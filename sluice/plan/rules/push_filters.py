@@ -21,9 +21,11 @@ from functools import singledispatch
 
 from sluice.expr import nodes as N
 from sluice.expr.nodes import Expr
-from sluice.plan.joins import implied_filters
+from sluice.plan.joins import equi_pair, implied_filters
 from sluice.plan.logical import (Aggregate, AsofJoin, Filter, InnerJoins, Join, JoinKind, PlanNode, Project, Repeat, Scan, Shared, Unnest,
                                  Sort, Limit, Union, Window)
+from dataclasses import replace
+from sluice.plan.estimate import estimate
 
 
 def filters_into_join_runs(plan: PlanNode) -> PlanNode:
@@ -86,7 +88,6 @@ def _(plan: Filter, conds):
 def _(plan: Scan, conds):
     if not conds:
         return plan
-    from dataclasses import replace
     have = N.conjuncts(plan.filter)
     new = [c for c in conds if not any(c == h for h in have)]
     return replace(plan, filter=N.and_all(have + new)) if new else plan
@@ -124,7 +125,6 @@ def _(plan: Aggregate, conds):
 
 @_push.register
 def _(plan: Join, conds):
-    from dataclasses import replace
     sunk = _sink_subquery_join(plan, conds)
     if sunk is not None:
         return _push(sunk, conds)
@@ -164,7 +164,6 @@ def _(plan: Join, conds):
             to_left += _across(to_right + held_r, plan.right_keys, plan.left_keys, to_left + held_l)
     if plan.kind in (JoinKind.INNER, JoinKind.CROSS) and keep:
         # Equalities between the sides of a cross join become join keys.
-        from sluice.plan.joins import equi_pair
         lk, rk, rest = list(plan.left_keys), list(plan.right_keys), []
         for c in keep:
             pair = equi_pair(c, left_names, right_names) if not plan.single_row else None
@@ -207,7 +206,6 @@ def _(plan: Union, conds):
 
 @_push.register
 def _(plan: Sort, conds):
-    from dataclasses import replace
     if plan.limit is not None or plan.offset:
         return _wrap(replace(plan, child=_push(plan.child, [])), conds)
     return replace(plan, child=_push(plan.child, conds))
@@ -215,28 +213,24 @@ def _(plan: Sort, conds):
 
 @_push.register
 def _(plan: Limit, conds):
-    from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
 
 
 @_push.register
 def _(plan: Window, conds):
     # A filter changes the partitions a window sees: it stays above.
-    from dataclasses import replace
     return _wrap(replace(plan, child=_push(plan.child, [])), conds)
 
 
 @_push.register
 def _(plan: Repeat, conds):
     # A condition on the row holds for all its copies: it may go below.
-    from dataclasses import replace
     return replace(plan, child=_push(plan.child, conds))
 
 
 @_push.register
 def _(plan: Unnest, conds):
     # A condition not on the element holds for all the row's copies: it may go below.
-    from dataclasses import replace
     below = [c for c in conds if plan.out not in c.columns()]
     return _wrap(replace(plan, child=_push(plan.child, below)), [c for c in conds if plan.out in c.columns()])
 
@@ -323,7 +317,6 @@ def _sink_subquery_join(plan: Join, conds: list[Expr]) -> PlanNode | None:
 
     It goes through inner and cross joins (either side) and the left side of left, semi,
     anti and mark joins, whose rows pass up with every column of that side."""
-    from dataclasses import replace
     if not _movable(plan):
         return None
     left = set(plan.left.schema)
@@ -346,8 +339,6 @@ def _sink(tree: PlanNode, want: set[str], attach, smaller: bool) -> PlanNode | N
     """``tree`` with ``attach(x)`` in place of its deepest sub-plan ``x`` that holds every
     column of ``want`` (None where that is ``tree`` itself, or, with ``smaller``, where ``x``
     is not estimated to have fewer rows than ``tree``)."""
-    from dataclasses import replace
-    from sluice.plan.estimate import estimate
 
     path, node = [], tree
     while True:

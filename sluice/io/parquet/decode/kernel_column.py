@@ -30,6 +30,7 @@ from sluice.io.parquet.decode import dict_strings
 from sluice.io.parquet.decode.column import PAD, CODECS, NotDecodable, Skipped, _decompress, transient_bytes
 from sluice.io.parquet.decode.page_index import DICT_PAGE, ENCODING_CODE, V1, V2, PageIndex, read_index
 from sluice.kernels.buffers import to_device
+from sluice.io.parquet.decode.kernels import ERRORS, interpreted
 
 PLAIN, RLE, DELTA, BSS = (ENCODING_CODE[e] for e in ("PLAIN", "RLE", "DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"))
 DICTS = (ENCODING_CODE["PLAIN_DICTIONARY"], ENCODING_CODE["RLE_DICTIONARY"])
@@ -50,7 +51,7 @@ class Descriptors:
 
 
 def _kernels():
-    from sluice.io.parquet.decode.kernels import delta, hybrid, levels, plain, scatter, split
+    from sluice.io.parquet.decode.kernels import delta, hybrid, levels, plain, scatter, split  # deferred: optional GPU package (triton)
     return levels, hybrid, plain, split, delta, scatter
 
 
@@ -306,7 +307,6 @@ def _dev(a: np.ndarray, device) -> torch.Tensor:
 
 def _launch(buf: torch.Tensor, lay: _Layout, spec, device, errs: list) -> Column:
     """Every kernel of one batch of a column (see the module's docstring), in launch order."""
-    from sluice.io.parquet.decode.kernels import interpreted
     with _INTERPRETER if interpreted() else contextlib.nullcontext():
         return _launch_all(buf, lay, spec, device, errs)
 
@@ -414,7 +414,6 @@ def check(errs: list[torch.Tensor]) -> None:
     """Raise ValueError for the first corrupt page the kernels found (one wait for the device)."""
     if not errs:
         return
-    from sluice.io.parquet.decode.kernels import ERRORS
     code = int(torch.cat([e.reshape(-1) for e in errs]).max())
     if code:
         raise ValueError(f"corrupt page: {ERRORS.get(code, f'error {code}')}")
@@ -423,7 +422,6 @@ def check(errs: list[torch.Tensor]) -> None:
 def check_columns(errs: dict[str, list[torch.Tensor]]) -> tuple[str, str] | None:
     """(column, what is wrong) for the first column whose pages the kernels found corrupt, or
     None: every column's error codes read in one copy (one wait for the device per task)."""
-    from sluice.io.parquet.decode.kernels import ERRORS
     names = [c for c in errs if errs[c]]
     if not names:
         return None

@@ -42,6 +42,7 @@ from sluice.io.parquet.decode.framing import hadoop_lz4_blocks
 
 from sluice.io.parquet.decode.column import PAD
 from sluice.kernels.buffers import to_device
+from sluice.errors import UnsupportedError
 
 #: Parquet codec names -> nvCOMP algorithm names (GZIP pages are unwrapped to raw deflate).
 ALGORITHMS = {"SNAPPY": "Snappy", "ZSTD": "Zstd", "LZ4_RAW": "LZ4", "LZ4": "LZ4", "GZIP": "Deflate"}
@@ -79,7 +80,7 @@ def available() -> bool:
 
 
 def _nvcomp():
-    from nvidia import nvcomp
+    from nvidia import nvcomp  # deferred: optional GPU package (nvidia)
     return nvcomp
 
 
@@ -95,7 +96,7 @@ class _TorchBlock:
 
 def _torch_allocation(nbytes: int, stream) -> object:
     """nvCOMP's device allocator: torch's caching allocator, ordered on nvCOMP's stream."""
-    from nvidia.nvcomp.external_memory import ExternalMemory
+    from nvidia.nvcomp.external_memory import ExternalMemory  # deferred: optional GPU package (nvidia)
     dev = torch.device("cuda", stream.device)
     ts = torch.cuda.ExternalStream(stream.ptr, device=dev) if stream.ptr else torch.cuda.default_stream(dev)
     with torch.cuda.stream(ts):
@@ -451,7 +452,6 @@ class OnDevice:
                 return out
             except NotOnDevice as e:
                 if self.strict:
-                    from sluice.errors import UnsupportedError
                     raise UnsupportedError(f"pages cannot be decompressed on the device ({e}); "
                                            f"strict_device=true forbids the host") from None
                 why = str(e)

@@ -1,0 +1,239 @@
+"""String function calls of the translator: those of constant parameters (``functions/strings.py``),
+of two strings (``functions/similarity.py``) with the plain calls sqlglot has no class for,
+regular expressions, substrings, concatenation, FORMAT / PRINTF, TRIM and STRPTIME (mixed into
+:class:`sluice.sql.translate.Translator`; registered in :data:`sluice.sql.expressions.HANDLERS`
+when imported)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from sluice.errors import PlanError, UnsupportedError
+from sluice.expr import build as E
+from sluice.expr.nodes import NULL_TYPE, Expr, Lit
+from sluice.sql.calls import NAMED_CALLS, formatted_value, printf_spec
+from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS, construct_name
+from sluice.sql.dialect import wrong_arguments
+from sluice.sql.expressions import _cutoff, handles
+from sluice.sql.literals import _const_int, _const_str, _int_lit
+from sluice.types import INT32, STRING
+
+
+class StringCalls:
+    """Translator methods of string function calls."""
+
+    # ---- string functions of constant parameters (functions/strings.py)
+
+    def _string_fn(self, n, ctx, name: str, *params) -> Expr:
+        return E.make_func(name, [self.expr(n.this, ctx)], params)
+
+    @handles(exp.StartsWith)
+    def _x_startswith(self, n, ctx):
+        return self._string_fn(n, ctx, "starts_with", _const_str(n.expression, "STARTS_WITH"))
+
+    @handles(exp.EndsWith)
+    def _x_endswith(self, n, ctx):
+        return self._string_fn(n, ctx, "ends_with", _const_str(n.expression, "ENDS_WITH"))
+
+    @handles(exp.Contains)
+    def _x_contains(self, n, ctx):
+        return self._string_fn(n, ctx, "contains", _const_str(n.expression, "CONTAINS"))
+
+    @handles(exp.StrPosition)
+    def _x_strposition(self, n, ctx):
+        return self._string_fn(n, ctx, "strpos", _const_str(n.args["substr"], "STRPOS"))
+
+    @handles(exp.Replace)
+    def _x_replace(self, n, ctx):
+        if n.args.get("replacement") is None:
+            raise PlanError("REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "replace", _const_str(n.expression, "REPLACE"),
+                               _const_str(n.args["replacement"], "REPLACE"))
+
+    @handles(exp.SplitPart)
+    def _x_splitpart(self, n, ctx):
+        sep = _const_str(n.args.get("delimiter"), "SPLIT_PART")
+        index = _const_int(n.args.get("part_index"), "SPLIT_PART")
+        if sep == "" or index == 0:
+            raise UnsupportedError("SPLIT_PART with an empty separator or index 0")
+        return self._string_fn(n, ctx, "split_part", sep, index)
+
+    @handles(exp.Pad)
+    def _x_pad(self, n, ctx):
+        name = "lpad" if n.args.get("is_left") else "rpad"
+        if n.args.get("fill_pattern") is None:
+            raise wrong_arguments(name.upper())  # (DuckDB has no default fill; ' ' was taken)
+        width = _const_int(n.expression, name.upper())
+        if not -2 ** 31 <= width < 2 ** 31:  # (2**63 - 1 crashed pyarrow's kernel)
+            raise PlanError(f"{name.upper()} width {width} is no INTEGER")
+        fill = _const_str(n.args.get("fill_pattern"), name.upper())
+        if len(fill) != 1:
+            raise UnsupportedError(f"{name.upper()} with a fill that is not one character")
+        return self._string_fn(n, ctx, name, width, fill)
+
+    @handles(exp.RegexpLike)
+    def _x_regexplike(self, n, ctx):
+        return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+
+    @handles(exp.RegexpReplace)
+    def _x_regexpreplace(self, n, ctx):
+        mods = _const_str(n.args["modifiers"], "REGEXP_REPLACE") if n.args.get("modifiers") else ""
+        if set(mods) - {"g"}:
+            raise UnsupportedError(f"REGEXP_REPLACE options {mods!r} (only 'g')")
+        if n.args.get("replacement") is None:
+            raise PlanError("REGEXP_REPLACE needs a string, a pattern and a replacement")
+        return self._string_fn(n, ctx, "regexp_replace", _const_str(n.expression, "REGEXP_REPLACE"),
+                               _const_str(n.args["replacement"], "REGEXP_REPLACE"), "g" in mods)
+
+    @handles(exp.Reverse)
+    def _x_reverse(self, n, ctx):
+        return self._string_fn(n, ctx, "reverse")
+
+    @handles(exp.Left)
+    def _x_left(self, n, ctx):
+        return self._string_fn(n, ctx, "left", _const_int(n.expression, "LEFT"))
+
+    @handles(exp.Right)
+    def _x_right(self, n, ctx):
+        return self._string_fn(n, ctx, "right", _const_int(n.expression, "RIGHT"))
+
+    # ---- functions of two strings (functions/similarity.py) and other plain calls
+
+    @handles(exp.Levenshtein)
+    def _x_levenshtein(self, n, ctx):
+        """LEVENSHTEIN(a, b) / EDITDIST3(a, b)."""
+        return self._two_strings("levenshtein", [n.this] + ([n.expression] if n.expression is not None else []), ctx)
+
+    @handles(exp.Anonymous)
+    def _x_anonymous(self, n, ctx):
+        """A plain call sqlglot has no class for, by name (``coverage.KNOWN_CALLS``)."""
+        name = str(n.this).lower()
+        if name not in KNOWN_CALLS:
+            raise UnsupportedError(f"{construct_name(n)} in this position")
+        if name in NAMED_CALLS:
+            return NAMED_CALLS[name](self, n, ctx)
+        if name in NESTED_CALLS:
+            return self.nested_call(name, n, ctx)
+        if name in ("jaro_similarity", "jaro_winkler_similarity") and len(n.expressions) == 3:
+            return self._two_strings(name, n.expressions[:2], ctx, _cutoff(self.expr(n.expressions[2], ctx), name))
+        return self._two_strings({"mismatches": "hamming"}.get(name, name), n.expressions, ctx)
+
+    def _two_strings(self, name: str, nodes, ctx, *params) -> Expr:
+        if len(nodes) != 2:
+            raise PlanError(f"{name.upper()} needs two strings" + (" and an optional score cutoff" if "jaro" in name else ""))
+        return E.make_func(name, [self.expr(x, ctx) for x in nodes], params)
+
+    # ---- regular expressions, substrings, concatenation, FORMAT / PRINTF, TRIM, STRPTIME
+
+    @handles(exp.RegexpExtract)
+    def _x_regexpextract(self, n, ctx):
+        """REGEXP_EXTRACT(s, pattern [, group]): the group's text in the first match, '' when
+        there is none (as DuckDB), per distinct string."""
+        group = _const_int(n.args["group"], "REGEXP_EXTRACT") if n.args.get("group") is not None else 0
+        return self._string_fn(n, ctx, "regexp_extract", _const_str(n.expression, "REGEXP_EXTRACT"), group)
+
+    @handles(exp.Substring)
+    def _x_substring(self, n, ctx):
+        a = self.expr(n.this, ctx)
+        start = self.expr(n.args["start"], ctx) if n.args.get("start") is not None else Lit(1, INT32)
+        length = n.args.get("length")
+        ln = self.expr(length, ctx) if length is not None else None
+        if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
+            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
+        if start.value is None or (ln is not None and ln.value is None):
+            return Lit(None, STRING)
+        return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
+
+    @handles(exp.DPipe)
+    def _x_dpipe(self, n, ctx):
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        if a.type.kind == "list" or b.type.kind == "list":  # [1] || [2]: LIST_CONCAT
+            return E.make_func("list_concat", [a, b], (True,))  # NULL with a NULL operand, unlike LIST_CONCAT
+        if a.type.kind == "null" or b.type.kind == "null":  # as DuckDB: NULL, of its NULL type
+            return Lit(None, NULL_TYPE)
+        return E.make_func("concat", [a, b])
+
+    @handles(exp.Concat)
+    def _x_concat(self, n, ctx):
+        args = [self.expr(x, ctx) for x in n.expressions]
+        args = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in args]
+        if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
+            args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]
+        return E.make_func("concat", args)
+
+    @handles(exp.Format)
+    def _x_format(self, n, ctx):
+        """FORMAT('{} ... {}', args) / PRINTF('%s ... %d', args): each placeholder the next
+        argument as text (``{{`` / ``}}`` / ``%%`` escape); NULL when an argument is. Other
+        specifiers (widths, precisions) and floating-point or decimal arguments (whose text
+        DuckDB's formatter writes its own way: 2.50 as 2.5) are refused."""
+        return self._formatted(n.this, list(n.expressions), ctx, "PRINTF" if n.meta.get("printf") else "FORMAT")
+
+    def _formatted(self, fmt_node, arg_nodes, ctx, what: str) -> Expr:
+        if not (isinstance(fmt_node, exp.Literal) and fmt_node.is_string):
+            raise UnsupportedError(f"{what} with a format that is not a string constant")
+        fmt = fmt_node.this
+        pieces: list[str | int] = []  # literal text, or the index of an argument
+        specs: list[str] = []  # each argument's placeholder
+        text, i, k = "", 0, 0
+        while i < len(fmt):
+            two = fmt[i:i + 2]
+            if what == "FORMAT" and two in ("{{", "}}") or what == "PRINTF" and two == "%%":
+                text += two[0]
+                i += 2
+            elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
+                pieces += [text, k] if text else [k]
+                specs.append(two)
+                text, i, k = "", i + 2, k + 1
+            elif what == "PRINTF" and fmt[i] == "%" and printf_spec(fmt, i):
+                spec = printf_spec(fmt, i)
+                pieces += [text, k] if text else [k]
+                specs.append(spec)
+                text, i, k = "", i + len(spec), k + 1
+            elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
+                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
+            else:
+                text += fmt[i]
+                i += 1
+        if text:
+            pieces.append(text)
+        if k != len(arg_nodes):
+            raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
+        args = [self.expr(a, ctx) for a in arg_nodes]
+        for j, (a, spec) in enumerate(zip(args, specs)):
+            if spec not in ("{}", "%s", "%d", "%i"):
+                args[j] = formatted_value(a, spec)
+                continue
+            if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
+                raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
+            if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:
+                raise PlanError(f"{what}: {spec} cannot format a {a.type} value")
+            if spec in ("%d", "%i") and a.type.kind == "bool":  # printf('%d', TRUE) is 1
+                args[j] = E.make_func("cast", [a], (INT32,))
+        parts = [Lit(p, STRING) if isinstance(p, str) else
+                 (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
+                 for p in pieces] or [Lit("", STRING)]
+        out = parts[0]
+        for p in parts[1:]:
+            out = E.make_func("concat", [out, p])
+        return out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+
+    @handles(exp.Trim)
+    def _x_trim(self, n, ctx):
+        chars = n.args.get("expression")
+        if chars is not None and not (isinstance(chars, exp.Literal) and chars.is_string):
+            raise UnsupportedError("TRIM with non-constant characters")
+        pos = (n.text("position") or "BOTH").upper()
+        op = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos)
+        if op is None:
+            raise UnsupportedError(f"TRIM({pos} ...)")
+        return E.make_func(op, [self.expr(n.this, ctx)], (chars.this if chars is not None else " ",))
+
+    @handles(exp.StrToTime)
+    def _x_strptime(self, n, ctx):
+        """STRPTIME(text, format): a TIMESTAMP (formats of DuckDB's specifiers; a list of
+        formats, zones and fractions are refused)."""
+        fmt = n.args.get("format")
+        if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+            raise UnsupportedError("STRPTIME with a format that is not one string constant")
+        return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
