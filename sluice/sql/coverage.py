@@ -27,6 +27,7 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from sluice.sql.syntax import is_mad
+from sluice.sql.series import is_series
 
 from sluice.errors import UnsupportedError
 
@@ -510,6 +511,8 @@ def check_supported(tree: exp.Expression) -> None:
     not translate in full."""
     for node in tree.walk():
         if is_mad(node):  # MAD(x): an aggregate sqlglot does not know
+            continue
+        if is_series(node):  # FROM range(...): its arguments are checked by sluice.sql.series
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
                 and str(node.this).lower() not in KNOWN_CALLS:
