@@ -687,6 +687,22 @@ def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqu
     if "rows" in frame and ex != "current row": ex = "no others"  # (peers' order would decide)
     agg = _NR.choice(["sum(t.b)", "count(*)", "count(t.a)", "avg(t.d)", "min(t.s)", "max(t.f)", "min(t.dt)", "sum(t.d)"])
     return f"select t.b, {agg} over ({frame} exclude {ex}) from t"
+_TR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def series_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.py): table functions, EXPORT_STATE
+    k = _TR.random()
+    lo, hi, step = _TR.randint(-20, 20), _TR.randint(-20, 40), _TR.choice([1, 2, 3, -1, -2, 7])
+    fn = _TR.choice([f"range({hi})", f"range({lo}, {hi})", f"range({lo}, {hi}, {step})", f"generate_series({lo}, {hi})",
+                     f"generate_series({lo}, {hi}, {step})"])
+    if k < .4:
+        return f"select count(*), sum(r.v), min(r.v), max(r.v) from {fn} r(v)"
+    if k < .8:
+        return f"select t.b, r.v from t join {fn} r(v) on t.a = r.v where {pred('t')}"
+    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value
+    return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
+
+
 def _null_query():
     if _NR.random() < .3: return forms_query()
     k = _NR.random()
@@ -713,6 +729,7 @@ def query():
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
     if _NR.random() < 0.08: return nested_query()
+    if _TR.random() < 0.04: return series_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
