@@ -690,15 +690,24 @@ def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqu
 _TR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
-def series_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.py): table functions, EXPORT_STATE
+def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.py): table functions, EXPORT_STATE, printf, NULL options
     k = _TR.random()
     lo, hi, step = _TR.randint(-20, 20), _TR.randint(-20, 40), _TR.choice([1, 2, 3, -1, -2, 7])
     fn = _TR.choice([f"range({hi})", f"range({lo}, {hi})", f"range({lo}, {hi}, {step})", f"generate_series({lo}, {hi})",
                      f"generate_series({lo}, {hi}, {step})"])
     if k < .4:
         return f"select count(*), sum(r.v), min(r.v), max(r.v) from {fn} r(v)"
-    if k < .8:
+    if k < .6:
         return f"select t.b, r.v from t join {fn} r(v) on t.a = r.v where {pred('t')}"
+    if k < .75:  # '%.d' is a thousands separator in DuckDB, C's precision 0 in NumPy
+        spec = (f"%{_TR.choice(['', '-', '0', '+'])}{_TR.choice(['', '5'])}{_TR.choice(['', '.', '.2'])}"
+                f"{_TR.choice(['d', 'i'])}")
+        return f"select t.b, printf('{spec}', t.a * {_TR.choice([1, 1000, 1000003])}) from t"
+    if k < .9:  # a NULL option is the default (it was a NULL result)
+        opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar"])
+        fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
+        opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
+        return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
     # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value
     return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
 
@@ -729,7 +738,7 @@ def query():
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
     if _NR.random() < 0.08: return nested_query()
-    if _TR.random() < 0.04: return series_query()
+    if _TR.random() < 0.04: return sqltests_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
