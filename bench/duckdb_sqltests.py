@@ -75,6 +75,9 @@ NONDETERMINISTIC = re.compile(r"\b(random|gen_random_uuid|uuid|uuidv4|uuidv7|set
                               r"current_timestamp|get_current_time|get_current_timestamp|localtime|"
                               r"localtimestamp|current_localtimestamp|transaction_timestamp|"
                               r"duckdb_\w+|pragma_\w+|current_setting|version|getvariable)\s*\(", re.IGNORECASE)
+#: Statements inside a query record that change DuckDB's tables (the export is redone after them).
+CHANGES_STATE = re.compile(r"\b(insert\s+into|update\s+\w+\s+set|delete\s+from|create\s+|drop\s+|alter\s+|copy\s+|truncate\s+)",
+                           re.IGNORECASE)
 #: Queries that are other statements (prepared statements, plans, catalog commands, DML with RETURNING).
 NOT_SELECT = {"execute", "explain", "pragma", "describe", "show", "summarize", "call", "insert", "update",
               "delete", "create", "copy", "export", "attach", "set", "checkpoint", "analyze", "prepare",
@@ -397,8 +400,6 @@ def run_file(path: Path, rel_name: str) -> dict:
                     setting = sql.splitlines()[0][:60]
                 elif re.search(r"\bcollat(e|ion)\b", sql, re.I):
                     setting = "a collation"
-                elif first in ("create", "select", "with") and re.search(r"\bcreate\s+(or\s+replace\s+)?(temp\w*\s+)?(macro|function|type|sequence)\b", sql, re.I):
-                    pass  # the queries using them fail in sluice (plan errors), as they should
                 try:
                     con.execute(sql)
                 except Exception:  # noqa: BLE001 -- statement error (expected or not): DuckDB's state is what counts
@@ -406,17 +407,24 @@ def run_file(path: Path, rel_name: str) -> dict:
                 continue
             words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
             res = [rec.line, None, "", sql, None, None]
-            if setting is not None:
-                res[1:3] = "skipped", f"session setting: {setting}"
-                out["results"].append(res)
-                continue
+            # DuckDB first, always: a query may change its state (WITH ... INSERT, RETURNING, CALL)
+            try:
+                theirs = _duck_arrow(con, sql)
+                duck_err = None
+            except Exception as e:  # noqa: BLE001 -- DuckDB rejects the query
+                theirs, duck_err = None, str(e).splitlines()[0][:200]
+            if CHANGES_STATE.search(sql):
+                state += 1
             first = sql.lstrip("(").split(None, 1)[0].lower() if sql else ""
-            if first in NOT_SELECT:
-                res[1:3] = "skipped", f"not a SELECT ({first.upper()})"
-                out["results"].append(res)
-                continue
-            if NONDETERMINISTIC.search(sql):
-                res[1:3] = "skipped", "nondeterministic function"
+            skip = None
+            if setting is not None:
+                skip = f"session setting: {setting}"
+            elif first in NOT_SELECT or CHANGES_STATE.search(sql):
+                skip = f"not a SELECT ({first.upper()})"
+            elif NONDETERMINISTIC.search(sql):
+                skip = "nondeterministic function"
+            if skip is not None:
+                res[1:3] = "skipped", skip
                 out["results"].append(res)
                 continue
             if exported != state:
@@ -432,11 +440,6 @@ def run_file(path: Path, rel_name: str) -> dict:
                 res[1:3] = "skipped", f"table not exported: {bad[0]} ({failed[bad[0]]})"
                 out["results"].append(res)
                 continue
-            try:
-                theirs = _duck_arrow(con, sql)
-                duck_err = None
-            except Exception as e:  # noqa: BLE001 -- DuckDB rejects the query
-                theirs, duck_err = None, str(e).splitlines()[0][:200]
             signal.alarm(QUERY_TIMEOUT_S)
             try:
                 ours = scon.sql(sql).to_arrow()
