@@ -50,7 +50,10 @@ FOLDERS = ["aggregate", "window", "join", "subquery", "filter", "order", "limit"
            "function/string", "function/date", "function/numeric", "function/generic", "types/decimal", "cast"]
 SQLITE = [f"select{i}.test_slow" for i in range(1, 6)]
 QUERY_TIMEOUT_S = 20
-FILE_TIMEOUT_S = 300
+#: A file's queries stop after this long (the rest are skipped, counted); SQLite's select files
+#: hold 1,000-3,300 queries each. A worker still running a minute later is killed.
+FILE_BUDGET_S = 900
+FILE_TIMEOUT_S = FILE_BUDGET_S + 60
 MAX_LOOP_ITERATIONS = 200
 #: ``require`` lines that name a property of the test run, not an extension (the file runs).
 RUN_PROPERTIES = {"skip_reload", "no_alternative_verify", "no_extension_autoloading", "notwindows",
@@ -390,6 +393,7 @@ def run_file(path: Path, rel_name: str) -> dict:
     con.execute("SET threads = 1")
     state, exported, failed, scon, setting = 0, -1, {}, None, None
     signal.signal(signal.SIGALRM, _alarm)
+    started = time.time()
     try:
         for rec in tf.records:
             sql = rec.sql.replace("__TEST_DIR__", str(test_dir)).strip().rstrip(";").strip()
@@ -417,7 +421,9 @@ def run_file(path: Path, rel_name: str) -> dict:
                 state += 1
             first = sql.lstrip("(").split(None, 1)[0].lower() if sql else ""
             skip = None
-            if setting is not None:
+            if time.time() - started > FILE_BUDGET_S:
+                skip = f"the file's {FILE_BUDGET_S} s were spent"
+            elif setting is not None:
                 skip = f"session setting: {setting}"
             elif first in NOT_SELECT or CHANGES_STATE.search(sql):
                 skip = f"not a SELECT ({first.upper()})"
@@ -497,15 +503,15 @@ def _show(t, rows: int = 8) -> str | None:
 
 # ------------------------------------------------------------------ the driver
 
-def test_files(root: Path, only: str | None) -> list[tuple[Path, str]]:
-    files = []
-    for f in FOLDERS:
-        for p in sorted((root / "test" / "sql" / f).rglob("*.test*")):
-            files.append((p, str(p.relative_to(root / "test" / "sql"))))
+def sqltest_files(root: Path, only: str | None) -> list[tuple[Path, str]]:
+    files = []  # SQLite's select files first: the longest start first
     for name in SQLITE:
         p = root / "test" / "sqlite" / name
         if p.exists():
             files.append((p, f"sqlite/{name}"))
+    for f in FOLDERS:
+        for p in sorted((root / "test" / "sql" / f).rglob("*.test*")):
+            files.append((p, str(p.relative_to(root / "test" / "sql"))))
     if only:
         files = [x for x in files if only in x[1]]
     return files
@@ -664,7 +670,7 @@ def main(argv=None) -> int:
         archive = subprocess.Popen(["git", "-C", MIRROR, "archive", "HEAD", "test/sql", "test/sqlite"], stdout=subprocess.PIPE)
         subprocess.run(["tar", "-x", "-C", str(root)], stdin=archive.stdout, check=True)
         archive.wait()
-    files = test_files(root, args.only)
+    files = sqltest_files(root, args.only)
     t0 = time.time()
     results = run_all(files, args.jobs)
     elapsed = time.time() - t0
