@@ -10,6 +10,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull
 
 
 AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max",
@@ -25,7 +26,7 @@ _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
 #: Holistic aggregates: computed by a window over each group's rows in a chosen order, whose
 #: per-group result the aggregation then takes (``Translator._holistic``).
 HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.WithinGroup,
-            exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.Mode, exp.First, exp.Last)
+            exp.ArgMin, exp.ArgMax, ArgMinNull, ArgMaxNull, exp.GroupConcat, exp.Mode, exp.First, exp.Last)
 
 
 _NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
