@@ -15,7 +15,7 @@ Each query is classed: ``pass``; ``wrong`` (both answer, the answers differ); ``
 (sluice answers where DuckDB raises); ``timeout``; ``skipped`` (a table the export cannot write,
 a session setting sluice does not have, a nondeterministic function).
 
-    python bench/duckdb_sqltests.py [TESTS_DIR] [-j 2] [--only SUBSTR] [--out FILE.md]
+    python bench/duckdb_sqltests.py [TESTS_DIR] [-j 2] [--only SUBSTR] [--file-budget S] [--out FILE.md]
 
 TESTS_DIR holds ``test/sql`` and ``test/sqlite`` (default /tmp/duckdb-tests, extracted once
 from the mirror: ``git -C /work/.mirror/duckdb+duckdb/repo archive HEAD test/sql test/sqlite |
@@ -661,12 +661,15 @@ def report(results: list[dict], elapsed: float, jobs: int, root: Path, here: str
 
 
 def main(argv=None) -> int:
+    global FILE_BUDGET_S, FILE_TIMEOUT_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tests", nargs="?", default=DEFAULT_DIR, help="folder holding test/sql and test/sqlite")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--only", help="run only files whose path contains this")
     ap.add_argument("--out", help="report path (default bench/results/DATE-duckdb-sqltests-2core-cpu.md)")
     ap.add_argument("--json", help="also write the raw per-query results here")
+    ap.add_argument("--file-budget", type=float, default=FILE_BUDGET_S,
+                    help=f"seconds a file's queries may take; the rest are skipped (default {FILE_BUDGET_S})")
     args = ap.parse_args(argv)
     root = Path(args.tests)
     if not (root / "test" / "sql").is_dir():
@@ -677,6 +680,7 @@ def main(argv=None) -> int:
         archive = subprocess.Popen(["git", "-C", MIRROR, "archive", "HEAD", "test/sql", "test/sqlite"], stdout=subprocess.PIPE)
         subprocess.run(["tar", "-x", "-C", str(root)], stdin=archive.stdout, check=True)
         archive.wait()
+    FILE_BUDGET_S, FILE_TIMEOUT_S = args.file_budget, args.file_budget + 60
     files = sqltest_files(root, args.only)
     t0, here = time.time(), _revision()
     results = run_all(files, args.jobs)
