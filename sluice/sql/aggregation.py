@@ -390,6 +390,10 @@ class Aggregation:
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
             raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
+        if func == "product":  # DuckDB multiplies DOUBLEs, whatever the argument's type
+            if e.type.kind == "bool":
+                raise UnsupportedError("PRODUCT of BOOLEAN values")
+            e = E.make_func("cast", [e], (FLOAT64,))
         return AggCall(func, e, distinct)
 
     def _post(self, node: exp.Expression, ctx: Ctx) -> Expr:

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from sluice.sql.syntax import is_mad
 from sluice.sql.series import is_series
-from sluice.sql.dialect import ArgMaxNull, ArgMinNull
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
 
 from sluice.errors import UnsupportedError
 
@@ -397,7 +397,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.WithinGroup: {"this": READ, "expression": READ},
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
-    ArgMinNull: _BINARY, ArgMaxNull: _BINARY,
+    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY,
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},

@@ -10,6 +10,7 @@
   dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB;
 - ARG_MIN_NULL / ARG_MAX_NULL are ARG_MIN / ARG_MAX that keep rows whose value is NULL
   (:class:`ArgMinNull`, read by the aggregation translator);
+- PRODUCT is an aggregate (:class:`Product`), not an unknown function;
 - VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
 - JARO_WINKLER_SIMILARITY's third argument is DuckDB's score cutoff, not a case-insensitive
   flag (whose SQL compares the UPPER of both strings): the call stays a plain function call,
@@ -48,6 +49,19 @@ class ArgMaxNull(exp.ArgMax):
 
     arg_types = {"this": True, "expression": True}
     _sql_names = ["ARG_MAX_NULL"]
+
+
+class Product(exp.Expression, exp.AggFunc):
+    """PRODUCT(x): the product of a group's non-NULL values, as a DOUBLE (DuckDB's)."""
+
+    arg_types = {"this": True}
+    _sql_names = ["PRODUCT"]
+
+
+def _product(args):
+    if len(args) != 1:
+        raise wrong_arguments("PRODUCT")
+    return Product(this=args[0])
 
 
 def _two_arguments(cls, name: str):
@@ -107,6 +121,7 @@ class Sluice(DuckDB):
                if k in DuckDB.Parser.FUNCTIONS},
             "ANY_VALUE": _any_value,
             "ARG_MIN_NULL": _two_arguments(ArgMinNull, "ARG_MIN_NULL"),
+            "PRODUCT": _product,
             "ARG_MAX_NULL": _two_arguments(ArgMaxNull, "ARG_MAX_NULL"),
             "JARO_WINKLER_SIMILARITY": lambda args: exp.Anonymous(this="jaro_winkler_similarity", expressions=args),
         }
