@@ -23,6 +23,9 @@ correlated subqueries over empty groups, STRFTIME formats, recursive CTEs, unico
 dates before year 1 and past 9999, empty tables, non-equi joins under a 4 MiB budget.
 ``quantile_query`` (one query in twenty, from its own RNG) takes MEDIAN / QUANTILE / MAD of
 doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN, DuckDB 1e308).
+``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
+value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
