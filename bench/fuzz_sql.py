@@ -26,6 +26,9 @@ doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN,
 ``asof_query`` (one query in about sixteen, from its own RNG) writes ASOF joins of t and u:
 every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
 side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
+``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
+value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
@@ -751,6 +754,31 @@ def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqu
     if "rows" in frame and ex != "current row": ex = "no others"  # (peers' order would decide)
     agg = _NR.choice(["sum(t.b)", "count(*)", "count(t.a)", "avg(t.d)", "min(t.s)", "max(t.f)", "min(t.dt)", "sum(t.d)"])
     return f"select t.b, {agg} over ({frame} exclude {ex}) from t"
+_TR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.py): table functions, EXPORT_STATE, printf, NULL options
+    k = _TR.random()
+    lo, hi, step = _TR.randint(-20, 20), _TR.randint(-20, 40), _TR.choice([1, 2, 3, -1, -2, 7])
+    fn = _TR.choice([f"range({hi})", f"range({lo}, {hi})", f"range({lo}, {hi}, {step})", f"generate_series({lo}, {hi})",
+                     f"generate_series({lo}, {hi}, {step})"])
+    if k < .4:
+        return f"select count(*), sum(r.v), min(r.v), max(r.v) from {fn} r(v)"
+    if k < .6:
+        return f"select t.b, r.v from t join {fn} r(v) on t.a = r.v where {pred('t')}"
+    if k < .75:  # '%.d' is a thousands separator in DuckDB, C's precision 0 in NumPy
+        spec = (f"%{_TR.choice(['', '-', '0', '+'])}{_TR.choice(['', '5'])}{_TR.choice(['', '.', '.2'])}"
+                f"{_TR.choice(['d', 'i'])}")
+        return f"select t.b, printf('{spec}', t.a * {_TR.choice([1, 1000, 1000003])}) from t"
+    if k < .9:  # a NULL option is the default (it was a NULL result)
+        opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar"])
+        fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
+        opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
+        return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
+    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value
+    return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
+
+
 def _null_query():
     if _NR.random() < .3: return forms_query()
     k = _NR.random()
@@ -829,6 +857,7 @@ def query():
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
     if _NR.random() < 0.08: return nested_query()
+    if _TR.random() < 0.04: return sqltests_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

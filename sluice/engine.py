@@ -7,6 +7,8 @@ SQL text) and returns a lazy :class:`Relation` that runs when a result is asked 
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 import threading
 import traceback
@@ -49,6 +51,27 @@ from sluice.io.csv import load_csv_table
 import json
 from sluice.launch import RankPool
 from sluice.errors import ResourcesExhausted
+
+
+#: Python's recursion limit while a query is parsed, translated, optimized and lowered: at the
+#: default 1000, sqlglot's parser reached it at about 30 nested subqueries (DuckDB's own tests
+#: nest 100). Python 3.11+ calls between Python functions do not grow the C stack.
+PLANNING_RECURSION_LIMIT = 8000
+
+
+@contextmanager
+def room_to_nest():
+    """Planning with a recursion limit for a few hundred nesting levels; deeper is one line."""
+    old = sys.getrecursionlimit()
+    if old < PLANNING_RECURSION_LIMIT:
+        sys.setrecursionlimit(PLANNING_RECURSION_LIMIT)
+    try:
+        yield
+    except RecursionError:
+        raise UnsupportedError("query nested too deeply to plan") from None
+    finally:
+        if old < PLANNING_RECURSION_LIMIT:
+            sys.setrecursionlimit(old)
 
 
 #: Reruns of a query that ran the GPU out of memory, each under a quarter of the last budget.
@@ -199,19 +222,20 @@ class Connection:
     # ------------------------------------------------------------------ queries
 
     def sql(self, query: str) -> "Relation":
-        ast = parse_sql(query)
-        command = rewrite_command(ast, self)  # DESCRIBE / SHOW TABLES / SUMMARIZE
-        if command is not None:
-            return self.sql(command)
-        try:
-            rel = Translator(self.table, self.files).translate(ast)
-        except SluiceError:
-            raise
-        except RecursionError:
-            raise UnsupportedError("query nested too deeply to plan") from None
-        except Exception as e:  # noqa: BLE001 - a bug in translation: say so in one line
-            raise internal_error("SQL translation", e) from e
-        plan = optimize(rel.plan, self.config.disabled_rules)
+        with room_to_nest():
+            ast = parse_sql(query)
+            command = rewrite_command(ast, self)  # DESCRIBE / SHOW TABLES / SUMMARIZE
+            if command is not None:
+                return self.sql(command)
+            try:
+                rel = Translator(self.table, self.files).translate(ast)
+            except SluiceError:
+                raise
+            except RecursionError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a bug in translation: say so in one line
+                raise internal_error("SQL translation", e) from e
+            plan = optimize(rel.plan, self.config.disabled_rules)
         out = Relation(self, plan, [n for _, n in rel.outputs], [u for u, _ in rel.outputs])
         out.query = query
         return out
@@ -344,14 +368,15 @@ class Relation:
             reruns.append(device_limit)
 
     def _execute_once(self, consume, progress, device_limit, reruns, run: dict):
-        op = self._lower()
+        with room_to_nest():
+            op = self._lower()
         ctx = run["ctx"] = self._context(progress, op, device_limit)
         ctx.oom_reruns.extend(reruns)
         attach = getattr(progress, "attach", None)
         if attach is not None:  # a progress display that also shows the run's stages
             attach(ctx)
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), room_to_nest():
                 out = consume(op, ctx)
         except SluiceError:
             raise

@@ -65,8 +65,11 @@ class InternalError(SluiceError):
     category = "internal error"
 
 
-def internal_error(where: str, e: BaseException) -> InternalError:
-    """An unexpected exception as a one-line InternalError naming the planning step or operator."""
+def internal_error(where: str, e: BaseException) -> SluiceError:
+    """An unexpected exception as a one-line InternalError naming the planning step or operator
+    (Python's recursion limit, reached by a query nested hundreds deep, is a refusal)."""
+    if isinstance(e, RecursionError):
+        return UnsupportedError(f"query nested too deeply (in {where})")
     msg = str(e).splitlines()[0] if str(e) else ""
     return InternalError(f"in {where}: {type(e).__name__}: {msg}")
 

@@ -179,6 +179,38 @@ class SumAcc(Accumulator):
         return _wide_sum(hi, lo, out_type, valid)
 
 
+class ProductAcc(Accumulator):
+    """PRODUCT (of DOUBLEs: the translator casts): a product and a count per group (no rows:
+    NULL). Products of partial states are a product, so chunks, spills and ranks merge alike."""
+
+    kind = "product"
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        n = rows if valid is None else count_by(ids, g, valid)
+        v = arg.data.to(torch.float64).expand(ids.shape)
+        if valid is not None:
+            v = torch.where(valid, v, torch.ones_like(v))
+        return {self.name("p"): Column(_product_by(ids, g, v), _F64), self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        return {self.name("p"): Column(_product_by(ids, g, state[self.name("p")].data), _F64),
+                self.name("n"): Column(_sum_by(ids, g, self._n(state)), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("p"): Column(torch.ones(g, dtype=torch.float64, device=dev), _F64),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, func, out_type):
+        nonnull = self._n(state) > 0
+        return Column(state[self.name("p")].data, out_type, None if bool(nonnull.all()) else nonnull)
+
+
+def _product_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
+    out = torch.ones(g, dtype=v.dtype, device=v.device)
+    return out.scatter_reduce_(0, ids, v, reduce="prod", include_self=True)
+
+
 class MinMaxAcc(Accumulator):
     """MIN / MAX of numbers, dates and booleans: the extreme value per group."""
 
@@ -469,6 +501,8 @@ def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumula
         return CountAcc(prefix, arg_type)
     if func in ("sum", "avg"):
         return SumAcc(prefix, arg_type)
+    if func == "product":
+        return ProductAcc(prefix, arg_type)
     if func in ("min", "max"):
         if arg_type.is_nested:
             return NestedPickAcc(prefix, arg_type)

@@ -194,7 +194,7 @@ class AggCall:
     def type(self) -> LType:
         if self.func in ("count", "count_star", "approx_count_distinct"):
             return INT64
-        if self.func in ("avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop"):
+        if self.func in ("avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "product"):
             return FLOAT64
         assert self.arg is not None
         t = self.arg.type

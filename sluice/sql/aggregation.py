@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import construct_name
-from sluice.sql.dialect import wrong_arguments
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, wrong_arguments
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
@@ -210,7 +210,7 @@ class Aggregation:
         - MEDIAN / QUANTILE_CONT / QUANTILE_DISC / PERCENTILE_* WITHIN GROUP: rows sorted by
           the argument, NULLs last; the quantile picked from the non-NULL count.
         - ARG_MIN / ARG_MAX (MIN_BY / MAX_BY): rows with a NULL value or key last, then by the
-          key; the first row's value.
+          key; the first row's value (ARG_MIN_NULL / ARG_MAX_NULL: only a NULL key puts a row last).
         - STRING_AGG / LISTAGG / GROUP_CONCAT: rows in the ORDER BY given (else as they come),
           the non-NULL values joined by the separator (DISTINCT: each value once).
         - FIRST / LAST (x ORDER BY k): the first row's value in that order (LAST: reversed).
@@ -232,7 +232,10 @@ class Aggregation:
             value, key = self.expr(node.this, ctx), self.expr(node.expression, ctx)
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedError(f"DISTINCT in {what}")
-            missing = E.make_bool("or", [E.make_func("is_null", [value]), E.make_func("is_null", [key])])
+            if isinstance(node, (ArgMinNull, ArgMaxNull)):  # a NULL value is an answer; a NULL key is skipped
+                missing = E.make_func("is_null", [key])
+            else:
+                missing = E.make_bool("or", [E.make_func("is_null", [value]), E.make_func("is_null", [key])])
             order = (SortKey(missing, True, False), SortKey(key, isinstance(node, exp.ArgMin), False))
             # the first row after sorting; NULL when every row misses its value or key
             value = E.make_func("case", [missing, Lit(None, value.type), value])
@@ -423,6 +426,10 @@ class Aggregation:
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
             raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
+        if func == "product":  # DuckDB multiplies DOUBLEs, whatever the argument's type
+            if e.type.kind == "bool":
+                raise UnsupportedError("PRODUCT of BOOLEAN values")
+            e = E.make_func("cast", [e], (FLOAT64,))
         return AggCall(func, e, distinct)
 
     def _post(self, node: exp.Expression, ctx: Ctx) -> Expr:

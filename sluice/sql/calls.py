@@ -63,6 +63,8 @@ def printf_spec(fmt: str, i: int) -> str | None:
         return None
     if m.group(3) is not None and conv in "xXo":
         return None
+    if m.group(3) == "" and conv in "di":  # DuckDB's '%.d' is a thousands separator, not C's precision 0
+        return None
     return m.group(0)
 
 
@@ -100,8 +102,8 @@ def _path_part(part: str, name: str):
         trim, sep = False, "default"
         for a in args[1:]:
             v = _const(tr, a, ctx, f"{name.upper()} with an option")
-            if v.value is None:
-                return Lit(None, STRING)
+            if v.value is None:  # a NULL option is its default (DuckDB), not a NULL result
+                continue
             if v.type.kind == "bool" and part == "filename" and a is args[1]:
                 trim = bool(v.value)
             elif v.type.kind == "string" and str(v.value).lower() in SEPARATORS:

@@ -27,6 +27,8 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from sluice.sql.syntax import is_named_holistic
+from sluice.sql.series import is_series
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
 
 from sluice.errors import UnsupportedError
 
@@ -406,6 +408,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
     exp.ArrayAgg: {"this": READ, "nulls_excluded": refuse("LIST / ARRAY_AGG ... IGNORE NULLS")},
+    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY,
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},
@@ -521,6 +524,8 @@ def check_supported(tree: exp.Expression) -> None:
     not translate in full."""
     for node in tree.walk():
         if is_named_holistic(node):  # MAD(x), HISTOGRAM(x): aggregates sqlglot does not know
+            continue
+        if is_series(node):  # FROM range(...): its arguments are checked by sluice.sql.series
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
                 and str(node.this).lower() not in KNOWN_CALLS:

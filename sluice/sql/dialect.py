@@ -8,6 +8,9 @@
 - ARG_MIN / ARG_MAX / QUANTILE* and ANY_VALUE are built without counting their arguments
   (``argmin()`` had no value, ``arg_max(x)`` no key: internal errors; ``any_value(x, y)``
   dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB;
+- ARG_MIN_NULL / ARG_MAX_NULL are ARG_MIN / ARG_MAX that keep rows whose value is NULL
+  (:class:`ArgMinNull`, read by the aggregation translator);
+- PRODUCT is an aggregate (:class:`Product`), not an unknown function;
 - VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
 - JARO_WINKLER_SIMILARITY's third argument is DuckDB's score cutoff, not a case-insensitive
   flag (whose SQL compares the UPPER of both strings): the call stays a plain function call,
@@ -32,6 +35,41 @@ def _any_value(args):
     if len(args) != 1:
         raise wrong_arguments("ANY_VALUE")
     return exp.IgnoreNulls(this=exp.AnyValue(this=args[0]))
+
+
+class ArgMinNull(exp.ArgMin):
+    """ARG_MIN_NULL(x, key): ARG_MIN whose rows with a NULL ``x`` count (DuckDB's; only a NULL key is skipped)."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["ARG_MIN_NULL"]
+
+
+class ArgMaxNull(exp.ArgMax):
+    """ARG_MAX_NULL(x, key): ARG_MAX whose rows with a NULL ``x`` count."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["ARG_MAX_NULL"]
+
+
+class Product(exp.Expression, exp.AggFunc):
+    """PRODUCT(x): the product of a group's non-NULL values, as a DOUBLE (DuckDB's)."""
+
+    arg_types = {"this": True}
+    _sql_names = ["PRODUCT"]
+
+
+def _product(args):
+    if len(args) != 1:
+        raise wrong_arguments("PRODUCT")
+    return Product(this=args[0])
+
+
+def _two_arguments(cls, name: str):
+    def build(args):
+        if len(args) != 2:
+            raise wrong_arguments(name)
+        return cls(this=args[0], expression=args[1])
+    return build
 
 
 def _text_type(dtype: exp.DataType) -> exp.DataType:
@@ -82,6 +120,9 @@ class Sluice(DuckDB):
                for k in ("DATE_TRUNC", "DATETRUNC", "DATE_DIFF", "DATEDIFF", "DATE_SUB", "DATESUB")
                if k in DuckDB.Parser.FUNCTIONS},
             "ANY_VALUE": _any_value,
+            "ARG_MIN_NULL": _two_arguments(ArgMinNull, "ARG_MIN_NULL"),
+            "PRODUCT": _product,
+            "ARG_MAX_NULL": _two_arguments(ArgMaxNull, "ARG_MAX_NULL"),
             "JARO_WINKLER_SIMILARITY": lambda args: exp.Anonymous(this="jaro_winkler_similarity", expressions=args),
         }
 

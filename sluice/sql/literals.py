@@ -161,7 +161,8 @@ def decimal_precision(dt_node: exp.DataType) -> int | None:
 
 
 def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
-    """Implicit casts for comparisons: a string constant compared with a date becomes a date."""
+    """Implicit casts for comparisons: a string constant compared with a date becomes a date,
+    with a number a number, with a boolean a boolean."""
     if a.type.kind == "date" and isinstance(b, Lit) and b.type.kind == "string":
         return a, _date_lit(b.value)
     if b.type.kind == "date" and isinstance(a, Lit) and a.type.kind == "string":
@@ -170,11 +171,28 @@ def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
         return a, _number_lit(b.value)
     if b.type.is_numeric and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
         return _number_lit(a.value), b
+    if a.type.kind == "bool" and isinstance(b, Lit) and b.type.kind == "string" and b.value is not None:
+        return a, _bool_lit(b.value)
+    if b.type.kind == "bool" and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
+        return _bool_lit(a.value), b
     if isinstance(b, Lit) and b.value is None:
         return a, Lit(None, a.type)
     if isinstance(a, Lit) and a.value is None:
         return Lit(None, b.type), b
     return a, b
+
+
+#: The strings DuckDB casts to a boolean (case aside; no spaces around them).
+_BOOL_TEXT = {"true": True, "t": True, "yes": True, "y": True, "1": True,
+              "false": False, "f": False, "no": False, "n": False, "0": False}
+
+
+def _bool_lit(s: str) -> Lit:
+    """A string constant compared with a boolean is read as one (DuckDB casts it: ``true = '1'``)."""
+    value = _BOOL_TEXT.get(s.lower())
+    if value is None:
+        raise PlanError(f"cannot compare a boolean with {s!r}: it is not a boolean")
+    return Lit(value, BOOL)
 
 
 def _number_lit(s: str) -> Lit:

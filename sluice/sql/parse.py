@@ -56,8 +56,32 @@ def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
     return wrong_arguments(cls.sql_names()[0] if cls.sql_names() else m.group(1).upper())
 
 
+#: Keywords of DuckDB's that sqlglot misreads or fails on, refused by name before parsing:
+#: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (sqlglot read the keyword
+#: as a column alias: ``first(i) EXPORT_STATE`` answered first(i)); ``WITH RECURSIVE t USING KEY
+#: (a, max(b))`` was a syntax error where DuckDB answers.
+_REFUSED_KEYWORDS = ((re.compile(r"\bEXPORT_STATE\b", re.I), "EXPORT_STATE (aggregate states)"),
+                     (re.compile(r"\bUSING\s+KEY\b", re.I), "USING KEY in WITH"))
+
+
+def _refuse_keywords(sql: str) -> None:
+    """A refused keyword outside strings, quoted names and comments ends the query in one line."""
+    found = [(pattern, what) for pattern, what in _REFUSED_KEYWORDS if pattern.search(sql)]
+    if not found:
+        return
+    pos = 0
+    for m in [*_QUOTED.finditer(sql), None]:
+        code = sql[pos:m.start()] if m else sql[pos:]
+        for pattern, what in found:
+            if pattern.search(code):
+                raise UnsupportedError(what)
+        if m:
+            pos = m.end()
+
+
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
+    _refuse_keywords(sql)
     try:
         trees = [t for t in sqlglot.parse(_split_exponent_sums(sql), read=Sluice) if t is not None]
     except ParseError as e:

@@ -18,6 +18,7 @@ from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.scope import Source, Scope, Rel, Ctx
+from sluice.sql.series import is_series, series
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
 from sluice.plan.joins import equi_pair
@@ -125,6 +126,11 @@ class FromClause:
                     raise UnsupportedError("querying files directly in this context")
                 alias = (node.alias or _file_alias(ref.patterns[0])).lower()
                 return self._scan_source(self.files(ref), alias)
+            if is_series(node.this):
+                alias_node = node.args.get("alias")
+                rel = series(node.this, self.fresh)
+                alias = alias_node.name.lower() if alias_node is not None and alias_node.name else rel.outputs[0][0]
+                return self._derived(rel, alias, alias_node)
             if not isinstance(node.this, exp.Identifier):
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()

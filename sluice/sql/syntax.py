@@ -10,13 +10,15 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
 
 
 AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max",
              exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
              exp.Variance: "var_samp", exp.VariancePop: "var_pop",
              # BOOL_AND / BOOL_OR: MIN / MAX of a boolean (false < true), NULLs ignored alike.
-             exp.LogicalAnd: "min", exp.LogicalOr: "max", exp.ApproxDistinct: "approx_count_distinct"}
+             exp.LogicalAnd: "min", exp.LogicalOr: "max", exp.ApproxDistinct: "approx_count_distinct",
+             Product: "product"}
 
 
 _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
@@ -25,10 +27,11 @@ _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)
 #: Holistic aggregates: computed by a window over each group's rows in a chosen order, whose
 #: per-group result the aggregation then takes (``Translator._holistic``).
 HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, exp.WithinGroup,
-            exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.Mode, exp.First, exp.Last, exp.ArrayAgg)
+            exp.ArgMin, exp.ArgMax, ArgMinNull, ArgMaxNull, exp.GroupConcat, exp.Mode, exp.First, exp.Last,
+            exp.ArrayAgg)
 
 
-_NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop"}
+_NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "product"}
 
 
 def _from(sel: exp.Select):

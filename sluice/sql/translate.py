@@ -344,7 +344,7 @@ class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, De
             (list(order.expressions) if order is not None else [])
         agg_nodes = [n for c in clauses for n in _outer_aggs(c)]
         grouping_nodes = [n for c in clauses for n in _grouping_calls(c)]
-        st.aggregated = bool(group) or bool(agg_nodes)
+        st.aggregated = bool(group) or bool(agg_nodes) or having is not None  # (HAVING alone: one group)
         alias_map = {it.alias.lower(): it.this for it in select_items if isinstance(it, exp.Alias)}
         if corr is not None and corr.pairs:
             # Inner side of each correlation pair becomes an output (and a group key).

@@ -12,7 +12,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Lit
-from sluice.plan.logical import (Aggregate, AggCall, Join, JoinKind, MOMENTS, PlanNode, Project, Shared, SortKey,
+from sluice.plan.logical import (DISTRIBUTION, OFFSETS, RANKING, Aggregate, AggCall, Join, JoinKind, MOMENTS, PlanNode, Project, Shared, SortKey,
                                  Window, WindowCall, WINDOW_AGGREGATES)
 from sluice.sql.coverage import construct_name
 from sluice.sql.scope import Ctx
@@ -219,6 +219,8 @@ def _excluding(call: WindowCall, spec) -> WindowCall:
         return call
     if what not in ("current row", "group", "ties"):
         raise UnsupportedError(f"EXCLUDE {what.upper()} in a window frame")
+    if call.func in RANKING | DISTRIBUTION | OFFSETS:
+        return call  # they ignore the frame, and so its EXCLUDE, as DuckDB's do
     if call.func not in _EXCLUDING:
         raise UnsupportedError(f"EXCLUDE in the window frame of {call.func.upper()}")
     return replace(call, exclude=what)

@@ -97,6 +97,14 @@ FORMS = [
     "select p, parse_filename(p), parse_filename(p, true), parse_filename(p, false, 'forward_slash') from p",
     "select p, parse_filename(p, true, 'backslash'), parse_filename(p, 'system'), parse_dirname(p) from p",
     "select p, parse_dirname(p, 'backslash'), parse_dirpath(p), parse_dirpath(p, 'forward_slash'), parse_dirpath(p, 'both_slash') from p",
+    # a NULL option is its default, not a NULL result (DuckDB's tests: parse_path.test)
+    "select p, parse_filename(p, NULL), parse_filename(p, NULL, NULL), parse_filename(p, true, NULL), "
+    "parse_filename(p, NULL, 'backslash'), parse_dirname(p, NULL), parse_dirpath(p, NULL::varchar) from p",
+    # HAVING without GROUP BY or aggregates: one group of every row (SQL's rule, DuckDB's)
+    "select 1 as one from t having 1 < 2", "select 1 from t having false", "select 42 having 42 > 20",
+    "select 42 having 42 > 80", "select 'k' from t where x > 100 having true", "select 'k' from t having min(x) > -5",
+    # '%.d' is DuckDB's thousands separator (refused below); '%.3d' and '%.f' are C's precision
+    "select printf('%.3d|%.f|%.s|%.0f', x, d, s, d) from t where d is not null and s is not null and x is not null",
 ]
 
 
@@ -113,6 +121,8 @@ def test_answers_as_duckdb(sql, data, duck, connect):
     ("select printf('%.2f', 1::integer)", PlanError), ("select bar(1, 0, 5, 0.5)", PlanError),
     ("select bar(1, '-inf'::double, 5, 10)", ExecutionError), ("select bar(x, 0, x, 10) from t", UnsupportedError), ("select printf('%c', 65)", UnsupportedError),
     ("select printf('%5s', '\u4e2d')", UnsupportedError),
+    ("select x from t having true", PlanError),
+    ("select printf('%.d', 123456789)", UnsupportedError), ("select printf('%5.i', x) from t", UnsupportedError),
     ("select x from t union by name select x, x from t", PlanError),
     ("select x from t intersect by name select x from t", UnsupportedError),
     ("select overlay('abc' placing 'x' from 2 for -1)", UnsupportedError),

@@ -29,8 +29,17 @@ CASES: list[tuple[str, str | None]] = [
     ("select count(*) from lineitem limit 10%", "PERCENT"),
     ("select n.n_name, r.r_name from nation n asof join region r on n.n_regionkey >= r.r_regionkey", None),
     ("select * from read_parquet('nation.parquet', union_by_name = true)", "read_parquet option union_by_name"),
-    ("select * from generate_series(1, 3)", "GENERATE_SERIES"),
-    ("select * from range(5)", "RANGE"),
+    ("select * from generate_series(1, 3)", None),
+    ("select * from range(5)", None),
+    ("select * from generate_series(date '2020-01-01', date '2020-01-05', interval 1 day)", "GENERATE_SERIES"),
+    ("select count(*) from lineitem, range(l_linenumber)", "RANGE"),
+    # an aggregate's state, not its value (sqlglot read the keyword as a column alias)
+    ("select n_regionkey, first(n_name order by n_name) EXPORT_STATE from nation group by 1", "EXPORT_STATE"),
+    ("select finalize(sum(n_nationkey) export_state) from nation", "EXPORT_STATE"),
+    ("select 'export_state' as \"export_state\" from nation", None),
+    # DuckDB's USING KEY recursive CTEs (the aggregate form was a syntax error)
+    ("with recursive r(a, b) using key (a, max(b)) as (select 1, 5 union all select a, b - 1 from r where b > 0) "
+     "select * from r", "USING KEY"),
     ("select cast(1e20 as bigint)", None),
     ("select 9223372036854775807 + 1", None),
     ("select n_name from nation where n_regionkey = 0 union select r_name from region order by 1", None),

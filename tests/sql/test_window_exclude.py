@@ -1,7 +1,8 @@
 """EXCLUDE in a window frame (CURRENT ROW, GROUP, TIES, NO OTHERS) for COUNT, SUM, AVG, MIN
 and MAX: the frame less the excluded rows, as DuckDB computes it, over ROWS frames on unique
 keys (peers' order is then fixed) and RANGE / GROUPS frames with many ties; with NULLs, NaN,
-strings and decimals; with tiny chunks too. Other window functions with an EXCLUDE are refused."""
+strings and decimals; with tiny chunks too. Ranking, distribution and offset functions ignore
+it (they ignore the frame); FIRST_VALUE / LAST_VALUE / NTH_VALUE and the moments are refused."""
 
 import decimal
 import random
@@ -64,7 +65,25 @@ def test_exclude_as_duckdb(exclude, frame, data, duck, connect):
         compare(connect(data, **settings).sql(sql).to_arrow(), theirs)
 
 
-@pytest.mark.parametrize("call", ["first_value(v)", "last_value(v)", "nth_value(v, 2)", "stddev_samp(v)", "lag(v)"])
+@pytest.mark.parametrize("exclude", ["current row", "group", "ties"])
+def test_ranking_and_offsets_ignore_exclude(exclude, data, duck, connect):
+    """Ranking, distribution and offset functions ignore the frame, so its EXCLUDE too (DuckDB's
+    window tests use it: they were refused)."""
+    sql = ("select id, rank() over (order by k rows between 1 preceding and 1 following exclude {e}), "
+           "dense_rank() over (partition by g order by k groups between 1 preceding and current row exclude {e}), "
+           "row_number() over (order by id range between 2 preceding and 2 following exclude {e}), "
+           "ntile(4) over (order by id rows between unbounded preceding and current row exclude {e}), "
+           "percent_rank() over (partition by g order by k rows between 1 preceding and 1 following exclude {e}), "
+           "cume_dist() over (order by k groups between 1 preceding and 1 following exclude {e}), "
+           "lag(v, 2) over (order by id rows between 1 preceding and 1 following exclude {e}), "
+           "lead(s, 1, 'x') over (partition by g order by id rows between 1 preceding and 1 following exclude {e}) "
+           "from t").format(e=exclude)
+    theirs = duck.sql(sql).to_arrow_table()
+    for settings in ({}, {"chunk_rows": 7}):
+        compare(connect(data, **settings).sql(sql).to_arrow(), theirs)
+
+
+@pytest.mark.parametrize("call", ["first_value(v)", "last_value(v)", "nth_value(v, 2)", "stddev_samp(v)"])
 def test_other_functions_refused(call, data, connect):
     with pytest.raises(UnsupportedError):
         connect(data).sql(f"select {call} over (order by id rows between 1 preceding and 1 following "

@@ -231,8 +231,9 @@ def in_list(e, args, chunk) -> Column:
         per_entry = pc.is_in(a.dictionary, value_set=pa.array(values, pa.string()))
         m = gather_bool(per_entry, a.data)
     else:
-        vals = torch.tensor(values, dtype=a.data.dtype, device=a.data.device)
-        m = torch.isin(a.data, vals) if a.data.dim() else torch.isin(a.data.reshape(1), vals)[0]
+        data = a.data.to(torch.uint8) if a.data.dtype == torch.bool else a.data  # (torch.isin takes no bool)
+        vals = torch.tensor(values, dtype=data.dtype, device=data.device)
+        m = torch.isin(data, vals) if data.dim() else torch.isin(data.reshape(1), vals)[0]
         if a.data.is_floating_point() and bool(torch.isnan(vals).any()):  # NaN IN (NaN) is true
             m = m | torch.isnan(a.data)
     valid = a.valid
