@@ -197,8 +197,29 @@ def resident_cap() -> int | None:
         return None
     m -= max(RESIDENT_MARGIN_MIN, int(RESIDENT_MARGIN_SHARE * m))
     # The ranks of a job on one machine (torchrun's LOCAL_WORLD_SIZE) share it, as their
-    # default budgets do.
-    return m // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    # default budgets do -- what is left after the process that started them (torchrun's agent,
+    # or the --ranks launcher), which holds its own share of the same cgroup: two SF 10 ranks
+    # in a 1.5 GiB cgroup were killed with each capped at half of it beside a 200 MiB launcher.
+    return (m - launcher_resident_bytes()) // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+
+
+def launcher_resident_bytes() -> int:
+    """The anonymous resident memory of the process that started this rank, where it is one
+    (torchrun's environment) in this process's cgroup; else 0."""
+    if "LOCAL_WORLD_SIZE" not in os.environ:
+        return 0
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/cgroup") as a, open("/proc/self/cgroup") as b:
+            if a.read() != b.read():
+                return 0
+        with open(f"/proc/{ppid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 #: Share of a GPU's memory budgeted by default (the CUDA context and caching allocator
