@@ -376,10 +376,6 @@ def _null_nested(t: LType, g: int, dev) -> Column:
     return literal_column(Lit(None, t), dev).expand(g)
 
 
-#: Statistical aggregates sharing one state of (count, mean, sum of squared deviations).
-MOMENTS = {"var_samp", "var_pop", "stddev_samp", "stddev_pop"}
-
-
 class MomentsAcc(Accumulator):
     """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP: per group the count, the mean and M2,
     the sum of squared deviations from the mean. A chunk's groups take two passes (mean, then
@@ -491,26 +487,6 @@ class HyperLogLogAcc(Accumulator):
         small = (raw <= 2.5 * m) & (zeros > 0)
         est = torch.where(small, m * torch.log(m / zeros.clamp(min=1)), raw)
         return Column(torch.round(est).to(torch.int64), out_type)
-
-
-def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumulator:
-    if func == "approx_count_distinct":
-        return HyperLogLogAcc(prefix, arg_type)
-    if func in MOMENTS:
-        return MomentsAcc(prefix, arg_type)
-    if func in ("count", "count_star"):
-        return CountAcc(prefix, arg_type)
-    if func in ("sum", "avg"):
-        return SumAcc(prefix, arg_type)
-    if func == "product":
-        return ProductAcc(prefix, arg_type)
-    if func in ("min", "max"):
-        if arg_type.is_nested:
-            return NestedPickAcc(prefix, arg_type)
-        if arg_type.kind == "string":
-            return StringMinMaxAcc(prefix, arg_type, func)
-        return MinMaxAcc(prefix, arg_type, func)
-    raise ExecutionError(f"no accumulator for {func}")
 
 
 # ---------------------------------------------------------------- kernels
