@@ -93,8 +93,8 @@ class Accumulator(abc.ABC):
         """(each accumulator its own)"""
 
     @abc.abstractmethod
-    def finalize(self, state: dict[str, Column], func: str, out_type: LType) -> Column:
-        """(each accumulator its own)"""
+    def finalize(self, state: dict[str, Column], out_type: LType) -> Column:
+        """The result of each group (a registration may ask for a variant: AVG of a sum's state)."""
 
     def _n(self, state) -> torch.Tensor:
         return state[self.name("n")].data
@@ -115,7 +115,7 @@ class CountAcc(Accumulator):
     def identity(self, g, dev):
         return {self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         return Column(self._n(state), out_type)
 
 
@@ -162,16 +162,17 @@ class SumAcc(Accumulator):
             out[self.name("f")] = Column(torch.zeros(g, dtype=torch.float64, device=dev), _F64)
         return out
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type, average: bool = False):
+        """SUM, or AVG where ``average``."""
         cnt = self._n(state)
         nonnull = cnt > 0
         valid = None if bool(nonnull.all()) else nonnull
         if not _exact(self.arg_type):
             f = state[self.name("f")].data
-            v = f if func == "sum" else f / cnt.clamp(min=1).to(torch.float64)
+            v = f / cnt.clamp(min=1).to(torch.float64) if average else f
             return Column(v, out_type, valid)
         hi, lo = state[self.name("hi")].data, state[self.name("lo")].data
-        if func == "avg":
+        if average:
             scale = self.arg_type.scale if self.arg_type.kind == "decimal" else 0
             total = hi.to(torch.float64) * 4294967296.0 + lo.to(torch.float64)
             return Column(total / cnt.clamp(min=1).to(torch.float64) / (10 ** scale), out_type, valid)
@@ -202,7 +203,7 @@ class ProductAcc(Accumulator):
         return {self.name("p"): Column(torch.ones(g, dtype=torch.float64, device=dev), _F64),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         nonnull = self._n(state) > 0
         return Column(state[self.name("p")].data, out_type, None if bool(nonnull.all()) else nonnull)
 
@@ -217,15 +218,15 @@ class MinMaxAcc(Accumulator):
 
     kind = "minmax"
 
-    def __init__(self, prefix, arg_type, func: str) -> None:
+    def __init__(self, prefix, arg_type, largest: bool) -> None:
         super().__init__(prefix, arg_type)
-        self.func = func
+        self.largest = largest  # MAX, else MIN
         self.vtype = _I8 if arg_type.kind == "bool" else arg_type
 
     def _reduce(self, v, ids, g, valid):
         if v.is_floating_point():  # NaN is the largest float, -0.0 equals 0.0 (DuckDB's order)
             return float_from_order_key(self._reduce(float_order_key(v), ids, g, valid), v.dtype)
-        red = "amin" if self.func == "min" else "amax"
+        red = "amax" if self.largest else "amin"
         init = torch.zeros(g, dtype=v.dtype, device=v.device)
         if valid is not None:
             ids, v = ids[valid], v[valid]
@@ -250,7 +251,7 @@ class MinMaxAcc(Accumulator):
         return {self.name("v"): Column(torch.zeros(g, dtype=self.vtype.torch_dtype, device=dev), self.vtype),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         valid = None if bool((n > 0).all()) else n > 0
         v = state[self.name("v")].data
@@ -280,9 +281,9 @@ class StringMinMaxAcc(MinMaxAcc):
             ids_v, codes_v = ids[rows], codes[rows]
         else:
             ids_v, codes_v = ids, codes
-        red = "amin" if self.func == "min" else "amax"
+        red = "amax" if self.largest else "amin"
         if self.first_byte and _first_byte_pays(len(d), codes_v.numel(), g):
-            ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.func == "max")
+            ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.largest)
         else:
             pre = to_device(string_prefix_keys(d), dev)[codes_v]
         best = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, ids_v, pre, reduce=red,
@@ -320,7 +321,7 @@ class StringMinMaxAcc(MinMaxAcc):
                                        pa.array([""], pa.string())),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         valid = None if bool((n > 0).all()) else n > 0
         v = state[self.name("v")]
@@ -362,7 +363,7 @@ class NestedPickAcc(Accumulator):
         return {self.name("v"): _null_nested(self.arg_type, g, dev),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         v = state[self.name("v")]
         valid = n > 0 if v.valid is None else (v.valid & (n > 0))
@@ -417,14 +418,16 @@ class MomentsAcc(Accumulator):
         z = torch.zeros(g, dtype=torch.float64, device=dev)
         return self._state(torch.zeros(g, dtype=torch.int64, device=dev), z, z.clone())
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type, sample: bool = True, root: bool = False):
+        """The variance of a ``sample`` (n - 1: NULL under 2 values) or of the population, or
+        its square ``root`` (the standard deviation)."""
         n = self._n(state)
         m2 = state[self.name("m2")].data.clamp(min=0)
-        least = 2 if func in ("var_samp", "stddev_samp") else 1
+        least = 2 if sample else 1
         ok = n >= least
         div = (n - 1 if least == 2 else n).clamp(min=1).to(torch.float64)
         v = torch.where(n == 1, torch.zeros_like(m2), m2 / div)  # one value (even inf) varies by 0
-        if func.startswith("stddev"):
+        if root:
             v = torch.sqrt(v)
         return Column(v, out_type, None if bool(ok.all()) else ok)
 
@@ -478,7 +481,7 @@ class HyperLogLogAcc(Accumulator):
     def identity(self, g, dev):
         return self._state(torch.zeros(g, self.M, dtype=torch.uint8, device=dev))
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         regs = self._regs(state).to(torch.float64)
         m = float(self.M)
         alpha = 0.7213 / (1 + 1.079 / m) if self.M >= 128 else {16: 0.673, 32: 0.697, 64: 0.709}[self.M]

@@ -37,7 +37,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks, used_strings
-from sluice.exec.aggregate_functions import make_accumulator, registered
+from sluice.exec.aggregate_functions import make_accumulator, registered, result
 from sluice.exec.aggregates import Accumulator, StringMinMaxAcc, count_by
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import lookup, positions
@@ -429,7 +429,7 @@ class HashAggregateOp(Operator):
         for (name, key, func), (_, call) in zip(self.outputs, self.aggs):
             acc = self.accs[key]
             state = {k: v for k, v in page.columns.items() if k.startswith(acc.prefix + "#")}
-            cols[name] = acc.finalize(state, func, call.type)
+            cols[name] = result(func, acc, state, call.type)
         return Chunk(cols, page.num_rows, home=page.device)
 
 

@@ -21,7 +21,7 @@ from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, 
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
 from sluice.exec.aggregate_functions import registered
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -419,10 +419,11 @@ class Aggregation:
         if e.type.is_nested and func != "count":  # COUNT (DISTINCT: by order keys) only
             raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
                                    f"{e.type.kind.upper()} column")
-        e = _typed_null_argument(e, func in _NUMERIC_AGGS, isinstance(node, _BOOL_AGGS))
-        if func in _NUMERIC_AGGS and e.type.kind == "interval":
+        numeric = registered(func).numeric
+        e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
+        if numeric and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
-        if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
+        if numeric and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
             raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
