@@ -7,7 +7,8 @@ is the state of a group that saw no rows (merging with it changes nothing). All 
 per group: a string MIN/MAX keeps the winning string of each group, not the strings seen.
 
 SUM and AVG of one argument share one state (sum as two int64 halves that never overflow,
-and a count).
+and a count). Which function uses which accumulator, and which result it asks of the state,
+is its registration's (``exec/aggregate_functions.py``).
 """
 
 from __future__ import annotations
@@ -71,8 +72,6 @@ def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
 class Accumulator(abc.ABC):
     """Base: the state of one aggregate over one argument (see the module docstring)."""
 
-    kind = ""
-
     def __init__(self, prefix: str, arg_type: LType | None) -> None:
         self.prefix = prefix
         self.arg_type = arg_type
@@ -103,8 +102,6 @@ class Accumulator(abc.ABC):
 class CountAcc(Accumulator):
     """COUNT(*) (arg None) and COUNT(x): a count per group."""
 
-    kind = "count"
-
     def update(self, arg, ids, g, rows):
         n = rows if arg is None or arg.valid is None else count_by(ids, g, arg.valid.expand(ids.shape))
         return {self.name("n"): Column(n, INT64)}
@@ -121,8 +118,6 @@ class CountAcc(Accumulator):
 
 class SumAcc(Accumulator):
     """SUM / AVG: exact (hi, lo) int64 halves for integers and decimals, float64 otherwise."""
-
-    kind = "sum"
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
@@ -185,8 +180,6 @@ class ProductAcc(Accumulator):
     """PRODUCT (of DOUBLEs: the translator casts): a product and a count per group (no rows:
     NULL). Products of partial states are a product, so chunks, spills and ranks merge alike."""
 
-    kind = "product"
-
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
         n = rows if valid is None else count_by(ids, g, valid)
@@ -215,8 +208,6 @@ def _product_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
 
 class MinMaxAcc(Accumulator):
     """MIN / MAX of numbers, dates and booleans: the extreme value per group."""
-
-    kind = "minmax"
 
     def __init__(self, prefix, arg_type, largest: bool) -> None:
         super().__init__(prefix, arg_type)
@@ -334,8 +325,6 @@ class NestedPickAcc(Accumulator):
     values): one row's value per group (its state a nested column, merged the same way). The
     translator refuses MIN / MAX of a user's nested column, whose values differ in a group."""
 
-    kind = "pick"
-
     def _pick(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> dict[str, Column]:
         dev = ids.device
         n = ids.numel()
@@ -382,8 +371,6 @@ class MomentsAcc(Accumulator):
     the sum of squared deviations from the mean. A chunk's groups take two passes (mean, then
     deviations: no cancellation); states combine with Chan et al.'s pairwise formula,
     ``M2 = sum M2_i + sum n_i (mean_i - mean)^2``, as accurate as Welford's updates."""
-
-    kind = "moments"
 
     def _values(self, arg: Column) -> torch.Tensor:
         v = arg.data.to(torch.float64)
@@ -441,7 +428,6 @@ class HyperLogLogAcc(Accumulator):
     bits. States merge by bytewise maximum; the estimate is Flajolet et al.'s with linear
     counting for small counts. NULLs are not counted."""
 
-    kind = "hll"
     P = 10
     M = 1 << P
     WORDS = M // 8
