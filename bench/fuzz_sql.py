@@ -57,7 +57,7 @@ if not torch.cuda.is_available():  # decoder=device: the page kernels in Triton'
 import sluice  # noqa: E402
 from sluice.kernels import checks  # noqa: E402
 from sluice.expr import evaluate as selective  # noqa: E402
-from sluice.exec import aggregates  # noqa: E402
+from sluice.exec import string_prefix  # noqa: E402
 from sluice.io.parquet import reader as reader_mod  # noqa: E402
 from sluice.exec import runtime_filter  # noqa: E402
 
@@ -65,7 +65,7 @@ SELECTIVE_ROWS = selective.SELECTIVE_MIN_ROWS
 MERGE_ROWS = reader_mod.MERGE_ROWS_PER_ENTRY
 FLUSH_BYTES = runtime_filter.DEFER_FLUSH_BYTES
 
-FIRST_BYTE = {n: getattr(aggregates, n) for n in ("FIRST_BYTE_MIN_ROWS", "FIRST_BYTE_ROWS_PER_GROUP",
+FIRST_BYTE = {n: getattr(string_prefix, n) for n in ("FIRST_BYTE_MIN_ROWS", "FIRST_BYTE_ROWS_PER_GROUP",
                                                   "FIRST_BYTE_MAX_GROUPS", "FIRST_BYTE_MIN_ENTRIES_PER_ROW")}
 FIRST_BYTE_FORCED = {n: (1 << 30 if n == "FIRST_BYTE_MAX_GROUPS" else 0) for n in FIRST_BYTE}
 from sluice.testing.oracle import compare, duckdb_tables  # noqa: E402
@@ -1013,7 +1013,7 @@ for i in range(N):
         reader_mod.MERGE_ROWS_PER_ENTRY = 0 if CFG[ci].get("_coalesce") else MERGE_ROWS
         selective.SELECTIVE_MIN_ROWS = CFG[ci].get("_selective_rows", SELECTIVE_ROWS)
         for name, value in (FIRST_BYTE_FORCED if CFG[ci].get("_first_byte") else FIRST_BYTE).items():
-            setattr(aggregates, name, value)
+            setattr(string_prefix, name, value)
         ours = con.sql(q).to_arrow()
         if isinstance(theirs, Exception):  # DuckDB overflowed, sluice answered
             fails += 1; overflows += 1

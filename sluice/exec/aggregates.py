@@ -7,7 +7,8 @@ is the state of a group that saw no rows (merging with it changes nothing). All 
 per group: a string MIN/MAX keeps the winning string of each group, not the strings seen.
 
 SUM and AVG of one argument share one state (sum as two int64 halves that never overflow,
-and a count).
+and a count). Which function uses which accumulator, and which result it asks of the state,
+is its registration's (``exec/aggregate_functions.py``).
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from sluice.chunk import Column, DictionaryCache, _compacted, host_tensor, string_buffers, to_device
+from sluice.chunk import Column, _compacted, host_tensor, to_device
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.kernels.buffers import lookup, positions
+from sluice.kernels.buffers import positions
 from sluice.kernels.bounds import max_abs
 from sluice.kernels.keys import (float_from_order_key, float_order_key, hi_lo_fits_int64, normalize_hi_lo,
                                       split_hi_lo)
 from sluice.types import INT64, LType
 import pyarrow.compute as pc
 from sluice.kernels.hash import hash_columns, mix64
+from sluice.exec.string_prefix import _first_byte_pays, _first_byte_rows, string_prefix_keys
 
 _F64 = LType("float64")
 _I8 = LType("int8")
@@ -70,8 +72,6 @@ def _sum_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
 class Accumulator(abc.ABC):
     """Base: the state of one aggregate over one argument (see the module docstring)."""
 
-    kind = ""
-
     def __init__(self, prefix: str, arg_type: LType | None) -> None:
         self.prefix = prefix
         self.arg_type = arg_type
@@ -92,8 +92,8 @@ class Accumulator(abc.ABC):
         """(each accumulator its own)"""
 
     @abc.abstractmethod
-    def finalize(self, state: dict[str, Column], func: str, out_type: LType) -> Column:
-        """(each accumulator its own)"""
+    def finalize(self, state: dict[str, Column], out_type: LType) -> Column:
+        """The result of each group (a registration may ask for a variant: AVG of a sum's state)."""
 
     def _n(self, state) -> torch.Tensor:
         return state[self.name("n")].data
@@ -101,8 +101,6 @@ class Accumulator(abc.ABC):
 
 class CountAcc(Accumulator):
     """COUNT(*) (arg None) and COUNT(x): a count per group."""
-
-    kind = "count"
 
     def update(self, arg, ids, g, rows):
         n = rows if arg is None or arg.valid is None else count_by(ids, g, arg.valid.expand(ids.shape))
@@ -114,14 +112,12 @@ class CountAcc(Accumulator):
     def identity(self, g, dev):
         return {self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         return Column(self._n(state), out_type)
 
 
 class SumAcc(Accumulator):
     """SUM / AVG: exact (hi, lo) int64 halves for integers and decimals, float64 otherwise."""
-
-    kind = "sum"
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
@@ -161,16 +157,17 @@ class SumAcc(Accumulator):
             out[self.name("f")] = Column(torch.zeros(g, dtype=torch.float64, device=dev), _F64)
         return out
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type, average: bool = False):
+        """SUM, or AVG where ``average``."""
         cnt = self._n(state)
         nonnull = cnt > 0
         valid = None if bool(nonnull.all()) else nonnull
         if not _exact(self.arg_type):
             f = state[self.name("f")].data
-            v = f if func == "sum" else f / cnt.clamp(min=1).to(torch.float64)
+            v = f / cnt.clamp(min=1).to(torch.float64) if average else f
             return Column(v, out_type, valid)
         hi, lo = state[self.name("hi")].data, state[self.name("lo")].data
-        if func == "avg":
+        if average:
             scale = self.arg_type.scale if self.arg_type.kind == "decimal" else 0
             total = hi.to(torch.float64) * 4294967296.0 + lo.to(torch.float64)
             return Column(total / cnt.clamp(min=1).to(torch.float64) / (10 ** scale), out_type, valid)
@@ -182,8 +179,6 @@ class SumAcc(Accumulator):
 class ProductAcc(Accumulator):
     """PRODUCT (of DOUBLEs: the translator casts): a product and a count per group (no rows:
     NULL). Products of partial states are a product, so chunks, spills and ranks merge alike."""
-
-    kind = "product"
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
@@ -201,7 +196,7 @@ class ProductAcc(Accumulator):
         return {self.name("p"): Column(torch.ones(g, dtype=torch.float64, device=dev), _F64),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         nonnull = self._n(state) > 0
         return Column(state[self.name("p")].data, out_type, None if bool(nonnull.all()) else nonnull)
 
@@ -214,17 +209,15 @@ def _product_by(ids: torch.Tensor, g: int, v: torch.Tensor) -> torch.Tensor:
 class MinMaxAcc(Accumulator):
     """MIN / MAX of numbers, dates and booleans: the extreme value per group."""
 
-    kind = "minmax"
-
-    def __init__(self, prefix, arg_type, func: str) -> None:
+    def __init__(self, prefix, arg_type, largest: bool) -> None:
         super().__init__(prefix, arg_type)
-        self.func = func
+        self.largest = largest  # MAX, else MIN
         self.vtype = _I8 if arg_type.kind == "bool" else arg_type
 
     def _reduce(self, v, ids, g, valid):
         if v.is_floating_point():  # NaN is the largest float, -0.0 equals 0.0 (DuckDB's order)
             return float_from_order_key(self._reduce(float_order_key(v), ids, g, valid), v.dtype)
-        red = "amin" if self.func == "min" else "amax"
+        red = "amax" if self.largest else "amin"
         init = torch.zeros(g, dtype=v.dtype, device=v.device)
         if valid is not None:
             ids, v = ids[valid], v[valid]
@@ -249,7 +242,7 @@ class MinMaxAcc(Accumulator):
         return {self.name("v"): Column(torch.zeros(g, dtype=self.vtype.torch_dtype, device=dev), self.vtype),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         valid = None if bool((n > 0).all()) else n > 0
         v = state[self.name("v")].data
@@ -279,9 +272,9 @@ class StringMinMaxAcc(MinMaxAcc):
             ids_v, codes_v = ids[rows], codes[rows]
         else:
             ids_v, codes_v = ids, codes
-        red = "amin" if self.func == "min" else "amax"
+        red = "amax" if self.largest else "amin"
         if self.first_byte and _first_byte_pays(len(d), codes_v.numel(), g):
-            ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.func == "max")
+            ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.largest)
         else:
             pre = to_device(string_prefix_keys(d), dev)[codes_v]
         best = torch.zeros(g, dtype=torch.int64, device=dev).scatter_reduce_(0, ids_v, pre, reduce=red,
@@ -319,7 +312,7 @@ class StringMinMaxAcc(MinMaxAcc):
                                        pa.array([""], pa.string())),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         valid = None if bool((n > 0).all()) else n > 0
         v = state[self.name("v")]
@@ -331,8 +324,6 @@ class NestedPickAcc(Accumulator):
     per-group result a holistic aggregate's window put on each row (LIST, FIRST ... of nested
     values): one row's value per group (its state a nested column, merged the same way). The
     translator refuses MIN / MAX of a user's nested column, whose values differ in a group."""
-
-    kind = "pick"
 
     def _pick(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> dict[str, Column]:
         dev = ids.device
@@ -361,7 +352,7 @@ class NestedPickAcc(Accumulator):
         return {self.name("v"): _null_nested(self.arg_type, g, dev),
                 self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         n = self._n(state)
         v = state[self.name("v")]
         valid = n > 0 if v.valid is None else (v.valid & (n > 0))
@@ -375,17 +366,11 @@ def _null_nested(t: LType, g: int, dev) -> Column:
     return literal_column(Lit(None, t), dev).expand(g)
 
 
-#: Statistical aggregates sharing one state of (count, mean, sum of squared deviations).
-MOMENTS = {"var_samp", "var_pop", "stddev_samp", "stddev_pop"}
-
-
 class MomentsAcc(Accumulator):
     """VAR_SAMP / VAR_POP / STDDEV_SAMP / STDDEV_POP: per group the count, the mean and M2,
     the sum of squared deviations from the mean. A chunk's groups take two passes (mean, then
     deviations: no cancellation); states combine with Chan et al.'s pairwise formula,
     ``M2 = sum M2_i + sum n_i (mean_i - mean)^2``, as accurate as Welford's updates."""
-
-    kind = "moments"
 
     def _values(self, arg: Column) -> torch.Tensor:
         v = arg.data.to(torch.float64)
@@ -420,14 +405,16 @@ class MomentsAcc(Accumulator):
         z = torch.zeros(g, dtype=torch.float64, device=dev)
         return self._state(torch.zeros(g, dtype=torch.int64, device=dev), z, z.clone())
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type, sample: bool = True, root: bool = False):
+        """The variance of a ``sample`` (n - 1: NULL under 2 values) or of the population, or
+        its square ``root`` (the standard deviation)."""
         n = self._n(state)
         m2 = state[self.name("m2")].data.clamp(min=0)
-        least = 2 if func in ("var_samp", "stddev_samp") else 1
+        least = 2 if sample else 1
         ok = n >= least
         div = (n - 1 if least == 2 else n).clamp(min=1).to(torch.float64)
         v = torch.where(n == 1, torch.zeros_like(m2), m2 / div)  # one value (even inf) varies by 0
-        if func.startswith("stddev"):
+        if root:
             v = torch.sqrt(v)
         return Column(v, out_type, None if bool(ok.all()) else ok)
 
@@ -441,7 +428,6 @@ class HyperLogLogAcc(Accumulator):
     bits. States merge by bytewise maximum; the estimate is Flajolet et al.'s with linear
     counting for small counts. NULLs are not counted."""
 
-    kind = "hll"
     P = 10
     M = 1 << P
     WORDS = M // 8
@@ -481,7 +467,7 @@ class HyperLogLogAcc(Accumulator):
     def identity(self, g, dev):
         return self._state(torch.zeros(g, self.M, dtype=torch.uint8, device=dev))
 
-    def finalize(self, state, func, out_type):
+    def finalize(self, state, out_type):
         regs = self._regs(state).to(torch.float64)
         m = float(self.M)
         alpha = 0.7213 / (1 + 1.079 / m) if self.M >= 128 else {16: 0.673, 32: 0.697, 64: 0.709}[self.M]
@@ -490,26 +476,6 @@ class HyperLogLogAcc(Accumulator):
         small = (raw <= 2.5 * m) & (zeros > 0)
         est = torch.where(small, m * torch.log(m / zeros.clamp(min=1)), raw)
         return Column(torch.round(est).to(torch.int64), out_type)
-
-
-def make_accumulator(prefix: str, func: str, arg_type: LType | None) -> Accumulator:
-    if func == "approx_count_distinct":
-        return HyperLogLogAcc(prefix, arg_type)
-    if func in MOMENTS:
-        return MomentsAcc(prefix, arg_type)
-    if func in ("count", "count_star"):
-        return CountAcc(prefix, arg_type)
-    if func in ("sum", "avg"):
-        return SumAcc(prefix, arg_type)
-    if func == "product":
-        return ProductAcc(prefix, arg_type)
-    if func in ("min", "max"):
-        if arg_type.is_nested:
-            return NestedPickAcc(prefix, arg_type)
-        if arg_type.kind == "string":
-            return StringMinMaxAcc(prefix, arg_type, func)
-        return MinMaxAcc(prefix, arg_type, func)
-    raise ExecutionError(f"no accumulator for {func}")
 
 
 # ---------------------------------------------------------------- kernels
@@ -554,123 +520,3 @@ def _wide_sum(hi, lo, t, valid) -> Column:
     if any(abs(v) >= 10 ** 38 for v in values):
         raise ExecutionError("SUM exceeds DECIMAL(38)")
     return Column(torch.zeros(len(values), dtype=torch.int64, device=hi.device), t, valid, None, tuple(values))
-
-
-_PREFIXES = DictionaryCache()
-
-
-def string_prefix_keys(d: pa.Array) -> torch.Tensor:
-    """Per string, its first 8 bytes as a big-endian number shifted into int64's signed range,
-    so that comparing keys compares the prefixes byte by byte (like the strings, as far as
-    the prefix goes). Cached per dictionary."""
-    return _PREFIXES.get(d, _prefix_keys)
-
-
-#: The first-byte pass pays where a dictionary is about as long as the rows (plain strings:
-#: no key is shared) and the rows fall into few groups (most rows lose on their first byte).
-#: (Module settings so that tests and the fuzzer can force the pass onto small chunks.)
-FIRST_BYTE_MIN_ROWS = 4096
-FIRST_BYTE_ROWS_PER_GROUP = 16
-FIRST_BYTE_MAX_GROUPS = 1024  # a count per group and byte value: 257 per group
-FIRST_BYTE_MIN_ENTRIES_PER_ROW = 0.5
-
-
-def _first_byte_pays(entries: int, rows: int, groups: int) -> bool:
-    return (rows >= max(1, FIRST_BYTE_MIN_ROWS) and entries >= FIRST_BYTE_MIN_ENTRIES_PER_ROW * rows
-            and groups <= FIRST_BYTE_MAX_GROUPS and groups * FIRST_BYTE_ROWS_PER_GROUP <= rows)
-
-
-def _first_byte_rows(d: pa.Array, ids: torch.Tensor, codes: torch.Tensor, g: int, mx: bool
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The rows (ids, codes) that can still win MAX (``mx``) or MIN of their group, and their
-    prefix keys. Plain strings (a dictionary entry per row), many rows per group: a row can
-    win only where its first byte is its group's best (a count of each group's first bytes
-    finds those), and the 8-byte keys are built for those rows alone (SF 10 MAX(l_comment) by
-    two flags: 1 row in 2,500)."""
-    dev = ids.device
-    bufs = string_buffers(d, widen=False)  # once for both passes (a sliced dictionary is copied)
-    fb = lookup(to_device(_first_bytes(*bufs), dev), codes)
-    slot = ids.long() * 257
-    slot += fb
-    hist = torch.bincount(slot, minlength=g * 257).reshape(g, 257) > 0
-    have = hist.any(1)
-    pos = torch.arange(257, device=dev).expand(g, 257)
-    best = torch.where(hist, pos, -1 if mx else 257)
-    best = best.amax(1) if mx else best.amin(1)
-    # First against the weakest group's best (no gather), then each against its own.
-    edge = int((best[have].min() if mx else best[have].max()).item())
-    keep = positions((fb >= edge) if mx else (fb <= edge))
-    if 2 * keep.numel() < fb.numel():
-        ids, codes, fb = ids[keep], codes[keep], fb[keep]
-    if g > 1:  # one group: its best is the edge
-        b = best[ids]
-        keep = positions((fb >= b) if mx else (fb <= b))
-        ids, codes = ids[keep], codes[keep]
-    return ids, codes, to_device(_prefix_keys(d, codes.cpu().numpy(), bufs=bufs), dev)
-
-
-def string_first_bytes(d: pa.Array) -> torch.Tensor:
-    """Per string, 1 + its first byte (1-256) as int64, 0 for the empty string: ordered as the
-    strings are by their first byte ("" before every other string)."""
-    bufs = string_buffers(d, widen=False)
-    return torch.zeros(0, dtype=torch.int64) if bufs is None else _first_bytes(*bufs)
-
-
-def _first_bytes(offsets: np.ndarray, data: np.ndarray) -> torch.Tensor:
-    """:func:`string_first_bytes` from the buffers. int64: the counts by group and byte add it
-    to int64 slots, and mixed-type arithmetic took 5x as long."""
-    starts = offsets[:-1]
-    n, nd = len(starts), len(data)
-    k = int(np.searchsorted(starts, nd, side="left"))  # offsets never decrease: the rest are "" at the end
-    out = np.empty(n, dtype=np.int64)
-    out[:k] = data[starts[:k]]
-    out[:k] += 1
-    out[k:] = 0
-    out[np.flatnonzero(offsets[1:k + 1] == starts[:k])] = 0
-    return host_tensor(out)
-
-
-def _prefix_keys(d: pa.Array, at: np.ndarray | None = None, bufs=None) -> torch.Tensor:
-    """The keys of every entry of ``d``, or of the entries ``at`` (in that order); ``bufs``:
-    its :func:`string_buffers` where the caller has them."""
-    if bufs is None:
-        bufs = string_buffers(d, widen=at is None)
-    if bufs is None:
-        return torch.zeros(0, dtype=torch.int64)
-    offsets, data = bufs
-    if at is not None:
-        return _words(offsets[at].astype(np.int64), offsets[at + 1].astype(np.int64), data)
-    return _words(offsets[:-1], offsets[1:], data)
-
-
-def _words(starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> torch.Tensor:
-    """Big-endian 8-byte keys of the strings data[starts[i]:ends[i]]; starts need not be sorted."""
-    n = len(starts)
-    # Every byte offset as the start of a big-endian 8-byte word, over the buffer itself (no
-    # copy); the few strings starting in the last 7 bytes read from a padded copy of the tail.
-    # Written into one array, and only strings of under 8 bytes masked: each pass over 60 M
-    # strings (SF 10 l_comment) is a fresh temporary and its page faults.
-    nd = len(data)
-    w = np.empty(n, dtype=np.uint64)
-    if nd >= 8:
-        words = np.ndarray(shape=(nd - 7,), dtype=">u8", buffer=data, strides=(1,))
-        w[:] = words[np.minimum(starts, nd - 8)]
-    near = np.flatnonzero(starts > nd - 8)
-    if len(near):
-        tail = np.zeros(16, dtype=np.uint8)
-        lo = max(0, nd - 8)
-        tail[:nd - lo] = data[lo:]
-        tw = np.ndarray(shape=(9,), dtype=">u8", buffer=tail, strides=(1,))
-        w[near] = tw[starts[near] - lo]
-    lengths = ends - starts
-    short = np.flatnonzero(lengths < 8)
-    if len(short):
-        w[short] &= _high_mask(lengths[short])
-    w ^= np.uint64(1 << 63)
-    return host_tensor(w.view(np.int64))
-
-
-def _high_mask(lengths: np.ndarray) -> np.ndarray:
-    """Masks keeping the first ``lengths`` bytes of a big-endian word (all 8 for >= 8)."""
-    table = np.array([0] + [((1 << (8 * k)) - 1) << (8 * (8 - k)) for k in range(1, 9)], dtype=np.uint64)
-    return table[lengths.astype(np.int64)]

@@ -37,7 +37,8 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, Column, concat_chunks, used_strings
-from sluice.exec.aggregates import MOMENTS, Accumulator, StringMinMaxAcc, count_by, make_accumulator
+from sluice.exec.aggregate_functions import make_accumulator, registered, result
+from sluice.exec.aggregates import Accumulator, StringMinMaxAcc, count_by
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.buffers import lookup, positions
 from sluice.kernels.encode import PARALLEL_MIN, count_distinct_strings, piece_hashes, unique_strings
@@ -85,12 +86,7 @@ class HashAggregateOp(Operator):
         self.accs: dict[tuple, Accumulator] = {}
         self.outputs: list[tuple[str, tuple, str]] = []
         for name, call in self.aggs:
-            kind = {"avg": "sum", "count_star": "count"}.get(call.func, call.func)
-            if call.func in MOMENTS:
-                kind = "moments"
-            if kind in ("min", "max"):
-                kind = call.func
-            key = (kind, call.arg, call.distinct)
+            key = (registered(call.func).state, call.arg, call.distinct)
             if key not in self.accs:
                 arg_type = call.arg.type if call.arg is not None else None
                 self.accs[key] = make_accumulator(f"a{len(self.accs)}", call.func, arg_type)
@@ -433,7 +429,7 @@ class HashAggregateOp(Operator):
         for (name, key, func), (_, call) in zip(self.outputs, self.aggs):
             acc = self.accs[key]
             state = {k: v for k, v in page.columns.items() if k.startswith(acc.prefix + "#")}
-            cols[name] = acc.finalize(state, func, call.type)
+            cols[name] = result(func, acc, state, call.type)
         return Chunk(cols, page.num_rows, home=page.device)
 
 

@@ -34,7 +34,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, _compacted, compact_strings, concat_chunks, to_device
-from sluice.exec.aggregates import string_prefix_keys
+from sluice.exec.string_prefix import string_prefix_keys
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import sortable
 from sluice.metrics import MaterializeStats

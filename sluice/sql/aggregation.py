@@ -20,7 +20,8 @@ from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, 
                                  Shared, SortKey, Union)
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _NUMERIC_AGGS, _outer_aggs, _set_members, _grouping_sets
+from sluice.exec.aggregate_functions import registered
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -62,12 +63,11 @@ class Aggregation:
             # instead of one per set, and no copy of the input kept.
             parts, finals = states
             finest = Shared(Aggregate(plan, tuple(keys), tuple(parts)), self.fresh("grouping sets groups"))
-            merge = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max"}
             for members in set_keys:
                 src, whole = finest, len(members) == len(keys)
                 if not whole:
                     sub = tuple((n, Col(n, e.type)) for i, (n, e) in enumerate(keys) if i in members)
-                    src = Aggregate(finest, sub, tuple((n, AggCall(merge[c.func], Col(n, c.type))) for n, c in parts))
+                    src = Aggregate(finest, sub, tuple((n, AggCall(registered(c.func).rolls_up, Col(n, c.type))) for n, c in parts))
                 exprs = keys_of(members) + [(n, f(whole)) for n, f in finals] + grouping_consts(members)
                 branches.append(Project(src, tuple(exprs)))
         else:
@@ -108,12 +108,12 @@ class Aggregation:
 
         finals = []
         for name, call in aggs:
-            if call.distinct or call.func not in ("sum", "count", "count_star", "min", "max", "avg"):
+            if call.distinct or (call.func != "avg" and registered(call.func).rolls_up is None):
                 return None
-            if call.func == "avg":
+            if call.func == "avg":  # rolls up as its SUM over its COUNT
                 s, c = part(AggCall("sum", call.arg)), part(AggCall("count", call.arg))
                 finals.append((name, lambda whole, s=s, c=c: E.make_arith("/", s, c)))
-            elif call.func in ("count", "count_star"):
+            elif registered(call.func).counts:
                 c = part(call)
                 # A count merged over no groups (the grand total of an empty input) is 0.
                 finals.append((name, lambda whole, c=c: c if whole else E.make_func("coalesce", [c, Lit(0, INT64)])))
@@ -419,10 +419,11 @@ class Aggregation:
         if e.type.is_nested and func != "count":  # COUNT (DISTINCT: by order keys) only
             raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
                                    f"{e.type.kind.upper()} column")
-        e = _typed_null_argument(e, func in _NUMERIC_AGGS, isinstance(node, _BOOL_AGGS))
-        if func in _NUMERIC_AGGS and e.type.kind == "interval":
+        numeric = registered(func).numeric
+        e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
+        if numeric and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
-        if func in _NUMERIC_AGGS and not (e.type.is_numeric or e.type.kind == "bool"):
+        if numeric and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
             raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")

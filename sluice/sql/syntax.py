@@ -31,9 +31,6 @@ HOLISTIC = (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile, ex
             exp.ArrayAgg)
 
 
-_NUMERIC_AGGS = {"sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "product"}
-
-
 def _from(sel: exp.Select):
     return sel.args.get("from_") or sel.args.get("from")
 

@@ -34,6 +34,7 @@ from sluice.plan.logical import (Aggregate, Filter, Limit, OneRow, PlanNode, Pro
                                  Sort, SortKey)
 from sluice.types import BOOL, INT64
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
+from sluice.exec.aggregate_functions import registered
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.sources import _references
 from sluice.plan.joins import extract_common_or
@@ -532,7 +533,7 @@ class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, De
         """Fill ``empty`` (see :class:`EmptyGroup`): each output and HAVING with every aggregate
         as it is over no rows -- COUNT 0, the others NULL."""
         calls = {n: c for node in plan.walk() if isinstance(node, Aggregate) for n, c in node.aggs}
-        nothing = {n: Lit(0, INT64) if c.func in ("count", "count_star", "approx_count_distinct")
+        nothing = {n: Lit(0, INT64) if registered(c.func).counts
                    else Lit(None, c.type) for n, c in calls.items()}
         known = set(nothing) | {d.name for d in (domain.cols.values() if domain else ())}
         for _, _, e in outputs_exprs + ([("", "", having)] if having is not None else []):

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import sluice.exec.aggregates as aggregates
+import sluice.exec.string_prefix as string_prefix
 from sluice.testing.oracle import compare
 
 N = 30_000
@@ -64,13 +64,13 @@ def test_the_first_byte_pass_runs_and_keeps_few_rows(data, connect, monkeypatch,
     if device != "cpu":
         pytest.skip("the first-byte pass runs on a CPU only")
     kept = []
-    real = aggregates._prefix_keys
+    real = string_prefix._prefix_keys
 
     def spy(d, at=None, **kw):
         if at is not None:
             kept.append((len(at), len(d)))
         return real(d, at, **kw)
-    monkeypatch.setattr(aggregates, "_prefix_keys", spy)
+    monkeypatch.setattr(string_prefix, "_prefix_keys", spy)
     q = "select k, max(s) as hi from t group by k"
     connect(data).sql(q).to_arrow()
     assert kept and all(k < n // 2 for k, n in kept)
@@ -84,7 +84,7 @@ def test_forced_onto_every_chunk(data, connect, monkeypatch):
     fuzzer forces it)."""
     for name, value in (("FIRST_BYTE_MIN_ROWS", 0), ("FIRST_BYTE_ROWS_PER_GROUP", 0),
                         ("FIRST_BYTE_MIN_ENTRIES_PER_ROW", 0), ("FIRST_BYTE_MAX_GROUPS", 1 << 30)):
-        monkeypatch.setattr(aggregates, name, value)
+        monkeypatch.setattr(string_prefix, name, value)
     con = connect(data, chunk_rows=7)
     for q in [*QUERIES, "select f, k, max(s) as a from {t} group by f, k"]:
         theirs = duckdb.sql(q.format(t=f"'{data / 't.parquet'}'")).to_arrow_table()

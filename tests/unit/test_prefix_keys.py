@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings, strategies as st
 
-from sluice.exec.aggregates import _prefix_keys, string_first_bytes
+from sluice.exec.string_prefix import _prefix_keys, string_first_bytes
 
 
 def _check(arr: pa.Array) -> None:

@@ -72,7 +72,7 @@ def test_string_caches_release_dictionaries_with_their_columns(tpch_dir):
 
     import sluice
     from sluice.chunk import _ENCODED
-    from sluice.exec.aggregates import _PREFIXES
+    from sluice.exec.string_prefix import _PREFIXES
     from sluice.kernels.hash import _STRINGS
 
     con = sluice.connect(tpch_dir, device="cpu", chunk_rows=4096)
