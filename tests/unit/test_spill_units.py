@@ -150,7 +150,8 @@ def test_pool_watches_the_resident_set(monkeypatch):
     assert MemoryPool(1 << 30, "device_memory_limit", "device").cap is None
     monkeypatch.setattr(M, "physical_memory", lambda: 4 << 30)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two ranks on this machine share it
-    assert M.resident_cap() == (4 << 30) * (1 - M.RESIDENT_MARGIN_SHARE) // 2
+    monkeypatch.setattr(M, "launcher_resident_bytes", lambda: 200 << 20)  # beside their launcher
+    assert M.resident_cap() == ((4 << 30) * (1 - M.RESIDENT_MARGIN_SHARE) - (200 << 20)) // 2
 
 
 def test_pool_reservations_and_errors():
