@@ -766,10 +766,14 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
         return f"select count(*), sum(r.v), min(r.v), max(r.v) from {fn} r(v)"
     if k < .6:
         return f"select t.b, r.v from t join {fn} r(v) on t.a = r.v where {pred('t')}"
-    if k < .75:  # '%.d' is a thousands separator in DuckDB, C's precision 0 in NumPy
-        spec = (f"%{_TR.choice(['', '-', '0', '+'])}{_TR.choice(['', '5'])}{_TR.choice(['', '.', '.2'])}"
-                f"{_TR.choice(['d', 'i'])}")
-        return f"select t.b, printf('{spec}', t.a * {_TR.choice([1, 1000, 1000003])}) from t"
+    if k < .75:  # '%.d' is a thousands separator in DuckDB, C's precision 0 in NumPy; with
+        # the 0 flag DuckDB ignores an integer's precision and zeros pad a left-justified value
+        flags = _TR.choice(['', '-', '0', '+', '-0', '0-', '+0', ' 0'])
+        if _TR.random() < .7:
+            spec = f"%{flags}{_TR.choice(['', '5', '8'])}{_TR.choice(['', '.', '.2'])}{_TR.choice(['d', 'i'])}"
+            return f"select t.b, printf('{spec}', t.a * {_TR.choice([1, 1000, 1000003])}) from t"
+        spec = f"%{flags}{_TR.choice(['', '9'])}{_TR.choice(['', '.2'])}f"
+        return f"select t.b, printf('{spec}|', t.a * 0.25) from t"
     if k < .9:  # a NULL option is the default (it was a NULL result)
         opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar"])
         fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])

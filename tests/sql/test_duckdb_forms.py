@@ -85,6 +85,10 @@ FORMS = [
     "select printf('%5.1f|%-8.3f|%+d|% d|%05d|%-5d|%5s|%-5s|%.2s', 3.14159, 2.5, 5, 5, -42, 7, 'ab', 'ab', 'abcdef')",
     "select printf('%.3f', 'nan'::double), printf('%f', 'inf'::double), printf('%08.3f', -3.14159), printf('%10.4f', 1e20)",
     "select printf('%5d|%-5s|%.2f|%x|%%|%05.1f', x, s, 1.23456, 255, 3.14159) from t",
+    # DuckDB's formatter: with the 0 flag an integer's precision is ignored, zeros pad even a
+    # left-justified number (the fuzzer found '%0.2i' of 2 answered '02')
+    "select printf('%0.2i|%0.3d|%08.3d|%-08.3d|%0-5d|%-05d', 2, 7, 5, 5, -5, 5), printf('%-08.2f|%0-10.2e', 1.5, 12345.678)",
+    "select printf('%0.2i|%-08.3d|%+0.4d|%-6.2d|', x, x, x, x) from t",
     "select printf('%5d', NULL), printf('%-+6d|', 12), printf('%5s', true), printf('%3d', false)",
     "select printf('%8.2f|%-10s|%+05d|%e|%g', d, s, x, d, d), printf('%.2f', x * 0.5), printf('%5s|', s) from t",
     "select printf('%e|%E|%g|%G|%F|%.3e|%10.2g', 12345.678, 0.5, 0.0001, 1e20, 'inf'::double, -2.5, 1e-5)",

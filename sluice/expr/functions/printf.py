@@ -7,6 +7,8 @@ The translation (:meth:`sluice.sql.expressions.Expressions._formatted`) checks t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +22,21 @@ from sluice.types import FLOAT64, STRING
 
 def _bind(args, params):
     return list(args), STRING
+
+
+_FLAGGED = re.compile(r"%([-+ #0]*)(\d*)(\.\d*)?([diouxXeEfFgG])")
+
+
+def numeric_spec(spec: str) -> str:
+    """``spec`` as DuckDB's formatter reads it for a number: with the ``0`` flag zeros pad even
+    a left-justified value (``%-08.2f`` of 1.5 is ``00001.50``, C's ``1.50    ``), and an
+    integer's precision is ignored (``%0.2i`` of 2 is ``2``, ``%08.3d`` of 5 is ``00000005``,
+    where C pads the digits to the precision)."""
+    m = _FLAGGED.fullmatch(spec)
+    if m is None or "0" not in m.group(1):
+        return spec
+    precision = "" if m.group(4) in "di" else (m.group(3) or "")
+    return f"%{m.group(1).replace('-', '')}{m.group(2)}{precision}{m.group(4)}"
 
 
 @register("printf_spec", bind=_bind)
@@ -38,6 +55,7 @@ def printf_spec(e, args, chunk) -> Column:
         values = to_type(a, FLOAT64).double()
     else:
         values = a.data.long()
+    spec = numeric_spec(spec)
     flat = values.reshape(-1).cpu().numpy()
     if spec[-1] in "xXo":
         flat = flat.view(np.uint64)  # two's complement, as C's unsigned conversions
