@@ -132,15 +132,16 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
     def over(agg) -> exp.Expression:  # (SELECT agg(e) FROM ...) of S
         if isinstance(body, exp.Select) and len(body.expressions) == 1 and not any(
                 body.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "qualify", "order")) \
-                and not list(body.expressions[0].find_all(exp.AggFunc, exp.Window)):
+                and not list(body.expressions[0].find_all(exp.AggFunc, exp.Window)) \
+                and not _is_star(body.expressions[0]):
             sub = body.copy()
             e = sub.expressions[0]
             e = e.this if isinstance(e, exp.Alias) else e
             sub.set("expressions", [agg(e.copy())])
         else:  # S as a derived table (it may not refer to outer columns then)
-            sub = exp.select(agg(exp.column("quantified_value"))).from_(
-                exp.Subquery(this=body.copy(), alias=exp.TableAlias(this=exp.to_identifier("quantified"),
-                                                                    columns=[exp.to_identifier("quantified_value")])))
+            alias = exp.TableAlias(this=exp.to_identifier("quantified"), columns=[exp.to_identifier("quantified_value")])
+            alias.meta["one_column"] = True  # sources checks S has one column (SELECT * may hide two)
+            sub = exp.select(agg(exp.column("quantified_value"))).from_(exp.Subquery(this=body.copy(), alias=alias))
         return exp.Subquery(this=sub)
 
     count_all = over(lambda e: exp.Count(this=exp.Star()))
@@ -159,6 +160,11 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
             [(none, True), (exp.Not(this=exp.Paren(this=holds)), False), (unknown, None)]
     lit = {True: exp.true(), False: exp.false(), None: exp.Null()}
     return exp.Paren(this=exp.Case(ifs=[exp.If(this=c, true=lit[v]) for c, v in ifs], default=lit[not is_any]))
+
+
+def _is_star(e: exp.Expression) -> bool:
+    """``*`` or ``t.*``: columns the tree does not name (the derived-table form counts them)."""
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
 
 
 def _glob_regex(pattern: str) -> str:
