@@ -87,8 +87,10 @@ class NestedExpressions:
             if isinstance(sub, exp.Slice):
                 raise PlanError("a map cannot be sliced")
             return E.make_func("map_extract_value", [base, self.expr(sub, ctx)])
+        if kind == "string" and not isinstance(sub, exp.Slice):  # DuckDB: s[i] is SUBSTRING(s, i, 1), to the error
+            return self.expr(exp.Substring(this=n.this.copy(), start=sub.copy(), length=exp.Literal.number(1)), ctx)
         if kind != "list":
-            raise UnsupportedError(f"subscripts of {base.type} values")
+            raise UnsupportedError(f"{'slices' if isinstance(sub, exp.Slice) else 'subscripts'} of {base.type} values")
         if isinstance(sub, exp.Slice):
             if sub.args.get("step") is not None:
                 raise UnsupportedError("list slices with a step")
