@@ -66,6 +66,7 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
     - ``ANY_VALUE(x)`` / ``ARBITRARY(x)`` is ``MIN(x)`` (any non-NULL value of the group is a
       right answer; MIN is one);
     - ``NOW()`` / ``GET_CURRENT_TIMESTAMP()`` is ``CURRENT_TIMESTAMP``;
+    - ``f(x RESPECT NULLS)`` / ``f(x) RESPECT NULLS`` is ``f(x)`` (RESPECT NULLS is the default);
     - ``agg(x) FILTER (WHERE c) OVER (...)`` is ``agg(CASE WHEN c THEN x END) OVER (...)``
       (``COUNT(*)``: of ``CASE WHEN c THEN 1 END``) for COUNT, SUM, AVG, MIN and MAX."""
     if isinstance(n, exp.CountIf):  # DuckDB's is a SUM: NULL when no row's condition is known
@@ -73,6 +74,8 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
         return exp.Sum(this=exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(1)),
                                           exp.If(this=exp.Not(this=exp.Paren(this=c.copy())),
                                                  true=exp.Literal.number(0))]))
+    if isinstance(n, exp.RespectNulls):  # the default of every function that takes it
+        return n.this.copy()
     if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
         return exp.Min(this=n.this.this.copy())
     if isinstance(n, exp.AnyValue):
