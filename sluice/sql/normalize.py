@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sluice.errors import PlanError
+from sluice.errors import PlanError, UnsupportedError
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
@@ -131,6 +131,8 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
         return exp.In(this=x.copy(), query=exp.Subquery(this=body.copy()))
     if op is exp.NEQ and not is_any:
         return exp.Not(this=exp.In(this=x.copy(), query=exp.Subquery(this=body.copy())))
+    if isinstance(x, exp.Tuple) or (isinstance(x, exp.Paren) and isinstance(x.this, exp.Tuple)):
+        raise UnsupportedError("a row value (a, b, ...) compared with ANY / ALL other than = ANY / <> ALL")
 
     def over(agg) -> exp.Expression:  # (SELECT agg(e) FROM ...) of S
         if isinstance(body, exp.Select) and len(body.expressions) == 1 and not any(

@@ -153,3 +153,10 @@ def test_any_all_over_several_columns_is_an_error(sql, cs_dir, cs_duck, connect)
         cs_duck.sql(sql).fetchall()  # DuckDB: "Subquery returns 3 columns - expected 1"
     with pytest.raises(sluice.errors.PlanError, match="one column"):
         connect(cs_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["select (i, b) < any (select i, b from u) from t",
+                                 "select (i, b) >= all (select * from u where false) from t"])
+def test_row_values_ordered_against_any_all_are_refused(sql, cs_dir, connect):
+    with pytest.raises(sluice.errors.UnsupportedError, match="row value"):
+        connect(cs_dir).sql(sql).to_arrow()
