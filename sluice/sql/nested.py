@@ -87,8 +87,10 @@ class NestedExpressions:
             if isinstance(sub, exp.Slice):
                 raise PlanError("a map cannot be sliced")
             return E.make_func("map_extract_value", [base, self.expr(sub, ctx)])
+        if kind == "string" and not isinstance(sub, exp.Slice):  # DuckDB: s[i] is SUBSTRING(s, i, 1), to the error
+            return self.expr(exp.Substring(this=n.this.copy(), start=sub.copy(), length=exp.Literal.number(1)), ctx)
         if kind != "list":
-            raise UnsupportedError(f"subscripts of {base.type} values")
+            raise UnsupportedError(f"{'slices' if isinstance(sub, exp.Slice) else 'subscripts'} of {base.type} values")
         if isinstance(sub, exp.Slice):
             if sub.args.get("step") is not None:
                 raise UnsupportedError("list slices with a step")
@@ -260,7 +262,8 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
     """``SELECT a, UNNEST(l) [AS x] FROM ...`` as ``SELECT a, x FROM ..., UNNEST(l) AS u(x)``
     (the same rows: one per element, NULL and empty lists dropping theirs); None when the select
     list has no UNNEST. One UNNEST at the top of one select item, in a query without grouping,
-    aggregates, windows or set operations; anything else is refused by name."""
+    aggregates, windows or set operations; anything else is refused by name. Without FROM, the
+    query reads one row (``SELECT UNNEST([1, 2])`` is ``FROM (SELECT 1), UNNEST([1, 2])``)."""
     hits = [n for n in sel.expressions for n in n.find_all(exp.Explode)]
     if not hits:
         return None
@@ -274,9 +277,12 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
     if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
             or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
         raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")
-    if sel.args.get("from_") is None:
-        raise UnsupportedError("UNNEST in the select list without FROM (write FROM UNNEST(...))")
     sel = sel.copy()
+    if sel.args.get("from_") is None and any(isinstance(n, exp.Star) for it in sel.expressions for n in it.walk()):
+        raise UnsupportedError("UNNEST in the select list without FROM beside *")
+    if sel.args.get("from_") is None:  # SELECT UNNEST(l): over one row (the list is a constant)
+        sel.set("from_", exp.From(this=exp.Subquery(this=exp.select(exp.Literal.number(1)),
+                                                    alias=exp.TableAlias(this=exp.to_identifier("\x00one")))))
     item = next(it for it in sel.expressions
                 if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode)))
     call = item if isinstance(item, exp.Explode) else item.this

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sluice.errors import PlanError
+from sluice.errors import PlanError, UnsupportedError
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
@@ -66,6 +66,7 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
     - ``ANY_VALUE(x)`` / ``ARBITRARY(x)`` is ``MIN(x)`` (any non-NULL value of the group is a
       right answer; MIN is one);
     - ``NOW()`` / ``GET_CURRENT_TIMESTAMP()`` is ``CURRENT_TIMESTAMP``;
+    - ``f(x RESPECT NULLS)`` / ``f(x) RESPECT NULLS`` is ``f(x)`` (RESPECT NULLS is the default);
     - ``agg(x) FILTER (WHERE c) OVER (...)`` is ``agg(CASE WHEN c THEN x END) OVER (...)``
       (``COUNT(*)``: of ``CASE WHEN c THEN 1 END``) for COUNT, SUM, AVG, MIN and MAX."""
     if isinstance(n, exp.CountIf):  # DuckDB's is a SUM: NULL when no row's condition is known
@@ -73,6 +74,8 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
         return exp.Sum(this=exp.Case(ifs=[exp.If(this=c.copy(), true=exp.Literal.number(1)),
                                           exp.If(this=exp.Not(this=exp.Paren(this=c.copy())),
                                                  true=exp.Literal.number(0))]))
+    if isinstance(n, exp.RespectNulls):  # the default of every function that takes it
+        return n.this.copy()
     if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
         return exp.Min(this=n.this.this.copy())
     if isinstance(n, exp.AnyValue):
@@ -128,19 +131,22 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
         return exp.In(this=x.copy(), query=exp.Subquery(this=body.copy()))
     if op is exp.NEQ and not is_any:
         return exp.Not(this=exp.In(this=x.copy(), query=exp.Subquery(this=body.copy())))
+    if isinstance(x, exp.Tuple) or (isinstance(x, exp.Paren) and isinstance(x.this, exp.Tuple)):
+        raise UnsupportedError("a row value (a, b, ...) compared with ANY / ALL other than = ANY / <> ALL")
 
     def over(agg) -> exp.Expression:  # (SELECT agg(e) FROM ...) of S
         if isinstance(body, exp.Select) and len(body.expressions) == 1 and not any(
                 body.args.get(k) for k in ("group", "having", "limit", "offset", "distinct", "qualify", "order")) \
-                and not list(body.expressions[0].find_all(exp.AggFunc, exp.Window)):
+                and not list(body.expressions[0].find_all(exp.AggFunc, exp.Window)) \
+                and not _is_star(body.expressions[0]):
             sub = body.copy()
             e = sub.expressions[0]
             e = e.this if isinstance(e, exp.Alias) else e
             sub.set("expressions", [agg(e.copy())])
         else:  # S as a derived table (it may not refer to outer columns then)
-            sub = exp.select(agg(exp.column("quantified_value"))).from_(
-                exp.Subquery(this=body.copy(), alias=exp.TableAlias(this=exp.to_identifier("quantified"),
-                                                                    columns=[exp.to_identifier("quantified_value")])))
+            alias = exp.TableAlias(this=exp.to_identifier("quantified"), columns=[exp.to_identifier("quantified_value")])
+            alias.meta["one_column"] = True  # sources checks S has one column (SELECT * may hide two)
+            sub = exp.select(agg(exp.column("quantified_value"))).from_(exp.Subquery(this=body.copy(), alias=alias))
         return exp.Subquery(this=sub)
 
     count_all = over(lambda e: exp.Count(this=exp.Star()))
@@ -159,6 +165,11 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
             [(none, True), (exp.Not(this=exp.Paren(this=holds)), False), (unknown, None)]
     lit = {True: exp.true(), False: exp.false(), None: exp.Null()}
     return exp.Paren(this=exp.Case(ifs=[exp.If(this=c, true=lit[v]) for c, v in ifs], default=lit[not is_any]))
+
+
+def _is_star(e: exp.Expression) -> bool:
+    """``*`` or ``t.*``: columns the tree does not name (the derived-table form counts them)."""
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
 
 
 def _glob_regex(pattern: str) -> str:

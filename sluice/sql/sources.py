@@ -264,6 +264,8 @@ class FromClause:
         DuckDB renames it (``a, a, a`` -> ``a, a_1, a_2``), so each column stays reachable."""
         names = [u for u, _ in rel.outputs]
         col_aliases = alias_node.args.get("columns") if alias_node is not None else None
+        if alias_node is not None and alias_node.meta.get("one_column") and len(names) != 1:
+            raise PlanError(f"a subquery compared with ANY / ALL must return one column, not {len(names)}")
         if col_aliases:
             if len(col_aliases) > len(names):
                 raise PlanError(f"{alias} has {len(names)} columns but {len(col_aliases)} names were given")

@@ -71,6 +71,11 @@ QUERIES = [
     "group by it.sku order by 1 nulls first",
     "select k, count(*) from events, unnest(map_keys(attrs)) as u(k) group by k order by k",
     "select x from unnest([3, 1, 2]) as u(x) order by x",
+    # UNNEST in the select list without FROM: over one row (DuckDB's tests)
+    "select unnest([3, 1, null, 2]) as x order by x nulls first",
+    "select 'k' as k, unnest([[1], [2, 3], null]) as v order by v",
+    "select distinct unnest([1, 1, 2]) as x order by x",
+    "select x from (select unnest([3, 4]) as x) where x > 3",
     "select event_id, case when event_id % 2 = 0 then tags end, coalesce(tags, ['none']), "
     "coalesce(user, {'id': -1::bigint, 'name': 'x', 'address': {'city': 'c', 'zip': 1}}).address.city, "
     "case when kind = 'buy' then attrs when kind = 'view' then null else attrs end from events order by event_id",
@@ -83,6 +88,7 @@ REFUSED = [
     ("select unnest(tags), unnest(scores) from events", "several UNNESTs in one select list"),
     ("select kind, unnest(tags) from events group by kind", "UNNEST in the select list of a query with GROUP BY"),
     ("select len(unnest(tags)) from events", "UNNEST inside an expression"),
+    ("select *, unnest([1])", "UNNEST in the select list without FROM beside *"),
     ("select * from events left join unnest(events.tags) as u(t) on true", "JOIN of UNNEST with a condition"),
     ("select * from events where unnest(tags) = 'x'", "UNNEST"),
     ("select list_transform(scores, x -> x + 1) from events", "LIST_TRANSFORM"),

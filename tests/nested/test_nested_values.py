@@ -88,6 +88,9 @@ QUERIES = [
     "'([a-z])([a-z])', 2), regexp_extract_all(tags[1], 'e+|r'), regexp_extract_all(kind, '(x)?[a-z]', 1), "
     "regexp_extract_all(tags[2], '(e)|(r)', 2) from events order by 1",
     "select regexp_extract_all(tags[2], '(e)|(r)', 2) as l, count(*) from events group by l",
+    # lists of NULLs only (DuckDB's tests: were "CAST from int64 to null")
+    "select event_id, [null], [null::bigint], [null, null], [[null]], [null::varchar, null], [null, event_id] "
+    "from events order by 1 limit 5",
 ]
 
 
@@ -177,6 +180,15 @@ REFUSED = [
     ("select histogram(kind) filter (where event_id > 3) from events", "FILTER on HISTOGRAM"),
     ("select mad(event_id) filter (where event_id > 3) from events", "FILTER on MAD"),  # was an internal error
     ("select histogram(kind) over () from events", "HISTOGRAM as a window function"),
+    # DuckDB parses nested values from text; sluice refuses (was an internal error: TypeError struct())
+    ("select [{'a': [4, 5, 6], 'b': 'abc'}, $${'a': [1, 2, 3], 'b':}$$]", "CAST from a string to struct"),
+    ("select [user, '{name: x}'] from events", "CAST from a string to struct"),
+    ("select cast(kind as varchar[]) from events", "nested"),
+    ("select try_cast(kind as struct(a int)) from events", "nested"),
+    # nested values as text (DuckDB's '[1, 2]', '{1.0=2}'): refused, were internal errors (Arrow's cast)
+    ("select tags::varchar from events", "CAST from string[] to a string"),
+    ("select try_cast(user as varchar) from events", "to a string"),
+    ("select histogram(kind)::varchar from events", "CAST from map(string, int64) to a string"),
 ]
 
 

@@ -84,6 +84,11 @@ QUERIES = {
     "all_distinct": "select i, b > all (select distinct b from u) from t",
     "any_grouped": "select i, b >= any (select max(b) from u group by i) from t",
     "all_strings": "select s, s < all (select s from u where u.s is not null) from t",
+    # S written with * (DuckDB's tests do): one column all the same
+    "gt_any_star": "select i, b, b > any (select * from (select b from u)) from t",
+    "eq_all_star": "select i, b = all (select * from (select b from u where u.i = 1)) from t",
+    "ge_all_qualified_star": "select i, b >= all (select x.* from (select b from u where b is not null) x) from t",
+    "lt_any_star_union": "select i, b < any (select * from (select b from u union select 60)) from t",
     # subqueries in an inner join's ON
     "on_scalar_correlated": "select t.i, u.b from t join u on u.b = (select max(b) from u u2 where u2.i = t.i)",
     "on_uncorrelated": "select t.i, u.b from t join u on t.i = u.i and u.b > (select avg(b) from u)",
@@ -137,4 +142,21 @@ def test_refused_in_one_line(sql, cs_dir, connect):
                                  "select i, (select u.b from u where u.b > t.b) from t"])
 def test_several_rows_for_one_outer_row_is_an_error(sql, cs_dir, connect):
     with pytest.raises(sluice.errors.ExecutionError, match="More than one row returned by a subquery"):
+        connect(cs_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["select i, b > any (select * from u) from t",
+                                 "select i, b = all (select i, b from u) from t",
+                                 "select i, b < all (select * from (select i, b from u union all select 1, 2)) from t"])
+def test_any_all_over_several_columns_is_an_error(sql, cs_dir, cs_duck, connect):
+    with pytest.raises(Exception):
+        cs_duck.sql(sql).fetchall()  # DuckDB: "Subquery returns 3 columns - expected 1"
+    with pytest.raises(sluice.errors.PlanError, match="one column"):
+        connect(cs_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["select (i, b) < any (select i, b from u) from t",
+                                 "select (i, b) >= all (select * from u where false) from t"])
+def test_row_values_ordered_against_any_all_are_refused(sql, cs_dir, connect):
+    with pytest.raises(sluice.errors.UnsupportedError, match="row value"):
         connect(cs_dir).sql(sql).to_arrow()

@@ -143,3 +143,20 @@ def test_csv_value_that_does_not_fit_the_inferred_type(files, connect, monkeypat
     monkeypatch.setattr(csv, "BLOCK_BYTES", 16)
     with pytest.raises(DataError, match="bad.csv"):
         connect(files).sql(f"select sum(id) from '{files}/bad.csv'").to_arrow()
+
+
+def test_table_names_are_case_insensitive(tmp_path, connect):
+    """``FROM sales`` reads ``Sales.parquet`` (a table DuckDB created as ``Sales``), as DuckDB's
+    names are case-insensitive; two files differing in case only are ambiguous."""
+    duck = duckdb.connect()
+    duck.execute("create table Sales as select range % 3 as g, range as a from range(20)")
+    duck.execute(f"copy Sales to '{tmp_path / 'Sales.parquet'}' (format parquet)")
+    (tmp_path / "Parts").mkdir()
+    duck.execute(f"copy (select 1 as p) to '{tmp_path / 'Parts' / 'x.parquet'}' (format parquet)")
+    con = connect(tmp_path)
+    for sql in ["select g, sum(a) from sales group by g", "select g, count(*) from SALES group by g",
+                "select count(*), sum(s.a) from Sales s join parts on true"]:
+        compare(con.sql(sql).to_arrow(), duck.sql(sql.replace("parts", "(select 1 as p)")).to_arrow_table())
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "SALES.parquet")
+    with pytest.raises(PlanError, match="ambiguous"):
+        connect(tmp_path).sql("select * from sales").to_arrow()

@@ -1,7 +1,7 @@
 """String functions over text beyond ASCII, against DuckDB: REVERSE keeps grapheme clusters
 (a letter with its combining marks, an emoji with its joiners, modifiers and flag pairs; it
 reversed code points), and LENGTH, SUBSTRING, LEFT / RIGHT, UPPER / LOWER, STRPOS, LIKE,
-LPAD and comparisons count and compare as DuckDB does."""
+LPAD, comparisons and ``s[i]`` count and compare as DuckDB does."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +39,9 @@ QUERIES = {
     "pad": "select i, lpad(s, 6, '*'), rpad(s, 6, '*') from t",
     "order": "select s from t order by s",
     "concat": "select i, s || '\u00e9' || reverse(s) from t",
+    # s[i] is SUBSTRING(s, i, 1) in DuckDB: 1-based, negative from the end, '' out of range (was refused)
+    "subscript": "select i, s[1], s[2], s[-1], s[-3], s[0], s[9], s[-40], s[null], s[1 + 1] from t",
+    "subscript_filter": "select i from t where s[1] = 'a' or s[-1] = 'x'",
 }
 
 

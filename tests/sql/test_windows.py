@@ -131,6 +131,10 @@ QUERIES = {
     "ignore_nulls_offsets": "select id, lag(x ignore nulls) over (partition by g order by id), lead(o, 2 ignore nulls) "
                             "over (order by id), lag(s, 3, 'none' ignore nulls) over (partition by g order by id) "
                             "from w",
+    # RESPECT NULLS: the default, spelled out (was refused)
+    "respect_nulls": "select id, first_value(x respect nulls) over (partition by g order by id), "
+                     "last_value(s respect nulls) over (order by id), nth_value(o, 2 respect nulls) over (order by id), "
+                     "lag(x respect nulls) over (order by id) from w",
     # whole-partition aggregates run as a grouped aggregate joined back (NULL keys as one partition)
     "partition_aggregates": "select id, sum(x) over (partition by g), count(*) over (partition by g, s), "
                             "avg(d) over (partition by s), min(dt) over (partition by g % 2), "

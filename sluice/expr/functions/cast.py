@@ -279,6 +279,8 @@ def _beyond_plain(strings: pa.Array, t: LType) -> pa.Array:
 def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     """Each dictionary entry cast with Arrow, then gathered by code (``lenient``: TRY_CAST,
     entries that do not cast are NULL)."""
+    if t.is_nested or t.kind in ("null", "interval"):  # DuckDB parses '{a: 1}', '[1, 2]', '(1, x)' text: not sluice
+        raise UnsupportedError(f"CAST from a string to {t}")
     target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
               "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
     target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
@@ -338,6 +340,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
 
 
 def _to_strings(a: Column, t: LType) -> Column:
+    if a.type.is_nested:  # DuckDB's text of a LIST / STRUCT / MAP ('[1, 2]', '{1.0=2}'): not written here
+        raise UnsupportedError(f"CAST from {a.type} to a string")
     if a.type.is_float:
         return _float_to_string(a, t)
     if a.type.is_temporal:

@@ -15,13 +15,13 @@ import torch
 from sluice.chunk import (Column, NestedValues, child_positions, concat_columns, entry_rows, nested_column,
                           row_values, unify_dictionaries)
 from sluice.errors import PlanError, UnsupportedError
-from sluice.expr.functions.cast import cast_expr
+from sluice.expr.functions.cast import cast_expr, coerce
 from sluice.expr.functions.registry import register
 from sluice.kernels.checks import fail_if
 from sluice.kernels.keys import sortable
 from sluice.kernels.values import to_type
 from sluice.expr.nodes import Lit
-from sluice.types import BOOL, FLOAT64, INT64, LType, list_of, struct_of, supertype
+from sluice.types import BOOL, FLOAT64, INT32, INT64, LType, list_of, struct_of, supertype
 
 
 def _n(chunk) -> int:
@@ -77,9 +77,12 @@ def _bind_list_value(args, params):
         raise UnsupportedError("an empty list constant [] (its element type is unknown)")
     from sluice.expr.nodes import common_type
     t = common_type(list(args), "list elements") if not any(a.type.is_nested for a in args) else args[0].type
+    if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] an INTEGER[] (DuckDB's NULL[] stores so)
+        typed = [a.type for a in args if a.type.kind != "null"]
+        t = supertype(typed, "list elements") if typed else INT32
     if any(a.type != t and a.type.is_nested for a in args):
         raise PlanError("list elements of different nested types")
-    return [a if a.type == t else cast_expr(a, t) for a in args], list_of(t)
+    return [a if a.type == t else coerce(a, t) for a in args], list_of(t)
 
 
 @register("list_value", bind=_bind_list_value)

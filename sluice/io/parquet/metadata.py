@@ -93,6 +93,20 @@ class MetadataCache:
         return value
 
 
+def _other_case(root: Path, name: str) -> Path | None:
+    """The one file ``<name>.parquet`` or folder ``<name>`` that differs from ``name`` in case only
+    (SQL names are case-insensitive: ``FROM Sales`` reads ``Sales.parquet``); several are ambiguous."""
+    low = name.lower()
+    try:
+        hits = [q for q in root.iterdir() if q.name.lower() in (f"{low}.parquet", low)
+                and (q.is_dir() or q.name.lower().endswith(".parquet"))]
+    except OSError:
+        return None
+    if len(hits) > 1:
+        raise PlanError(f"table {name!r} is ambiguous: " + ", ".join(sorted(q.name for q in hits)) + " differ in case only")
+    return hits[0] if hits else None
+
+
 def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
     """The Parquet files holding table ``name``."""
     if not name or any(ch in name for ch in "/\\") or name in (".", ".."):
@@ -103,6 +117,8 @@ def table_files(root: Path, name: str, registered: dict[str, str]) -> list[str]:
         p = root / f"{name}.parquet"
         if not p.exists():
             p = root / name
+        if not p.exists():
+            p = _other_case(root, name) or p
     if p.is_file():
         return [str(p)]
     if p.is_dir():
