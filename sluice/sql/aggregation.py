@@ -329,7 +329,9 @@ class Aggregation:
         plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
-    def _string_agg(self, plan, node: exp.GroupConcat, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+    def _ordered_argument(self, node, ctx: Ctx):
+        """(argument node, ORDER BY keys, DISTINCT) of an ordered aggregate's ``x [ORDER BY ...]``
+        or ``DISTINCT x [ORDER BY ...]`` (STRING_AGG, LIST / ARRAY_AGG)."""
         arg, order = node.this, ()
         if isinstance(arg, exp.Order):
             order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
@@ -339,6 +341,10 @@ class Aggregation:
             if len(arg.expressions) != 1:
                 raise UnsupportedError("DISTINCT aggregates over several arguments")
             arg = arg.expressions[0]
+        return arg, order, distinct
+
+    def _string_agg(self, plan, node: exp.GroupConcat, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        arg, order, distinct = self._ordered_argument(node, ctx)
         e = raw = self.expr(arg, ctx)
         if e.type.kind != "string":
             e = E.make_func("cast", [e], (STRING,))
@@ -363,15 +369,7 @@ class Aggregation:
         """LIST / ARRAY_AGG (x [ORDER BY ...]): the group's values, NULLs kept, in the ORDER BY
         given (else as the rows come); DISTINCT keeps each value once (NULL too), ordered by the
         value, as DuckDB. A window over the group's rows builds the list once per group."""
-        arg, order = node.this, ()
-        if isinstance(arg, exp.Order):
-            order = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in arg.expressions)
-            arg = arg.this
-        distinct = isinstance(arg, exp.Distinct)
-        if distinct:
-            if len(arg.expressions) != 1:
-                raise UnsupportedError("DISTINCT aggregates over several arguments")
-            arg = arg.expressions[0]
+        arg, order, distinct = self._ordered_argument(node, ctx)
         if arg is None:
             raise wrong_arguments("LIST")
         e = self.expr(arg, ctx)
