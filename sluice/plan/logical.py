@@ -104,6 +104,18 @@ class JoinKind(StrEnum):
     MARK = "mark"  # every left row, with a boolean column: whether one matches
 
 
+def _join_schema(kind, left, right, outputs, mark: str | None = None) -> dict:
+    """A join's columns: the left side's (and a MARK join's flag) for SEMI / ANTI / MARK, else
+    both sides'; only ``outputs`` where given."""
+    if kind == JoinKind.MARK:
+        full = {**left.schema, mark: BOOL}
+    elif kind in (JoinKind.SEMI, JoinKind.ANTI):
+        full = dict(left.schema)
+    else:
+        full = {**left.schema, **right.schema}
+    return full if outputs is None else {k: full[k] for k in outputs}
+
+
 @dataclass(frozen=True, eq=False)
 class Join(PlanNode):
     """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual`` condition.
@@ -133,15 +145,7 @@ class Join(PlanNode):
 
     @property
     def schema(self):
-        if self.kind == JoinKind.MARK:
-            full = {**self.left.schema, self.mark: BOOL}
-        elif self.kind in (JoinKind.SEMI, JoinKind.ANTI):
-            full = dict(self.left.schema)
-        else:
-            full = {**self.left.schema, **self.right.schema}
-        if self.outputs is None:
-            return full
-        return {k: full[k] for k in self.outputs}
+        return _join_schema(self.kind, self.left, self.right, self.outputs, self.mark)
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,13 +179,7 @@ class AsofJoin(PlanNode):
 
     @property
     def schema(self):
-        if self.kind in (JoinKind.SEMI, JoinKind.ANTI):
-            full = dict(self.left.schema)
-        else:
-            full = {**self.left.schema, **self.right.schema}
-        if self.outputs is None:
-            return full
-        return {k: full[k] for k in self.outputs}
+        return _join_schema(self.kind, self.left, self.right, self.outputs)
 
 
 @dataclass(frozen=True)
