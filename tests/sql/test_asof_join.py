@@ -148,6 +148,15 @@ QUERIES = {
 }
 
 
+#: queries whose DuckDB answer is wrong, with an equivalent query DuckDB answers right. DuckDB
+#: 2.0.1's ASOF RIGHT JOIN with an empty (or one-row) left side drops every right row of the
+#: first key partition (161 of b's 200 rows here, k1 = 0 missing) and at times never returns
+#: under several threads; every right row must come back, with the left columns NULL.
+ORACLE_QUERIES = {
+    "empty_left": "select cast(null as bigint) as t, b.j from b",
+}
+
+
 @pytest.fixture(scope="module")
 def asof_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("asof")
@@ -163,7 +172,8 @@ def asof_duck(asof_dir):
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_asof_join(name, asof_dir, asof_duck, connect, edge_settings):
     sql = QUERIES[name]
-    compare(connect(asof_dir, **edge_settings).sql(sql).to_arrow(), asof_duck.sql(sql).to_arrow_table())
+    oracle = ORACLE_QUERIES.get(name, sql)
+    compare(connect(asof_dir, **edge_settings).sql(sql).to_arrow(), asof_duck.sql(oracle).to_arrow_table())
 
 
 @pytest.mark.parametrize("name", ["ge", "lt", "two_keys", "string_key", "no_keys_full", "date", "timestamp", "decimal",
