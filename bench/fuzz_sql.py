@@ -271,7 +271,14 @@ def nested_value():
         "list_sort(list_distinct(tags))", "list_concat(tags, tags)", "tags || [kind]", "list_concat(scores, null)",
         f"attrs['k{_NR.randint(0, 6)}']", f"element_at(attrs, 'k{_NR.randint(0, 6)}')", "list_sort(map_keys(attrs))",
         "cardinality(attrs)", "list_sum(map_values(attrs))", "[event_id, user.id]", "{'e': event_id, 't': tags}",
-        "coalesce(tags, ['none'])", "case when event_id % 3 = 0 then items end", "tags", "attrs", "user"])
+        "coalesce(tags, ['none'])", "case when event_id % 3 = 0 then items end", "tags", "attrs", "user",
+        # lambdas (sluice.sql.lambdas): positions, captured columns, nesting, NULL / numeric conditions
+        f"list_transform(scores, lambda x: x * {_NR.randint(-3, 3)} + event_id)", "list_transform(tags, lambda t, i: t || i)",
+        f"list_filter(scores, lambda x: x > {_NR.randint(0, 100)})", "list_filter(tags, lambda t, i: i % 2 = 0 or t is null)",
+        "list_filter(scores, lambda x: x % 3)", "list_filter(items, lambda it: it.qty > event_id % 4)",
+        f"list_reduce(scores, lambda a, x: a + coalesce(x, {_NR.randint(0, 2)}), 0)", "list_reduce(tags, lambda a, t: a || t, kind)",
+        "list_reduce(scores, lambda a, x, i: a + x * i, 0.5)", "[x + event_id for x in scores if x is not null]",
+        "list_transform(tags, lambda t: list_filter(scores, lambda s: s > length(t)))"])
 
 
 def nested_pred():

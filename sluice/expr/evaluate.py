@@ -13,7 +13,7 @@ import torch
 from sluice.chunk import Chunk, Column
 from sluice.kernels.buffers import count_true, positions
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.expr.functions import find
+from sluice.expr.functions import find, registry
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.kernels.checks import deferred_checks, deferring
@@ -326,3 +326,4 @@ def evaluate_constant(e: Func) -> Lit:
     return Lit(column_scalar(c), e.type)
 
 
+registry.evaluator = evaluate  # lambda bodies are evaluated by their kernels (expr/functions/lambdas.py)

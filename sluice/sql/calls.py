@@ -10,6 +10,7 @@ import re
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql import lambdas
 from sluice.expr import build as E
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import Expr, Lit
@@ -132,7 +133,8 @@ def bar(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("bar", [x], (lo, hi, width))
 
 
-CLASS_CALLS = {exp.Overlay: overlay}
+CLASS_CALLS = {exp.Overlay: overlay, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
-               "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar}
+               "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
+               **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}}

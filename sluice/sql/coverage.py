@@ -126,9 +126,14 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
                 "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct",
                 "list_slice": "list_slice"}
 
+#: Lambda functions over lists (``sluice.sql.lambdas``), by lower-case name -> what they do.
+LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "list_apply": "transform",
+                "array_apply": "transform", "list_filter": "filter", "array_filter": "filter", "filter": "filter",
+                "list_reduce": "reduce", "array_reduce": "reduce", "reduce": "reduce"}
+
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
-                         "bar"}) | frozenset(NESTED_CALLS)
+                         "bar"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -287,6 +292,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArraySort: {"this": READ, "expression": refuse("LIST_SORT with a comparator"), "asc": READ, "nulls_first": READ},
     exp.ArrayDistinct: {"this": READ, "check_null": only(lambda v: not v or (isinstance(v, exp.Boolean) and not v.this), "ARRAY_DISTINCT of a dialect")},
     exp.MapKeys: _UNARY,
+    # lambda functions and list comprehensions (sluice.sql.lambdas)
+    exp.Lambda: {"this": READ, "expressions": READ},
+    exp.Transform: _BINARY,
+    exp.ArrayFilter: _BINARY,
+    exp.Comprehension: {"this": READ, "expression": READ, "position": READ, "iterator": READ, "condition": READ},
     # FROM t, UNNEST(t.l) AS u(x) (sluice.sql.nested.UnnestSources); SELECT UNNEST(l) is rewritten so
     exp.Unnest: {"expressions": READ, "alias": READ, "offset": refuse("UNNEST ... WITH ORDINALITY"),
                  "explode_array": refuse("UNNEST of arrays of structs")},
@@ -449,7 +459,6 @@ _NAMES: dict[type, str] = {
     exp.Placeholder: "query parameters",
     exp.Parameter: "query parameters",
     exp.Unnest: "UNNEST",
-    exp.Lambda: "lambda functions",
     exp.SimilarTo: "SIMILAR TO",
     exp.Any: "ANY (subquery)",
     exp.All: "ALL (subquery)",

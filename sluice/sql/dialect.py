@@ -124,6 +124,8 @@ class Sluice(DuckDB):
             "PRODUCT": _product,
             "ARG_MAX_NULL": _two_arguments(ArgMaxNull, "ARG_MAX_NULL"),
             "JARO_WINKLER_SIMILARITY": lambda args: exp.Anonymous(this="jaro_winkler_similarity", expressions=args),
+            # DuckDB's REDUCE(list, lambda[, initial]) (sqlglot's Reduce needs other arguments)
+            "REDUCE": lambda args: exp.Anonymous(this="reduce", expressions=args),
         }
 
         TYPE_CONVERTERS = {**DuckDB.Parser.TYPE_CONVERTERS, exp.DataType.Type.TEXT: _text_type}

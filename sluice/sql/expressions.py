@@ -123,6 +123,12 @@ class Expressions:
         finally:
             self._expanding.discard(name)
 
+    @handles(exp.Identifier)
+    def _x_identifier(self, n: exp.Identifier, ctx):
+        """A bare name where an expression stands: sqlglot writes a lambda's parameters so in
+        its body (``lambda x: x + 1``); resolved as a column (:mod:`sluice.sql.lambdas`)."""
+        return ctx.scope.resolve(None, n.name)
+
     @handles(exp.Literal)
     def _x_literal(self, n: exp.Literal, ctx):
         return literal(n)

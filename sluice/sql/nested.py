@@ -17,6 +17,7 @@ from sluice.expr.nodes import Expr, Lit
 from sluice.types import INT64
 from sluice.sql.coverage import NESTED_CALLS
 from sluice.sql.expressions import handles
+from sluice.sql.lambdas import comprehension
 from sluice.sql.scope import Ctx
 
 class NestedExpressions:
@@ -70,6 +71,8 @@ class NestedExpressions:
 
     @handles(exp.Array)
     def _x_array(self, n: exp.Array, ctx):
+        if len(n.expressions) == 1 and isinstance(n.expressions[0], exp.Comprehension):
+            return comprehension(self, n.expressions[0], ctx)
         return E.make_func("list_value", [self.expr(x, ctx) for x in n.expressions])
 
     @handles(exp.Bracket)

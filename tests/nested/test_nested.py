@@ -91,7 +91,8 @@ REFUSED = [
     ("select *, unnest([1])", "UNNEST in the select list without FROM beside *"),
     ("select * from events left join unnest(events.tags) as u(t) on true", "JOIN of UNNEST with a condition"),
     ("select * from events where unnest(tags) = 'x'", "UNNEST"),
-    ("select list_transform(scores, x -> x + 1) from events", "LIST_TRANSFORM"),
+    ("select list_transform(scores, lambda x: (select 1)) from events", "subqueries in lambda expressions"),
+    ("select list_reduce(items, lambda a, x: a) from events", "LIST_REDUCE to a STRUCT"),
     ("select map(['a'], [1])", "MAP"),
     ("select coalesce(scores, [1]) from events", "casts between nested types"),  # BIGINT[] with INTEGER[]: no list casts yet
 ]

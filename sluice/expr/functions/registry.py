@@ -33,6 +33,12 @@ class Function:
 
 _REGISTRY: dict[str, Function] = {}
 
+#: The expression evaluator, ``evaluate(expr, chunk) -> Column``, set by
+#: :mod:`sluice.expr.evaluate` when it loads: a kernel that evaluates an expression of its own
+#: (a lambda's body, :mod:`.lambdas`) calls it, since no family may import the evaluator, which
+#: looks the kernels up here.
+evaluator: Callable | None = None
+
 
 def register(*names: str, bind: Callable | None = None, result: Callable | None = None,
              selectivity: Callable | None = None, operands: bool = False) -> Callable:
