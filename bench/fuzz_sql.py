@@ -343,7 +343,8 @@ def nested_value_query():
     distinct = r.choice(["kind", "scores[1]", "tags[1]", "tags"])
     aggs = (f"list({x} order by {order}), array_agg(distinct {distinct} order by {distinct})"
             + (f", histogram({r.choice(['kind', 'scores[1]', 'tags[1]', 'user.address.city', 'tags'])})"
-               if r.random() < .5 else ""))
+               if r.random() < .5 else "")
+            + (f", {r.choice(['min', 'max'])}({nv})" if r.random() < .5 else ""))
     if r.random() < .6:
         return f"select {r.choice(['kind', 'user.address', 'tags'])} as g, {aggs} from ev{where} group by 1"
     return f"select {aggs} from ev{where}"

@@ -179,6 +179,8 @@ class Aggregation:
             if isinstance(node, HOLISTIC) or is_named_holistic(node) or (
                     isinstance(node, exp.Filter) and (isinstance(node.this, HOLISTIC) or is_named_holistic(node.this))):
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
+            elif (got := self._nested_extreme(plan, node, keys, bool(set_keys), ctx)) is not None:
+                plan, call = got
             else:
                 call = self._agg_call(node, ctx)
             if call not in seen:
@@ -201,6 +203,34 @@ class Aggregation:
         post = Ctx(ctx.scope, aggs=agg_cols, group_map=group_map, subs=dict(ctx.subs),
                    aliases=dict(alias_map))
         return out, post
+
+    def _nested_extreme(self, plan, node, keys, grouping_sets: bool, ctx: Ctx):
+        """MIN / MAX of a LIST, STRUCT or MAP: the group's rows sorted by the value (DuckDB's order
+        of nested values, :mod:`sluice.kernels.nested_keys`; NULLs last), the first row's value,
+        as ARG_MIN does; None when ``node`` is no MIN / MAX of a nested value."""
+        cond = None
+        if isinstance(node, exp.Filter):  # agg(x) FILTER (WHERE c): agg(CASE WHEN c THEN x END)
+            cond, node = node.expression.this, node.this
+        if not isinstance(node, (exp.Min, exp.Max)) or node.this is None or isinstance(node.this, exp.Distinct) \
+                or _outer_aggs(node.this):
+            return None
+        value = self.expr(node.this, ctx)
+        if not value.type.is_nested:
+            return None
+        if cond is not None:
+            c = as_boolean(self.expr(cond, ctx))
+            if c.type.kind != "bool":
+                raise PlanError(f"FILTER needs a boolean condition, got {c.type}")
+            value = E.make_func("case", [c, value, Lit(None, value.type)])
+        what = "MIN" if isinstance(node, exp.Min) else "MAX"
+        if grouping_sets:
+            raise UnsupportedError(f"{what} of a nested value with ROLLUP / CUBE / GROUPING SETS")
+        missing = E.make_func("is_null", [value])
+        order = (SortKey(missing, True, False), SortKey(value, isinstance(node, exp.Min), False))
+        call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
+        wname = self.fresh(node.sql(dialect="duckdb"))
+        plan = Window(plan, tuple(k for _, k in keys), order, ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
 
     def _holistic(self, plan, node, keys, grouping_sets: bool, ctx: Ctx) -> tuple[PlanNode, AggCall]:
         """Aggregates that need a group's rows in an order: a Window over the rows partitioned
