@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, entry_rows, row_values
+from sluice.chunk import Chunk, Column, entry_rows, row_values
 from sluice.exec.context import ExecContext, timed
 from sluice.expr.constants import literal_column
 from sluice.expr.evaluate import evaluate, evaluate_predicate, predicate_positions
@@ -21,7 +21,9 @@ from sluice.catalog import RowGroup, TableInfo
 from sluice.adapt.scan_policy import ScanPolicy
 from sluice.io.parquet.reader import ScanReader
 from sluice.metrics import OperatorStats, ScanStats
-from sluice.expr.nodes import Expr
+from sluice.expr.nodes import Expr, Lit
+from sluice.plan.show import unnest_text
+from sluice.types import INT64
 
 
 class Operator(abc.ABC):
@@ -288,13 +290,17 @@ class RepeatOp(Operator):
 
 @dataclass(eq=False)
 class UnnestOp(Operator):
-    """Each row once per element of its list column ``source``, the element as column ``out``
-    (NULL and empty lists give no row); output chunks cut to ``chunk_rows`` however long the
-    lists. The elements are the list's child rows in order: one gather, no copy per list."""
+    """Each row once per element of its list columns ``sources`` (logical ``Unnest``: several
+    lists aligned by position, shorter ones NULL past their end; rows without elements dropped,
+    or kept once with NULLs under ``keep``; ``ordinality`` the 1-based position); output chunks
+    cut to ``chunk_rows`` however long the lists. The elements are the lists' child rows in
+    order: one gather per list, no copy per list."""
 
     child: Operator
-    source: str
-    out: str
+    sources: tuple[str, ...]
+    outs: tuple[str, ...]
+    ordinality: str | None = None
+    keep: bool = False
     label = "Unnest"
 
     def __post_init__(self):
@@ -303,17 +309,38 @@ class UnnestOp(Operator):
     def execute(self, ctx):
         step = ctx.config.chunk_rows
         for chunk in self.child.stream(ctx):
-            values = row_values(chunk.columns[self.source].expand(chunk.num_rows))
-            rows = entry_rows(values.offsets)
-            elements = values.children[0]
+            n = chunk.num_rows
+            values = [row_values(chunk.columns[s].expand(n)) for s in self.sources]
+            sizes = [v.offsets[1:] - v.offsets[:-1] for v in values]
+            longest = sizes[0] if len(sizes) == 1 else torch.stack(sizes).amax(0)
+            if self.keep:
+                longest = longest.clamp(min=1)
+            offsets = torch.zeros(n + 1, dtype=torch.int64, device=longest.device)
+            torch.cumsum(longest, 0, out=offsets[1:])
+            rows = entry_rows(offsets)
             for start in range(0, int(rows.numel()), step):
-                part = chunk.take(rows[start: start + step])
+                r = rows[start: start + step]
+                k = torch.arange(start, start + int(r.numel()), device=r.device) - offsets[:-1][r]
+                part = chunk.take(r)
                 cols = dict(part.columns)
-                cols[self.out] = elements.take(torch.arange(start, start + part.num_rows, device=rows.device))
+                for v, size, out in zip(values, sizes, self.outs):
+                    cols[out] = _element_or_null(v.children[0], v.offsets[:-1][r] + k, k < size[r])
+                if self.ordinality is not None:
+                    cols[self.ordinality] = Column(k + 1, INT64)
                 yield Chunk(cols, part.num_rows, part.seq, part.home)
 
     def describe(self):
-        return f"Unnest {self.source} as {self.out}"
+        return unnest_text(self)
+
+
+def _element_or_null(child: Column, idx: torch.Tensor, ok: torch.Tensor) -> Column:
+    """``child``'s rows at ``idx`` where ``ok``, NULL elsewhere (``idx`` may be out of range there)."""
+    if bool(ok.all()):
+        return child.take(idx)
+    if len(child) == 0:
+        return literal_column(Lit(None, child.type), idx.device).expand(int(idx.numel()))
+    got = child.take(idx.clamp(0, len(child) - 1))
+    return Column(got.data, got.type, ok if got.valid is None else got.valid & ok, got.dictionary)
 
 
 @dataclass(eq=False)

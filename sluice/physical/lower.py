@@ -223,7 +223,7 @@ def _(plan: Repeat, state):
 @_lower.register
 def _(plan: Unnest, state):
     child = lower(plan.child, state)
-    return _dist(UnnestOp(child, plan.source, plan.out), child.distribution)  # copies stay where their row was
+    return _dist(UnnestOp(child, plan.sources, plan.outs, plan.ordinality, plan.keep), child.distribution)  # copies stay where their row was
 
 
 @_lower.register

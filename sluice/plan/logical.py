@@ -352,18 +352,34 @@ class Repeat(PlanNode):
 
 @dataclass(frozen=True, eq=False)
 class Unnest(PlanNode):
-    """Each row of the child once per element of its LIST column ``source``, with the element
-    as column ``out`` (a NULL or empty list: no row) -- ``FROM t, UNNEST(t.l) AS u(x)`` and
-    ``SELECT UNNEST(l)``."""
+    """Each row of the child once per element of its LIST columns ``sources``, element ``k`` of
+    list ``i`` as column ``outs[i]`` -- ``FROM t, UNNEST(t.l) AS u(x)`` and ``SELECT UNNEST(l)``.
+    With several lists a row repeats as often as its longest list has elements, the shorter ones
+    giving NULL past their end (DuckDB's alignment of several UNNESTs in one select list); a row
+    whose lists are all NULL or empty gives no row, or -- ``keep``, ``LEFT JOIN UNNEST(l) ON
+    TRUE`` -- one row with NULL elements. ``ordinality``: a column of each element's 1-based
+    position (``WITH ORDINALITY``)."""
 
     _children: ClassVar = ("child",)
     child: PlanNode
-    source: str
-    out: str
+    sources: tuple[str, ...]
+    outs: tuple[str, ...]
+    ordinality: str | None = None
+    keep: bool = False
 
     @property
     def schema(self):
-        return {**self.child.schema, self.out: self.child.schema[self.source].element}
+        s = dict(self.child.schema)
+        for src, out in zip(self.sources, self.outs):
+            s[out] = self.child.schema[src].element
+        if self.ordinality is not None:
+            s[self.ordinality] = INT64
+        return s
+
+    @property
+    def made(self) -> set[str]:
+        """The columns this node adds."""
+        return set(self.outs) | ({self.ordinality} if self.ordinality is not None else set())
 
 
 @dataclass(frozen=True, eq=False)

@@ -105,7 +105,7 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
     if isinstance(node, Repeat):
         return f"Repeat {node.count}"
     if isinstance(node, Unnest):
-        return f"Unnest {node.source} as {node.out}"
+        return unnest_text(node)
     if isinstance(node, Shared):
         return f"Shared {_key(node.key, keys)}"
     if isinstance(node, WorkTable):
@@ -113,3 +113,10 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
     if isinstance(node, RecursiveUnion):
         return f"RecursiveUnion {_key(node.key, keys)}{' distinct' if node.distinct else ' all'}"
     raise TypeError(f"no text for plan node {type(node).__name__}")
+
+
+def unnest_text(node) -> str:
+    """How an Unnest (plan node or operator) shows: its lists, their columns, the options."""
+    pairs = ", ".join(f"{src} as {out}" for src, out in zip(node.sources, node.outs))
+    return (f"Unnest {pairs}" + (f" with ordinality as {node.ordinality}" if node.ordinality else "")
+            + (" keeping rows without elements" if node.keep else ""))

@@ -298,7 +298,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArrayFilter: _BINARY,
     exp.Comprehension: {"this": READ, "expression": READ, "position": READ, "iterator": READ, "condition": READ},
     # FROM t, UNNEST(t.l) AS u(x) (sluice.sql.nested.UnnestSources); SELECT UNNEST(l) is rewritten so
-    exp.Unnest: {"expressions": READ, "alias": READ, "offset": refuse("UNNEST ... WITH ORDINALITY"),
+    exp.Unnest: {"expressions": READ, "alias": READ, "offset": READ,
                  "explode_array": refuse("UNNEST of arrays of structs")},
     exp.ArrayMin: _UNARY,
     exp.ArrayMax: _UNARY,

@@ -237,63 +237,87 @@ class UnnestSources:
     NULL or empty lists drop out). ``SELECT UNNEST(l)`` reaches here rewritten into that form
     (:func:`select_unnest`)."""
 
-    def unnest_source(self, node: exp.Unnest, prefix, ctx: Ctx):
+    def unnest_source(self, node: exp.Unnest, prefix, ctx: Ctx, keep: bool = False):
+        """``node`` joined to ``prefix``'s rows (``keep``: ``LEFT JOIN UNNEST(...) ON TRUE``, a
+        row without elements kept once with NULLs). Several lists only as :func:`select_unnest`
+        writes them (aligned by position); ``WITH ORDINALITY`` adds the 1-based position."""
         from sluice.expr.nodes import Col
         from sluice.plan.logical import Project, Unnest
         from sluice.sql.scope import Source
-        for arg in ("offset", "explode_array"):
-            if node.args.get(arg):
-                raise UnsupportedError("UNNEST ... WITH ORDINALITY" if arg == "offset" else "UNNEST of arrays of structs")
-        if len(node.expressions) != 1:
-            raise UnsupportedError("UNNEST of several lists at once")
-        e = self.expr(node.expressions[0], ctx)
-        if e.type.kind != "list":
-            raise UnsupportedError(f"UNNEST of a {e.type} value (only lists)")
+        if node.args.get("explode_array"):
+            raise UnsupportedError("UNNEST of arrays of structs")
         alias = node.args.get("alias")
-        names = [c.name for c in alias.columns] if alias is not None else []
-        if len(names) > 1:
-            raise PlanError("UNNEST of a list gives one column")
+        names = [c.name.lower() for c in alias.columns] if alias is not None else []
         table = alias.name.lower() if alias is not None and alias.name else "unnest"
-        column = (names[0] if names else (alias.name if alias is not None and alias.name else "unnest")).lower()
-        source, out = self.fresh("unnest list"), self.fresh(column)
-        keep = tuple((n, Col(n, t)) for n, t in prefix.schema.items())
-        plan = Unnest(Project(prefix, keep + ((source, e),)), source, out)
-        return plan, Source(table, {column: Col(out, e.type.element)})
+        if len(node.expressions) != 1 and table != _HIDDEN:
+            raise UnsupportedError("UNNEST of several lists at once")
+        lists = [self.expr(x, ctx) for x in node.expressions]
+        for e in lists:
+            if e.type.kind != "list":
+                raise UnsupportedError(f"UNNEST of a {e.type} value (only lists)")
+        offset = node.args.get("offset")
+        ordinality = None
+        if offset:
+            ordinality = offset.name.lower() if isinstance(offset, exp.Identifier) else "ordinality"
+            if keep:
+                raise UnsupportedError("LEFT JOIN UNNEST ... WITH ORDINALITY")
+        if len(names) > len(lists):
+            raise PlanError("UNNEST of a list gives one column")
+        if not names:
+            names = [alias.name.lower() if alias is not None and alias.name else "unnest"]
+        sources = tuple(self.fresh("unnest list") for _ in lists)
+        outs = tuple(self.fresh(c) for c in names)
+        kept = tuple((n, Col(n, t)) for n, t in prefix.schema.items())
+        ord_out = self.fresh(ordinality) if ordinality is not None else None
+        plan = Unnest(Project(prefix, kept + tuple(zip(sources, lists))), sources, outs, ord_out, keep)
+        cols = {c: Col(o, e.type.element) for c, o, e in zip(names, outs, lists)}
+        if ordinality is not None:
+            cols[ordinality] = Col(ord_out, INT64)
+        return plan, Source(table, cols)
+
+
+#: The alias of the UNNEST a select list's UNNESTs become (a name no query can write).
+_HIDDEN = "\x00unnest"
 
 
 def select_unnest(sel: exp.Select) -> exp.Select | None:
-    """``SELECT a, UNNEST(l) [AS x] FROM ...`` as ``SELECT a, x FROM ..., UNNEST(l) AS u(x)``
-    (the same rows: one per element, NULL and empty lists dropping theirs); None when the select
-    list has no UNNEST. One UNNEST at the top of one select item, in a query without grouping,
+    """``SELECT a, UNNEST(l) [AS x], f(UNNEST(m)) FROM ...`` as ``SELECT a, x0 AS x, f(x1) FROM ...,
+    UNNEST(l, m) AS u(x0, x1)`` (the same rows: one per position of the longest list, the
+    shorter ones NULL past their end; a row whose lists are all NULL or empty dropped -- DuckDB's
+    alignment); None when the select list has no UNNEST. In a query without grouping,
     aggregates, windows or set operations; anything else is refused by name. Without FROM, the
     query reads one row (``SELECT UNNEST([1, 2])`` is ``FROM (SELECT 1), UNNEST([1, 2])``)."""
-    hits = [n for n in sel.expressions for n in n.find_all(exp.Explode)]
+    hits = [h for it in sel.expressions for h in it.find_all(exp.Explode) if h.find_ancestor(exp.Select) is sel]
     if not hits:
         return None
-    tops = [it for it in sel.expressions
-            if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode))]
-    if len(hits) > 1:
-        raise UnsupportedError("several UNNESTs in one select list")
-    if not tops:
-        raise UnsupportedError("UNNEST inside an expression (only a select item of its own)")
+    if any(h.find_ancestor(exp.Explode) is not None for h in hits):
+        raise UnsupportedError("UNNEST of an UNNEST")
     from sluice.sql.syntax import AGG_FUNCS
     if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
             or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
         raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")
-    sel = sel.copy()
+    if any(len(h.expressions) > 0 for h in hits):
+        raise UnsupportedError("UNNEST with options (recursive, max_depth)")
     if sel.args.get("from_") is None and any(isinstance(n, exp.Star) for it in sel.expressions for n in it.walk()):
         raise UnsupportedError("UNNEST in the select list without FROM beside *")
+    sel = sel.copy()
+    for item in list(sel.expressions):  # f(UNNEST(l)) keeps its name as written: alias it first
+        if not isinstance(item, (exp.Alias, exp.Explode)) and any(True for _ in item.find_all(exp.Explode)):
+            item.replace(exp.Alias(this=item.copy(), alias=exp.to_identifier(item.sql(dialect="duckdb"), quoted=True)))
+    hits = [h for it in sel.expressions for h in it.find_all(exp.Explode) if h.find_ancestor(exp.Select) is sel]
     if sel.args.get("from_") is None:  # SELECT UNNEST(l): over one row (the list is a constant)
         sel.set("from_", exp.From(this=exp.Subquery(this=exp.select(exp.Literal.number(1)),
                                                     alias=exp.TableAlias(this=exp.to_identifier("\x00one")))))
-    item = next(it for it in sel.expressions
-                if isinstance(it, exp.Explode) or (isinstance(it, exp.Alias) and isinstance(it.this, exp.Explode)))
-    call = item if isinstance(item, exp.Explode) else item.this
-    name = item.alias if isinstance(item, exp.Alias) else f"unnest({call.this.sql(dialect='duckdb')})"
-    hidden = "\x00unnest"
-    join = exp.Join(this=exp.Unnest(expressions=[call.this.copy()],
-                                    alias=exp.TableAlias(this=exp.to_identifier(hidden),
-                                                         columns=[exp.to_identifier("x")])))
+    lists = [h.this.copy() for h in hits]
+    cols = [f"x{i}" for i in range(len(hits))]
+    for h, c in zip(hits, cols):
+        ref = exp.column(c, table=_HIDDEN)
+        if h.parent is sel:  # a select item of its own, unnamed: DuckDB's name
+            h.replace(exp.alias_(ref, f"unnest({h.this.sql(dialect='duckdb')})", quoted=True))
+        else:
+            h.replace(ref)
+    join = exp.Join(this=exp.Unnest(expressions=lists,
+                                    alias=exp.TableAlias(this=exp.to_identifier(_HIDDEN),
+                                                         columns=[exp.to_identifier(c) for c in cols])))
     sel.append("joins", join)
-    item.replace(exp.alias_(exp.column("x", table=hidden), name, quoted=True))
     return sel

@@ -229,11 +229,14 @@ class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, De
                 if isinstance(j.this, exp.Unnest):
                     # Joined to what precedes it, now: its lists are those rows' (a lateral join).
                     kind = ((j.side or "") + " " + (j.kind or "")).strip().upper()
-                    if kind not in ("", "CROSS", "INNER") or j.args.get("on") is not None or j.args.get("using"):
-                        raise UnsupportedError(f"{kind or 'a'} JOIN of UNNEST with a condition (only FROM t, UNNEST(...)"
-                                               " and CROSS JOIN UNNEST(...))")
+                    on = j.args.get("on")
+                    keep = kind in ("LEFT", "LEFT OUTER") and isinstance(on, exp.Boolean) and on.this is True \
+                        and not j.args.get("using")
+                    if not keep and (kind not in ("", "CROSS", "INNER") or on is not None or j.args.get("using")):
+                        raise UnsupportedError(f"{kind or 'a'} JOIN of UNNEST with a condition (only FROM t, UNNEST(...),"
+                                               " CROSS JOIN UNNEST(...) and LEFT JOIN UNNEST(...) ON TRUE)")
                     prefix = self._plan_from(items, specs, [], ctx)
-                    p, s = self.unnest_source(j.this, prefix, ctx)
+                    p, s = self.unnest_source(j.this, prefix, ctx, keep)
                     scope.add(s)
                     items, specs = [p], [None]
                     continue

@@ -76,6 +76,16 @@ QUERIES = [
     "select 'k' as k, unnest([[1], [2, 3], null]) as v order by v",
     "select distinct unnest([1, 1, 2]) as x order by x",
     "select x from (select unnest([3, 4]) as x) where x > 3",
+    # several UNNESTs aligned by position (shorter lists NULL past their end), UNNEST inside an
+    # expression, WITH ORDINALITY, LEFT JOIN UNNEST ... ON TRUE (rows without elements kept once)
+    "select event_id, unnest(tags) as t, unnest(scores) as s from events order by 1, 2 nulls first, 3 nulls first",
+    "select event_id, len(unnest(tags)), unnest(scores) + event_id, unnest(items).sku from events "
+    "order by 1, 2 nulls first, 3 nulls first, 4 nulls first",
+    "select unnest([1, 2]) as a, unnest([10]) as b, unnest(['x', null, 'y']) as c order by 1 nulls first",
+    "select e.event_id, t, o from events e, unnest(e.tags) with ordinality as u(t, o) order by 1, 3",
+    "select x, ordinality from unnest(['a', 'b', null]) with ordinality as u(x) order by 2",
+    "select e.event_id, s from events e left join unnest(e.scores) as u(s) on true order by 1, 2 nulls first",
+    "select e.kind, count(*), count(t) from events e left join unnest(e.tags) as u(t) on true group by 1 order by 1",
     "select event_id, case when event_id % 2 = 0 then tags end, coalesce(tags, ['none']), "
     "coalesce(user, {'id': -1::bigint, 'name': 'x', 'address': {'city': 'c', 'zip': 1}}).address.city, "
     "case when kind = 'buy' then attrs when kind = 'view' then null else attrs end from events order by event_id",
@@ -85,11 +95,10 @@ QUERIES = [
 REFUSED = [
     ("select sum(tags) from events", "aggregate SUM of a LIST column"),
     ("select count(*) from events where scores = [1.5]", "comparing LIST values of different types"),
-    ("select unnest(tags), unnest(scores) from events", "several UNNESTs in one select list"),
     ("select kind, unnest(tags) from events group by kind", "UNNEST in the select list of a query with GROUP BY"),
-    ("select len(unnest(tags)) from events", "UNNEST inside an expression"),
+    ("select unnest(unnest([[1]]))", "UNNEST of an UNNEST"),
     ("select *, unnest([1])", "UNNEST in the select list without FROM beside *"),
-    ("select * from events left join unnest(events.tags) as u(t) on true", "JOIN of UNNEST with a condition"),
+    ("select * from events left join unnest(events.tags) as u(t) on t = 'x'", "JOIN of UNNEST with a condition"),
     ("select * from events where unnest(tags) = 'x'", "UNNEST"),
     ("select list_transform(scores, lambda x: (select 1)) from events", "subqueries in lambda expressions"),
     ("select list_reduce(items, lambda a, x: a) from events", "LIST_REDUCE to a STRUCT"),

@@ -136,7 +136,7 @@ def _(plan: Repeat, need, sh):
 
 @_prune.register
 def _(plan: Unnest, need, sh):
-    return replace(plan, child=_prune(plan.child, (need - {plan.out}) | {plan.source}, sh))
+    return replace(plan, child=_prune(plan.child, (need - plan.made) | set(plan.sources), sh))
 
 
 @_prune.register

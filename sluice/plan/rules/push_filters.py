@@ -230,9 +230,9 @@ def _(plan: Repeat, conds):
 
 @_push.register
 def _(plan: Unnest, conds):
-    # A condition not on the element holds for all the row's copies: it may go below.
-    below = [c for c in conds if plan.out not in c.columns()]
-    return _wrap(replace(plan, child=_push(plan.child, below)), [c for c in conds if plan.out in c.columns()])
+    # A condition not on the elements holds for all the row's copies: it may go below.
+    below = [c for c in conds if not (plan.made & c.columns())]
+    return _wrap(replace(plan, child=_push(plan.child, below)), [c for c in conds if plan.made & c.columns()])
 
 
 @_push.register
