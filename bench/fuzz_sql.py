@@ -278,7 +278,9 @@ def nested_value():
         "list_filter(scores, lambda x: x % 3)", "list_filter(items, lambda it: it.qty > event_id % 4)",
         f"list_reduce(scores, lambda a, x: a + coalesce(x, {_NR.randint(0, 2)}), 0)", "list_reduce(tags, lambda a, t: a || t, kind)",
         "list_reduce(scores, lambda a, x, i: a + x * i, 0.5)", "[x + event_id for x in scores if x is not null]",
-        "list_transform(tags, lambda t: list_filter(scores, lambda s: s > length(t)))"])
+        "list_transform(tags, lambda t: list_filter(scores, lambda s: s > length(t)))",
+        "map(map_keys(attrs), map_values(attrs))", "map_entries(attrs)", "map {'id': event_id, 'k': len(tags)}",
+        "map_from_entries(list_transform(scores, lambda s, i: {'k': i, 'v': s}))"])
 
 
 def nested_pred():

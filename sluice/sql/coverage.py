@@ -124,7 +124,7 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
                 "map_extract_value": "map_extract_value", "map_values": "map_values", "cardinality": "list_len",
                 "len": "list_len", "list_concat": "list_concat", "list_cat": "list_concat",
                 "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct",
-                "list_slice": "list_slice"}
+                "list_slice": "list_slice", "map_entries": "map_entries"}
 
 #: Lambda functions over lists (``sluice.sql.lambdas``), by lower-case name -> what they do.
 LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "list_apply": "transform",
@@ -292,6 +292,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArraySort: {"this": READ, "expression": refuse("LIST_SORT with a comparator"), "asc": READ, "nulls_first": READ},
     exp.ArrayDistinct: {"this": READ, "check_null": only(lambda v: not v or (isinstance(v, exp.Boolean) and not v.this), "ARRAY_DISTINCT of a dialect")},
     exp.MapKeys: _UNARY,
+    exp.Map: {"keys": READ, "values": READ},  # MAP(keys, values); MAP() is refused by the translator
+    exp.ToMap: _UNARY,  # MAP {'k': v, ...}
+    exp.MapFromEntries: _UNARY,
     # lambda functions and list comprehensions (sluice.sql.lambdas)
     exp.Lambda: {"this": READ, "expressions": READ},
     exp.Transform: _BINARY,

@@ -107,6 +107,31 @@ class NestedExpressions:
         """``name := x`` outside a struct and ``a:b`` outside a list subscript (read there)."""
         raise UnsupportedError("named arguments" if isinstance(n, exp.PropertyEQ) else "slices outside a list subscript")
 
+    @handles(exp.Map)
+    def _x_map(self, n: exp.Map, ctx):
+        """MAP(keys, values): two lists paired position by position."""
+        if n.args.get("keys") is None or n.args.get("values") is None:
+            raise UnsupportedError("an empty MAP() constant (its key and value types are unknown)")
+        return E.make_func("map_from_lists", [self.expr(n.args["keys"], ctx), self.expr(n.args["values"], ctx)])
+
+    @handles(exp.MapFromEntries)
+    def _x_map_from_entries(self, n, ctx):
+        return E.make_func("map_from_entries", [self.expr(n.this, ctx)])
+
+    @handles(exp.ToMap)
+    def _x_to_map(self, n: exp.ToMap, ctx):
+        """MAP {k: v, ...}: the keys' list and the values' list."""
+        if not isinstance(n.this, exp.Struct) or not n.this.expressions:
+            raise UnsupportedError("an empty MAP {} constant (its key and value types are unknown)")
+        keys, values = [], []
+        for item in n.this.expressions:
+            if not isinstance(item, exp.PropertyEQ):
+                raise PlanError("MAP {...} needs key: value pairs")
+            k = item.this
+            keys.append(self.expr(exp.Literal.string(k.name) if isinstance(k, exp.Identifier) else k, ctx))
+            values.append(self.expr(item.expression, ctx))
+        return E.make_func("map_from_lists", [E.make_func("list_value", keys), E.make_func("list_value", values)])
+
     @handles(exp.ArraySize)
     def _x_array_size(self, n, ctx):
         if n.args.get("expression") is not None:
