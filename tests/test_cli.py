@@ -326,7 +326,7 @@ def test_progress_bar_shows_rate_t_min_fraction_bound_stage_and_time_left(tpch_d
 
 def test_progress_starts_over_when_the_query_reruns():
     # A rerun after a CUDA out-of-memory error scans again: the bar starts from zero, not past 100%.
-    from sluice.cli import _Progress
+    from sluice.commands.progress import Progress as _Progress
 
     class Bar:
         def __init__(self):
