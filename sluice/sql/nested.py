@@ -13,11 +13,14 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
-from sluice.expr.nodes import Expr, Lit
+from sluice.expr.nodes import Expr, Lit, Col
 from sluice.types import INT64
 from sluice.sql.coverage import NESTED_CALLS
 from sluice.sql.expressions import handles
-from sluice.sql.scope import Ctx
+from sluice.sql.scope import Ctx, Source
+from sluice.expr.functions.string_lists import check_regex_group
+from sluice.plan.logical import Project, Unnest
+from sluice.sql.syntax import AGG_FUNCS
 
 class NestedExpressions:
     """Translator methods for nested values (mixed into :class:`sluice.sql.translate.Translator`)."""
@@ -173,7 +176,6 @@ class NestedExpressions:
     @handles(exp.RegexpExtractAll)
     def _x_regexp_extract_all(self, n: exp.RegexpExtractAll, ctx):
         """REGEXP_EXTRACT_ALL(s, pattern [, group]) with a constant pattern and group."""
-        from sluice.expr.functions.string_lists import check_regex_group
         pat = self.expr(n.expression, ctx)
         if not isinstance(pat, Lit) or pat.type.kind != "string" or pat.value is None:
             raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that is not a string constant")
@@ -235,9 +237,6 @@ class UnnestSources:
     (:func:`select_unnest`)."""
 
     def unnest_source(self, node: exp.Unnest, prefix, ctx: Ctx):
-        from sluice.expr.nodes import Col
-        from sluice.plan.logical import Project, Unnest
-        from sluice.sql.scope import Source
         for arg in ("offset", "explode_array"):
             if node.args.get(arg):
                 raise UnsupportedError("UNNEST ... WITH ORDINALITY" if arg == "offset" else "UNNEST of arrays of structs")
@@ -273,7 +272,6 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
         raise UnsupportedError("several UNNESTs in one select list")
     if not tops:
         raise UnsupportedError("UNNEST inside an expression (only a select item of its own)")
-    from sluice.sql.syntax import AGG_FUNCS
     if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
             or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
         raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")
