@@ -7,13 +7,6 @@ from __future__ import annotations
 import sys
 import threading
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, ProgressColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
-from rich.text import Text
-
-from sluice.metrics import fmt_rate
-
 
 class Status:
     """A live status line with elapsed time on stderr when it is a terminal; silent otherwise."""
@@ -21,7 +14,8 @@ class Status:
     def __init__(self, text: str) -> None:
         self._cm = None
         if sys.stderr.isatty():
-            self._cm = Console(stderr=True).status(text)
+            from sluice.commands.terminal_widgets import status_line  # deferred: rich loads only for a terminal
+            self._cm = status_line(text)
 
     def __enter__(self):
         if self._cm is not None:
@@ -48,22 +42,8 @@ class Progress:
         self._job = job
         self._stop = threading.Event()
         if sys.stderr.isatty() and total > 0:
-            bar = self
-
-            class Rate(ProgressColumn):
-                def render(self, task):
-                    if not task.speed:
-                        return Text("?", style="progress.data.speed")
-                    text = fmt_rate(task.speed)
-                    if storage_bps:
-                        text += f" ({task.speed / storage_bps:.0%} of T_min)"
-                    return Text(text, style="progress.data.speed")
-
-            class Bound(ProgressColumn):
-                def render(self, task):
-                    return Text(f"bound by {bar.bound()}" if bar.bound() else "", style="progress.description")
-            self._p = RichProgress("scanning", BarColumn(), DownloadColumn(binary_units=True), Rate(), Bound(),
-                               TimeRemainingColumn(), "left", console=Console(stderr=True), transient=True)
+            from sluice.commands.terminal_widgets import scan_bar  # deferred: rich loads only for a terminal
+            self._p = scan_bar(storage_bps, self.bound)
             self._task = self._p.add_task("scan", total=total)
 
     @property

@@ -1,7 +1,5 @@
-"""The Parquet layout tools: ``sluice doctor`` (what makes files slow for a device, and the
-fix), ``sluice inspect`` (row groups, pages, encodings, codecs) and ``sluice rewrite`` (files
-rewritten into a GPU- or CPU-friendly layout). doctor and inspect read only footers and page
-headers: they load pyarrow but no torch (tests/test_cli.py checks it)."""
+"""``sluice rewrite``: Parquet files rewritten into a GPU- or CPU-friendly layout (row groups,
+pages per chunk, encodings and codecs by trial), with a report per column."""
 
 from __future__ import annotations
 
@@ -14,33 +12,16 @@ import pyarrow.parquet as pq
 
 from sluice.commands.output import write_atomic
 from sluice.commands.progress import Progress
-from sluice.layout import doctor, inspect
+from sluice.layout.inspect import parquet_files
 from sluice.layout.rewrite import options_from, rewrite
 from sluice.metrics import fmt_bytes
 
 
-def diagnose(args, argv: list[str]) -> int:
-    """``sluice doctor``: the report for the device the files are checked for."""
-    target = args.target
-    if target == "auto":  # without importing torch: an NVIDIA driver with a GPU
-        target = "gpu" if any(Path("/proc/driver/nvidia/gpus").glob("*")) else "cpu"
-    device = "cuda" if target == "gpu" else "cpu"
-    print(doctor.format_report(doctor.diagnose(args.path, device)))
-    return 0
-
-
-def show_layout(args, argv: list[str]) -> int:
-    """``sluice inspect``: each file's layout, as text or JSON."""
-    infos = [inspect.inspect_file(f, pages=not args.no_pages) for f in inspect.parquet_files(args.path)]
-    print(json.dumps(infos, indent=1) if args.json else "\n\n".join(inspect.format_report(i) for i in infos))
-    return 0
-
-
-def rewrite_files(args, argv: list[str]) -> int:
-    """``sluice rewrite``: Parquet rewritten into a GPU- or CPU-friendly layout, with a report per column."""
+def run(args, argv: list[str]) -> int:
+    """Rewrite the files and report, per column, the encoding and codec chosen."""
     opts = options_from(args.preset, row_group_rows=args.row_group_rows, pages_per_chunk=args.pages_per_chunk,
                         encoding=args.encoding, compression=args.compression, min_gain=args.min_gain)
-    total = sum(pq.read_metadata(f).num_rows for f in inspect.parquet_files(args.source)) if sys.stderr.isatty() else 0
+    total = sum(pq.read_metadata(f).num_rows for f in parquet_files(args.source)) if sys.stderr.isatty() else 0
     bar = Progress(total)
     with bar:
         reports = rewrite(args.source, args.target, opts, progress=bar.advance)
