@@ -5,6 +5,7 @@
 >>> con.sql("select count(*) from lineitem").to_arrow()  # doctest: +SKIP
 """
 
+import importlib
 import os
 
 # Torch's OpenMP threads spin after every parallel region by default; with decode threads
@@ -26,8 +27,7 @@ _LAZY = {"Config": "sluice.config", "Connection": "sluice.engine", "Relation": "
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib  # deferred: `import sluice` stays light; engine and torch load on first use
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)  # deferred: `import sluice` stays light; engine and torch load on first use
         globals()[name] = value
         return value
     raise AttributeError(f"module 'sluice' has no attribute {name!r}")

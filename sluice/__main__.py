@@ -12,9 +12,9 @@ if sys.argv[1:2] == ["torchrun"]:  # before torch loads (below): c10's level is 
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
 
 from sluice.cli import main  # noqa: E402
+from sluice.ranks.job_env import in_torchrun  # noqa: E402
 
 if __name__ == "__main__":
-    from sluice.ranks.group import in_torchrun
     if not in_torchrun():
         main()
     code = 1

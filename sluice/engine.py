@@ -496,7 +496,7 @@ class Relation:
         as multisets; in ORDER BY order for the leading ORDER BY columns). DuckDB is the optional
         ``sluicedb[verify]`` extra."""
         try:
-            import duckdb  # noqa: F401
+            import duckdb  # noqa: F401 -- deferred: duckdb is optional (the verify extra), needed only here
         except ImportError:
             raise ConfigError("--verify needs DuckDB: pip install 'sluicedb[verify]'") from None
         ours = self.to_arrow() if result is None else result

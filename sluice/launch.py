@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from sluice.errors import InternalError, RankFailed, SluiceError
+from sluice.io.spill import clean_stale
 
 _CATEGORIES = {cls.category: cls for cls in SluiceError.__subclasses__()}
 
@@ -116,7 +117,6 @@ def _raise_failure(folder: Path, ranks: int, statuses: dict[int, dict], failure,
     join, one the watchdog found hung, one killed by a signal, else the first error's cause."""
     errors = {r: s for r, s in statuses.items() if "error" in s}
     if failure is not None and spill_dirs:
-        from sluice.io.spill import clean_stale  # deferred: keeps `sluice --help` free of numpy, torch
         clean_stale(spill_dirs)  # what killed ranks left behind
     came = {int(p.name.split("-")[1]) for p in folder.glob("joining-*")}
     if len(came) < ranks and any("cannot join" in s["error"] for s in errors.values()):

@@ -14,6 +14,7 @@ from pathlib import Path
 from sluice.errors import InternalError, RankFailed, SluiceError
 import ctypes
 import sluice
+from sluice.cli import run
 
 
 def main(folder: str) -> int:
@@ -28,18 +29,16 @@ def main(folder: str) -> int:
     held: list = []
     signal.signal(signal.SIGINT, lambda *_: held.append(1))
     try:
-        import torch  # noqa: F401 - loaded here, with Ctrl-C held
-        from sluice import cli  # noqa: F401
+        import torch  # noqa: F401 -- deferred: loaded here, with Ctrl-C held (a KeyboardInterrupt in pybind11's import ends the process in C++)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if held:
             raise KeyboardInterrupt
         _write_status_when_lost(root, rank)
-        from sluice.ranks.group import current_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+        from sluice.ranks.group import current_group  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
         (root / f"joining-{rank}").write_text("")  # the launcher names a rank that never came to join
         current_group(job.get("timeout_s", 60))
         (root / f"joined-{rank}").write_text("")
         if job["kind"] == "cli":
-            from sluice.cli import run  # deferred: loaded in the worker after its signal handling is set
             run(job["argv"])  # errors raise: a cli run's own exit code is not used here
         elif job["kind"] == "bandwidth":
             status["bandwidth"] = _bandwidth(job)
@@ -68,7 +67,7 @@ def _write_status_when_lost(root: Path, rank: int) -> None:
     """When the ranks' watchdog finds a rank lost or hung (:mod:`sluice.ranks.liveness`), this
     rank's status names it and the process ends (its main thread may be blocked in a
     collective that nothing wakes); the launcher stops whatever rank is still hanging."""
-    from sluice.ranks import group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    from sluice.ranks import group  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
 
     def lost(line: str, lost_rank: int) -> None:
         _write_status(root, rank, {"error": f"{RankFailed.category}: {line}", "category": RankFailed.category,
@@ -98,7 +97,7 @@ def _failure(e: BaseException) -> dict:
         return {"error": "interrupted", "category": "interrupted"}
     err = e if isinstance(e, SluiceError) else InternalError(
         f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    from sluice.ranks.group import joined_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    from sluice.ranks.group import joined_group  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
     g = joined_group()  # (a rank that failed to join must not try again here)
     if g is not None:
         g.abort()
@@ -115,7 +114,7 @@ def _queries(job: dict, root: Path, rank: int) -> dict:
 
 def _run_queries(con, job: dict, root: Path, rank: int, prefix: str) -> dict:
     """The job's queries on ``con``; rank 0 writes each result as ``PREFIX-I.arrow``."""
-    import pyarrow as pa  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
+    import pyarrow as pa  # deferred: loaded with the engine, once main() holds Ctrl-C
     for name, path in job.get("registered", {}).items():
         if con._registered.get(name) != path:
             con.register(name, path)
@@ -162,13 +161,13 @@ def _serve(job: dict, root: Path, rank: int) -> None:
 
 
 def _bandwidth(job: dict) -> dict:
-    from sluice.ranks.bandwidth import measure  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
-    from sluice.ranks.group import current_group  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    from sluice.ranks.bandwidth import measure  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
+    from sluice.ranks.group import current_group  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
     g = current_group()
     device = None
     if job.get("device", "cpu").startswith("cuda"):  # the NCCL data group, a GPU per rank
-        import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
-        from sluice.ranks.group import device_for_rank  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+        import torch  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
+        from sluice.ranks.group import device_for_rank  # deferred: loads torch: the worker imports it only once main() holds Ctrl-C
         device = device_for_rank(torch.device("cuda", 0), "cuda")
         torch.cuda.set_device(device)
     group = g.group if device is None else g.data_group(device)

@@ -18,8 +18,15 @@ import sys
 import time
 from pathlib import Path
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+from sluice.analyze import analyze_report
 from sluice.errors import SluiceError
 from sluice.render import MODES, format_rows, format_table
+from sluice.sql.commands import type_name
 
 HELP = """\
 .tables                   the tables of the data directory
@@ -128,7 +135,6 @@ class Shell:
             rel = self.con.sql(sql)
             table = rel.to_arrow()
             if self.analyze:
-                from sluice.analyze import analyze_report  # deferred: keeps `sluice --help` free of torch
                 op, ctx = rel.last_run
                 self._emit(analyze_report(op, ctx, self.con.root))
             else:
@@ -211,7 +217,6 @@ class Shell:
         return not (self.failed and self.bail)
 
     def _schema(self, args: list[str]) -> None:
-        from sluice.sql.commands import type_name  # deferred: keeps `sluice --help` free of sqlglot
         names = args or self.con.tables()
         lines = []
         for name in names:
@@ -252,10 +257,6 @@ class Shell:
 
     def loop(self) -> None:
         """Read statements from the terminal until Ctrl-D or .quit."""
-        from prompt_toolkit import PromptSession  # deferred: prompt_toolkit only for this call
-        from prompt_toolkit.history import FileHistory  # deferred: prompt_toolkit only for this call
-        from prompt_toolkit.key_binding import KeyBindings  # deferred: prompt_toolkit only for this call
-
         keys = KeyBindings()
 
         @keys.add("enter")
@@ -274,7 +275,7 @@ class Shell:
             hist = FileHistory(str(history))
         except OSError:
             hist = None
-        session = PromptSession(history=hist, completer=_completer(self.con), key_bindings=keys,
+        session = PromptSession(history=hist, completer=_SqlCompleter(self.con), key_bindings=keys,
                                 multiline=True, prompt_continuation=lambda width, n, soft: "   ...> ".rjust(width),
                                 complete_while_typing=False)
         print(f"sluice shell on {self.con.root} ({self.con.device}); .help for commands, Ctrl-D to leave",
@@ -318,24 +319,24 @@ def vocabulary(con) -> list[str]:
     return sorted(words)
 
 
-def _completer(con):
-    from prompt_toolkit.completion import Completer, Completion  # deferred: prompt_toolkit only for this call
+class _SqlCompleter(Completer):
+    """Tab: the keywords, table names and column names starting with the word typed."""
 
-    class SqlCompleter(Completer):
-        words: list[str] | None = None
+    def __init__(self, con) -> None:
+        self.con = con
+        self.words: list[str] | None = None
 
-        def get_completions(self, document, complete_event):
-            word = document.get_word_before_cursor(WORD=False)
-            if not word or not (word[0].isalpha() or word[0] == "_"):
-                return
-            if self.words is None:
-                self.words = vocabulary(con)  # read once, on the first Tab
-            low = word.lower()
-            for w in self.words:
-                if w.lower().startswith(low) and w.lower() != low:
-                    text = w.lower() if w.isupper() and not word.isupper() else w
-                    yield Completion(text, start_position=-len(word))
-    return SqlCompleter()
+    def get_completions(self, document, complete_event):
+        word = document.get_word_before_cursor(WORD=False)
+        if not word or not (word[0].isalpha() or word[0] == "_"):
+            return
+        if self.words is None:
+            self.words = vocabulary(self.con)  # read once, on the first Tab
+        low = word.lower()
+        for w in self.words:
+            if w.lower().startswith(low) and w.lower() != low:
+                text = w.lower() if w.isupper() and not word.isupper() else w
+                yield Completion(text, start_position=-len(word))
 
 
 def run_shell(con) -> int:

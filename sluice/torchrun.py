@@ -5,8 +5,9 @@ it starts, with a failure told in one line.
 Plain ``torchrun ... -m sluice query ...`` works as well, but when a rank fails torchrun prints
 its own report below the rank's line: a traceback of the launcher and a box naming the first
 failed process (30-odd lines, on every node). Here each rank hands its one line to this process
-instead of printing it (a file per rank in the folder ``SLUICE_RANK_ERRORS`` names, read by
-:func:`sluice.cli.main`), torchrun's report is caught, and one line is printed: the query's own
+instead of printing it (a file per rank in the folder ``SLUICE_RANK_ERRORS`` names, written from
+:func:`sluice.cli.main` by :func:`sluice.ranks.job_env.report`), torchrun's report is caught, and
+one line is printed: the query's own
 error (the same on every rank, or the first rank's), else the rank that died and how. The
 folders killed ranks spilled into are removed.
 """
@@ -21,27 +22,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sluice.errors import RankFailed
-from sluice.config import Config
+from torch.distributed.elastic.multiprocessing.api import SignalException
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.elastic.rendezvous.api import RendezvousError
+from torch.distributed.run import get_args_parser
+from torch.distributed.run import run as torchrun
 
-#: The environment variable naming the folder where ranks leave their one-line errors.
-ERRORS_ENV = "SLUICE_RANK_ERRORS"
+from sluice.config import Config
+from sluice.errors import RankFailed
+from sluice.io.spill import clean_stale
+from sluice.launch import _exit_text, _quiet
+from sluice.ranks.job_env import ERRORS_ENV
 
 
 def main(argv: list[str]) -> int:
     """Run ``argv`` (torchrun's options, then a sluice command) under torchrun; the exit code."""
-    # c10's own lines (the rendezvous store's "Connection was likely closed" with frames, when
-    # a node goes) are not ours to print: the level is read once, when torch loads, here and
-    # in each rank
-    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
-    from torch.distributed.elastic.multiprocessing.api import SignalException  # deferred: torch.distributed loads only where ranks run
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError  # deferred: torch.distributed loads only where ranks run
-    from torch.distributed.elastic.rendezvous.api import RendezvousError  # deferred: torch.distributed loads only where ranks run
-    from torch.distributed.run import get_args_parser  # deferred: torch.distributed loads only where ranks run
-    from torch.distributed.run import run as torchrun  # deferred: torch.distributed loads only where ranks run
-
-    from sluice.launch import _quiet  # deferred: keeps `sluice --help` free of pyarrow
-
     parser = get_args_parser()
     parser.prog = "sluice torchrun"
     parser.usage = "sluice torchrun [torchrun options] COMMAND [ARGS ...]   (e.g. ... query --data DIR SQL)"
@@ -82,20 +77,9 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def report(line: str, code: int) -> bool:
-    """On a rank started by :func:`main`: leave the rank's one line for the launcher (True);
-    elsewhere False (the caller prints it)."""
-    folder, rank = os.environ.get(ERRORS_ENV), os.environ.get("RANK")
-    if not folder or rank is None or not Path(folder).is_dir():
-        return False
-    (Path(folder) / f"error-{rank}.json").write_text(json.dumps({"line": line, "code": code}))
-    return True
-
-
 def _cause(folder: Path, failures: dict) -> tuple[str | None, int]:
     """The line to print and the exit code: the query's own error before a rank's lost contact
     (its echoes on other ranks), else the first process to fail and how it ended."""
-    from sluice.launch import _exit_text  # deferred: keeps `sluice --help` free of pyarrow
     said = {}
     for p in folder.glob("error-*.json"):
         said[int(p.stem.split("-")[1])] = json.loads(p.read_text())
@@ -120,7 +104,6 @@ def _cause(folder: Path, failures: dict) -> tuple[str | None, int]:
 def _clean_spills(command: list[str]) -> None:
     """Spill folders of ranks that were killed (their process is gone) are removed: in the
     ``spill_dir`` the command sets, else the default."""
-    from sluice.io.spill import clean_stale  # deferred: keeps `sluice --help` free of numpy, pyarrow, torch
     spill_dir = ""
     for flag, value in zip(command, command[1:]):
         if flag == "--set" and value.startswith("spill_dir="):

@@ -93,7 +93,7 @@ class LType:
     def torch_dtype(self):
         """The tensor dtype of this type's values (torch is imported here, not with the module,
         so what reads only footers -- ``sluice doctor``, ``inspect`` -- starts without it)."""
-        import torch  # deferred: keeps `sluice --help` free of torch
+        import torch  # deferred: keeps doctor and inspect (which read types from footers) free of torch
         return getattr(torch, _TORCH_DTYPES[self.kind])
 
 

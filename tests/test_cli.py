@@ -209,6 +209,16 @@ def test_version_and_help_do_not_import_torch():
     assert r.stdout.strip() == "False", r.stderr
 
 
+def test_python_m_sluice_help_imports_no_torch_numpy_or_pyarrow():
+    """The real entry point (``python -m sluice``, which asks whether it runs under torchrun)
+    and not only the parser: it loaded torch through the ranks' group module once (issue 48)."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "sluice", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: sluice" in r.stdout, r.stderr[-2000:]
+    loaded = {ln.rsplit("|", 1)[1].strip() for ln in r.stderr.splitlines() if ln.startswith("import time:")}
+    assert "sluice.cli" in loaded
+    assert not loaded & {"torch", "numpy", "pyarrow", "sqlglot"}, sorted(loaded & {"torch", "numpy", "pyarrow", "sqlglot"})
+
+
 def test_doctor_and_inspect_do_not_import_torch(tpch_dir):
     code = ("import sys, contextlib, io, sluice.cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
@@ -326,7 +336,7 @@ def test_progress_bar_shows_rate_t_min_fraction_bound_stage_and_time_left(tpch_d
 
 def test_progress_starts_over_when_the_query_reruns():
     # A rerun after a CUDA out-of-memory error scans again: the bar starts from zero, not past 100%.
-    from sluice.cli import _Progress
+    from sluice.commands.progress import Progress as _Progress
 
     class Bar:
         def __init__(self):

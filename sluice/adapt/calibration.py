@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from sluice.errors import DataError
 from sluice.devices import resolve_device
+from sluice.io.parquet.decode_rates import measure
 
 READ_BLOCK = 8 << 20
 #: Enough data for a stable number without reading terabytes.
@@ -68,7 +69,6 @@ def measure_decode(files: list[Path], device: torch.device) -> dict | None:
     """On a GPU, each decoder's rate on the largest file (what ``decoder=auto`` compares)."""
     if device.type != "cuda" or not files:
         return None
-    from sluice.io.parquet.decode_rates import measure  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of numpy, pyarrow
     return measure(max(files, key=lambda p: p.stat().st_size), device)
 
 

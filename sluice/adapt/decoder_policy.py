@@ -10,6 +10,7 @@ from sluice.errors import UnsupportedError
 from pathlib import Path
 from sluice.adapt.calibration import load_calibration
 from sluice.io.parquet.decode import kernels
+from sluice.io.parquet.decode import nvcomp
 
 
 def decoder_name(setting: str, device: torch.device | None = None, path: str | None = None) -> str:
@@ -29,7 +30,6 @@ def decoder_name(setting: str, device: torch.device | None = None, path: str | N
         return setting
     if device is None or device.type != "cuda":
         return "arrow"
-    from sluice.io.parquet.decode import nvcomp  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of numpy, pyarrow
     if not nvcomp.available() or not kernels.usable(device):
         return "arrow"
     rates = calibrated_rates(path)

@@ -16,7 +16,8 @@ A registration gives:
   ones (COUNT's are summed), None where results do not combine (the grouping-sets rewrite then
   aggregates the input once per set).
 
-The binder (``sql/aggregation.py``) checks arguments (with ``numeric``); ``AggCall.type`` gives the result's type;
+The binder (``sql/aggregation.py``) checks arguments (with ``numeric``); the result's type is the
+plan's (``plan/aggregate_types.py``: ``AggCall.type`` reads it, and a name registered here needs a rule there);
 holistic aggregates (MEDIAN, QUANTILE_*, STRING_AGG, LIST, ...) are rewritten there into window
 functions (``exec/window_functions.py``) and never reach an accumulator; DISTINCT is the
 operator's (``exec/hash_aggregate.py`` deduplicates an argument before any accumulator sees it).
@@ -31,6 +32,7 @@ from sluice.chunk import Column
 from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
                                     ProductAcc, StringMinMaxAcc, SumAcc)
+from sluice.plan.aggregate_types import RESULT_TYPES
 from sluice.types import LType
 
 
@@ -58,6 +60,9 @@ def aggregate_function(name: str, state: str | None = None, result=_finalize, co
                        rolls_up: str | None = None, numeric: bool = False):
     """Register the decorated accumulator factory ``(prefix, arg_type) -> Accumulator`` for
     ``name``, in ``state`` (default: its own name); see the module docstring for the rest."""
+    if name not in RESULT_TYPES:  # the plan types the call before any accumulator runs
+        raise InternalError(f"aggregate function {name} has no result type in plan/aggregate_types.py")
+
     def register(make: Callable[[str, LType | None], Accumulator]):
         AGGREGATE_FUNCTIONS[name] = AggregateFunction(state or name, make, result, counts, rolls_up, numeric)
         return make

@@ -29,6 +29,8 @@ from sluice.types import INT64, LType
 import pyarrow.compute as pc
 from sluice.kernels.hash import hash_columns, mix64
 from sluice.exec.string_prefix import _first_byte_pays, _first_byte_rows, string_prefix_keys
+from sluice.expr.constants import literal_column
+from sluice.expr.nodes import Lit
 
 _F64 = LType("float64")
 _I8 = LType("int8")
@@ -361,8 +363,6 @@ class NestedPickAcc(Accumulator):
 
 def _null_nested(t: LType, g: int, dev) -> Column:
     """``g`` NULLs of nested type ``t`` (codes into one empty entry)."""
-    from sluice.expr.constants import literal_column
-    from sluice.expr.nodes import Lit
     return literal_column(Lit(None, t), dev).expand(g)
 
 

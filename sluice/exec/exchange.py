@@ -38,6 +38,7 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from sluice.adapt.spill_codec import SpillCodec
 from sluice.arrow import page_to_batch
@@ -358,7 +359,6 @@ class ExchangeOp(Operator):
         """Kind ``range``: this rank's input held (spillable) while its keys are sampled, the
         samples shared, the splitters taken (the same on every rank); then the held rows as the
         input to send (:mod:`sluice.exec.range_partition`)."""
-        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         held = Materializer(ctx, f"{self.label} input", _hash_rows, stats=ctx.memory_stats(self))
         sampler = range_partition.Sampler(self.keys, g.world)
         ti = time.perf_counter()
@@ -457,7 +457,6 @@ class _Round(NamedTuple):
 
 
 def _all_to_all(out, inp, group, out_splits=None, in_splits=None, async_op: bool = False):
-    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     if async_op:
         return dist.all_to_all_single(out, inp, out_splits, in_splits, group=group, async_op=True)
     with liveness.waiting():

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass, field
 
 import torch
+import torch.distributed as dist
 
 from sluice.chunk import Column
 from sluice.kernels.keys import GOLDEN, bit_set, packed_bits
@@ -304,7 +305,6 @@ class RuntimeFilter:
             self._merge_across(group)
 
     def _merge_across(self, group) -> None:
-        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         self._settle()
         i64 = torch.iinfo(torch.int64)
         lo = torch.tensor([self.lo if self.lo is not None else i64.max], dtype=torch.int64)

@@ -8,6 +8,7 @@ import torch
 
 from sluice.chunk import Column, NestedValues, empty_values
 from sluice.expr.nodes import Lit
+from sluice.errors import InternalError
 
 
 def column_scalar(c: Column):
@@ -24,7 +25,6 @@ def literal_column(e: Lit, device: torch.device) -> Column:
     t = e.type
     if t.is_nested:
         if e.value is not None:
-            from sluice.errors import InternalError
             raise InternalError("a nested constant")
         return Column(torch.zeros((), dtype=torch.int64, device=device), t,
                       torch.zeros((), dtype=torch.bool, device=device), _null_values(t, device))

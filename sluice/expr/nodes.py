@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from sluice.types import BOOL, NULL, LType, supertype
+from sluice.kernels.dates import days_to_date
 
 
 class Expr:
@@ -67,7 +68,6 @@ class Lit(Expr):
             whole, frac = divmod(abs(v), 10 ** sc)
             return f"{'-' if v < 0 else ''}{whole}.{frac:0{sc}d}"
         if self.type.kind == "date":
-            from sluice.kernels.dates import days_to_date
             return f"DATE '{days_to_date(self.value)}'"
         return str(self.value)
 

@@ -32,7 +32,7 @@ def available() -> bool:
     try:
         if not torch.cuda.is_available():
             return False
-        import kvikio  # noqa: F401
+        import kvikio  # noqa: F401 -- deferred: optional GPU package (kvikio)
         return True
     except Exception:  # ImportError, OSError (libkvikio, libcufile): all mean "no"
         return False

@@ -29,6 +29,8 @@ import time
 import weakref
 from sluice.errors import ResourcesExhausted
 from sluice.metrics import fmt_bytes
+import pyarrow
+import torch
 
 _M_ARENA_MAX = -8
 _M_TRIM_THRESHOLD = -1
@@ -74,7 +76,6 @@ def _arrow_pool() -> None:
     pages JEMALLOC_DECAY_MS, and the pools purge them at once under pressure."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
-    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
     try:
         pyarrow.set_memory_pool(pyarrow.jemalloc_memory_pool())
         pyarrow.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
@@ -129,7 +130,6 @@ def release_to_os() -> None:
     pool's freed pages (jemalloc's purge of every arena; mimalloc: this thread's heap)."""
     if _libc is not None:
         _libc.malloc_trim(0)
-    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
     pyarrow.default_memory_pool().release_unused()
 
 
@@ -150,7 +150,6 @@ def release_thread_cache() -> None:
     if now - getattr(_collected, "at", 0.0) < ARROW_COLLECT_INTERVAL:
         return
     _collected.at = now
-    import pyarrow  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of pyarrow
 
     pyarrow.default_memory_pool().release_unused()
 
@@ -278,7 +277,6 @@ def default_device_limit(device) -> int:
     other ranks' contexts and the CUDA context itself already taken out) plus what torch's
     caching allocator holds reserved and would hand out again -- not a share of the card's
     total, which another process on the same GPU may be using."""
-    import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
     free, total = torch.cuda.mem_get_info(device)
     have = free + torch.cuda.memory_reserved(device)
     # A cap set with torch.cuda.set_per_process_memory_fraction is invisible to mem_get_info:

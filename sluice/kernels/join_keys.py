@@ -13,6 +13,8 @@ from sluice.kernels.nested_keys import key_column
 from sluice.kernels.keys import (_LIMIT, DIRECT_RANGE_FACTOR, DIRECT_RANGE_MIN, bit_set, hash_slot, packed_bits,
                                  sortable)
 from sluice.types import LType
+import numpy as np
+import pyarrow.compute as pc
 
 #: A join's build side with unique keys gets a direct table of int32 row numbers over a key range
 #: of up to this many slots per build row (64 bytes a row, within what the budget gives the
@@ -102,8 +104,6 @@ class BuildKeys:
             kind = spec[0]
             if kind == "dict":
                 d = spec[1]
-                import pyarrow.compute as pc
-                import numpy as np
                 idx = pc.index_in(c.dictionary, value_set=d).fill_null(-1).to_numpy(zero_copy_only=False)
                 m = to_device(host_tensor(np.asarray(idx, dtype=np.int64)), c.data.device)
                 codes = lookup(m, c.data) if m.numel() else torch.full((n,), -1, dtype=torch.int64, device=c.data.device)

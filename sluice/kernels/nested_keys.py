@@ -39,6 +39,7 @@ from sluice.chunk import Column, entry_rows, row_values
 from sluice.kernels.buffers import host_tensor, string_buffers, to_device
 from sluice.kernels.values import float_order_key
 from sluice.types import STRING, LType
+from sluice.errors import UnsupportedError
 
 END, VALUE, NULL = 0x21, 0x22, 0x23
 _TERM = 0x01  # a string's terminator, twice
@@ -261,7 +262,6 @@ def _value(col: Column, n: int) -> _Seg:
         end = torch.full((n, 1), END, dtype=torch.uint8, device=dev)
         return _concat([_Seg(buf=buf, starts=first, lens=last - first), _Seg(mat=end)], n, dev)
     if k not in _SCALAR:
-        from sluice.errors import UnsupportedError
         raise UnsupportedError(f"comparing nested values holding {k.upper()}")
     v = col.data.reshape(-1).expand(n)
     v = float_order_key(v) if v.is_floating_point() else v.to(torch.int64)

@@ -12,6 +12,7 @@ from typing import ClassVar, Sequence
 
 from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
+from sluice.plan.aggregate_types import result_type
 from sluice.types import BOOL, LType, INT64, FLOAT64, STRING, list_of, map_of
 
 
@@ -190,19 +191,8 @@ class AggCall:
 
     @property
     def type(self) -> LType:
-        if self.func in ("count", "count_star", "approx_count_distinct"):
-            return INT64
-        if self.func in ("avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "product"):
-            return FLOAT64
-        assert self.arg is not None
-        t = self.arg.type
-        if self.func == "sum" and (t.is_integer or t.kind == "bool"):
-            return INT64
-        if self.func == "sum" and t.is_float:
-            return FLOAT64  # DuckDB sums REAL into DOUBLE
-        if self.func == "sum" and t.kind == "decimal":
-            return LType("decimal", t.scale)  # DECIMAL(38, s): a precision of its own
-        return t
+        """The registered rule's (:mod:`sluice.plan.aggregate_types`)."""
+        return result_type(self.func, None if self.arg is None else self.arg.type)
 
     def __str__(self) -> str:
         if self.func == "count_star":
@@ -295,12 +285,12 @@ class WindowCall:
 
     @property
     def type(self) -> LType:
-        if self.func in RANKING or self.func in ("count", "count_star"):
+        if self.func in WINDOW_AGGREGATES:  # an aggregate's rule, over the frame
+            return result_type(self.func, self.args[0].type if self.args else None)
+        if self.func in RANKING:
             return INT64
-        if self.func in DISTRIBUTION or self.func == "avg" or self.func in MOMENTS:
+        if self.func in DISTRIBUTION:
             return FLOAT64
-        if self.func == "sum":
-            return AggCall("sum", self.args[0]).type
         if self.func == "quantile_cont" and self.args[0].type.kind not in ("decimal", "float32"):
             return FLOAT64  # (a REAL's is a REAL, as DuckDB's)
         if self.func == "string_agg":

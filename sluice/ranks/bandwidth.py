@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import torch
+import torch.distributed as dist
 import json
 from sluice.ranks.group import current_group
 
@@ -19,7 +20,6 @@ SIZES = (64 << 10, 1 << 20, 4 << 20, 16 << 20)
 
 def all_to_all_rate(group, nbytes: int, repeats: int = 5, device: torch.device | None = None) -> float:
     """Bytes per second one rank sends to the others with ``nbytes`` per destination."""
-    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     world = dist.get_world_size(group)
     send = torch.ones(nbytes * world, dtype=torch.uint8, device=device)
     recv = torch.empty_like(send)

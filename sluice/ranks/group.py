@@ -18,14 +18,16 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import sys
 import time
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
 from sluice.errors import ConfigError, RankFailed
 from sluice.ranks import liveness
-import sys
+from sluice.ranks.job_env import in_torchrun
 
 #: The collectives' own timeout once the watchdog runs: it only catches what the watchdog
 #: cannot see (a rank whose watchdog thread runs while its collective never completes).
@@ -46,12 +48,6 @@ def _on_lost(line: str, rank: int) -> None:
         os._exit(1)
 
 
-def in_torchrun(environ=os.environ) -> bool:
-    """Whether this process is one rank of a job torchrun (or our launcher) started."""
-    return "TORCHELASTIC_RUN_ID" in environ or (
-        int(environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in environ and "MASTER_ADDR" in environ)
-
-
 @dataclass
 class DistGroup:
     """This rank in a job of ``world`` ranks; ``group`` carries control and data (gloo)."""
@@ -70,7 +66,6 @@ class DistGroup:
         if device.type != "cuda":
             return self.group
         if self._data is None:
-            import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
             try:
                 with liveness.waiting():
                     self._data = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=self.timeout_s))
@@ -90,7 +85,6 @@ class DistGroup:
         a hash of the plan's exchanges and one of the data its scans share out (the lines of
         ``fingerprint`` starting ``data ``: row groups and their footers' digests), in one object
         collective per query; ranks that differ are refused in one line saying which part."""
-        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         lines = fingerprint.splitlines()
         data = "\n".join(ln for ln in lines if ln.startswith("data "))
         plan = "\n".join(ln for ln in lines if not ln.startswith("data "))
@@ -112,7 +106,6 @@ class DistGroup:
 
     def all_objects(self, obj) -> list:
         """``obj`` of every rank, in rank order, on every rank (one object collective)."""
-        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         out: list = [None] * self.world
         try:
             with liveness.waiting():
@@ -128,7 +121,6 @@ class DistGroup:
 
     def abort(self) -> None:
         """Tear the group down on the error path without waiting for peers."""
-        import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
         try:
             if dist.is_initialized():
                 for pg in (self._data, dist.group.WORLD):
@@ -182,7 +174,6 @@ def current_group(timeout_s: float = 60.0) -> DistGroup | None:
     if not in_torchrun():
         check_launcher()
         return None
-    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     world = int(os.environ.get("WORLD_SIZE", "1"))
     store = None
     if not dist.is_initialized():
@@ -206,7 +197,6 @@ def _arrive(timeout_s: float):
     """The job's store (PyTorch's env:// rendezvous: torchrun's agent store or MASTER_ADDR/PORT)
     and a wait of at most ``timeout_s`` until every rank has arrived at it: joining is bounded
     by ``timeout_s``, while the group's collectives get the backstop (the watchdog watches them)."""
-    import torch.distributed as dist  # deferred: torch.distributed loads only where ranks run
     store, rank, world = next(dist.rendezvous("env://", timeout=datetime.timedelta(seconds=timeout_s)))
     store.add(_ARRIVED, 1)
     deadline = time.monotonic() + timeout_s

@@ -34,7 +34,7 @@ from sluice.errors import PlanError, SluiceError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Lit
 from sluice.plan.logical import Aggregate, AggCall, Join, JoinKind, PlanNode, Project, Scan, Filter, OneRow, Shared
-from sluice.sql.scope import Correlation, Ctx, Domain, EmptyGroup, Outer, Rel
+from sluice.sql.scope import Correlation, Ctx, Domain, EmptyGroup, Outer, Rel, Source
 from sluice.sql.syntax import _outer_aggs, _outer_windows
 from sluice.sql.windows import null_safe_zero
 from sluice.types import BOOL, INT64
@@ -220,7 +220,6 @@ class Dependent:
         """``left [LEFT] JOIN LATERAL (S) alias [ON true]``: S for each of ``left``'s rows,
         decorrelated as any subquery; a scalar aggregate S gives one row per outer row
         (unmatched ones from :class:`EmptyGroup`). Returns the joined plan and S's source."""
-        from sluice.sql.scope import Source
         lat = j.this
         side = (j.side or "").upper()
         on = j.args.get("on")

@@ -24,6 +24,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.tokens import TokenType
 
 from sluice.errors import PlanError
+from sqlglot.parser import TIME_ZONE_RE
 
 
 def wrong_arguments(name: str) -> PlanError:
@@ -154,5 +155,4 @@ class Sluice(DuckDB):
 
 
 def _has_zone(text: str) -> bool:
-    from sqlglot.parser import TIME_ZONE_RE
     return bool(TIME_ZONE_RE.search(text))

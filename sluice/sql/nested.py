@@ -13,12 +13,15 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
-from sluice.expr.nodes import Expr, Lit
+from sluice.expr.nodes import Expr, Lit, Col
 from sluice.types import INT64
 from sluice.sql.coverage import NESTED_CALLS
 from sluice.sql.expressions import handles
 from sluice.sql.lambdas import comprehension
-from sluice.sql.scope import Ctx
+from sluice.sql.scope import Ctx, Source
+from sluice.expr.functions.string_lists import check_regex_group
+from sluice.plan.logical import Project, Unnest
+from sluice.sql.syntax import AGG_FUNCS
 
 class NestedExpressions:
     """Translator methods for nested values (mixed into :class:`sluice.sql.translate.Translator`)."""
@@ -201,7 +204,6 @@ class NestedExpressions:
     @handles(exp.RegexpExtractAll)
     def _x_regexp_extract_all(self, n: exp.RegexpExtractAll, ctx):
         """REGEXP_EXTRACT_ALL(s, pattern [, group]) with a constant pattern and group."""
-        from sluice.expr.functions.string_lists import check_regex_group
         pat = self.expr(n.expression, ctx)
         if not isinstance(pat, Lit) or pat.type.kind != "string" or pat.value is None:
             raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that is not a string constant")
@@ -266,9 +268,6 @@ class UnnestSources:
         """``node`` joined to ``prefix``'s rows (``keep``: ``LEFT JOIN UNNEST(...) ON TRUE``, a
         row without elements kept once with NULLs). Several lists only as :func:`select_unnest`
         writes them (aligned by position); ``WITH ORDINALITY`` adds the 1-based position."""
-        from sluice.expr.nodes import Col
-        from sluice.plan.logical import Project, Unnest
-        from sluice.sql.scope import Source
         if node.args.get("explode_array"):
             raise UnsupportedError("UNNEST of arrays of structs")
         alias = node.args.get("alias")
@@ -317,7 +316,6 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
         return None
     if any(h.find_ancestor(exp.Explode) is not None for h in hits):
         raise UnsupportedError("UNNEST of an UNNEST")
-    from sluice.sql.syntax import AGG_FUNCS
     if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
             or any(isinstance(n, tuple(AGG_FUNCS)) or isinstance(n, exp.Window) for it in sel.expressions for n in it.walk()):
         raise UnsupportedError("UNNEST in the select list of a query with GROUP BY, aggregates or windows")

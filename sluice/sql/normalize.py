@@ -21,6 +21,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.nested import select_unnest
+import re
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
@@ -28,7 +30,6 @@ def normalize(tree: exp.Expression) -> exp.Expression:
                or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode)) for n in tree.walk()):
         return tree
     tree = tree.copy()
-    from sluice.sql.nested import select_unnest
     for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
         if isinstance(n, exp.Select):
             new = select_unnest(n)
@@ -175,7 +176,6 @@ def _is_star(e: exp.Expression) -> bool:
 def _glob_regex(pattern: str) -> str:
     """A GLOB pattern as an RE2 regular expression over the whole string: ``*`` any text,
     ``?`` one character, ``[...]`` / ``[!...]`` a class, ``\\x`` and everything else itself."""
-    import re
     out, i = ["(?s)^"], 0
     while i < len(pattern):
         ch = pattern[i]

@@ -24,6 +24,7 @@ from sluice.sql.literals import _is_untyped_null
 from sluice.plan.joins import equi_pair
 from sluice.sql.asof import asof_join
 from sluice.types import BOOL
+from pathlib import PurePath
 
 
 def _references(node: exp.Expression, name: str) -> bool:
@@ -104,7 +105,6 @@ def _file_ref(node: exp.Table) -> FileRef | None:
 
 def _file_alias(pattern: str) -> str:
     """The name a file reference answers to without an alias: its file name, less extension."""
-    from pathlib import PurePath
     stem = PurePath(pattern.rstrip("/")).name.split(".")[0]
     return stem if stem and _is_table_name(stem) else "file"
 

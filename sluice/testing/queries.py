@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+import sqlglot
+from sqlglot import exp
+
 
 def _load(kind: str) -> dict[str, str]:
     out = {}
@@ -44,8 +47,6 @@ def limit_parts(sql: str, columns: list[str] | None = None) -> tuple[str, list[i
     """For a query whose outermost SELECT has a LIMIT: (the query without LIMIT / OFFSET, the
     output positions its ORDER BY sorts on -- by position, output name or the same expression);
     None without a LIMIT. ``columns``: the result's column names (for ``SELECT *``)."""
-    import sqlglot  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of sqlglot
-    from sqlglot import exp  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of sqlglot
     tree = sqlglot.parse_one(sql.strip().rstrip(";"), read="duckdb")
     if not isinstance(tree, exp.Select) or tree.args.get("limit") is None:
         return None

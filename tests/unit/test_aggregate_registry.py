@@ -49,3 +49,17 @@ def test_min_and_max_choose_their_accumulator_by_type():
 def test_an_unregistered_name_is_an_internal_error():
     with pytest.raises(InternalError, match="median"):
         registered("median")
+
+
+def test_every_registered_aggregate_has_one_result_type_rule_in_the_plan():
+    """The plan types an aggregate from plan/aggregate_types.py (it may not import exec/): the
+    same names as the accumulators', and a registration without a rule is refused."""
+    from sluice.exec.aggregate_functions import aggregate_function
+    from sluice.plan.aggregate_types import RESULT_TYPES, result_type
+
+    assert set(RESULT_TYPES) == set(AGGREGATE_FUNCTIONS)
+    with pytest.raises(InternalError, match="no result type"):
+        aggregate_function("no_such_aggregate")
+    with pytest.raises(InternalError, match="no result type"):
+        result_type("median", INT64)  # rewritten into a window by the binder: never an AggCall
+    assert "no_such_aggregate" not in AGGREGATE_FUNCTIONS

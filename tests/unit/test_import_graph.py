@@ -15,7 +15,7 @@ ROOT = Path(sluice.__file__).parent
 KNOWN: list[set[str]] = []
 
 #: Lower layers never import from these upper ones.
-UPPER = ("sluice.exec", "sluice.plan", "sluice.sql", "sluice.physical", "sluice.engine", "sluice.cli", "sluice.launch",
+UPPER = ("sluice.exec", "sluice.plan", "sluice.sql", "sluice.physical", "sluice.engine", "sluice.cli", "sluice.commands", "sluice.launch",
          "sluice.launch_worker", "sluice.shell")
 LOWER = ("sluice.ranks", "sluice.io", "sluice.expr", "sluice.kernels", "sluice.chunk", "sluice.types", "sluice.errors", "sluice.arrow", "sluice.catalog",
          "sluice.config", "sluice.metrics")

@@ -55,5 +55,5 @@ def _load() -> None:
     with _load_lock:  # scans evaluate predicates on I/O threads: load once, completely
         if not _loaded:
             for fam in FAMILIES:
-                importlib.import_module(f"sluice.expr.functions.{fam}")
+                importlib.import_module(f"sluice.expr.functions.{fam}")  # deferred: the families import this package (its registry): at its top, a cycle
             _loaded = True

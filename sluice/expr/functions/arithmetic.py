@@ -16,6 +16,7 @@ from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import I64_MAX, and_valid, fold_literal, numeric_pair, to_type
 from sluice.types import DATE, FLOAT64, INT64, INTERVAL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric, decimal
+from sluice.expr.nodes import Lit
 
 
 def bind_arith(op: str):
@@ -82,7 +83,6 @@ def _trimmed(e):
     decimals are 64-bit (DuckDB's reach 38 digits): TPC-H q11's ``sum(...) * 0.0001000000``
     at SF 10 is 8e7 with 12 decimals, past 64 bits, and 8e7 with 6 once the literal is trimmed.
     The value is the same; the product shows fewer decimal places than DuckDB's."""
-    from sluice.expr.nodes import Lit
     if not isinstance(e, Lit) or e.value is None or e.type.kind != "decimal" or not e.type.scale:
         return e, e.type
     v, s = int(e.value), e.type.scale

@@ -22,6 +22,8 @@ from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text
 from sluice.types import LType
 from sluice.arrow import arrow_to_column, column_to_arrow
+from sluice.expr.functions.time_format import date_text, timestamp_text
+import decimal
 
 _DAY_US = 86_400_000_000
 
@@ -386,7 +388,6 @@ def _decimal_to_string(a: Column, t) -> Column:
 def _timestamp_to_string(a: Column, t) -> Column:
     """Dates and timestamps as DuckDB prints them (sluice.expr.functions.time_format): years before 1
     with `` (BC)``, a fraction only when there is one. Formatted once per distinct value."""
-    from sluice.expr.functions.time_format import date_text, timestamp_text
     values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
     uniq, inverse = np.unique(values, return_inverse=True)
     text = date_text(uniq) if a.type.kind == "date" else timestamp_text(uniq, a.type.kind == "timestamptz")
@@ -437,7 +438,6 @@ def _exponents_written_out(arr: pa.Array, scale: int) -> pa.Array:
     """Numbers with an exponent (``-0.0000922e50``) as plain digits, exactly -- a double would
     round a 19-digit mantissa -- rounded half away from zero to ``scale`` digits. Only the
     distinct strings that have an exponent are worked on, with Python's exact decimals."""
-    import decimal
     has = pc.fill_null(pc.match_substring_regex(arr, "[eE]"), False)
     out = []
     for v in arr.filter(has).to_pylist():

@@ -10,6 +10,9 @@ import torch
 from sluice.chunk import Column, host_tensor, lookup, to_device
 from sluice.kernels.values import I64_MAX, dictionary_rank, scale_up, to_type  # noqa: F401 - re-exported
 from sluice.types import LType
+from sluice.errors import SluiceError
+from sluice.expr.constants import column_scalar, literal_column
+from sluice.expr.nodes import Lit
 
 
 
@@ -32,9 +35,6 @@ def fold_literal(e, t: LType):
     q19's twelve constants: a fifth of its consumer's torch calls, each a kernel launch on a
     GPU). The conversion is the one evaluation would make; a constant it would refuse (past
     18 digits) stays as it is, so the refusal still comes only where rows meet it."""
-    from sluice.errors import SluiceError
-    from sluice.expr.constants import column_scalar, literal_column
-    from sluice.expr.nodes import Lit
     if not isinstance(e, Lit) or e.value is None or e.type == t or not e.type.is_numeric:
         return e
     try:

@@ -15,6 +15,7 @@ from sluice.expr.functions.registry import DEFAULT_SEL, register
 from sluice.expr.functions.common import and_valid, dictionary_rank, fold_literal, gather_bool, numeric_pair
 from sluice.kernels.nested_keys import key_column, order_key_type_ok
 from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric
+from sluice.expr.nodes import Col, Lit
 
 #: ``column = constant`` when the column's distinct values are unknown.
 EQ_SEL = 0.1
@@ -162,7 +163,6 @@ def _compare_strings(op: str, a: Column, b: Column) -> torch.Tensor:
 
 def _column_and_constant(e):
     """(column, constant, op with the column on the left) of ``col op lit``, else None."""
-    from sluice.expr.nodes import Col, Lit
     a, b = e.args
     op = e.op
     if isinstance(a, Lit) and isinstance(b, Col):

@@ -10,12 +10,14 @@ from sluice.chunk import Column, concat_columns, unify_dictionaries
 from sluice.expr.functions.cast import coerce
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import to_type
-from sluice.types import LType
+from sluice.types import LType, BOOL
+from sluice.expr.nodes import common_type, Lit
+from sluice.errors import PlanError, UnsupportedError
+from sluice.kernels.checks import fail_if
 
 
 def _bind_branches(value_positions):
     def bind(args, params):
-        from sluice.expr.nodes import common_type
         vals = value_positions(len(args))
         t = common_type([args[i] for i in sorted(vals)])
         return [coerce(a, t) if i in vals else a for i, a in enumerate(args)], t
@@ -24,9 +26,6 @@ def _bind_branches(value_positions):
 
 def _bind_case(args, params):
     """CASE's conditions are booleans (a NULL one never holds); its values meet at one type."""
-    from sluice.errors import PlanError
-    from sluice.expr.nodes import Lit
-    from sluice.types import BOOL
     args = list(args)
     for i in range(0, len(args) - 1, 2):
         if isinstance(args[i], Lit) and args[i].value is None:
@@ -39,7 +38,6 @@ def _bind_case(args, params):
 # case: cond1, val1, cond2, val2, ..., else
 @register("case", bind=_bind_case)
 def case(e, cols, chunk) -> Column:
-    from sluice.expr.nodes import Lit
     if len(cols) == 3 and isinstance(e.args[2], Lit) and e.args[2].value is None:
         # CASE WHEN c THEN v [ELSE NULL] END (TPC-DS q02's seven per-weekday sums): v where c
         # holds, else NULL -- v's values under the NULLs are never read, so the value needs no
@@ -86,7 +84,6 @@ def select_first(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int
 
 def _select_nested(t: LType, conds: list[torch.Tensor], vals: list[Column], n: int) -> Column:
     if any(v.type != t for v in vals):
-        from sluice.errors import UnsupportedError
         raise UnsupportedError(f"CASE / COALESCE over {t.kind.upper()} values of different types")
     merged = concat_columns([v.expand(n) for v in vals])
     device = merged.data.device
@@ -100,7 +97,6 @@ def _select_nested(t: LType, conds: list[torch.Tensor], vals: list[Column], n: i
 def single_row(e, cols, chunk) -> Column:
     """A correlated scalar subquery's value with its row count: more than one row for an
     outer value raises, as in DuckDB (sluice.sql.dependent)."""
-    from sluice.kernels.checks import fail_if
     v, n = cols
     fail_if(n.data > 1, "More than one row returned by a subquery used as an expression - scalar subqueries "
                         "can only return a single row", n.valid)

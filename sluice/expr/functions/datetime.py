@@ -11,12 +11,13 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, host_tensor
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import PlanError, UnsupportedError, ExecutionError
 from sluice.kernels import dates
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid
 from sluice.kernels.checks import fail_if
 from sluice.types import LType, DATE, DAY_US, FLOAT64, INT64, STRING, split_interval
+from sluice.expr.functions.time_format import parse_format, format_times, strptime_format, strptime_parser
 
 #: Microseconds in each sub-day unit of DATE_TRUNC / DATE_DIFF / EXTRACT.
 UNIT_US = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
@@ -181,7 +182,6 @@ def date_diff(e, args, chunk) -> Column:
 
 
 def _bind_strftime(args, params):
-    from sluice.expr.functions.time_format import parse_format
     args, t = _temporal("STRFTIME", lambda args, params: STRING)(args, params)
     parse_format(params[0])  # an unknown specifier fails here, before any row is read
     return args, t
@@ -191,7 +191,6 @@ def _bind_strftime(args, params):
 def strftime(e, args, chunk) -> Column:
     """STRFTIME(date or timestamp, format) as DuckDB formats it (sluice.expr.functions.time_format):
     once per distinct value, codes by value."""
-    from sluice.expr.functions.time_format import format_times, parse_format
     a, = args
     values = a.data.reshape(-1).cpu().numpy()
     uniq, inverse = np.unique(values, return_inverse=True)
@@ -202,7 +201,6 @@ def strftime(e, args, chunk) -> Column:
 
 
 def _bind_strptime(args, params):
-    from sluice.expr.functions.time_format import strptime_format
     if args[0].type.kind != "string":
         raise PlanError(f"STRPTIME needs a string, got {args[0].type}")
     strptime_format(params[0])  # an unknown or unsupported specifier fails here
@@ -212,7 +210,6 @@ def _bind_strptime(args, params):
 def _parse_times(entries: pa.Array, fmt: str) -> pa.Array:
     """Each distinct string parsed by Python's strptime, which refuses impossible dates (Arrow's
     turns 2021-02-29 into March 1st); NULL where a string does not match."""
-    from sluice.expr.functions.time_format import strptime_parser
     parse = strptime_parser(fmt)
     return pa.array([None if v is None else parse(v) for v in entries.to_pylist()], pa.timestamp("us"))
 
@@ -221,7 +218,6 @@ def _parse_times(entries: pa.Array, fmt: str) -> pa.Array:
 def strptime(e, args, chunk) -> Column:
     """STRPTIME(text, format) / TRY_STRPTIME (``params[1]``: NULL where a string does not
     match): each dictionary entry parsed once (Python, exact), gathered by code."""
-    from sluice.errors import ExecutionError
     a, = args
     d = a.dictionary if a.dictionary.type == pa.string() else a.dictionary.cast(pa.string())
     codes = a.data.long()

@@ -7,12 +7,12 @@ from sluice.chunk import Column
 from sluice.errors import PlanError
 from sluice.expr.functions.registry import register
 from sluice.types import BOOL
+from sluice.expr.nodes import Func, Lit
 
 
 def as_boolean(x):
     """An operand of AND / OR / NOT as a boolean: an integer or decimal is ``x <> 0``, as DuckDB
     casts it (``u.a AND b``, ``NOT 3``); anything else must be a boolean already."""
-    from sluice.expr.nodes import Func, Lit
     if x.type.is_integer or x.type.kind == "decimal":
         return Func("<>", (x, Lit(0, x.type)), BOOL)
     return x

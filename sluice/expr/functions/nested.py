@@ -20,8 +20,9 @@ from sluice.expr.functions.registry import register
 from sluice.kernels.checks import fail_if
 from sluice.kernels.keys import sortable
 from sluice.kernels.values import to_type
-from sluice.expr.nodes import Lit
+from sluice.expr.nodes import Lit, common_type
 from sluice.types import BOOL, FLOAT64, INT32, INT64, LType, list_of, struct_of, supertype
+from sluice.expr.constants import literal_column
 
 
 def _n(chunk) -> int:
@@ -40,8 +41,6 @@ def _valid(*cols: Column) -> torch.Tensor | None:
 def _null_column(t: LType, n: int, device) -> Column:
     """``n`` NULLs of type ``t`` (one entry of values behind them, as every nested column with
     rows has)."""
-    from sluice.expr.constants import literal_column
-    from sluice.expr.nodes import Lit
     return literal_column(Lit(None, t), device).expand(n)
 
 
@@ -75,7 +74,6 @@ def _comparable(t: LType, what: str) -> None:
 def _bind_list_value(args, params):
     if not args:
         raise UnsupportedError("an empty list constant [] (its element type is unknown)")
-    from sluice.expr.nodes import common_type
     t = common_type(list(args), "list elements") if not any(a.type.is_nested for a in args) else args[0].type
     if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] an INTEGER[] (DuckDB's NULL[] stores so)
         typed = [a.type for a in args if a.type.kind != "null"]

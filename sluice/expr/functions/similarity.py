@@ -29,6 +29,7 @@ from sluice.expr.functions.common import and_valid
 from sluice.expr.functions.registry import register
 from sluice.kernels.checks import fail_if
 from sluice.types import FLOAT64, INT64, STRING
+from sluice.expr.nodes import Lit
 
 # ------------------------------------------------------------------ the measures (host, per pair)
 
@@ -237,7 +238,6 @@ def pairwise(a: Column, b: Column, fn, dtype) -> tuple[torch.Tensor, torch.Tenso
 
 def _bind_two_strings(name: str, result):
     def bind(args, params):
-        from sluice.expr.nodes import Lit
         out = []
         for x in args:
             if isinstance(x, Lit) and x.value is None and x.type.kind != "string":

@@ -24,6 +24,8 @@ from sluice.expr.functions.string_limits import (POSITION_MAX, POSITION_MIN, arr
                                                  check_position, check_repeat)
 from sluice.kernels.parallel import map_slices
 from sluice.types import BOOL, INT64, STRING
+from sluice.expr.nodes import Lit
+import regex
 
 LIKE_SEL = 0.1
 
@@ -223,7 +225,6 @@ def length(e, args, chunk) -> Column:
 
 def _bind_concat(args, params):
     """||, CONCAT: other types are cast to text, as in DuckDB; a NULL literal is a NULL string."""
-    from sluice.expr.nodes import Lit
     out = []
     for a in args:
         if isinstance(a, Lit) and a.value is None:
@@ -346,7 +347,6 @@ def _reverse_graphemes(d: pa.Array) -> pa.Array:
     mask = pc.fill_null(pc.match_substring_regex(d, _CLUSTERING), False)
     if not pc.any(mask).as_py():
         return out
-    import regex
     clusters = [None if v is None else "".join(reversed(regex.findall(r"\X", v)))
                 for v in d.filter(mask).to_pylist()]
     return pc.replace_with_mask(out, mask, pa.array(clusters, pa.string()))

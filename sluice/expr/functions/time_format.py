@@ -14,6 +14,8 @@ import pyarrow.compute as pc
 
 from sluice.errors import PlanError
 from sluice.types import DAY_US
+from sluice.errors import UnsupportedError
+import datetime as _dt
 
 #: DuckDB's composite specifiers, spelled out.
 _COMPOSITE = {"c": "%Y-%m-%d %H:%M:%S", "x": "%Y-%m-%d", "X": "%H:%M:%S", "T": "%H:%M:%S"}
@@ -178,7 +180,6 @@ def strptime_format(fmt: str, meridiem: str = "%p") -> str:
     """A DuckDB STRPTIME format as Python's strptime reads it (%p written as ``meridiem``); a
     specifier it would read otherwise (fractions, week numbers, day of the year, zones) raises
     UnsupportedError naming it."""
-    from sluice.errors import UnsupportedError
     out = []
     for p in parse_format(fmt):
         if p.startswith("%") and len(p) > 1:
@@ -194,7 +195,6 @@ def strptime_parser(fmt: str):
     """A function from one string to a ``datetime`` (None where it does not match) that reads
     the hour as DuckDB does: %I takes 1-12 as written; with %p an hour above 12 does not
     match, PM adds 12 below 12 and 12 AM is midnight."""
-    import datetime as _dt
     parts = parse_format(fmt)
     twelve = any(p in ("%I", "%-I") for p in parts)
     ampm = "%p" in parts

@@ -114,7 +114,7 @@ def fetch_chunks(path: str, md: pq.FileMetaData, row_groups: list[int], columns:
     if pinned:
         # Into one page-locked buffer (KvikIO reads there when installed, else plain reads):
         # what the device decompression stages from.
-        import torch
+        import torch  # deferred: keeps doctor and inspect (footers and page headers only) free of torch
         buf = torch.empty(max(1, sum(ln for _, ln in merged)), dtype=torch.uint8,
                           pin_memory=torch.cuda.is_available())
         total = read_ranges_into(path, merged, buf)
@@ -148,7 +148,7 @@ def _by_column(want, blocks, columns) -> dict[str, list[tuple[memoryview, str, i
 
 
 def _check(ranges, out: torch.Tensor) -> int:
-    import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    import torch  # deferred: keeps doctor and inspect (footers and page headers only) free of torch
     total = sum(ln for _, ln in ranges)
     if out.dtype != torch.uint8 or out.dim() != 1 or not out.is_contiguous():
         raise ValueError("the target must be a contiguous 1-d uint8 tensor")
@@ -163,9 +163,9 @@ def read_ranges_into(path: str, ranges: list[tuple[int, int]], out: torch.Tensor
     """Read each (offset, length) range of ``path`` into ``out`` (a uint8 tensor on a device or
     the host), one after another from its start; returns the bytes read. A range past the end
     of the file is a short read (:func:`short_read`)."""
-    import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    import torch  # deferred: keeps doctor and inspect (footers and page headers only) free of torch
 
-    from sluice.io import kvikio_read  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    from sluice.io import kvikio_read  # deferred: keeps doctor and inspect (footers and page headers only) free of torch
     total = _check(ranges, out)
     if not total:
         return 0
@@ -184,7 +184,7 @@ def _read_kvikio(path: str, ranges, out: torch.Tensor) -> None:
     """Issue every range's read with KvikIO, then wait for all (each read is split into
     parallel tasks); a range it read short is read again for the rest, by POSIX reads."""
     import kvikio  # deferred: optional GPU package (kvikio)
-    import torch  # deferred: keeps `sluice --help` and the footer-only tools (doctor, inspect) free of torch
+    import torch  # deferred: keeps doctor and inspect (footers and page headers only) free of torch
     if out.is_cuda:
         # KvikIO writes from its own threads and streams: kernels still queued on torch's stream
         # may use this memory (the caching allocator reuses blocks in stream order) until done.

@@ -185,7 +185,6 @@ def _(plan: AsofJoin, conds):
     own match (inner, left, semi, anti): each left row's nearest right row does not depend on
     the other left rows. Nothing goes to the right side: a right row filtered out could be
     the nearest one, and another would take its place."""
-    from dataclasses import replace
     left_names = set(plan.left.schema)
     to_left, keep = [], []
     for c in conds:
