@@ -17,6 +17,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
+from sluice.sql.recursive_key import references_recurring
 from sluice.sql.scope import Source, Scope, Rel, Ctx
 from sluice.sql.series import is_series, series
 from sluice.sql.syntax import _contains_subquery
@@ -135,6 +136,9 @@ class FromClause:
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
             alias = (node.alias or node.name).lower()
+            recurring = self._recurring_table(node, name, alias)
+            if recurring is not None:
+                return recurring
             if node.args.get("db") or node.args.get("catalog"):
                 raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
             if not _is_table_name(node.name):
@@ -186,28 +190,49 @@ class FromClause:
         return Rel(rel.plan, [(names[i] if i < len(names) else u, internal)
                               for i, (u, internal) in enumerate(rel.outputs)])
 
+    def _recurring_table(self, node: exp.Table, name: str, alias: str) -> tuple[PlanNode, Source] | None:
+        """``recurring.<name>`` inside the step of recursive CTE ``name``: every row so far."""
+        if str(node.args.get("db") or "").lower() != "recurring" or node.args.get("catalog"):
+            return None
+        for level in reversed(self.ctes):
+            cte_ast = level.get(name)
+            if cte_ast is not None and id(cte_ast) in self._recurring:
+                return self._derived(self._recurring[id(cte_ast)], alias, node.args.get("alias"))
+        return None
+
     def _recursive_cte(self, body, name: str, ctes) -> Rel:
         """WITH RECURSIVE name AS (anchor UNION [ALL] step): the anchor (which must not use
         the name) gives the columns, names and types; in the step, the name reads the work
-        table; the step's columns are cast to the anchor's types, as DuckDB does."""
+        table and ``recurring.name`` every row so far; the step's columns are cast to the
+        anchor's types, as DuckDB does. USING KEY: :mod:`sluice.sql.recursive_key`."""
         if not isinstance(body, exp.Union) or any(body.args.get(k) for k in ("order", "limit", "offset")):
             raise UnsupportedError("WITH RECURSIVE other than anchor UNION [ALL] step")
-        if _references(body.left, name):
+        if _references(body.left, name) or references_recurring(body.left, name):
             raise UnsupportedError(f"recursive CTE {name!r} used in its anchor (the part before the last UNION)")
         anchor = self._named_columns(self.query(body.left, None, None), body, name)
         sch = anchor.plan.schema
         internal = [i for _, i in anchor.outputs]
+        items = self._cte_keys.get(id(body))
+        spec = self._using_key(items, anchor, name) if items else None
+        distinct = bool(body.args.get("distinct"))
+        reads_itself = _references(body.right, name) or references_recurring(body.right, name)
         self._unnamed += 1
         key = self._unnamed
-        work = WorkTable(key, tuple((i, sch[i]) for i in internal))
-        self._work[id(body)] = Rel(work, list(anchor.outputs))
+        result = dict(sch)
+        if spec is not None:
+            result.update((n, call.type) for n, call in spec.aggs)
+        # (a keyed UNION's step reads the changed keys' finalized rows, the aggregates' types)
+        work_types = result if spec is not None and distinct else sch
+        self._work[id(body)] = Rel(WorkTable(key, tuple((i, work_types[i]) for i in internal)), list(anchor.outputs))
+        self._recurring[id(body)] = Rel(WorkTable(key, tuple((i, result[i]) for i in internal), recurring=True),
+                                        list(anchor.outputs))
         saved = self.ctes
         self.ctes = ctes  # the step sees the CTE's own name
         try:
             step = self.query(body.right, None, None)
         finally:
             self.ctes = saved
-            del self._work[id(body)]
+            del self._work[id(body)], self._recurring[id(body)]
         if len(step.outputs) != len(internal):
             raise PlanError(f"recursive CTE {name!r}: the step has {len(step.outputs)} columns, "
                             f"the anchor {len(internal)}")
@@ -218,8 +243,13 @@ class FromClause:
             if e.type != sch[i]:
                 e = E.make_func("cast", [e], (sch[i],))
             exprs.append((i, e))
-        plan = RecursiveUnion(Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal)),
-                              Project(step.plan, tuple(exprs)), key, bool(body.args.get("distinct")))
+        anchor_plan = Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal))
+        if spec is not None and not reads_itself:
+            return Rel(self._keyed_union(anchor_plan, Project(step.plan, tuple(exprs)), spec, anchor.outputs, name),
+                       list(anchor.outputs))
+        plan = RecursiveUnion(anchor_plan, Project(step.plan, tuple(exprs)), key, distinct,
+                              spec.keys if spec is not None else (), spec.aggs if spec is not None else (),
+                              references_recurring(body.right, name))
         return Rel(plan, list(anchor.outputs))
 
     def _values(self, node: exp.Values) -> Rel:
