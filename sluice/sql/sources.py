@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import PlanError, SluiceError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
@@ -18,7 +18,7 @@ from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
 from sluice.sql.recursive_key import references_recurring
-from sluice.sql.scope import Source, Scope, Rel, Ctx
+from sluice.sql.scope import Source, Scope, Outer, Rel, Ctx
 from sluice.sql.series import is_series, series
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
@@ -30,6 +30,22 @@ from sluice.types import BOOL
 def _references(node: exp.Expression, name: str) -> bool:
     """Whether ``node`` reads a table called ``name`` (a CTE's reference to itself)."""
     return any(t.name.lower() == name and not t.args.get("db") for t in node.find_all(exp.Table))
+
+
+def _enclosing_column(body: exp.Expression, scope: Scope | None) -> str | None:
+    """A column ``body`` names that a query around it has (``scope``: the scopes around the
+    query whose WITH defines it), as written; None when it names none."""
+    while scope is not None:
+        if not isinstance(scope, Outer):  # (an Outer stands for its parent, and records what it resolves)
+            own = Scope(None, scope.sources, scope.local, scope.merged)
+            for c in body.find_all(exp.Column):
+                try:
+                    own.resolve(c.table or None, c.name)
+                except SluiceError:
+                    continue
+                return c.sql("duckdb")
+        scope = scope.parent
+    return None
 
 
 def is_asof(j: exp.Join) -> bool:
@@ -126,7 +142,7 @@ class FromClause:
                 if self.files is None:
                     raise UnsupportedError("querying files directly in this context")
                 alias = (node.alias or _file_alias(ref.patterns[0])).lower()
-                return self._scan_source(self.files(ref), alias)
+                return self._scan_source(self.files(ref), alias, node.args.get("alias"))
             if is_series(node.this):
                 alias_node = node.args.get("alias")
                 rel = series(node.this, self.fresh)
@@ -160,13 +176,24 @@ class FromClause:
                             rel = self._recursive_cte(cte_ast, name, saved)
                         else:
                             rel = self._named_columns(self.query(cte_ast, None, None), cte_ast, name)
+                    except PlanError as e:
+                        if not any(w in str(e) for w in ("unknown column", "unknown table or alias", "has no column")):
+                            raise
+                        # A CTE is translated once, on its own: one that reads a column of a query
+                        # around it (inside a correlated subquery or LATERAL) would have to be
+                        # computed per outer row; it was "unknown column" where DuckDB answers.
+                        outer = _enclosing_column(cte_ast, self._cte_scope.get(id(cte_ast)))
+                        if outer is None:
+                            raise
+                        raise UnsupportedError(f"CTE {name!r} reading {outer} of an enclosing query (correlated "
+                                               "CTEs: a CTE is computed once, not per outer row)") from None
                     finally:
                         self.ctes = saved
                     if self._cte_refs.get(id(cte_ast), 0) > 1:
                         rel = Rel(Shared(rel.plan, len(self._shared)), rel.outputs)
                         self._shared[id(cte_ast)] = rel
                     return self._derived(rel, alias, node.args.get("alias"))
-            return self._scan_source(self.catalog(name), alias)
+            return self._scan_source(self.catalog(name), alias, node.args.get("alias"))
         if isinstance(node, exp.Values):
             alias_node = node.args.get("alias")
             alias = alias_node.name.lower() if alias_node is not None and alias_node.name else "valueslist"
@@ -277,17 +304,28 @@ class FromClause:
         plan: PlanNode = branches[0] if len(branches) == 1 else Union(tuple(branches))
         return Rel(plan, [(f"col{i}", n) for i, n in enumerate(names)])
 
-    def _scan_source(self, info: TableInfo, alias: str) -> tuple[PlanNode, Source]:
+    def _scan_source(self, info: TableInfo, alias: str, alias_node=None) -> tuple[PlanNode, Source]:
+        """A table or file as a source; ``t AS a(x, y)`` names its first columns x and y (the
+        names were ignored: ``v AS _(p)`` had no column p)."""
+        files = list(info.arrow_schema.names)
+        names = list(files)
+        col_aliases = alias_node.args.get("columns") if alias_node is not None else None
+        if col_aliases:
+            if len(col_aliases) > len(names):
+                raise PlanError(f"table {alias!r} has {len(names)} columns but {len(col_aliases)} names were given")
+            for i, c in enumerate(col_aliases):
+                names[i] = c.name
+            names = _dedupe(names)
         cols = {}
         colmap = {}
-        for c in info.arrow_schema.names:
+        for c, u in zip(files, names):
             if c in info.unsupported:
                 continue
-            internal = self.fresh(f"{alias}.{c}")
-            cols[c.lower()] = Col(internal, info.types[c])
+            internal = self.fresh(f"{alias}.{u}")
+            cols[u.lower()] = Col(internal, info.types[c])
             colmap[internal] = c
-        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()},
-                                                 _shown(info.arrow_schema.names))
+        return Scan(info, alias, colmap), Source(alias, cols, {u.lower(): info.unsupported[c] for c, u in zip(files, names)
+                                                               if c in info.unsupported}, _shown(names))
 
     def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
         """A subquery or CTE as a source of named columns; a name given twice is renamed as

@@ -70,6 +70,7 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         self._work: dict[int, Rel] = {}               # id(CTE body) -> its work table, inside its step
         self._recurring: dict[int, Rel] = {}          # id(CTE body) -> recurring.<name>, inside its step
         self._cte_keys: dict[int, list] = {}          # id(CTE body) -> its USING KEY list (WITH RECURSIVE)
+        self._cte_scope: dict[int, Scope | None] = {}  # id(CTE body) -> the scope around its WITH's query
         self._shared: dict[int, Rel] = {}
         self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
         self._unnamed = 0  # subqueries in FROM without an alias so far
@@ -107,6 +108,7 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         if with_ is not None:
             level = {c.alias_or_name.lower(): c.this for c in with_.expressions}
             for c in with_.expressions:
+                self._cte_scope[id(c.this)] = parent
                 alias = c.args.get("alias")
                 if alias is not None and alias.args.get("columns"):
                     self._cte_columns[id(c.this)] = [x.name for x in alias.args["columns"]]
