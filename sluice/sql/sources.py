@@ -152,6 +152,9 @@ class FromClause:
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
             alias = (node.alias or node.name).lower()
+            if str(node.args.get("db") or "").lower() == "main" and not node.args.get("catalog") \
+                    and _is_table_name(node.name):  # DuckDB's default schema: its tables, never a CTE
+                return self._scan_source(self.catalog(name), alias, node.args.get("alias"))
             recurring = self._recurring_table(node, name, alias)
             if recurring is not None:
                 return recurring
