@@ -29,6 +29,9 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
+``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
+join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
+-0.0, NULL), ``recurring.r``.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
 that depend on row order (ROWS frames over ties) are kept out by the generator's ordering.
@@ -802,6 +805,30 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
     return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
 
 
+_KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def keyed_recursive_query():  # WITH RECURSIVE ... USING KEY (DuckDB's cte tests): keyed tables updated per iteration
+    k = _KR.random()
+    lim = _KR.randint(0, 6000)
+    if k < .3:  # shortest distances: MIN per key; UNION: the keys whose distance fell go on
+        m = _KR.choice([5, 7, 11])
+        return (f"with recursive r(k, d) using key (k, min(d)) as (select t.a % {m}, t.b from t where t.a is not null "
+                f"and t.b < {lim} union select (r.k * {_KR.randint(2, 5)} + u.g) % {m}, r.d + abs(u.a) from r join u "
+                f"on u.g = r.k % 5 where u.a is not null) select * from r")
+    if k < .55:  # UNION ALL: the step reads its own rows; every column aggregated (keys repeat)
+        return (f"with recursive r(k, n, s, c) using key (k, max(n), sum(s), count(c)) as (select t.g, 0, t.b, t.a "
+                f"from t where t.b < {lim} union all select k, n + 1, s % 1000, c from r where n < {_KR.randint(1, 5)}) "
+                f"select k, n, s::bigint, c from r")
+    if k < .8:  # the last value per key until it stops changing: NaN, -0.0 and NULL (IS DISTINCT FROM)
+        e = _KR.choice(["f * 0", "abs(f)", "coalesce(f, -0.0)", "f", "round(f)", "-abs(f)", "nullif(f, f)"])
+        return (f"with recursive r(k, f) using key (k) as (select t.g, max(t.f) from t where t.b < {lim} group by t.g "
+                f"union select k, {e} from r) select * from r")
+    # recurring.r: the keyed table as it stands when the step starts
+    return (f"with recursive r(k, v) using key (k, min(v)) as (select t.g, t.b from t where t.b < {lim} union "
+            f"select r.k, q.v - 1 from r join recurring.r q on q.k = (r.k + 1) % 5 where q.v > {lim - 50}) select * from r")
+
+
 def _null_query():
     if _NR.random() < .3: return forms_query()
     k = _NR.random()
@@ -881,6 +908,7 @@ def query():
     if _LAST_SIM: return similarity_query()
     if _NR.random() < 0.08: return nested_query()
     if _TR.random() < 0.04: return sqltests_query()
+    if _KR.random() < 0.04: return keyed_recursive_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

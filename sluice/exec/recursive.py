@@ -7,6 +7,10 @@ row to drop repeats -- that is also what ends a cycle. The step's operators run 
 iteration: scans in it start a fresh reader each time, and shared subplans in it are
 recomputed (they may read the work table). ``recursion_limit`` bounds the iterations so a
 recursion that never ends is an error, not a hang.
+
+``recurring.<name>`` in the step (DuckDB's) reads every row the CTE has produced so far: for
+UNION the distinct rows already kept, for UNION ALL the rows emitted, then kept (and
+reserved) only where the step reads them. USING KEY runs in :mod:`sluice.exec.recursive_key`.
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ from sluice.kernels.keys import first_rows, group_ids
 from sluice.exec.operators import Operator, ScanOp, SharedOp
 
 
+def recurring_slot(key: int) -> tuple[str, int]:
+    """Where ``ctx.recursive_work`` holds the rows ``recurring.<name>`` reads for CTE ``key``."""
+    return ("recurring", key)
+
+
 @dataclass(eq=False)
 class WorkTableOp(Operator):
     key: int
+    recurring: bool = False  # recurring.<name>: every row so far, not the last iteration's
     label = "WorkTable"
 
     def execute(self, ctx):
-        yield from ctx.recursive_work.get(self.key, [])
+        yield from ctx.recursive_work.get(recurring_slot(self.key) if self.recurring else self.key, [])
 
     def describe(self):
+        if self.recurring:
+            return f"WorkTable (recurring: every row so far of recursive CTE #{self.key})"
         return f"WorkTable (rows of the previous iteration of recursive CTE #{self.key})"
 
 
@@ -40,6 +52,7 @@ class RecursiveUnionOp(Operator):
     key: int
     distinct: bool
     names: tuple[str, ...]
+    recurring: bool = False  # the step reads recurring.<name>
     label = "RecursiveUnion"
 
     def __post_init__(self):
@@ -53,37 +66,49 @@ class RecursiveUnionOp(Operator):
         names = list(self.names)
         with ctx.memory.reservation(f"{self.label} rows") as res:
             seen: Chunk | None = None
+            emitted: list[Chunk] = []  # (UNION ALL, where the step reads recurring.<name>)
             work = [c for c in self.anchor.stream(ctx) if c.num_rows]
             runs = 0
             while True:
                 if self.distinct:
                     work, seen = _new_rows(work, seen, names)
-                res.resize(sum(c.nbytes for c in work) + (seen.nbytes if seen is not None else 0))
+                elif self.recurring:
+                    emitted += work
+                res.resize(sum(c.nbytes for c in work) + (seen.nbytes if seen is not None else 0)
+                           + sum(c.nbytes for c in emitted))
                 yield from work
                 if not work:
                     return
                 runs += 1
-                if runs > limit:
-                    raise ExecutionError(f"recursive CTE still adds rows after {limit} iterations "
-                                         f"(recursion_limit); is its stop condition right?")
+                check_runs(runs, limit)
                 ctx.recursive_work[self.key] = work
-                self._reset(ctx)
+                if self.recurring:
+                    ctx.recursive_work[recurring_slot(self.key)] = [seen] if self.distinct else list(emitted)
+                reset_step(self.step, ctx)
                 work = [c for c in self.step.stream(ctx) if c.num_rows]
 
-    def _reset(self, ctx) -> None:
-        """Let the step's operators run again: new scan readers, recomputed shared subplans,
-        empty runtime filters and MIN / MAX bounds (the last step's keys are not this one's)."""
-        for op in self.step.walk():
-            for slot in getattr(op, "publishes", ()):  # a join's, an exchange's or a top-k's
-                ctx.filters.pop(slot.spec, None)
-            for spec in getattr(op, "minmax_bounds", ()):  # the last step's groups are not this one's
-                ctx.bounds.pop(spec, None)
-            if isinstance(op, ScanOp):
-                for spec in op.runtime_filters:  # (filled above it, maybe outside the step)
-                    ctx.filters.pop(spec, None)
-                ctx.run(op).reader = None
-            elif isinstance(op, SharedOp):
-                ctx.run(op).result = None
+
+def check_runs(runs: int, limit: int) -> None:
+    """A recursion past ``recursion_limit`` iterations is an error, not a hang."""
+    if runs > limit:
+        raise ExecutionError(f"recursive CTE still adds rows after {limit} iterations "
+                             f"(recursion_limit); is its stop condition right?")
+
+
+def reset_step(step: Operator, ctx) -> None:
+    """Let the step's operators run again: new scan readers, recomputed shared subplans,
+    empty runtime filters and MIN / MAX bounds (the last step's keys are not this one's)."""
+    for op in step.walk():
+        for slot in getattr(op, "publishes", ()):  # a join's, an exchange's or a top-k's
+            ctx.filters.pop(slot.spec, None)
+        for spec in getattr(op, "minmax_bounds", ()):  # the last step's groups are not this one's
+            ctx.bounds.pop(spec, None)
+        if isinstance(op, ScanOp):
+            for spec in op.runtime_filters:  # (filled above it, maybe outside the step)
+                ctx.filters.pop(spec, None)
+            ctx.run(op).reader = None
+        elif isinstance(op, SharedOp):
+            ctx.run(op).result = None
 
 
 def _new_rows(chunks: list[Chunk], seen: Chunk | None, names: list[str]) -> tuple[list[Chunk], Chunk | None]:

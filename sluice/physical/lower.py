@@ -33,6 +33,7 @@ from sluice.exec.hash_join import HashJoinOp
 from sluice.exec.operators import (FilterOp, LimitOp, OneRowOp, Operator, ProjectOp, RepeatOp, ScanOp, SharedOp, UnnestOp,
                                    UnionOp)
 from sluice.exec.recursive import RecursiveUnionOp, WorkTableOp
+from sluice.exec.recursive_key import KeyedRecursiveUnionOp
 from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
 from sluice.io.parquet.metadata import MetadataCache
@@ -161,13 +162,16 @@ def _(plan: Shared, state):
 def _(plan: RecursiveUnion, state):
     # The work table is a rank's own: the recursion runs on rank 0 with every row there.
     inner = LoweringState(state.config, state.rank, state.world, state.shared, local=True, in_job=state.in_job)
-    return RecursiveUnionOp(lower(plan.anchor, inner), lower(plan.step, inner), plan.key, plan.distinct,
-                            tuple(plan.schema))
+    anchor, step = lower(plan.anchor, inner), lower(plan.step, inner)
+    if plan.keys:
+        return KeyedRecursiveUnionOp(anchor, step, plan.key, plan.distinct, tuple(plan.schema), plan.keys, plan.aggs,
+                                     plan.recurring)
+    return RecursiveUnionOp(anchor, step, plan.key, plan.distinct, tuple(plan.schema), plan.recurring)
 
 
 @_lower.register
 def _(plan: WorkTable, state):
-    return WorkTableOp(plan.key)
+    return WorkTableOp(plan.key, plan.recurring)
 
 
 @_lower.register

@@ -391,10 +391,12 @@ class Shared(PlanNode):
 @dataclass(frozen=True, eq=False)
 class WorkTable(PlanNode):
     """Inside the step of recursive CTE ``key``: the rows its previous run added (the
-    anchor's rows before the first run)."""
+    anchor's rows before the first run); ``recurring``: every row of the CTE so far instead
+    (DuckDB's ``recurring.<name>``)."""
 
     key: int
     columns: tuple[tuple[str, LType], ...]
+    recurring: bool = False
 
     @property
     def schema(self) -> dict[str, LType]:
@@ -406,17 +408,27 @@ class RecursiveUnion(PlanNode):
     """WITH RECURSIVE: the ``anchor``'s rows, then ``step`` run again and again over the rows
     the last run added (its WorkTable ``key``) until a run adds none. ``distinct`` (UNION
     rather than UNION ALL) drops every row seen before, which also ends cycles. The step's
-    output has the anchor's column names and types."""
+    output has the anchor's column names and types.
+
+    With ``keys`` (USING KEY) the result is a table keyed by those columns: each run's rows
+    update their key's row -- the columns in ``aggs`` aggregate every row of the key so far,
+    the others take the last row's value -- and the next run reads the keys whose row changed
+    (``distinct``) or the rows the step gave (not ``distinct``): :mod:`sluice.exec.recursive_key`.
+    ``recurring``: the step reads every row so far (a WorkTable with ``recurring``)."""
 
     _children: ClassVar = ("anchor", "step")
     anchor: PlanNode
     step: PlanNode
     key: int
     distinct: bool
+    keys: tuple[str, ...] = ()
+    aggs: tuple[tuple[str, AggCall], ...] = ()
+    recurring: bool = False
 
     @property
     def schema(self) -> dict[str, LType]:
-        return self.anchor.schema
+        aggregated = dict(self.aggs)
+        return {n: (aggregated[n].type if n in aggregated else t) for n, t in self.anchor.schema.items()}
 
 
 @dataclass(frozen=True, eq=False)

@@ -109,9 +109,11 @@ def _line(node: PlanNode, keys: dict[int, int]) -> str:
     if isinstance(node, Shared):
         return f"Shared {_key(node.key, keys)}"
     if isinstance(node, WorkTable):
-        return f"WorkTable {_key(node.key, keys)} {_names(n for n, _ in node.columns)}"
+        return f"WorkTable {_key(node.key, keys)}{' recurring' if node.recurring else ''} " \
+               f"{_names(n for n, _ in node.columns)}"
     if isinstance(node, RecursiveUnion):
-        return f"RecursiveUnion {_key(node.key, keys)}{' distinct' if node.distinct else ' all'}"
+        using = f" using key {_names(node.keys)}" + "".join(f" {n}={a}" for n, a in node.aggs) if node.keys else ""
+        return f"RecursiveUnion {_key(node.key, keys)}{' distinct' if node.distinct else ' all'}{using}"
     raise TypeError(f"no text for plan node {type(node).__name__}")
 
 

@@ -153,7 +153,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.With: {"expressions": READ, "recursive": READ, "search": refuse("SEARCH clause"),
                "cycle": refuse("CYCLE clause"), "udfs": refuse("functions defined in WITH")},
     exp.CTE: {"this": READ, "alias": READ, "materialized": SAME, "scalar": refuse("scalar WITH expressions"),
-              "key_expressions": refuse("USING KEY in WITH")},
+              "key_expressions": READ},
     exp.From: {"this": READ},
     exp.Join: {
         "this": READ, "on": READ,

@@ -12,6 +12,9 @@
   (:class:`ArgMinNull`, read by the aggregation translator);
 - PRODUCT is an aggregate (:class:`Product`), not an unknown function;
 - VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
+- ``WITH RECURSIVE t USING KEY (k, min(v) AS v)`` took column names only (an aggregate, with or
+  without an alias, was a syntax error): the key list is read as expressions here, and the
+  translator (:mod:`sluice.sql.recursive_key`) checks them as DuckDB's binder does;
 - JARO_WINKLER_SIMILARITY's third argument is DuckDB's score cutoff, not a case-insensitive
   flag (whose SQL compares the UPPER of both strings): the call stays a plain function call,
   read by name (``sluice.sql.coverage.KNOWN_CALLS``).
@@ -130,6 +133,29 @@ class Sluice(DuckDB):
         }
 
         TYPE_CONVERTERS = {**DuckDB.Parser.TYPE_CONVERTERS, exp.DataType.Type.TEXT: _text_type}
+
+        def _parse_cte(self):
+            # sqlglot's, with USING KEY's list read as expressions (aggregates, aliases)
+            index = self._index
+            alias = self._parse_table_alias(self.ID_VAR_TOKENS)
+            if not alias or not alias.this:
+                self.raise_error("Expected CTE to have alias")
+            keys = self._parse_wrapped_csv(self._parse_expression) if self._match_text_seq("USING", "KEY") else None
+            if not self._match(TokenType.ALIAS) and not self.OPTIONAL_ALIAS_TOKEN_CTE:
+                self._retreat(index)
+                return None
+            comments = self._prev_comments
+            if self._match_text_seq("NOT", "MATERIALIZED"):
+                materialized = False
+            elif self._match_text_seq("MATERIALIZED"):
+                materialized = True
+            else:
+                materialized = None
+            cte = self.expression(exp.CTE(this=self._parse_wrapped(self._parse_statement), alias=alias,
+                                          materialized=materialized, key_expressions=keys), comments=comments)
+            if isinstance(cte.this, exp.Values):
+                cte.set("this", self._values_to_select(cte.this))
+            return cte
 
         def _parse_distinct_arg_function(self, func, distinct_index: int = 0):
             return super()._parse_distinct_arg_function(_CountedArguments(func), distinct_index)

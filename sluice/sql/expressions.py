@@ -116,6 +116,7 @@ class Expressions:
             # HAVING c > 4, select a + 1 as x, x * 2): translate the aliased expression in its place.
             name = n.name.lower()
             if ctx.aliases is None or n.table or name not in ctx.aliases or name in self._expanding:
+                _refuse_pseudo_column(n, ctx)
                 raise
         self._expanding.add(name)
         try:
@@ -596,3 +597,20 @@ def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
             (unit_s in _MICROS and not -2 ** 63 <= k * _MICROS[unit_s] < 2 ** 63):
         raise ExecutionError(f"INTERVAL {k} {unit_s.upper()} is out of range")
     return k, unit_s
+
+
+def _refuse_pseudo_column(n: exp.Column, ctx) -> None:
+    """What DuckDB reads where no column has the name, and sluice does not: ``rowid`` (a row's
+    number in its table) and a table's name as a value (its row as a STRUCT). Refused in one
+    line instead of "unknown column"."""
+    name = n.name.lower()
+    if name == "rowid":
+        raise UnsupportedError("rowid (a row's number in its table: sluice's tables are files; "
+                               "row_number() OVER () numbers rows)")
+    if n.table:
+        return
+    scope = ctx.scope
+    while scope is not None:
+        if any(src.alias == name for src in scope.sources):
+            raise UnsupportedError(f"table name {n.name} used as a value (its row as a STRUCT)")
+        scope = scope.parent

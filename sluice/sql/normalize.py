@@ -59,6 +59,14 @@ def normalize(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _any_value(x: exp.Expression) -> exp.Min:
+    """MIN(x) standing for ANY_VALUE(x), marked so: where the value kept depends on the order
+    rows come (a USING KEY aggregate keeps its first value across iterations) it is refused."""
+    node = exp.Min(this=x.copy())
+    node.meta["any_value"] = True
+    return node
+
+
 def _respelled(n: exp.Expression) -> exp.Expression | None:
     """The form the translator reads of a spelling it does not, or None:
 
@@ -78,11 +86,11 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
     if isinstance(n, exp.RespectNulls):  # the default of every function that takes it
         return n.this.copy()
     if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
-        return exp.Min(this=n.this.this.copy())
+        return _any_value(n.this.this)
     if isinstance(n, exp.AnyValue):
-        return exp.Min(this=n.this.copy())
+        return _any_value(n.this)
     if isinstance(n, exp.Anonymous) and len(n.expressions) == 1 and str(n.this).lower() == "arbitrary":
-        return exp.Min(this=n.expressions[0].copy())
+        return _any_value(n.expressions[0])
     if isinstance(n, exp.Anonymous) and not n.expressions and str(n.this).lower() in ("now", "get_current_timestamp"):
         return exp.CurrentTimestamp()
     if isinstance(n, exp.Anonymous) and len(n.expressions) == 2 and str(n.this).lower() in ("prefix", "suffix"):

@@ -58,10 +58,8 @@ def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
 
 #: Keywords of DuckDB's that sqlglot misreads or fails on, refused by name before parsing:
 #: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (sqlglot read the keyword
-#: as a column alias: ``first(i) EXPORT_STATE`` answered first(i)); ``WITH RECURSIVE t USING KEY
-#: (a, max(b))`` was a syntax error where DuckDB answers.
-_REFUSED_KEYWORDS = ((re.compile(r"\bEXPORT_STATE\b", re.I), "EXPORT_STATE (aggregate states)"),
-                     (re.compile(r"\bUSING\s+KEY\b", re.I), "USING KEY in WITH"))
+#: as a column alias: ``first(i) EXPORT_STATE`` answered first(i)).
+_REFUSED_KEYWORDS = ((re.compile(r"\bEXPORT_STATE\b", re.I), "EXPORT_STATE (aggregate states)"),)
 
 
 def _refuse_keywords(sql: str) -> None:

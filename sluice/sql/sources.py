@@ -10,14 +10,15 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import PlanError, SluiceError, UnsupportedError
 from sluice.sql.coverage import construct_name
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import Col, Expr
 from sluice.plan.logical import (Filter, InnerJoins, Join, OneRow, PlanNode, Project, RecursiveUnion, Scan, Shared, Union, WorkTable)
-from sluice.sql.scope import Source, Scope, Rel, Ctx
+from sluice.sql.recursive_key import references_recurring
+from sluice.sql.scope import Source, Scope, Outer, Rel, Ctx
 from sluice.sql.series import is_series, series
 from sluice.sql.syntax import _contains_subquery
 from sluice.sql.literals import _is_untyped_null
@@ -30,6 +31,22 @@ from pathlib import PurePath
 def _references(node: exp.Expression, name: str) -> bool:
     """Whether ``node`` reads a table called ``name`` (a CTE's reference to itself)."""
     return any(t.name.lower() == name and not t.args.get("db") for t in node.find_all(exp.Table))
+
+
+def _enclosing_column(body: exp.Expression, scope: Scope | None) -> str | None:
+    """A column ``body`` names that a query around it has (``scope``: the scopes around the
+    query whose WITH defines it), as written; None when it names none."""
+    while scope is not None:
+        if not isinstance(scope, Outer):  # (an Outer stands for its parent, and records what it resolves)
+            own = Scope(None, scope.sources, scope.local, scope.merged)
+            for c in body.find_all(exp.Column):
+                try:
+                    own.resolve(c.table or None, c.name)
+                except SluiceError:
+                    continue
+                return c.sql("duckdb")
+        scope = scope.parent
+    return None
 
 
 def is_asof(j: exp.Join) -> bool:
@@ -125,7 +142,7 @@ class FromClause:
                 if self.files is None:
                     raise UnsupportedError("querying files directly in this context")
                 alias = (node.alias or _file_alias(ref.patterns[0])).lower()
-                return self._scan_source(self.files(ref), alias)
+                return self._scan_source(self.files(ref), alias, node.args.get("alias"))
             if is_series(node.this):
                 alias_node = node.args.get("alias")
                 rel = series(node.this, self.fresh)
@@ -135,6 +152,12 @@ class FromClause:
                 raise UnsupportedError(f"table function {construct_name(node.this).split()[-1]}")
             name = node.name.lower()
             alias = (node.alias or node.name).lower()
+            if str(node.args.get("db") or "").lower() == "main" and not node.args.get("catalog") \
+                    and _is_table_name(node.name):  # DuckDB's default schema: its tables, never a CTE
+                return self._scan_source(self.catalog(name), alias, node.args.get("alias"))
+            recurring = self._recurring_table(node, name, alias)
+            if recurring is not None:
+                return recurring
             if node.args.get("db") or node.args.get("catalog"):
                 raise PlanError(f"unknown table {node.sql()!r} (schemas and catalogs are not supported)")
             if not _is_table_name(node.name):
@@ -156,13 +179,24 @@ class FromClause:
                             rel = self._recursive_cte(cte_ast, name, saved)
                         else:
                             rel = self._named_columns(self.query(cte_ast, None, None), cte_ast, name)
+                    except PlanError as e:
+                        if not any(w in str(e) for w in ("unknown column", "unknown table or alias", "has no column")):
+                            raise
+                        # A CTE is translated once, on its own: one that reads a column of a query
+                        # around it (inside a correlated subquery or LATERAL) would have to be
+                        # computed per outer row; it was "unknown column" where DuckDB answers.
+                        outer = _enclosing_column(cte_ast, self._cte_scope.get(id(cte_ast)))
+                        if outer is None:
+                            raise
+                        raise UnsupportedError(f"CTE {name!r} reading {outer} of an enclosing query (correlated "
+                                               "CTEs: a CTE is computed once, not per outer row)") from None
                     finally:
                         self.ctes = saved
                     if self._cte_refs.get(id(cte_ast), 0) > 1:
                         rel = Rel(Shared(rel.plan, len(self._shared)), rel.outputs)
                         self._shared[id(cte_ast)] = rel
                     return self._derived(rel, alias, node.args.get("alias"))
-            return self._scan_source(self.catalog(name), alias)
+            return self._scan_source(self.catalog(name), alias, node.args.get("alias"))
         if isinstance(node, exp.Values):
             alias_node = node.args.get("alias")
             alias = alias_node.name.lower() if alias_node is not None and alias_node.name else "valueslist"
@@ -186,28 +220,49 @@ class FromClause:
         return Rel(rel.plan, [(names[i] if i < len(names) else u, internal)
                               for i, (u, internal) in enumerate(rel.outputs)])
 
+    def _recurring_table(self, node: exp.Table, name: str, alias: str) -> tuple[PlanNode, Source] | None:
+        """``recurring.<name>`` inside the step of recursive CTE ``name``: every row so far."""
+        if str(node.args.get("db") or "").lower() != "recurring" or node.args.get("catalog"):
+            return None
+        for level in reversed(self.ctes):
+            cte_ast = level.get(name)
+            if cte_ast is not None and id(cte_ast) in self._recurring:
+                return self._derived(self._recurring[id(cte_ast)], alias, node.args.get("alias"))
+        return None
+
     def _recursive_cte(self, body, name: str, ctes) -> Rel:
         """WITH RECURSIVE name AS (anchor UNION [ALL] step): the anchor (which must not use
         the name) gives the columns, names and types; in the step, the name reads the work
-        table; the step's columns are cast to the anchor's types, as DuckDB does."""
+        table and ``recurring.name`` every row so far; the step's columns are cast to the
+        anchor's types, as DuckDB does. USING KEY: :mod:`sluice.sql.recursive_key`."""
         if not isinstance(body, exp.Union) or any(body.args.get(k) for k in ("order", "limit", "offset")):
             raise UnsupportedError("WITH RECURSIVE other than anchor UNION [ALL] step")
-        if _references(body.left, name):
+        if _references(body.left, name) or references_recurring(body.left, name):
             raise UnsupportedError(f"recursive CTE {name!r} used in its anchor (the part before the last UNION)")
         anchor = self._named_columns(self.query(body.left, None, None), body, name)
         sch = anchor.plan.schema
         internal = [i for _, i in anchor.outputs]
+        items = self._cte_keys.get(id(body))
+        spec = self._using_key(items, anchor, name) if items else None
+        distinct = bool(body.args.get("distinct"))
+        reads_itself = _references(body.right, name) or references_recurring(body.right, name)
         self._unnamed += 1
         key = self._unnamed
-        work = WorkTable(key, tuple((i, sch[i]) for i in internal))
-        self._work[id(body)] = Rel(work, list(anchor.outputs))
+        result = dict(sch)
+        if spec is not None:
+            result.update((n, call.type) for n, call in spec.aggs)
+        # (a keyed UNION's step reads the changed keys' finalized rows, the aggregates' types)
+        work_types = result if spec is not None and distinct else sch
+        self._work[id(body)] = Rel(WorkTable(key, tuple((i, work_types[i]) for i in internal)), list(anchor.outputs))
+        self._recurring[id(body)] = Rel(WorkTable(key, tuple((i, result[i]) for i in internal), recurring=True),
+                                        list(anchor.outputs))
         saved = self.ctes
         self.ctes = ctes  # the step sees the CTE's own name
         try:
             step = self.query(body.right, None, None)
         finally:
             self.ctes = saved
-            del self._work[id(body)]
+            del self._work[id(body)], self._recurring[id(body)]
         if len(step.outputs) != len(internal):
             raise PlanError(f"recursive CTE {name!r}: the step has {len(step.outputs)} columns, "
                             f"the anchor {len(internal)}")
@@ -218,8 +273,13 @@ class FromClause:
             if e.type != sch[i]:
                 e = E.make_func("cast", [e], (sch[i],))
             exprs.append((i, e))
-        plan = RecursiveUnion(Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal)),
-                              Project(step.plan, tuple(exprs)), key, bool(body.args.get("distinct")))
+        anchor_plan = Project(anchor.plan, tuple((i, Col(i, sch[i])) for i in internal))
+        if spec is not None and not reads_itself:
+            return Rel(self._keyed_union(anchor_plan, Project(step.plan, tuple(exprs)), spec, anchor.outputs, name),
+                       list(anchor.outputs))
+        plan = RecursiveUnion(anchor_plan, Project(step.plan, tuple(exprs)), key, distinct,
+                              spec.keys if spec is not None else (), spec.aggs if spec is not None else (),
+                              references_recurring(body.right, name))
         return Rel(plan, list(anchor.outputs))
 
     def _values(self, node: exp.Values) -> Rel:
@@ -247,17 +307,28 @@ class FromClause:
         plan: PlanNode = branches[0] if len(branches) == 1 else Union(tuple(branches))
         return Rel(plan, [(f"col{i}", n) for i, n in enumerate(names)])
 
-    def _scan_source(self, info: TableInfo, alias: str) -> tuple[PlanNode, Source]:
+    def _scan_source(self, info: TableInfo, alias: str, alias_node=None) -> tuple[PlanNode, Source]:
+        """A table or file as a source; ``t AS a(x, y)`` names its first columns x and y (the
+        names were ignored: ``v AS _(p)`` had no column p)."""
+        files = list(info.arrow_schema.names)
+        names = list(files)
+        col_aliases = alias_node.args.get("columns") if alias_node is not None else None
+        if col_aliases:
+            if len(col_aliases) > len(names):
+                raise PlanError(f"table {alias!r} has {len(names)} columns but {len(col_aliases)} names were given")
+            for i, c in enumerate(col_aliases):
+                names[i] = c.name
+            names = _dedupe(names)
         cols = {}
         colmap = {}
-        for c in info.arrow_schema.names:
+        for c, u in zip(files, names):
             if c in info.unsupported:
                 continue
-            internal = self.fresh(f"{alias}.{c}")
-            cols[c.lower()] = Col(internal, info.types[c])
+            internal = self.fresh(f"{alias}.{u}")
+            cols[u.lower()] = Col(internal, info.types[c])
             colmap[internal] = c
-        return Scan(info, alias, colmap), Source(alias, cols, {c.lower(): t for c, t in info.unsupported.items()},
-                                                 _shown(info.arrow_schema.names))
+        return Scan(info, alias, colmap), Source(alias, cols, {u.lower(): info.unsupported[c] for c, u in zip(files, names)
+                                                               if c in info.unsupported}, _shown(names))
 
     def _derived(self, rel: Rel, alias: str, alias_node) -> tuple[PlanNode, Source]:
         """A subquery or CTE as a source of named columns; a name given twice is renamed as

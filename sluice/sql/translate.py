@@ -37,6 +37,7 @@ from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Doma
 from sluice.exec.aggregate_functions import registered
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.sources import _references
+from sluice.sql.recursive_key import RecursiveKeys, references_recurring
 from sluice.plan.joins import extract_common_or
 from sluice.sql.sources import FromClause, is_asof
 from sluice.sql.aggregation import Aggregation
@@ -52,7 +53,7 @@ from sluice.sql.nested import NestedExpressions, UnnestSources
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
+class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
                  StringCalls, SelectList, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
@@ -67,6 +68,9 @@ class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, De
         self._cte_columns: dict[int, list[str]] = {}  # id(CTE body) -> its column names, WITH t(a, b)
         self._recursive: set[int] = set()             # id(CTE body) of WITH RECURSIVE CTEs that use themselves
         self._work: dict[int, Rel] = {}               # id(CTE body) -> its work table, inside its step
+        self._recurring: dict[int, Rel] = {}          # id(CTE body) -> recurring.<name>, inside its step
+        self._cte_keys: dict[int, list] = {}          # id(CTE body) -> its USING KEY list (WITH RECURSIVE)
+        self._cte_scope: dict[int, Scope | None] = {}  # id(CTE body) -> the scope around its WITH's query
         self._shared: dict[int, Rel] = {}
         self._expanding: set[str] = set()  # select-list aliases being expanded (no self-reference)
         self._unnamed = 0  # subqueries in FROM without an alias so far
@@ -104,10 +108,15 @@ class Translator(FromClause, SetOperations, Aggregation, Windows, Subqueries, De
         if with_ is not None:
             level = {c.alias_or_name.lower(): c.this for c in with_.expressions}
             for c in with_.expressions:
+                self._cte_scope[id(c.this)] = parent
                 alias = c.args.get("alias")
                 if alias is not None and alias.args.get("columns"):
                     self._cte_columns[id(c.this)] = [x.name for x in alias.args["columns"]]
-                if with_.args.get("recursive") and _references(c.this, c.alias_or_name.lower()):
+                keyed = bool(c.args.get("key_expressions")) and isinstance(c.this, exp.Union)
+                if keyed and with_.args.get("recursive"):  # (DuckDB reads USING KEY only there)
+                    self._cte_keys[id(c.this)] = c.args["key_expressions"]
+                if with_.args.get("recursive") and (keyed or _references(c.this, c.alias_or_name.lower())
+                                                    or references_recurring(c.this, c.alias_or_name.lower())):
                     self._recursive.add(id(c.this))
             self.ctes.append(level)
             pushed = True

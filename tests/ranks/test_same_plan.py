@@ -25,6 +25,9 @@ EXTRA = {  # shapes that once planned differently on rank 0 (a join on rank 0 on
                      "where o.o_custkey in (select n_nationkey from nation)",
     "recursive_join": "with recursive r(n) as (select 1 union all select n + 1 from r where n < 30) "
                       "select n, n_name from r join nation on n = n_nationkey",
+    "recursive_key_join": "with recursive d(node, dist) using key (node, min(dist)) as (select 0, 0 union "
+                          "select n.n_nationkey, d.dist + 1 from d join nation n on n.n_regionkey = d.node % 5) "
+                          "select node, dist, n_name from d join nation on node = n_nationkey",
     # DISTINCT aggregates without keys: one exchange per argument over a shared input
     "distinct_args": "select count(distinct l_suppkey), count(distinct l_comment), sum(distinct l_tax), count(*) "
                      "from lineitem",

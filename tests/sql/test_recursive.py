@@ -39,6 +39,11 @@ QUERIES = {
                     "from nation n join r on n.n_nationkey = r.k + 5) select * from r",
     "anchor_column_twice": "with recursive t(a, b) as (select n_nationkey, n_nationkey from nation where "
                            "n_nationkey = 1 union all select a + 1, b * 2 from t where a < 6) select * from t",
+    # a table's column aliases (``nation AS n(k)``: the names were ignored, "unknown column")
+    "outer_join_in_step_table_aliases": "with recursive t(x) as (select 1 union all select x + 1 from (select t.x + 1 "
+                                        "from region as _(p) full outer join t on t.x = p) as _(x) where x < 10) "
+                                        "select * from region as _(p, q) right outer join t on t.x = p",
+    "table_column_aliases": "select k, nm, n_regionkey from nation as n(k, nm) where k < 5",
     "nested_recursive": "with recursive collatz(x, t, steps) as (select x, x, 0 from (with recursive n(t) as "
                         "(select 1 union all select t + 1 from n where t < 10) select * from n) as _(x) "
                         "union all (select x, case when t % 2 = 1 then t * 3 + p else t / 2 end, steps + p "
@@ -102,3 +107,31 @@ def test_each_step_builds_its_own_runtime_filter(tpch_dir, tpch_duck, connect):
     (spec,) = [s for o in op.walk() if isinstance(o, ScanOp) for s in o.runtime_filters]
     rf = ctx.runtime_filter(spec)
     assert rf.ready and rf.lo is None and rf.keys == 0
+
+
+def test_table_column_aliases_name_the_columns(tpch_dir, tpch_duck, connect):
+    sql = "select * from region as r(a, b)"
+    assert connect(tpch_dir).sql(sql).to_arrow().column_names == tpch_duck.sql(sql).to_arrow_table().column_names
+
+
+CORRELATED_CTES = [
+    # a recursive CTE inside LATERAL / a scalar subquery reading the outer query's columns:
+    # a CTE is computed once, so these are refused (they were "unknown column")
+    "select x, y from generate_series(1, 4) as _(x), lateral (with recursive t(y) as (select _.x union all "
+    "select y + 1 from t where y < 3) select * from t) as t",
+    "select n_nationkey, (with recursive t(z) as (select n_regionkey union all select z + 1 from t where z < 3) "
+    "select sum(z) from t) from nation",
+    "select x, (with c as (select x + 1 as y) select y from c) from generate_series(1, 3) _(x)",
+]
+
+
+@pytest.mark.parametrize("sql", CORRELATED_CTES)
+def test_correlated_cte_is_refused(sql, tpch_dir, tpch_duck, connect):
+    tpch_duck.sql(sql).fetchall()  # DuckDB answers
+    with pytest.raises(UnsupportedError, match="of an enclosing query"):
+        connect(tpch_dir).sql(sql).to_arrow()
+
+
+def test_cte_unknown_column_stays_an_error(tpch_dir, connect):
+    with pytest.raises(PlanError, match="unknown column"):
+        connect(tpch_dir).sql("with c as (select nope as y) select n_nationkey, (select y from c) from nation").to_arrow()
