@@ -20,7 +20,8 @@ from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text
-from sluice.types import LType
+from sluice.expr.functions.text_to_nested import cast_texts_column
+from sluice.types import STRING, LType
 from sluice.arrow import arrow_to_column, column_to_arrow
 
 _DAY_US = 86_400_000_000
@@ -153,6 +154,8 @@ def try_cast(e, args, chunk) -> Column:
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
         out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
+    elif a.type.kind == "string" and t.is_nested:
+        return _from_strings(a, t, lenient=True)
     elif a.type.kind == "string":
         out, masks = _from_strings(a, t, lenient=True), []
     else:
@@ -279,7 +282,9 @@ def _beyond_plain(strings: pa.Array, t: LType) -> pa.Array:
 def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     """Each dictionary entry cast with Arrow, then gathered by code (``lenient``: TRY_CAST,
     entries that do not cast are NULL)."""
-    if t.is_nested or t.kind in ("null", "interval"):  # DuckDB parses '{a: 1}', '[1, 2]', '(1, x)' text: not sluice
+    if t.is_nested:  # '[1, 2]', '{a: 1}', '(1, x)', '{k=v}': read level by level as DuckDB reads them
+        return cast_texts_column(a, t, lenient, _leaf_from_texts)
+    if t.kind in ("null", "interval"):
         raise UnsupportedError(f"CAST from a string to {t}")
     target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
               "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
@@ -337,6 +342,27 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
                       torch.zeros(codes.shape, dtype=torch.bool, device=codes.device))
     valid = a.valid if pc_col.valid is None else and_valid(a.valid, pc_col.valid[codes])
     return Column(pc_col.data[codes], t, valid)
+
+
+def _leaf_from_texts(texts: pa.Array, t: LType, lenient: bool) -> Column:
+    """The innermost parts of texts cast to a nested type (one row per part; None: NULL), by
+    the ordinary string casts; a DECIMAL(p, s) inside checks its precision as a cast to it
+    does."""
+    n = len(texts)
+    valid = None if texts.null_count == 0 else host_tensor(
+        np.asarray(pc.is_valid(texts).to_numpy(zero_copy_only=False), dtype=np.bool_))
+    col = Column(torch.arange(n, dtype=torch.int32), STRING, valid, texts.fill_null(""))
+    if t.kind == "string":
+        return col
+    out = _from_strings(col, t, lenient)
+    if t.kind == "decimal" and 0 < t.precision < 19:
+        lim = 10 ** t.precision
+        bad = (out.data >= lim) | (out.data <= -lim)
+        if not lenient:
+            fail_if(bad, f"a value does not fit DECIMAL({t.precision},{t.scale})", out.valid)
+        else:
+            out = Column(out.data, t, and_valid(out.valid, ~bad))
+    return out
 
 
 def _to_strings(a: Column, t: LType) -> Column:
