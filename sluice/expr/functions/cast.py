@@ -19,7 +19,7 @@ from sluice.expr.functions.registry import register
 from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
-from sluice.render import interval_text
+from sluice.render import interval_text, nested_text
 from sluice.expr.functions.text_to_nested import cast_texts_column
 from sluice.types import STRING, LType
 from sluice.arrow import arrow_to_column, column_to_arrow
@@ -32,7 +32,7 @@ def cast_expr(a: Expr, t: LType) -> Expr:
     the binders of other families insert casts through this, not through the registry that
     loads them."""
     f = Func("cast", (a,), t, (t,))
-    if not isinstance(a, Lit):
+    if not isinstance(a, Lit) or t.is_nested:  # (a nested value is no Lit: '[1]'::INT[] stays a call)
         return f
     return Lit(column_scalar(cast(f, [literal_column(a, torch.device("cpu"))], Chunk({}, 1, home=torch.device("cpu")))), t)
 
@@ -366,8 +366,8 @@ def _leaf_from_texts(texts: pa.Array, t: LType, lenient: bool) -> Column:
 
 
 def _to_strings(a: Column, t: LType) -> Column:
-    if a.type.is_nested:  # DuckDB's text of a LIST / STRUCT / MAP ('[1, 2]', '{1.0=2}'): not written here
-        raise UnsupportedError(f"CAST from {a.type} to a string")
+    if a.type.is_nested:
+        return _nested_to_string(a, t)
     if a.type.is_float:
         return _float_to_string(a, t)
     if a.type.is_temporal:
@@ -385,6 +385,40 @@ def _to_strings(a: Column, t: LType) -> Column:
         enc = pc.dictionary_encode(s.fill_null(""))
     codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
     return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
+
+
+#: Leaf kinds whose text inside a nested value is DuckDB's (``[1, 2]``, ``{'a': x}``, ``[true]``,
+#: ``[2022-12-02]``, ``[1.50]``); floats (``1e-07``, ``1000000000000000.0``: not Arrow's text),
+#: timestamps (quoted there) and a DECIMAL(p, p) (``.5000``) inside are refused.
+_NESTED_TEXT_LEAVES = frozenset(("bool", "int8", "int16", "int32", "int64", "string", "date"))
+
+
+def _leaf_text_ok(u: LType) -> bool:
+    return u.kind in _NESTED_TEXT_LEAVES or (u.kind == "decimal" and u.precision > u.scale)
+
+
+def _leaves(t: LType):
+    if t.kind == "struct":
+        for _, u in t.args:
+            yield from _leaves(u)
+    elif t.is_nested:
+        for u in t.args:
+            yield from _leaves(u)
+    else:
+        yield t
+
+
+def _nested_to_string(a: Column, t: LType) -> Column:
+    """A LIST / STRUCT / MAP as DuckDB's VARCHAR of it (its shell's text: ``[1, NULL]``,
+    ``{'a': 'x,y'}``, ``{k=1}``), by the result printer's column-wise writer."""
+    bad = [u for u in _leaves(a.type) if not _leaf_text_ok(u)]
+    if bad:
+        raise UnsupportedError(f"CAST from {a.type} to a string (the text of a {bad[0]} inside a nested value)")
+    col = a.expand(1) if a.is_const else a
+    text = nested_text(column_to_arrow(col))
+    enc = pc.dictionary_encode(text.fill_null(""))
+    codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32)).to(a.data.device)
+    return Column(codes.reshape(()) if a.is_const else codes, t, a.valid, enc.dictionary)
 
 
 def _decimal_to_string(a: Column, t) -> Column:
@@ -487,7 +521,7 @@ def _strings_to_bools(arr: pa.Array) -> pa.Array:
     low = pc.utf8_lower(arr)
     yes = pc.is_in(low, value_set=pa.array(["true", "t", "yes", "y", "1"]))
     no = pc.is_in(low, value_set=pa.array(["false", "f", "no", "n", "0"]))
-    if not pc.all(pc.fill_null(pc.or_(yes, no), True)).as_py():
+    if not pc.all(pc.fill_null(pc.or_(yes, no), True), min_count=0).as_py():  # (no strings: none bad)
         raise pa.ArrowInvalid("not a boolean")
     return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), yes)
 
