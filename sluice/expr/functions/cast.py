@@ -20,6 +20,7 @@ from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text, nested_text
+from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
 from sluice.types import STRING, LType
 from sluice.arrow import arrow_to_column, column_to_arrow
@@ -72,7 +73,20 @@ def cast(e, args, chunk) -> Column:
         return Column(a.data.long() * _DAY_US, t, a.valid)
     if t.is_timestamp and src.is_timestamp:  # the session time zone is UTC: the same microseconds
         return Column(a.data, t, a.valid)
+    if src.is_nested and t.is_nested:
+        return cast_nested(a, t, False, _cast_column)
     raise UnsupportedError(f"CAST from {src} to {t}")
+
+
+def _cast_column(c: Column, t: LType, lenient: bool) -> Column:
+    """A whole column cast (TRY_CAST if ``lenient``): the children of a nested cast. A DECIMAL
+    inside a nested type checks the precision its type declares."""
+    if c.type == t and not (t.kind == "decimal" and t.precision):
+        return c
+    op = "try_cast" if lenient else "cast"
+    params = (t, t.precision) if t.kind == "decimal" and t.precision else (t,)
+    f = Func(op, (Lit(None, c.type),), t, params)
+    return (try_cast if lenient else cast)(f, [c], Chunk({}, len(c), home=c.data.device))
 
 
 def _interval_to_string(a: Column, t) -> Column:
@@ -156,6 +170,8 @@ def try_cast(e, args, chunk) -> Column:
         out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
     elif a.type.kind == "string" and t.is_nested:
         return _from_strings(a, t, lenient=True)
+    elif a.type.is_nested and t.is_nested:
+        return cast_nested(a, t, True, _cast_column)
     elif a.type.kind == "string":
         out, masks = _from_strings(a, t, lenient=True), []
     else:
