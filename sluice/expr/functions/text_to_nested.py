@@ -39,6 +39,7 @@ import torch
 
 from sluice.chunk import Column, NestedValues, host_tensor
 from sluice.errors import ExecutionError, UnsupportedError
+from sluice.kernels.nested_keys import key_column, order_key_type_ok
 from sluice.types import LType
 
 #: The most distinct texts of one chunk that a CAST of a string column to a nested type parses
@@ -390,9 +391,12 @@ def _check_map_keys(keys: Column, offsets: np.ndarray, ok: list[bool]) -> None:
     if keys.valid is not None:
         for r in np.unique(rows[~keys.valid.numpy()]):
             ok[int(r)] = False
+    if keys.type.is_nested:  # compared by their order keys: equal exactly where the values are
+        bad = order_key_type_ok(keys.type)
+        if bad is not None:
+            raise UnsupportedError(f"CAST from a string to a MAP with {keys.type} keys")
+        keys = key_column(keys)
     k = column_to_arrow(keys)
-    if keys.type.is_nested:
-        raise UnsupportedError(f"CAST from a string to a MAP with {keys.type} keys")
     table = pa.table({"r": pa.array(rows), "k": k}).filter(pc.is_valid(k))
     if table.group_by(["r", "k"]).aggregate([]).num_rows != table.num_rows:
         raise ExecutionError("map keys must be unique (a string cast to a MAP names a key twice)")
