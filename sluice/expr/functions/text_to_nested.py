@@ -183,7 +183,8 @@ def _unquote(s: str, span: tuple[int, int] | None, scopes: bool = True) -> str:
     lo, hi = span
     out: list[str] = []
     escaped = quoted = False
-    quote = ""
+    quote = inner = ""  # inner: the quote open inside brackets (its text kept whole, brackets in it too)
+    raw_escaped = False
     pending: list[str] = []
     for i in range(lo, hi):
         c = s[i]
@@ -191,6 +192,19 @@ def _unquote(s: str, span: tuple[int, int] | None, scopes: bool = True) -> str:
             out.append(c)
             escaped = False
             continue
+        if pending and not quoted:
+            if inner:
+                if c == "\\":
+                    escaped = True
+                elif c == inner:
+                    inner = ""
+                out.append(c)
+                continue
+            if c in _QUOTES and not raw_escaped:
+                inner = c
+                out.append(c)
+                continue
+            raw_escaped = c == "\\"  # (before a quote: no quoted text opens; brackets count as ever)
         if not pending and c == "\\" and (quoted or (i + 1 < hi and s[i + 1] in _QUOTES)):
             escaped = True
             continue
@@ -298,9 +312,12 @@ def split_struct(text: str, names: list[str]) -> list[str | None]:
             seen.add(i)
             sc.pos += 1
             sc.skip_blanks()
-        elif i == len(names):
+        span = sc.part("," + closing)
+        if opening == "(" and span is None and sc.char() == closing:
+            break  # (DuckDB 2.0: a blank last value is no value: '(x,)' leaves the next field NULL)
+        if i == len(names):
             raise _Malformed
-        out[i] = _value(text, sc.part("," + closing))
+        out[i] = _value(text, span)
         if sc.char() == closing:
             break
         i += 1
@@ -377,13 +394,13 @@ def cast_texts(texts: list[str | None], t: LType, lenient: bool, leaf_cast: Leaf
         kids = (cast_texts(values, t.element, lenient, leaf_cast),)
     else:
         kids = (cast_texts(keys, t.args[0], lenient, leaf_cast), cast_texts(values, t.args[1], lenient, leaf_cast))
-        _check_map_keys(kids[0], offsets, ok)
+        _check_map_keys(kids[0], offsets, ok, lenient)
     return Column(torch.arange(n, dtype=torch.int64), t, _mask(ok), NestedValues(kids, host_tensor(offsets), n))
 
 
-def _check_map_keys(keys: Column, offsets: np.ndarray, ok: list[bool]) -> None:
-    """DuckDB's rules for a map's keys: unique within a map (else an error), and a map whose
-    key TRY_CAST made NULL is NULL (``ok`` cleared)."""
+def _check_map_keys(keys: Column, offsets: np.ndarray, ok: list[bool], lenient: bool) -> None:
+    """DuckDB's rules for a map's keys: unique within a map (else an error; under TRY_CAST the
+    map is NULL), and a map whose key TRY_CAST made NULL is NULL (``ok`` cleared)."""
     if len(keys) == 0:
         return
     from sluice.arrow import column_to_arrow
@@ -398,8 +415,14 @@ def _check_map_keys(keys: Column, offsets: np.ndarray, ok: list[bool]) -> None:
         keys = key_column(keys)
     k = column_to_arrow(keys)
     table = pa.table({"r": pa.array(rows), "k": k}).filter(pc.is_valid(k))
-    if table.group_by(["r", "k"]).aggregate([]).num_rows != table.num_rows:
+    counts = table.group_by(["r", "k"]).aggregate([("r", "count")])
+    if counts.num_rows == table.num_rows:
+        return
+    if not lenient:
         raise ExecutionError("map keys must be unique (a string cast to a MAP names a key twice)")
+    twice = counts.filter(pc.greater(counts["r_count"], 1))["r"]
+    for r in pc.unique(twice).to_pylist():  # (TRY_CAST: such a map is NULL; one step per such map)
+        ok[r] = False
 
 
 def cast_texts_column(a: Column, t: LType, lenient: bool, leaf_cast: LeafCast) -> Column:
