@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sluice
+from sluice.datagen.events import generate_events
 from sluice.errors import SluiceError, UnsupportedError
 from sluice.expr.functions import text_to_nested
 from sluice.testing.oracle import compare
@@ -200,3 +201,40 @@ def test_random_texts_read_as_duckdb_reads_them(tmp_path):
                 "STRUCT(a VARCHAR)[]"]:
         sql = f"select id, try_cast(txt as {typ}) from r order by id"
         compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
+
+
+EVENTS = [  # were refused (tests/nested/test_nested_values.py), on the seeded events table
+    "select event_id, [user, '{name: x}'] from events order by event_id",
+    "select event_id, try_cast(kind as struct(a int)), tags::varchar, try_cast(user as varchar) from events "
+    "order by event_id",
+    "select kind, histogram(user.address.city)::varchar from events group by kind order by kind",
+    "select event_id, items::varchar::struct(sku varchar, qty int, price decimal(10,2))[] = items, "
+    "attrs::varchar::map(varchar, bigint) = attrs, user::varchar::struct(id bigint, name varchar, "
+    "address struct(city varchar, zip int)) = user from events order by event_id",
+    "select event_id, user.address::map(varchar, varchar), scores::double[] from events order by event_id",
+]
+
+
+@pytest.fixture(scope="module")
+def events_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("events")
+    generate_events(300, d, seed=5, row_group_rows=100)
+    return d
+
+
+@pytest.mark.parametrize("sql", EVENTS, ids=[f"ev{i}" for i in range(len(EVENTS))])
+def test_nested_columns_as_text_and_back(sql, events_dir):
+    duck = duckdb.connect()
+    duck.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
+    ours = sluice.connect(str(events_dir), device="cpu", chunk_rows=64).sql(sql).to_arrow()
+    compare(ours, _duck(duck, sql), [0])
+
+
+def test_cast_of_a_non_list_text_raises_as_duckdb(events_dir):
+    sql = "select cast(kind as varchar[]) from events"
+    duck = duckdb.connect()
+    duck.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
+    with pytest.raises(duckdb.Error):
+        duck.sql(sql).fetchall()
+    with pytest.raises(SluiceError):
+        sluice.connect(str(events_dir), device="cpu").sql(sql).to_arrow()
