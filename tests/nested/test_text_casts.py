@@ -54,6 +54,8 @@ CONSTANTS = [
     "select TRY_CAST('[3 0, 1]' AS INT[]), TRY_CAST('[12345678901]' AS INT[]), TRY_CAST('[1,2]' AS INT[][])",
     "select TRY_CAST('{x=1, 2=2}' AS MAP(INT, INT)), TRY_CAST('{a=1, a=2}' AS MAP(VARCHAR, INT)), "
     "TRY_CAST('{null=1}' AS MAP(VARCHAR, INT)), TRY_CAST('[123.5]' AS DECIMAL(3,1)[])",
+    # a comment after the statement's ';' (DuckDB's tests write them so; was "one statement at a time")
+    "SELECT $$[\",\"]$$::VARCHAR[], $$[\\,]$$::VARCHAR[], $$[\"\\\\\"]$$::VARCHAR[]; -- lists with only a comma",
     # a NULL text, and a text in a list constant
     "select CAST(NULL AS INT[]), [{'a': [4,5,6], 'b': 'abc'}, $${'a': [1,2,3],'b':}$$]",
     # nested values to VARCHAR, and back
