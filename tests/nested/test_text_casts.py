@@ -155,11 +155,33 @@ def test_column_cast_error_as_duckdb(con, duck):
         con.sql(sql).to_arrow()
 
 
-def test_many_distinct_texts_refused(con, monkeypatch):
-    """More distinct texts in a chunk than the bound: refused in one line, not parsed row by row."""
-    monkeypatch.setattr(text_to_nested, "MAX_DISTINCT_TEXTS", 3)
+def test_many_scanned_texts_refused(con, duck, monkeypatch):
+    """More texts for the scanner in a chunk than the bound: refused in one line, not read row by
+    row; plain lists are split whole-column and not counted."""
+    monkeypatch.setattr(text_to_nested, "MAX_SCANNED_TEXTS", 2)
     with pytest.raises(UnsupportedError, match="distinct texts"):
-        con.sql("select try_cast(txt as INT[]) from t").to_arrow()
+        con.sql("select s::STRUCT(a INT, b VARCHAR) from t").to_arrow()
+    monkeypatch.setattr(text_to_nested, "MAX_SCANNED_TEXTS", 1)  # 'oops' alone is read by the scanner
+    sql = "select id, try_cast(txt as INT[]) from t order by id"
+    compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
+
+
+def test_plain_lists_column_whole(tmp_path):
+    """6,000 distinct plain lists, more than MAX_SCANNED_TEXTS in one chunk (blanks, NULL and
+    empty elements, empty lists, a bad element at times): split by Arrow's kernels, as DuckDB
+    reads them."""
+    rnd = random.Random(3)
+    sp = lambda: rnd.choice(["", " ", "  ", "\t"])  # noqa: E731
+    el = lambda: rnd.choice([str(rnd.randint(-10**6, 10**6)), "NULL", "null", "", "x1", str(rnd.randint(0, 9))])  # noqa: E731
+    texts = [sp() + "[" + ",".join(sp() + el() + sp() for _ in range(rnd.randint(0, 6))) + "]" + sp() + f"{'' if i % 50 else ' '}"
+             for i in range(6_000)]
+    pq.write_table(pa.table({"id": list(range(len(texts))), "txt": texts}), tmp_path / "p.parquet")
+    duck = duckdb.connect()
+    duck.execute(f"create view p as select * from read_parquet('{tmp_path}/p.parquet')")
+    con = sluice.connect(str(tmp_path), device="cpu")
+    for sql in ["select id, try_cast(txt as INT[]), txt::VARCHAR[] from p order by id",
+                "select count(*), sum(len(try_cast(txt as BIGINT[]))) from p"]:
+        compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
 
 
 def _part(rnd: random.Random) -> str:

@@ -367,9 +367,12 @@ def _leaf_from_texts(texts: pa.Array, t: LType, lenient: bool) -> Column:
     n = len(texts)
     valid = None if texts.null_count == 0 else host_tensor(
         np.asarray(pc.is_valid(texts).to_numpy(zero_copy_only=False), dtype=np.bool_))
-    col = Column(torch.arange(n, dtype=torch.int32), STRING, valid, texts.fill_null(""))
     if t.kind == "string":
-        return col
+        return Column(torch.arange(n, dtype=torch.int32), STRING, valid, texts.fill_null(""))
+    # each distinct part cast once (a TRY_CAST finds each failing part apart: once, not per element)
+    enc = pc.dictionary_encode(texts.fill_null(""))
+    codes = host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
+    col = Column(codes, STRING, valid, enc.dictionary)
     out = _from_strings(col, t, lenient)
     if t.kind == "decimal" and 0 < t.precision < 19:
         lim = 10 ** t.precision

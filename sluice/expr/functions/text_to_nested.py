@@ -7,11 +7,13 @@ when that type is nested. This module does the same, level by level over all the
 level at once: a level's parts of every text end to end are the next level's texts, and the
 leaves go to the ordinary string casts (``leaf_cast``) in one call per leaf column.
 
-The splitting is a scanner in Python over the characters of a text. It runs once per
-*distinct* text, never per row: a constant is one text, and a column's texts are its string
-dictionary's entries in use, deduplicated (:func:`cast_texts_column`), so the result's codes
-are the string's codes remapped. A column with more distinct texts than
-:data:`MAX_DISTINCT_TEXTS` in one chunk is refused, which bounds the Python work per chunk.
+A text runs once per *distinct* text, never per row: a constant is one text, and a column's
+texts are its string dictionary's entries in use, deduplicated (:func:`cast_texts_column`), so
+the result's codes are the string's codes remapped. A plain list -- no quotes, backslashes or
+brackets inside (``'[1, 2, NULL]'``, ``'[red, blue]'``) -- is split by Arrow's string kernels,
+all of a level's at once; any other text is read by a scanner in Python over its characters,
+and a chunk with more such texts than :data:`MAX_SCANNED_TEXTS` is refused, which bounds the
+Python work per chunk.
 
 DuckDB's rules, as its tests pin them down (``test/sql/cast/string_to_*``):
 
@@ -42,10 +44,12 @@ from sluice.errors import ExecutionError, UnsupportedError
 from sluice.kernels.nested_keys import key_column, order_key_type_ok
 from sluice.types import LType
 
-#: The most distinct texts of one chunk that a CAST of a string column to a nested type parses
-#: (the scanner is Python, per distinct text): beyond it the cast is refused, so the Python work
-#: per chunk stays bounded (about 10 ms per 1,000 short texts on the 2-core CI machine).
-MAX_DISTINCT_TEXTS = 4096
+#: The most distinct texts of one chunk (at all levels) that a CAST of a string column to a
+#: nested type reads with the scanner; beyond it the cast is refused, so the Python work per
+#: chunk stays bounded: about 0.1 ms per text of 30 characters (4,096 lists of up to 8 numbers:
+#: 0.5 s on the 2-core CI machine, loaded). Plain lists ('[1, 2]') are not counted: Arrow's
+#: string kernels split them whole-column.
+MAX_SCANNED_TEXTS = 4096
 
 #: DuckDB's blanks (StringUtil::CharacterIsSpace).
 _SPACE = frozenset(" \t\n\v\f\r")
@@ -340,22 +344,68 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _mask(ok: list[bool]) -> torch.Tensor | None:
-    return None if all(ok) else host_tensor(np.array(ok, dtype=np.bool_))
+def _mask(ok: np.ndarray) -> torch.Tensor | None:
+    return None if ok.all() else host_tensor(ok.copy())
 
 
-def cast_texts(texts: list[str | None], t: LType, lenient: bool, leaf_cast: LeafCast) -> Column:
-    """``texts`` (None: NULL) cast to ``t``, one row each (host tensors); ``lenient``: TRY_CAST."""
+class _Budget:
+    """Texts left for the scanner in one cast of a chunk (:data:`MAX_SCANNED_TEXTS`)."""
+
+    __slots__ = ("left", "t")
+
+    def __init__(self, t: LType, left: int) -> None:
+        self.t, self.left = t, left
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise UnsupportedError(
+                f"CAST of a string column with more than {MAX_SCANNED_TEXTS} distinct texts in a chunk to "
+                f"{self.t.kind.upper()} that hold quotes, escapes, brackets inside or a STRUCT / MAP (each such "
+                "text is read by a scanner in Python; plain lists such as '[1, 2]' are read whole-column)")
+
+
+#: A plain list: no quotes, backslashes or brackets between its own ``[`` and ``]`` (after
+#: the blanks around it are dropped): its elements are the texts between commas, trimmed.
+_PLAIN_LIST = r"^\[[^\[\]{}()'\"\\]*\]$"
+_BLANKS = " \t\n\v\f\r"
+
+
+def _plain_lists(texts: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Which texts are plain lists; for those (in order) their element texts end to end (NULL
+    for ``null``) and each one's number of elements -- with Arrow's string kernels, no scanner."""
+    trimmed = pc.utf8_trim(texts, characters=_BLANKS)
+    plain = np.asarray(pc.fill_null(pc.match_substring_regex(trimmed, _PLAIN_LIST), False)
+                       .to_numpy(zero_copy_only=False), dtype=np.bool_)
+    if not plain.any():
+        return plain, pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+    body = pc.utf8_slice_codeunits(trimmed.filter(pa.array(plain)), 1, -1)
+    blank = np.asarray(pc.match_substring_regex(body, f"^[{_BLANKS}]*$").to_numpy(zero_copy_only=False), dtype=np.bool_)
+    pieces = pc.split_pattern(body.filter(pa.array(~blank)), ",")
+    sizes = np.zeros(len(body), dtype=np.int64)
+    sizes[~blank] = np.asarray(pc.list_value_length(pieces).to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = pc.utf8_trim(pieces.flatten(), characters=_BLANKS)
+    null = pc.equal(pc.utf8_lower(values), "null")  # (only a part of exactly four letters is NULL)
+    values = pc.if_else(null, pa.scalar(None, pa.string()), values)
+    return plain, values, sizes
+
+
+def cast_texts(texts: pa.Array, t: LType, lenient: bool, leaf_cast: LeafCast, budget: _Budget) -> Column:
+    """``texts`` (a string array; NULL: NULL) cast to ``t``, one row each (host tensors);
+    ``lenient``: TRY_CAST. Plain lists are split by Arrow's kernels; every other text goes
+    through the scanner, counted against ``budget``."""
     if not t.is_nested:
-        return leaf_cast(pa.array(texts, pa.string()), t, lenient)
+        return leaf_cast(texts, t, lenient)
     n = len(texts)
-    ok = [s is not None for s in texts]
+    ok = np.asarray(pc.is_valid(texts).to_numpy(zero_copy_only=False), dtype=np.bool_)
+    plain, plain_values, plain_sizes = _plain_lists(texts) if t.kind == "list" else (np.zeros(n, np.bool_), None, None)
+    slow = np.flatnonzero(ok & ~plain)
+    budget.spend(len(slow))
+    slow_texts = texts.take(pa.array(slow, pa.int64())).to_pylist()
     if t.kind == "struct":
         names = [name for name, _ in t.args]
         fields: list[list[str | None]] = [[None] * n for _ in names]
-        for r, s in enumerate(texts):
-            if s is None:
-                continue
+        for r, s in zip(slow.tolist(), slow_texts):
             try:
                 parts = split_struct(s, names)
             except _Malformed:
@@ -365,14 +415,13 @@ def cast_texts(texts: list[str | None], t: LType, lenient: bool, leaf_cast: Leaf
                 continue
             for f, v in zip(fields, parts):
                 f[r] = v
-        kids = tuple(cast_texts(f, u, lenient, leaf_cast) for f, (_, u) in zip(fields, t.args))
+        kids = tuple(cast_texts(pa.array(f, pa.string()), u, lenient, leaf_cast, budget)
+                     for f, (_, u) in zip(fields, t.args))
         return Column(torch.arange(n, dtype=torch.int64), t, _mask(ok), NestedValues(kids, None, n))
     sizes = np.zeros(n, dtype=np.int64)
     keys: list[str | None] = []
     values: list[str | None] = []
-    for r, s in enumerate(texts):
-        if s is None:
-            continue
+    for r, s in zip(slow.tolist(), slow_texts):
         try:
             if t.kind == "list":
                 got = split_list(s)
@@ -389,16 +438,36 @@ def cast_texts(texts: list[str | None], t: LType, lenient: bool, leaf_cast: Leaf
             continue
         sizes[r] = len(got)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
     if t.kind == "list":
-        kids = (cast_texts(values, t.element, lenient, leaf_cast),)
+        sizes[plain] = plain_sizes
+        np.cumsum(sizes, out=offsets[1:])
+        kids = (cast_texts(_in_row_order(plain, plain_values, plain_sizes, values, sizes, offsets), t.element,
+                           lenient, leaf_cast, budget),)
     else:
-        kids = (cast_texts(keys, t.args[0], lenient, leaf_cast), cast_texts(values, t.args[1], lenient, leaf_cast))
+        np.cumsum(sizes, out=offsets[1:])
+        kids = (cast_texts(pa.array(keys, pa.string()), t.args[0], lenient, leaf_cast, budget),
+                cast_texts(pa.array(values, pa.string()), t.args[1], lenient, leaf_cast, budget))
         _check_map_keys(kids[0], offsets, ok, lenient)
     return Column(torch.arange(n, dtype=torch.int64), t, _mask(ok), NestedValues(kids, host_tensor(offsets), n))
 
 
-def _check_map_keys(keys: Column, offsets: np.ndarray, ok: list[bool], lenient: bool) -> None:
+def _in_row_order(plain: np.ndarray, plain_values: pa.Array, plain_sizes: np.ndarray, slow_values: list,
+                  sizes: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """The elements of plain lists (split whole-column) and of scanned lists, in row order."""
+    if not plain.any():
+        return pa.array(slow_values, pa.string())
+    both = pa.concat_arrays([plain_values, pa.array(slow_values, pa.string())])
+    if not slow_values:
+        return both
+    starts = np.zeros(len(sizes), dtype=np.int64)  # each row's first element in ``both``
+    starts[plain] = np.cumsum(plain_sizes) - plain_sizes
+    slow_sizes = np.where(plain, 0, sizes)
+    starts[~plain] = len(plain_values) + (np.cumsum(slow_sizes) - slow_sizes)[~plain]
+    idx = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
+    return both.take(pa.array(idx, pa.int64()))
+
+
+def _check_map_keys(keys: Column, offsets: np.ndarray, ok: np.ndarray, lenient: bool) -> None:
     """DuckDB's rules for a map's keys: unique within a map (else an error; under TRY_CAST the
     map is NULL), and a map whose key TRY_CAST made NULL is NULL (``ok`` cleared)."""
     if len(keys) == 0:
@@ -435,12 +504,8 @@ def cast_texts_column(a: Column, t: LType, lenient: bool, leaf_cast: LeafCast) -
     used = torch.unique(in_use).cpu()
     entries = a.dictionary.take(pa.array(used.numpy())) if len(used) else pa.array([], pa.string())
     enc = pc.dictionary_encode(entries)
-    distinct = enc.dictionary.to_pylist()
-    if len(distinct) > MAX_DISTINCT_TEXTS:
-        raise UnsupportedError(f"CAST of a string column with more than {MAX_DISTINCT_TEXTS} distinct texts in a "
-                               f"chunk to {t.kind.upper()} (each distinct text is parsed once; cast fewer "
-                               "distinct values, or constants)")
-    out = cast_texts(distinct, t, lenient, leaf_cast)
+    distinct = enc.dictionary
+    out = cast_texts(distinct, t, lenient, leaf_cast, _Budget(t, MAX_SCANNED_TEXTS))
     remap = torch.zeros(len(a.dictionary), dtype=torch.int64)
     if len(used):
         remap[used] = torch.from_numpy(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
@@ -451,6 +516,6 @@ def cast_texts_column(a: Column, t: LType, lenient: bool, leaf_cast: LeafCast) -
         valid = entry_ok if valid is None else valid & entry_ok
     values = out.dictionary
     if len(distinct) == 0:  # no text in use: every row is NULL; one entry of values behind them
-        values = cast_texts([None], t, lenient, leaf_cast).dictionary
+        values = cast_texts(pa.nulls(1, pa.string()), t, lenient, leaf_cast, _Budget(t, 0)).dictionary
         valid = torch.zeros(codes.shape, dtype=torch.bool, device=dev)
     return Column(new_codes, t, valid, values.to(dev) if dev.type != "cpu" else values)
