@@ -181,8 +181,6 @@ REFUSED = [
     ("select mad(event_id) filter (where event_id > 3) from events", "FILTER on MAD"),  # was an internal error
     ("select histogram(kind) over () from events", "HISTOGRAM as a window function"),
     # (text to nested values and nested values to text answer now: tests/nested/test_text_casts.py)
-    # a float inside a nested value as text: Arrow's text is not DuckDB's ('1e-07', '1000000000000000.0')
-    ("select [1.5::double]::varchar", "CAST from float64[] to a string"),
 ]
 
 

@@ -63,6 +63,12 @@ CONSTANTS = [
     "select [1, NULL]::VARCHAR, {'a': 'x,y', 'b': NULL}::VARCHAR, ['null', '', ' x', 'a''b', 'c\\d']::VARCHAR, "
     "[true]::VARCHAR, ['2022-12-02'::DATE]::VARCHAR, [1.50]::VARCHAR",
     "select '{k=1, \"a b\"=NULL}'::MAP(VARCHAR, INT)::VARCHAR, {'A b': 1, 'it''s': [2]}::VARCHAR",
+    # leaves as the scalar casts write them (floats: 1e-07, 1000000000000000.0; a DECIMAL(4,4): .5000; a
+    # timestamp quoted)
+    "select [1.5::DOUBLE, 1e-7, 1e15, 1e16, 2.5e-5, -0.0, 'nan'::DOUBLE, 'inf'::DOUBLE, NULL]::VARCHAR, "
+    "[1.5::REAL, 16777217::REAL, 0.1::REAL]::VARCHAR, ['0.5'::DECIMAL(4,4), -0.5]::VARCHAR",
+    "select '{1e15=1e-7, 2.5e-5=NULL}'::MAP(DOUBLE, FLOAT)::VARCHAR, {'t': '2020-01-01 10:00:00.5'::TIMESTAMP, "
+    "'d': '2020-01-01'::DATE}::VARCHAR, '[2020-01-01 10:00:00]'::TIMESTAMP[]::VARCHAR",
     # between nested types: elements, fields, a STRUCT to a MAP
     "select [1, 2]::BIGINT[], TRY_CAST([1, 300] AS TINYINT[]), [[1], [2, 3]]::BIGINT[][], {'a': 1}::STRUCT(a VARCHAR)",
     "select {'name': 'Alice', 'city': 'NYC'}::MAP(VARCHAR, VARCHAR), {'age': 25, 'score': 100}::MAP(VARCHAR, VARCHAR)",

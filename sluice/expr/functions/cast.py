@@ -22,7 +22,7 @@ from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import interval_text, nested_text
 from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
-from sluice.types import STRING, LType
+from sluice.types import STRING, LType, list_of, map_of, struct_of
 from sluice.arrow import arrow_to_column, column_to_arrow
 
 _DAY_US = 86_400_000_000
@@ -406,33 +406,25 @@ def _to_strings(a: Column, t: LType) -> Column:
     return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
 
 
-#: Leaf kinds whose text inside a nested value is DuckDB's (``[1, 2]``, ``{'a': x}``, ``[true]``,
-#: ``[2022-12-02]``, ``[1.50]``); floats (``1e-07``, ``1000000000000000.0``: not Arrow's text),
-#: timestamps (quoted there) and a DECIMAL(p, p) (``.5000``) inside are refused.
-_NESTED_TEXT_LEAVES = frozenset(("bool", "int8", "int16", "int32", "int64", "string", "date"))
-
-
-def _leaf_text_ok(u: LType) -> bool:
-    return u.kind in _NESTED_TEXT_LEAVES or (u.kind == "decimal" and u.precision > u.scale)
-
-
-def _leaves(t: LType):
+def _as_text_type(t: LType) -> LType:
+    """``t`` with every leaf a VARCHAR (the shape kept)."""
     if t.kind == "struct":
-        for _, u in t.args:
-            yield from _leaves(u)
-    elif t.is_nested:
-        for u in t.args:
-            yield from _leaves(u)
-    else:
-        yield t
+        return struct_of((n, _as_text_type(u)) for n, u in t.args)
+    if t.kind == "list":
+        return list_of(_as_text_type(t.element))
+    if t.kind == "map":
+        return map_of(_as_text_type(t.args[0]), _as_text_type(t.args[1]))
+    return STRING
 
 
 def _nested_to_string(a: Column, t: LType) -> Column:
-    """A LIST / STRUCT / MAP as DuckDB's VARCHAR of it (its shell's text: ``[1, NULL]``,
-    ``{'a': 'x,y'}``, ``{k=1}``), by the result printer's column-wise writer."""
-    bad = [u for u in _leaves(a.type) if not _leaf_text_ok(u)]
-    if bad:
-        raise UnsupportedError(f"CAST from {a.type} to a string (the text of a {bad[0]} inside a nested value)")
+    """A LIST / STRUCT / MAP as DuckDB's VARCHAR of it (its shell's text: ``[1.5, NULL]``,
+    ``{'a': 'x,y'}``, ``{k=1}``): the leaves first cast to VARCHAR by the scalar casts (DuckDB's
+    text of each: ``1e-07``, ``.5000``), then written by the result printer's column-wise
+    writer, which quotes a leaf's text where DuckDB does (``['2020-01-01 10:00:00']``)."""
+    text_type = _as_text_type(a.type)
+    if text_type != a.type:
+        a = cast_nested(a, text_type, False, _cast_column)
     col = a.expand(1) if a.is_const else a
     text = nested_text(column_to_arrow(col))
     enc = pc.dictionary_encode(text.fill_null(""))

@@ -26,7 +26,7 @@ def cast_nested(a: Column, t: LType, lenient: bool, cast_child: ChildCast) -> Co
     that does not cast is NULL)."""
     src = a.type
     col = a.expand(1) if a.is_const else a
-    v = row_values(col)
+    v = _declared(row_values(col), src)
     n = v.size
     dev = col.data.device
     if src.kind == t.kind == "list":
@@ -48,6 +48,15 @@ def cast_nested(a: Column, t: LType, lenient: bool, cast_child: ChildCast) -> Co
         codes = codes.reshape(())
         valid = None if valid is None else valid.reshape(())
     return Column(codes, t, valid, values)
+
+
+def _declared(v: NestedValues, t: LType) -> NestedValues:
+    """``v`` with each child typed as ``t`` declares it: a child built from its first value
+    (``[x::DECIMAL(4,4), -0.5]``) may carry another DECIMAL precision, which a decimal's text
+    depends on (``.5000`` / ``0.5000``)."""
+    kids = [u for _, u in t.args] if t.kind == "struct" else [t.element] if t.kind == "list" else list(t.args)
+    return NestedValues(tuple(c if c.type.precision == u.precision else Column(c.data, u, c.valid, c.dictionary, c.wide)
+                              for c, u in zip(v.children, kids)), v.offsets, v.size)
 
 
 def _struct_to_map(v: NestedValues, src: LType, t: LType, lenient: bool, cast_child: ChildCast,
