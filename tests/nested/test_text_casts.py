@@ -268,3 +268,16 @@ def test_cast_of_a_non_list_text_raises_as_duckdb(events_dir):
         duck.sql(sql).fetchall()
     with pytest.raises(SluiceError):
         sluice.connect(str(events_dir), device="cpu").sql(sql).to_arrow()
+
+
+def test_printed_nested_floats_are_duckdbs_text():
+    """The shell's and CSV output's text of a nested value (sluice.render.nested_text) writes
+    floats as DuckDB's VARCHAR does (it wrote Arrow's 1e-7 and 1e+15)."""
+    from sluice.render import nested_text
+    sql = ("select [1.5, 1e-7, 1e15, 1e16, 2.5e-5, 'nan'::DOUBLE, '-inf'::DOUBLE, NULL] a, "
+           "[1.5::REAL, 16777217::REAL, 0.1::REAL, NULL] b, {'x': 1e-5, 'y': 3::DOUBLE} c")
+    duck = duckdb.connect()
+    table = _duck(duck, sql)
+    texts = duck.sql(f"select a::varchar, b::varchar, c::varchar from ({sql})").fetchall()[0]
+    for i, want in enumerate(texts):
+        assert nested_text(table.column(i).combine_chunks())[0].as_py() == want

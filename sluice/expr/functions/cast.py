@@ -19,7 +19,7 @@ from sluice.expr.functions.registry import register
 from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
-from sluice.render import interval_text, nested_text
+from sluice.render import float_text, interval_text, nested_text
 from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
 from sluice.types import STRING, LType, list_of, map_of, struct_of
@@ -587,30 +587,11 @@ def _strings_to_instants(arr: pa.Array) -> pa.Array:
         return arr.cast(pa.timestamp("us")).cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
-def _float32_text(v: np.float32) -> str:
-    """A REAL as DuckDB prints it: its shortest digits, laid out as Python's ``repr`` lays out
-    a double (positional from 1e-4 to 1e16: ``3000000000.0``, not numpy's ``3e+09``)."""
-    if not np.isfinite(v):
-        return str(float(v))
-    sci = np.format_float_scientific(v, unique=True, trim="-", exp_digits=2)
-    mantissa, exp = sci.split("e")
-    if -4 <= int(exp) < 16:
-        pos = np.format_float_positional(v, unique=True, trim="-")
-        return pos if "." in pos else pos + ".0"
-    return f"{mantissa}e{exp}"
-
-
 def _float_to_string(a: Column, t: LType) -> Column:
     """Floats as DuckDB prints them: the shortest repr that reads back (``1.0``, ``1e+16``),
     Python's ``repr`` (its layout with a REAL's own shortest digits). Formatted once per
     distinct value."""
     x = np.ascontiguousarray(a.data.reshape(-1).cpu().numpy())
-    bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)  # keeps -0.0 apart from 0.0
-    ubits, inverse = np.unique(bits, return_inverse=True)
-    uniq = ubits.view(x.dtype)
-    if x.dtype == np.float64:
-        text = pa.array([repr(v) for v in uniq.tolist()], pa.string())
-    else:
-        text = pa.array([_float32_text(v) for v in uniq], pa.string())
+    text, inverse = float_text(x)
     codes = host_tensor(inverse.astype(np.int32)).to(a.data.device)
     return Column(codes.reshape(a.data.shape), t, a.valid, text)
