@@ -70,6 +70,9 @@ CONSTANTS = [
     "select '{1e15=1e-7, 2.5e-5=NULL}'::MAP(DOUBLE, FLOAT)::VARCHAR, {'t': '2020-01-01 10:00:00.5'::TIMESTAMP, "
     "'d': '2020-01-01'::DATE}::VARCHAR, '[2020-01-01 10:00:00]'::TIMESTAMP[]::VARCHAR",
     # between nested types: elements, fields, a STRUCT to a MAP
+    "select [[1], [2::BIGINT]], [{'a': 1}, {'a': 2.5}], [['0.5'::DECIMAL(4,4)], [-0.5]]::VARCHAR, "
+    "[{'a': ['0.5'::DECIMAL(4,4)]}, {'a': [-0.5]}]::VARCHAR, coalesce(NULL::BIGINT[], [1])",
+    "select * from (values ({'a': 1}), ({'a': 3000000000})) v(s) order by s",
     "select [1, 2]::BIGINT[], TRY_CAST([1, 300] AS TINYINT[]), [[1], [2, 3]]::BIGINT[][], {'a': 1}::STRUCT(a VARCHAR)",
     "select {'name': 'Alice', 'city': 'NYC'}::MAP(VARCHAR, VARCHAR), {'age': 25, 'score': 100}::MAP(VARCHAR, VARCHAR)",
     "select {'1': 100, '2': 200}::MAP(INT, BIGINT), (NULL::STRUCT(name VARCHAR, age INT))::MAP(VARCHAR, VARCHAR), "
@@ -242,6 +245,10 @@ EVENTS = [  # were refused (tests/nested/test_nested_values.py), on the seeded e
     "attrs::varchar::map(varchar, bigint) = attrs, user::varchar::struct(id bigint, name varchar, "
     "address struct(city varchar, zip int)) = user from events order by event_id",
     "select event_id, user.address::map(varchar, varchar), scores::double[] from events order by event_id",
+    # nested values of one shape meet element by element (were "casts between nested types")
+    "select event_id, coalesce(scores, [1]), case when event_id % 2 = 0 then scores else [1.5, null] end, "
+    "[user.address, {'city': 'x', 'zip': 3000000000}] from events order by event_id",
+    "select event_id, scores from events union all select -1, [2147483648, 1] order by event_id",
 ]
 
 

@@ -55,7 +55,7 @@ def _declared(v: NestedValues, t: LType) -> NestedValues:
     (``[x::DECIMAL(4,4), -0.5]``) may carry another DECIMAL precision, which a decimal's text
     depends on (``.5000`` / ``0.5000``)."""
     kids = [u for _, u in t.args] if t.kind == "struct" else [t.element] if t.kind == "list" else list(t.args)
-    return NestedValues(tuple(c if c.type.precision == u.precision else Column(c.data, u, c.valid, c.dictionary, c.wide)
+    return NestedValues(tuple(c if c.type is u else Column(c.data, u, c.valid, c.dictionary, c.wide)
                               for c, u in zip(v.children, kids)), v.offsets, v.size)
 
 
