@@ -26,6 +26,8 @@ doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN,
 ``asof_query`` (one query in about sixteen, from its own RNG) writes ASOF joins of t and u:
 every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
 side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
+``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
+(quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
@@ -898,6 +900,57 @@ def asof_query():
     return f"select t.b, t.{lv}, {shown} from {src}{where}"
 
 
+_CR = random.Random(90_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_TEXT_TYPES = ["VARCHAR[]", "VARCHAR[][]", "INT[]", "BIGINT[][]", "STRUCT(a VARCHAR, b VARCHAR, c VARCHAR[])",
+               "STRUCT(a INT, b VARCHAR)", "MAP(VARCHAR, VARCHAR)", "MAP(VARCHAR, INT[])", "STRUCT(a VARCHAR)[]"]
+_TEXT_CHARS = "[]{}(),'\"\\ a1=:"
+
+
+def _text_part():
+    r = _CR.random()
+    x = ("NULL" if r < 0.1 else "" if r < 0.2 else "".join(_CR.choice("ab1 -") for _ in range(_CR.randint(1, 4)))
+         if r < 0.6 else "".join(_CR.choice(_TEXT_CHARS) for _ in range(_CR.randint(1, 5))))
+    r = _CR.random()
+    if r < 0.3: return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if r < 0.45: return "'" + x.replace("'", "\\'") + "'"
+    return x
+
+
+def _text_value(depth=2):
+    """Text of a LIST, STRUCT or MAP with quotes, escapes, blanks and nesting (a character changed at times)."""
+    sp = lambda: _CR.choice(["", "", " ", "  ", "\t"])
+    g = _CR.randrange(3)
+    if g == 0:
+        items = [_text_value(depth - 1) if depth > 0 and _CR.random() < 0.5 else _text_part() for _ in range(_CR.randint(0, 3))]
+        t = "[" + sp() + ("," + sp()).join(i + sp() for i in items) + "]"
+    elif g == 1:
+        t = "{" + ", ".join(sp() + f + sp() + ":" + sp() + (_text_value(depth - 1) if f == "c" and depth > 0 else _text_part())
+                            for f in _CR.sample(["a", "b", "c"], _CR.randint(0, 3))) + "}"
+    else:
+        keys = dict.fromkeys(_text_part() for _ in range(_CR.randint(0, 3)))
+        t = "{" + ", ".join(sp() + k + sp() + "=" + sp() + _text_part() for k in keys) + "}"
+    if t and _CR.random() < 0.2:
+        i = _CR.randrange(len(t))
+        t = t[:i] + _CR.choice(_TEXT_CHARS) + t[i + 1:]
+    return t
+
+
+def text_cast_query():
+    """CAST / TRY_CAST of text to LIST / STRUCT / MAP (DuckDB's reading of quotes, escapes, blanks and
+    brackets): a random text constant, or ev's nested columns as text (changed at times) read back."""
+    if _CR.random() < 0.6:
+        lit = _text_value().replace("'", "''")
+        fn = "cast" if _CR.random() < 0.15 else "try_cast"
+        return f"select {fn}('{lit}' as {_CR.choice(_TEXT_TYPES)}) as v"
+    col, typ = _CR.choice([("tags", "VARCHAR[]"), ("scores", "BIGINT[]"), ("tags", "VARCHAR[][]"),
+                           ("items", "STRUCT(sku VARCHAR, qty INT, price DECIMAL(10,2))[]"),
+                           ("user.address", "STRUCT(city VARCHAR, zip BIGINT)"), ("attrs", "MAP(VARCHAR, BIGINT)"),
+                           ("attrs", "MAP(VARCHAR, VARCHAR)")])
+    text = _CR.choice([f"{col}::VARCHAR", f"replace({col}::VARCHAR, ',', ' ,')", f"replace({col}::VARCHAR, ' ', '')",
+                       f"replace({col}::VARCHAR, '''', '\"')"])
+    return f"select event_id, try_cast({text} as {typ}) as v from ev order by event_id"
+
+
 _LAST_SIM = False
 _LAST_NULL = False
 def query():
@@ -907,6 +960,7 @@ def query():
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_SIM: return similarity_query()
     if _NR.random() < 0.08: return nested_query()
+    if _CR.random() < 0.05: return text_cast_query()
     if _TR.random() < 0.04: return sqltests_query()
     if _KR.random() < 0.04: return keyed_recursive_query()
     if R.random() < 0.08: return narrow_query()

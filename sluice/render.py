@@ -42,6 +42,31 @@ def _interval_micros(values) -> np.ndarray:
     return mdn["days"].astype(np.int64) * DAY_US + mdn["nanos"] // 1000
 
 
+def _float32_text(v: np.float32) -> str:
+    """A REAL as DuckDB prints it: its shortest digits, laid out as Python's ``repr`` lays out
+    a double (positional from 1e-4 to 1e16: ``3000000000.0``, not numpy's ``3e+09``)."""
+    if not np.isfinite(v):
+        return str(float(v))
+    sci = np.format_float_scientific(v, unique=True, trim="-", exp_digits=2)
+    mantissa, exp = sci.split("e")
+    if -4 <= int(exp) < 16:
+        pos = np.format_float_positional(v, unique=True, trim="-")
+        return pos if "." in pos else pos + ".0"
+    return f"{mantissa}e{exp}"
+
+
+def float_text(x: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Floats as DuckDB prints them (``1.0``, ``1e-07``, ``1000000000000000.0``, ``1e+16``):
+    Python's ``repr`` layout with each type's own shortest digits; the text of each distinct
+    value, and each value's index into it."""
+    bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)  # keeps -0.0 apart from 0.0
+    ubits, inverse = np.unique(bits, return_inverse=True)
+    uniq = ubits.view(x.dtype)
+    if x.dtype == np.float64:
+        return pa.array([repr(v) for v in uniq.tolist()], pa.string()), inverse
+    return pa.array([_float32_text(v) for v in uniq], pa.string()), inverse
+
+
 #: A string inside a nested value is quoted (as DuckDB's VARCHAR of a LIST / STRUCT / MAP)
 #: when empty, edged by spaces, ``null`` in any case, or holding one of these characters.
 _NEEDS_QUOTES = r"""^$|^\s|\s$|^[nN][uU][lL][lL]$|[,'"\[\]{}:=\\()]"""
@@ -54,9 +79,10 @@ def _nested_leaf(values: pa.Array, inner: bool) -> pa.Array:
         quoted = pc.binary_join_element_wise("'", esc, "'", "")
         text = pc.if_else(pc.match_substring_regex(values, _NEEDS_QUOTES), quoted, values)
     elif pa.types.is_floating(values.type):
-        text = values.cast(pa.string())
-        whole = pc.invert(pc.match_substring_regex(text, "[.eEna]"))  # 1 -> 1.0, as DuckDB
-        text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+        x = np.ascontiguousarray(values.fill_null(0).to_numpy(zero_copy_only=False))
+        uniq, inverse = float_text(x.astype(np.float32 if pa.types.is_float32(values.type) else np.float64))
+        text = pc.if_else(values.is_valid(), uniq.take(pa.array(inverse.reshape(-1), pa.int64())),
+                          pa.scalar(None, pa.string()))
     else:
         text = _as_text(values)
         if text is None:

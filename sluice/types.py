@@ -269,7 +269,8 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
         if u == t:
             continue
         if t.is_nested or u.is_nested:
-            raise UnsupportedError(f"{what} mixes {t} and {u} (casts between nested types are not supported)")
+            t = _nested_supertype(t, u, what)
+            continue
         kinds = {t.kind, u.kind}
         if "string" in kinds:
             if not strings_win:
@@ -282,6 +283,24 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
         else:
             raise PlanError(f"{what} mixes {t} and {u}")
     return t
+
+
+def _nested_supertype(t: LType, u: LType, what: str) -> LType:
+    """Two nested types of one shape meet element by element (``BIGINT[]`` and ``INTEGER[]`` at
+    ``BIGINT[]``; a STRUCT's fields by the same names, in order), as DuckDB's do; values are
+    then cast (:mod:`sluice.expr.functions.cast_nested`). Strings mix only with strings there."""
+    refused = UnsupportedError(f"{what} mixes {t} and {u} (casts between nested types of other shapes, "
+                               "field names or element types are not supported)")
+    if t.kind != u.kind or (t.kind == "struct" and [n for n, _ in t.args] != [n for n, _ in u.args]):
+        raise refused
+    pairs = list(zip([a for _, a in t.args], [b for _, b in u.args])) if t.kind == "struct" else list(zip(t.args, u.args))
+    try:
+        kids = [supertype([a, b], what) for a, b in pairs]
+    except PlanError:
+        raise refused from None
+    if t.kind == "struct":
+        return struct_of(zip([n for n, _ in t.args], kids))
+    return list_of(kids[0]) if t.kind == "list" else map_of(kids[0], kids[1])
 
 
 def statistics_in_sql_order(arrow_type: pa.DataType, t: LType, *, strings: bool = False) -> bool:

@@ -223,10 +223,15 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it
     exp.Interval: {"this": READ, "unit": READ, "fraction_in_string": READ},
-    exp.DataType: {"this": READ, "expressions": READ, "nested": only(lambda v: not v, "nested types"),
-                   "values": refuse("typed constructors"), "kind": refuse("type kinds"),
+    # LIST (INT[]), STRUCT(a INT) / ROW(...) and MAP(K, V) types too: sql_type reads them
+    exp.DataType: {"this": READ, "expressions": READ, "nested": READ,
+                   "values": refuse("typed constructors or fixed-size ARRAY types"), "kind": refuse("type kinds"),
                    "nullable": refuse("NULL / NOT NULL type modifiers"), "collate": refuse("COLLATE")},
     exp.DataTypeParam: {"this": READ, "expression": refuse("type parameters with options")},
+    # a STRUCT type's field: its name and type (read by sql_type)
+    exp.ColumnDef: {"this": READ, "kind": READ, "constraints": refuse("constraints on a STRUCT field"),
+                    "exists": refuse("IF NOT EXISTS on a STRUCT field"), "position": refuse("field positions"),
+                    "default": refuse("a STRUCT field's DEFAULT"), "output": refuse("OUTPUT fields")},
     exp.Paren: _UNARY,
     # ---- operators
     **{c: _BINARY for c in (exp.Add, exp.Sub, exp.Mul, exp.EQ, exp.NEQ, exp.LT, exp.LTE,

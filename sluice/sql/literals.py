@@ -13,7 +13,7 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
-from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal
+from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal, list_of, map_of, struct_of
 
 
 def _const_str(node, what: str) -> str:
@@ -107,6 +107,8 @@ def sql_type(dt_node: exp.DataType) -> LType:
     any; BIGINT(5) and DOUBLE(5) are errors there."""
     t = dt_node.this
     T = exp.DataType.Type
+    if dt_node.args.get("nested") or t in (T.ARRAY, T.LIST, T.STRUCT, T.MAP):
+        return _nested_type(dt_node)
     mapping = {T.INT: INT32, T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
                T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
                T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
@@ -145,6 +147,30 @@ def sql_type(dt_node: exp.DataType) -> LType:
         raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')} (sluice keeps decimals in 64 bits: "
                                "scale at most 18)")
     return decimal(scale, p)
+
+
+def _nested_type(dt_node: exp.DataType) -> LType:
+    """``INT[]`` / ``LIST(INT)``, ``STRUCT(a INT, ...)`` (``ROW(...)``) and ``MAP(K, V)``, at any
+    depth; a DECIMAL inside keeps its declared precision on its type."""
+    T = exp.DataType.Type
+    t, kids = dt_node.this, dt_node.expressions
+    if t in (T.ARRAY, T.LIST) and len(kids) == 1 and isinstance(kids[0], exp.DataType):
+        return list_of(_inner_type(kids[0]))
+    if t == T.MAP and len(kids) == 2 and all(isinstance(k, exp.DataType) for k in kids):
+        return map_of(_inner_type(kids[0]), _inner_type(kids[1]))
+    if t == T.STRUCT and kids and all(isinstance(k, exp.ColumnDef) and isinstance(k.args.get("kind"), exp.DataType)
+                                      for k in kids):
+        names = [k.this.name for k in kids]
+        if len({n.lower() for n in names}) != len(names):
+            raise PlanError(f"type {dt_node.sql(dialect='duckdb')} names a field twice")
+        return struct_of((n, _inner_type(k.args["kind"])) for n, k in zip(names, kids))
+    raise UnsupportedError(f"type {dt_node.sql(dialect='duckdb')}")
+
+
+def _inner_type(dt_node: exp.DataType) -> LType:
+    t = sql_type(dt_node)
+    p = decimal_precision(dt_node)
+    return decimal(t.scale, p) if p is not None else t
 
 
 def decimal_precision(dt_node: exp.DataType) -> int | None:

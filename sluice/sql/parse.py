@@ -81,7 +81,9 @@ def _refuse_keywords(sql: str) -> None:
 def _parse_cached(sql: str) -> exp.Expression:
     _refuse_keywords(sql)
     try:
-        trees = [t for t in sqlglot.parse(_split_exponent_sums(sql), read=Sluice) if t is not None]
+        # (a comment after the last ';' parses as a Semicolon of its own: no statement)
+        trees = [t for t in sqlglot.parse(_split_exponent_sums(sql), read=Sluice)
+                 if t is not None and not isinstance(t, exp.Semicolon)]
     except ParseError as e:
         errs = getattr(e, "errors", None) or []
         if errs:

@@ -40,7 +40,8 @@ STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, ex
               exp.IgnoreNulls,  # read with the window it wraps
               exp.Unnest,  # read as a FROM item (sluice.sql.nested.UnnestSources)
               exp.Lateral,  # read by sluice.sql.dependent
-              exp.Lambda, exp.Comprehension}  # read by the lambda calls and lists (sluice.sql.lambdas)
+              exp.Lambda, exp.Comprehension,  # read by the lambda calls and lists (sluice.sql.lambdas)
+              exp.ColumnDef}  # a STRUCT type's field, read with its DataType (sluice.sql.literals.sql_type)
 
 
 @pytest.mark.parametrize("cls", sorted(SUPPORTED, key=lambda c: c.__name__), ids=lambda c: c.__name__)

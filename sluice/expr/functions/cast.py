@@ -19,8 +19,10 @@ from sluice.expr.functions.registry import register
 from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
 from sluice.expr.nodes import Expr, Func, Lit
-from sluice.render import interval_text
-from sluice.types import LType
+from sluice.render import float_text, interval_text, nested_text
+from sluice.expr.functions.cast_nested import cast_nested
+from sluice.expr.functions.text_to_nested import cast_texts_column
+from sluice.types import STRING, LType, list_of, map_of, struct_of
 from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.expr.functions.time_format import date_text, timestamp_text
 import decimal
@@ -33,7 +35,7 @@ def cast_expr(a: Expr, t: LType) -> Expr:
     the binders of other families insert casts through this, not through the registry that
     loads them."""
     f = Func("cast", (a,), t, (t,))
-    if not isinstance(a, Lit):
+    if not isinstance(a, Lit) or t.is_nested:  # (a nested value is no Lit: '[1]'::INT[] stays a call)
         return f
     return Lit(column_scalar(cast(f, [literal_column(a, torch.device("cpu"))], Chunk({}, 1, home=torch.device("cpu")))), t)
 
@@ -73,7 +75,20 @@ def cast(e, args, chunk) -> Column:
         return Column(a.data.long() * _DAY_US, t, a.valid)
     if t.is_timestamp and src.is_timestamp:  # the session time zone is UTC: the same microseconds
         return Column(a.data, t, a.valid)
+    if src.is_nested and t.is_nested:
+        return cast_nested(a, t, False, _cast_column)
     raise UnsupportedError(f"CAST from {src} to {t}")
+
+
+def _cast_column(c: Column, t: LType, lenient: bool) -> Column:
+    """A whole column cast (TRY_CAST if ``lenient``): the children of a nested cast. A DECIMAL
+    inside a nested type checks the precision its type declares."""
+    if c.type == t and not (t.kind == "decimal" and t.precision):
+        return c
+    op = "try_cast" if lenient else "cast"
+    params = (t, t.precision) if t.kind == "decimal" and t.precision else (t,)
+    f = Func(op, (Lit(None, c.type),), t, params)
+    return (try_cast if lenient else cast)(f, [c], Chunk({}, len(c), home=c.data.device))
 
 
 def _interval_to_string(a: Column, t) -> Column:
@@ -155,6 +170,10 @@ def try_cast(e, args, chunk) -> Column:
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
         out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
+    elif a.type.kind == "string" and t.is_nested:
+        return _from_strings(a, t, lenient=True)
+    elif a.type.is_nested and t.is_nested:
+        return cast_nested(a, t, True, _cast_column)
     elif a.type.kind == "string":
         out, masks = _from_strings(a, t, lenient=True), []
     else:
@@ -281,7 +300,9 @@ def _beyond_plain(strings: pa.Array, t: LType) -> pa.Array:
 def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     """Each dictionary entry cast with Arrow, then gathered by code (``lenient``: TRY_CAST,
     entries that do not cast are NULL)."""
-    if t.is_nested or t.kind in ("null", "interval"):  # DuckDB parses '{a: 1}', '[1, 2]', '(1, x)' text: not sluice
+    if t.is_nested:  # '[1, 2]', '{a: 1}', '(1, x)', '{k=v}': read level by level as DuckDB reads them
+        return cast_texts_column(a, t, lenient, _leaf_from_texts)
+    if t.kind in ("null", "interval"):
         raise UnsupportedError(f"CAST from a string to {t}")
     target = {"date": pa.date32(), "decimal": pa.decimal128(38, t.scale), "timestamp": pa.timestamp("us"),
               "timestamptz": pa.timestamp("us", tz="UTC")}.get(t.kind)
@@ -341,9 +362,33 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     return Column(pc_col.data[codes], t, valid)
 
 
+def _leaf_from_texts(texts: pa.Array, t: LType, lenient: bool) -> Column:
+    """The innermost parts of texts cast to a nested type (one row per part; None: NULL), by
+    the ordinary string casts; a DECIMAL(p, s) inside checks its precision as a cast to it
+    does."""
+    n = len(texts)
+    valid = None if texts.null_count == 0 else host_tensor(
+        np.asarray(pc.is_valid(texts).to_numpy(zero_copy_only=False), dtype=np.bool_))
+    if t.kind == "string":
+        return Column(torch.arange(n, dtype=torch.int32), STRING, valid, texts.fill_null(""))
+    # each distinct part cast once (a TRY_CAST finds each failing part apart: once, not per element)
+    enc = pc.dictionary_encode(texts.fill_null(""))
+    codes = host_tensor(np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32))
+    col = Column(codes, STRING, valid, enc.dictionary)
+    out = _from_strings(col, t, lenient)
+    if t.kind == "decimal" and 0 < t.precision < 19:
+        lim = 10 ** t.precision
+        bad = (out.data >= lim) | (out.data <= -lim)
+        if not lenient:
+            fail_if(bad, f"a value does not fit DECIMAL({t.precision},{t.scale})", out.valid)
+        else:
+            out = Column(out.data, t, and_valid(out.valid, ~bad))
+    return out
+
+
 def _to_strings(a: Column, t: LType) -> Column:
-    if a.type.is_nested:  # DuckDB's text of a LIST / STRUCT / MAP ('[1, 2]', '{1.0=2}'): not written here
-        raise UnsupportedError(f"CAST from {a.type} to a string")
+    if a.type.is_nested:
+        return _nested_to_string(a, t)
     if a.type.is_float:
         return _float_to_string(a, t)
     if a.type.is_temporal:
@@ -361,6 +406,32 @@ def _to_strings(a: Column, t: LType) -> Column:
         enc = pc.dictionary_encode(s.fill_null(""))
     codes = host_tensor(enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32))
     return Column(codes.to(a.data.device), t, a.valid, enc.dictionary)
+
+
+def _as_text_type(t: LType) -> LType:
+    """``t`` with every leaf a VARCHAR (the shape kept)."""
+    if t.kind == "struct":
+        return struct_of((n, _as_text_type(u)) for n, u in t.args)
+    if t.kind == "list":
+        return list_of(_as_text_type(t.element))
+    if t.kind == "map":
+        return map_of(_as_text_type(t.args[0]), _as_text_type(t.args[1]))
+    return STRING
+
+
+def _nested_to_string(a: Column, t: LType) -> Column:
+    """A LIST / STRUCT / MAP as DuckDB's VARCHAR of it (its shell's text: ``[1.5, NULL]``,
+    ``{'a': 'x,y'}``, ``{k=1}``): the leaves first cast to VARCHAR by the scalar casts (DuckDB's
+    text of each: ``1e-07``, ``.5000``), then written by the result printer's column-wise
+    writer, which quotes a leaf's text where DuckDB does (``['2020-01-01 10:00:00']``)."""
+    text_type = _as_text_type(a.type)
+    if text_type != a.type:
+        a = cast_nested(a, text_type, False, _cast_column)
+    col = a.expand(1) if a.is_const else a
+    text = nested_text(column_to_arrow(col))
+    enc = pc.dictionary_encode(text.fill_null(""))
+    codes = host_tensor(enc.indices.to_numpy(zero_copy_only=False).astype(np.int32)).to(a.data.device)
+    return Column(codes.reshape(()) if a.is_const else codes, t, a.valid, enc.dictionary)
 
 
 def _decimal_to_string(a: Column, t) -> Column:
@@ -461,7 +532,7 @@ def _strings_to_bools(arr: pa.Array) -> pa.Array:
     low = pc.utf8_lower(arr)
     yes = pc.is_in(low, value_set=pa.array(["true", "t", "yes", "y", "1"]))
     no = pc.is_in(low, value_set=pa.array(["false", "f", "no", "n", "0"]))
-    if not pc.all(pc.fill_null(pc.or_(yes, no), True)).as_py():
+    if not pc.all(pc.fill_null(pc.or_(yes, no), True), min_count=0).as_py():  # (no strings: none bad)
         raise pa.ArrowInvalid("not a boolean")
     return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), yes)
 
@@ -516,30 +587,11 @@ def _strings_to_instants(arr: pa.Array) -> pa.Array:
         return arr.cast(pa.timestamp("us")).cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
-def _float32_text(v: np.float32) -> str:
-    """A REAL as DuckDB prints it: its shortest digits, laid out as Python's ``repr`` lays out
-    a double (positional from 1e-4 to 1e16: ``3000000000.0``, not numpy's ``3e+09``)."""
-    if not np.isfinite(v):
-        return str(float(v))
-    sci = np.format_float_scientific(v, unique=True, trim="-", exp_digits=2)
-    mantissa, exp = sci.split("e")
-    if -4 <= int(exp) < 16:
-        pos = np.format_float_positional(v, unique=True, trim="-")
-        return pos if "." in pos else pos + ".0"
-    return f"{mantissa}e{exp}"
-
-
 def _float_to_string(a: Column, t: LType) -> Column:
     """Floats as DuckDB prints them: the shortest repr that reads back (``1.0``, ``1e+16``),
     Python's ``repr`` (its layout with a REAL's own shortest digits). Formatted once per
     distinct value."""
     x = np.ascontiguousarray(a.data.reshape(-1).cpu().numpy())
-    bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)  # keeps -0.0 apart from 0.0
-    ubits, inverse = np.unique(bits, return_inverse=True)
-    uniq = ubits.view(x.dtype)
-    if x.dtype == np.float64:
-        text = pa.array([repr(v) for v in uniq.tolist()], pa.string())
-    else:
-        text = pa.array([_float32_text(v) for v in uniq], pa.string())
+    text, inverse = float_text(x)
     codes = host_tensor(inverse.astype(np.int32)).to(a.data.device)
     return Column(codes.reshape(a.data.shape), t, a.valid, text)

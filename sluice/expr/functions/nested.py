@@ -74,12 +74,11 @@ def _comparable(t: LType, what: str) -> None:
 def _bind_list_value(args, params):
     if not args:
         raise UnsupportedError("an empty list constant [] (its element type is unknown)")
-    t = common_type(list(args), "list elements") if not any(a.type.is_nested for a in args) else args[0].type
+    nested = [a.type for a in args if a.type.is_nested]  # (a string beside them is cast to their type)
+    t = common_type(list(args), "list elements") if not nested else supertype(nested, "list elements")
     if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] an INTEGER[] (DuckDB's NULL[] stores so)
         typed = [a.type for a in args if a.type.kind != "null"]
         t = supertype(typed, "list elements") if typed else INT32
-    if any(a.type != t and a.type.is_nested for a in args):
-        raise PlanError("list elements of different nested types")
     return [a if a.type == t else coerce(a, t) for a in args], list_of(t)
 
 
