@@ -98,6 +98,8 @@ class Windows:
             if func == "count" and (arg is None or isinstance(arg, exp.Star)):
                 return WindowCall("count_star", (), (), frame)
             e = tr(arg)
+            if e.type.is_nested and func != "count":  # (its values' order is not the codes')
+                raise UnsupportedError(f"{func.upper()} of a {e.type.kind.upper()} value over a window")
             if func in ("sum", "avg") and e.type.kind == "interval":
                 raise UnsupportedError(f"{func.upper()} of INTERVAL values over a window")
             if func in ("sum", "avg") and not (e.type.is_numeric or e.type.kind == "bool") or \

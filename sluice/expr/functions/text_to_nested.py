@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
+from sluice.arrow import column_to_arrow
 from sluice.chunk import Column, NestedValues, host_tensor
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.kernels.nested_keys import key_column, order_key_type_ok
@@ -472,7 +473,6 @@ def _check_map_keys(keys: Column, offsets: np.ndarray, ok: np.ndarray, lenient: 
     map is NULL), and a map whose key TRY_CAST made NULL is NULL (``ok`` cleared)."""
     if len(keys) == 0:
         return
-    from sluice.arrow import column_to_arrow
     rows = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     if keys.valid is not None:
         for r in np.unique(rows[~keys.valid.numpy()]):
