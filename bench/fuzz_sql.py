@@ -937,7 +937,12 @@ def _text_value(depth=2):
 
 def text_cast_query():
     """CAST / TRY_CAST of text to LIST / STRUCT / MAP (DuckDB's reading of quotes, escapes, blanks and
-    brackets): a random text constant, or ev's nested columns as text (changed at times) read back."""
+    brackets): a random text constant, or ev's nested columns as text (changed at times) read back;
+    or nested values where string functions meet them (CONCAT([42]) is a list in DuckDB, not its text)."""
+    if _CR.random() < 0.15:
+        f = _CR.choice(["concat(tags)", "concat(user, kind)", "concat_ws(',', tags, scores)", "user.address || 'x'",
+                        "string_agg(tags::varchar, ';' order by event_id)", "concat(attrs)", "concat(scores, scores)"])
+        return f"select {f} from ev" if "string_agg" in f else f"select event_id, {f} from ev order by event_id"
     if _CR.random() < 0.6:
         lit = _text_value().replace("'", "''")
         fn = "cast" if _CR.random() < 0.15 else "try_cast"

@@ -334,6 +334,8 @@ class Expressions:
         """CONCAT_WS(sep, ...): the non-NULL arguments joined by ``sep`` ('' when all are NULL,
         NULL when ``sep`` is)."""
         sep, *parts = [self.expr(x, ctx) for x in n.expressions]
+        if any(x.type.is_nested for x in [sep, *parts]):  # DuckDB joins a list's elements: CONCAT_WS(',', [1], [2]) is 1,2
+            raise UnsupportedError("CONCAT_WS of a LIST / STRUCT / MAP value")
         parts = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in parts]
         if sep.type.kind != "string":
             sep = E.make_func("cast", [sep], (STRING,))

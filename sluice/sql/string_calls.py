@@ -156,6 +156,8 @@ class StringCalls:
     @handles(exp.Concat)
     def _x_concat(self, n, ctx):
         args = [self.expr(x, ctx) for x in n.expressions]
+        if any(x.type.kind == "list" for x in args):  # DuckDB: CONCAT([1]) is a list, CONCAT('a', [1]) an error
+            raise UnsupportedError("CONCAT of a LIST value (LIST_CONCAT concatenates lists)")
         args = [E.make_func("cast", [x], (STRING,)) if x.type.kind != "string" else x for x in args]
         if n.args.get("coalesce"):  # CONCAT(...) skips NULLs, unlike ||
             args = [E.make_func("coalesce", [x, Lit("", STRING)]) for x in args]

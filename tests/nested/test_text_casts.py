@@ -288,3 +288,16 @@ def test_printed_nested_floats_are_duckdbs_text():
     texts = duck.sql(f"select a::varchar, b::varchar, c::varchar from ({sql})").fetchall()[0]
     for i, want in enumerate(texts):
         assert nested_text(table.column(i).combine_chunks())[0].as_py() == want
+
+
+@pytest.mark.parametrize("sql", ["select concat([42])", "select concat_ws(',', [1], [2])", "select {'a': 1} || 'x'"])
+def test_nested_values_not_taken_as_text_by_string_functions(sql):
+    """CONCAT([42]) is a list in DuckDB and CONCAT_WS joins a list's elements: refused, never
+    the list's text (sluice answered '[42]' once nested values had a text)."""
+    with pytest.raises(UnsupportedError):
+        sluice.connect(device="cpu").sql(sql).to_arrow()
+
+
+def test_concat_of_a_struct_is_its_text():
+    sql = "select concat({'a': 1}, 'x'), concat('{a=1}'::MAP(VARCHAR, INT), 'y'), string_agg(x, ',') from (select [1] x)"
+    compare(sluice.connect(device="cpu").sql(sql).to_arrow(), _duck(duckdb.connect(), sql))

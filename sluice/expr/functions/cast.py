@@ -34,6 +34,10 @@ def cast_expr(a: Expr, t: LType) -> Expr:
     """CAST(a AS t) as the plan holds it, a constant cast at once (as ``make_func`` folds it):
     the binders of other families insert casts through this, not through the registry that
     loads them."""
+    if a.type.is_nested and not t.is_nested:
+        # DuckDB's functions over strings do not take a LIST as its text (CONCAT([42]) is a list
+        # there): only an explicit CAST writes a nested value as text
+        raise UnsupportedError(f"a {a.type} value where a {t} is expected (write CAST(... AS VARCHAR))")
     f = Func("cast", (a,), t, (t,))
     if not isinstance(a, Lit) or t.is_nested:  # (a nested value is no Lit: '[1]'::INT[] stays a call)
         return f
