@@ -504,7 +504,7 @@ class Expressions:
         if isinstance(a, Lit) and a.value is None:
             return Lit(None, t)
         precision = decimal_precision(n.args["to"])
-        if a.type == t and precision is None:  # (a literal cast has its type: 1::INTEGER stays one)
+        if a.type == t and precision is None and not _nested_decimal(t):  # (a literal cast has its type: 1::INTEGER stays one)
             return Lit(a.value, t) if isinstance(a, Lit) else a
         op = "try_cast" if isinstance(n, exp.TryCast) else "cast"
         return E.make_func(op, [a], (t, precision) if precision is not None else (t,))
@@ -561,6 +561,15 @@ class Expressions:
 
 _MICROS = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
            "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+
+
+def _nested_decimal(t) -> bool:
+    """Whether nested type ``t`` holds a DECIMAL (its precision, not part of type equality, is
+    checked by the cast: ``[123.45]::DECIMAL(4,2)[]`` is DuckDB's out-of-range error)."""
+    if not t.is_nested:
+        return False
+    kids = [u for _, u in t.args] if t.kind == "struct" else list(t.args)
+    return any(u.kind == "decimal" or _nested_decimal(u) for u in kids)
 
 
 def _cutoff(e: Expr, name: str) -> float | None:

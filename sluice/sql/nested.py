@@ -273,7 +273,7 @@ class UnnestSources:
         alias = node.args.get("alias")
         names = [c.name.lower() for c in alias.columns] if alias is not None else []
         table = alias.name.lower() if alias is not None and alias.name else "unnest"
-        if len(node.expressions) != 1 and table != _HIDDEN:
+        if len(node.expressions) != 1 and table != HIDDEN_UNNEST:
             raise UnsupportedError("UNNEST of several lists at once")
         lists = [self.expr(x, ctx) for x in node.expressions]
         for e in lists:
@@ -301,7 +301,7 @@ class UnnestSources:
 
 
 #: The alias of the UNNEST a select list's UNNESTs become (a name no query can write).
-_HIDDEN = "\x00unnest"
+HIDDEN_UNNEST = "\x00unnest"
 
 
 def select_unnest(sel: exp.Select) -> exp.Select | None:
@@ -314,6 +314,8 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
     hits = [h for it in sel.expressions for h in it.find_all(exp.Explode) if h.find_ancestor(exp.Select) is sel]
     if not hits:
         return None
+    if any(h.find_ancestor(exp.Lambda) is not None for h in hits):
+        raise UnsupportedError("UNNEST in lambda expressions")
     if any(h.find_ancestor(exp.Explode) is not None for h in hits):
         raise UnsupportedError("UNNEST of an UNNEST")
     if sel.args.get("group") or sel.args.get("having") or sel.args.get("qualify") \
@@ -332,15 +334,15 @@ def select_unnest(sel: exp.Select) -> exp.Select | None:
         sel.set("from_", exp.From(this=exp.Subquery(this=exp.select(exp.Literal.number(1)),
                                                     alias=exp.TableAlias(this=exp.to_identifier("\x00one")))))
     lists = [h.this.copy() for h in hits]
-    cols = [f"x{i}" for i in range(len(hits))]
+    cols = [f"\x00x{i}" for i in range(len(hits))]  # names no query can write (nor an enclosing one's)
     for h, c in zip(hits, cols):
-        ref = exp.column(c, table=_HIDDEN)
+        ref = exp.column(c, table=HIDDEN_UNNEST)
         if h.parent is sel:  # a select item of its own, unnamed: DuckDB's name
             h.replace(exp.alias_(ref, f"unnest({h.this.sql(dialect='duckdb')})", quoted=True))
         else:
             h.replace(ref)
     join = exp.Join(this=exp.Unnest(expressions=lists,
-                                    alias=exp.TableAlias(this=exp.to_identifier(_HIDDEN),
+                                    alias=exp.TableAlias(this=exp.to_identifier(HIDDEN_UNNEST),
                                                          columns=[exp.to_identifier(c) for c in cols])))
     sel.append("joins", join)
     return sel

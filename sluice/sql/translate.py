@@ -48,7 +48,7 @@ from sluice.sql.expressions import Expressions
 from sluice.sql.set_operations import SetOperations
 from sluice.sql.string_calls import StringCalls
 from sluice.sql.select_list import SelectList, _aliases_defined_before_use
-from sluice.sql.nested import NestedExpressions, UnnestSources
+from sluice.sql.nested import HIDDEN_UNNEST, NestedExpressions, UnnestSources
 
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
@@ -247,6 +247,8 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
                     prefix = self._plan_from(items, specs, [], ctx)
                     p, s = self.unnest_source(j.this, prefix, ctx, keep)
                     scope.add(s)
+                    if s.alias == HIDDEN_UNNEST:  # a select list's UNNESTs: not columns of SELECT *
+                        scope.hidden.update((s.alias, c) for c in s.cols)
                     items, specs = [p], [None]
                     continue
                 if isinstance(j.this, exp.Lateral):

@@ -114,6 +114,9 @@ def test_constant_lambdas(sql, duck, events_dir):
     ("select list_transform(scores, lambda x: (select 1)) from events", UnsupportedError),
     ("select list_transform(scores, lambda x, i, j: x) from events", PlanError),
     ("select list_transform(kind, lambda x: x) from events", PlanError),
+    # a DECIMAL's precision inside a nested cast (equal types but for it: the cast was dropped)
+    ("select list_transform(items, lambda s: s.price)::decimal(4,2)[] from events", ExecutionError),
+    ("select {'a': 900.00}::struct(a decimal(4,2)) from events", ExecutionError),
 ])
 def test_errors_where_duckdb_errs(sql, error, duck, events_dir):
     with pytest.raises(duckdb.Error):

@@ -86,6 +86,9 @@ QUERIES = [
     "select x, ordinality from unnest(['a', 'b', null]) with ordinality as u(x) order by 2",
     "select e.event_id, s from events e left join unnest(e.scores) as u(s) on true order by 1, 2 nulls first",
     "select e.kind, count(*), count(t) from events e left join unnest(e.tags) as u(t) on true group by 1 order by 1",
+    # the select list's UNNESTs are no columns of * nor names a query can meet (x0 was one)
+    "select unnest(scores) as s, x0 from (select *, 1 as x0 from events) order by 1 nulls first",
+    "select *, unnest(tags) from events order by event_id, 9 nulls first",
     "select event_id, case when event_id % 2 = 0 then tags end, coalesce(tags, ['none']), "
     "coalesce(user, {'id': -1::bigint, 'name': 'x', 'address': {'city': 'c', 'zip': 1}}).address.city, "
     "case when kind = 'buy' then attrs when kind = 'view' then null else attrs end from events order by event_id",
@@ -103,6 +106,8 @@ REFUSED = [
     ("select list_transform(scores, lambda x: (select 1)) from events", "subqueries in lambda expressions"),
     ("select list_reduce(items, lambda a, x: a) from events", "LIST_REDUCE to a STRUCT"),
     ("select map()", "an empty MAP() constant"),
+    ("select min(scores) over () from events", "MIN of a LIST value over a window"),  # ordered codes once
+    ("select list_transform([[1]], lambda l: unnest(l)) from events", "UNNEST in lambda expressions"),
     ("select coalesce(tags, [1]) from events", "casts between nested types"),  # VARCHAR[] with INTEGER[]
 ]
 

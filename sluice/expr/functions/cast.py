@@ -60,7 +60,7 @@ def cast(e, args, chunk) -> Column:
         return Column(torch.zeros(a.data.shape, dtype=t.torch_dtype, device=a.data.device), t,
                       torch.zeros(a.data.shape, dtype=torch.bool, device=a.data.device),
                       pa.array([""], pa.string()) if t.kind == "string" else None)
-    if src == t:
+    if src == t and not t.is_nested:
         _check_precision(e, a.data, a.valid)  # DECIMAL(3,0) to DECIMAL(2,0): 100 does not fit
         return a
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
@@ -169,7 +169,7 @@ def try_cast(e, args, chunk) -> Column:
     """TRY_CAST: a value the cast refuses is NULL instead of an error."""
     a, = args
     t = e.type
-    if a.type == t and t.kind != "decimal":
+    if a.type == t and t.kind != "decimal" and not t.is_nested:
         return a
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
