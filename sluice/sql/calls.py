@@ -6,14 +6,16 @@ OVERLAY (substrings around the new text), DuckDB's path functions (``parse_filen
 from __future__ import annotations
 
 import re
+import struct
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.expr import build as E
+from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
-from sluice.expr.nodes import Expr, Lit
-from sluice.types import FLOAT64, INT64, STRING
+from sluice.expr.nodes import NULL_TYPE, Expr, Lit
+from sluice.types import DATE, DAY_US, FLOAT64, INT64, INT_KINDS, NUMERIC_KINDS, STRING
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -132,7 +134,59 @@ def bar(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("bar", [x], (lo, hi, width))
 
 
+def _bin_value(v: Lit, kind: str):
+    """A bound of EQUI_WIDTH_BINS as the overload computes with it."""
+    if kind == "timestamp":
+        return int(v.value) * DAY_US if v.type.kind == "date" else int(v.value)
+    if kind == "integer":
+        return int(v.value)
+    if v.type.kind == "decimal":  # DuckDB's cast: the scaled integer over the power of ten, in doubles
+        return float(v.value) / float(10 ** v.type.scale)
+    return float(v.value)
+
+
+def equi_width_bins(tr, n: exp.Anonymous, ctx) -> Expr:
+    """EQUI_WIDTH_BINS(min, max, bin_count, nice_rounding) of constants: the list of bounds
+    (``functions/bins.py``), typed as ``max`` is (a DECIMAL's as DOUBLE), as in DuckDB."""
+    if len(n.expressions) != 4:
+        raise PlanError("EQUI_WIDTH_BINS takes min, max, bin_count and nice_rounding")
+    lo, hi, count, nice = (_const(tr, a, ctx, "EQUI_WIDTH_BINS with an argument") for a in n.expressions)
+    for v in (lo, hi):
+        if v.type.kind == "string":
+            raise PlanError('Unsupported type "VARCHAR" for equi_width_bins')
+    if not (count.type.is_integer or count.type.kind == "null") or nice.type.kind not in ("bool", "null"):
+        raise PlanError("EQUI_WIDTH_BINS needs an integer bin count and a boolean nice_rounding")
+    kinds = {lo.type.kind, hi.type.kind} - {"null"}
+    if kinds <= {"date", "timestamp"}:
+        kind = "timestamp"
+    elif all(k in INT_KINDS or k == "bool" for k in kinds):
+        kind = "integer"
+    elif all(k in NUMERIC_KINDS for k in kinds):
+        kind = "double"
+    else:
+        raise UnsupportedError(f"EQUI_WIDTH_BINS of {lo.type} and {hi.type}")
+    if any(v.value is None for v in (lo, hi, count, nice)) or not kinds:
+        return Lit(None, NULL_TYPE)
+    bounds = bin_bounds(kind, _bin_value(lo, kind), _bin_value(hi, kind), int(count.value), bool(nice.value))
+    t = FLOAT64 if hi.type.kind == "decimal" else hi.type
+    if t.kind == "date":
+        items = [Lit(b // DAY_US, DATE) for b in bounds]
+    elif t.is_integer:
+        lo_t, hi_t = -2 ** (8 * t.value_bytes - 1), 2 ** (8 * t.value_bytes - 1)
+        bad = [b for b in bounds if not lo_t <= b < hi_t]
+        if bad:
+            raise ExecutionError(f"Type INT64 with value {bad[0]} can't be cast because the value is out of range "
+                                 f"for the destination type {t.kind.upper()}")
+        items = [Lit(b, t) for b in bounds]
+    elif t.kind == "float32":
+        items = [Lit(float(struct.unpack("f", struct.pack("f", b))[0]), t) for b in bounds]
+    else:
+        items = [Lit(b, t) for b in bounds]
+    return E.make_func("list_value", items)
+
+
 CLASS_CALLS = {exp.Overlay: overlay}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
-               "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar}
+               "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
+               "equi_width_bins": equi_width_bins}
