@@ -493,7 +493,10 @@ def strexpr(tab, depth=0):
         f"({strexpr(tab, depth+1)} || '-' || {strexpr(tab, depth+1)})", f"trim({strexpr(tab, depth+1)})", f"replace({strexpr(tab, depth+1)}, 'a', 'XY')",
         f"coalesce({tab}.s, 'zz')", f"case when {pred(tab, depth+1)} then {tab}.s else 'other' end", f"cast({tab}.a as varchar)",
         f"case when {pred(tab, depth+1)} then {strexpr(tab, depth+1)} end",
-        f"concat({tab}.s, {tab}.a)", f"left({tab}.s, 2)", f"reverse({tab}.s)"])
+        f"concat({tab}.s, {tab}.a)", f"left({tab}.s, 2)", f"reverse({tab}.s)",
+        # positions from a column, slices, and SUBSTRING's default length from -2**32 (it once ran to the end)
+        f"substring({tab}.s, {tab}.a, {R.choice(['2', f'{tab}.a', '-1'])})", f"{tab}.s[{tab}.a:{R.randint(-3, 4)}]",
+        f"array_slice({tab}.s, {R.randint(-3, 3)}, {tab}.a)", f"substring({tab}.s, {R.choice(['-4294967296', '-2', '0'])})"])
 AGGS = ["sum({})", "count({})", "min({})", "max({})", "avg({})", "count(distinct {})", "count(*)"]
 def agg(tab):
     a = R.choice(AGGS)

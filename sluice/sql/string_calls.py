@@ -139,7 +139,11 @@ class StringCalls:
         length = n.args.get("length")
         ln = self.expr(length, ctx) if length is not None else None
         if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
-            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
+            if not all(p.type.is_integer or p.type.kind == "null" for p in [start] + ([ln] if ln is not None else [])):
+                raise UnsupportedError("SUBSTRING with non-integer positions")
+            if isinstance(a, Lit) and a.value is None:  # a NULL string: NULL, whatever the positions
+                return Lit(None, STRING)
+            return E.make_func("substring_rows", [a, start] + ([ln] if ln is not None else []))
         if start.value is None or (ln is not None and ln.value is None):
             return Lit(None, STRING)
         return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))

@@ -190,7 +190,9 @@ def substring_slice(start: int, length: int | None) -> tuple[int, int | None]:
 def substring(e, args, chunk) -> Column:
     start, length = e.params
     start = check_position(args[0], chunk.num_rows, start, "offset")
-    begin, stop = substring_slice(start, check_position(args[0], chunk.num_rows, length, "length"))
+    # No length is DuckDB's 2**32 - 1, not "to the end": from -2**32 it stops before the last character
+    length = POSITION_MAX if length is None else check_position(args[0], chunk.num_rows, length, "length")
+    begin, stop = substring_slice(start, length)
     if stop is None:
         return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin))
     return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin, stop))
