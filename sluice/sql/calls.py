@@ -14,8 +14,8 @@ from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
-from sluice.expr.nodes import NULL_TYPE, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT64, INT_KINDS, NUMERIC_KINDS, STRING
+from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
+from sluice.types import DATE, DAY_US, FLOAT64, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -185,7 +185,70 @@ def equi_width_bins(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("list_value", items)
 
 
-CLASS_CALLS = {exp.Overlay: overlay}
+#: DuckDB's names of sluice's types (decimals, nested types and NULL are written by :func:`duckdb_type_name`).
+TYPE_NAMES = {"bool": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
+              "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP",
+              "timestamptz": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL", "string": "VARCHAR", "null": '"NULL"'}
+#: Column types that name one Parquet type only: a column read as int16 / int32 / int64 may be an
+#: unsigned one widened (DuckDB's UTINYINT / USMALLINT / UINTEGER), a REAL a half float, a
+#: TIMESTAMP one in seconds, milliseconds or nanoseconds; TYPEOF of those is refused.
+_EXACT_COLUMN_KINDS = frozenset({"bool", "int8", "float64", "date", "string", "decimal", "interval", "null"})
+
+
+def duckdb_type_name(t: LType) -> str:
+    """``t`` as DuckDB's TYPEOF writes it (DECIMAL(18,3), INTEGER[], STRUCT(a INTEGER, "A b" VARCHAR))."""
+    if t.kind == "decimal":
+        if not t.precision:
+            raise UnsupportedError("TYPEOF of a decimal whose precision sluice does not know")
+        return f"DECIMAL({t.precision},{t.scale})"
+    if t.kind == "list":
+        return duckdb_type_name(t.element) + "[]"
+    if t.kind == "map":
+        return f"MAP({duckdb_type_name(t.args[0])}, {duckdb_type_name(t.args[1])})"
+    if t.kind == "struct":
+        fields = []
+        for name, u in t.args:
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name.upper() in _SQL_KEYWORDS:
+                raise UnsupportedError(f"TYPEOF of a struct with a field named {name!r} (a keyword)")
+            shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+            fields.append(f"{shown} {duckdb_type_name(u)}")
+        return "STRUCT(" + ", ".join(fields) + ")"
+    return TYPE_NAMES[t.kind]
+
+
+_SQL_KEYWORDS = frozenset(k for k in __import__("sqlglot").tokens.Tokenizer.KEYWORDS if k.isalpha() or "_" in k)
+
+
+def _column_kinds(t: LType):
+    yield t.kind
+    if t.kind in ("list", "map"):
+        for u in t.args:
+            yield from _column_kinds(u)
+    elif t.kind == "struct":
+        for _, u in t.args:
+            yield from _column_kinds(u)
+
+
+def typeof(tr, n: exp.Typeof, ctx) -> Expr:
+    """TYPEOF(x): the name of ``x``'s type as DuckDB writes it, a constant. Refused where the
+    name may differ from DuckDB's over the same data: of an aggregate or window result (their
+    types are sluice's own: 64-bit decimals), of a column whose Parquet type sluice widens."""
+    if n.this.find(exp.AggFunc, exp.Window) is not None:
+        raise UnsupportedError("TYPEOF of an aggregate or window result")
+    source = n.root().meta.get("source")
+    if isinstance(source, str) and re.search(r"(?<![\w.])\.\d", source) and any(
+            not lit.is_string and lit.this.lstrip("-+").startswith("0.") for lit in n.this.find_all(exp.Literal)):
+        # sqlglot reads .5 as 0.5: DuckDB types them DECIMAL(1,1) and DECIMAL(2,1)
+        raise UnsupportedError("TYPEOF of a decimal constant written without its leading 0")
+    e = tr.expr(n.this, ctx)
+    for c in (x for x in e.walk() if isinstance(x, Col)):
+        kinds = set(_column_kinds(c.type))
+        if not kinds <= _EXACT_COLUMN_KINDS:
+            raise UnsupportedError(f"TYPEOF of a {c.type} column (its Parquet type may be one DuckDB names otherwise)")
+    return Lit(duckdb_type_name(e.type), STRING)
+
+
+CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,

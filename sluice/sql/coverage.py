@@ -214,7 +214,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Literal: {"this": READ, "is_string": READ},
     exp.Null: {},
     exp.RawString: {"this": READ},
-    exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},  # a dollar-quoted string: $$text$$, $tag$text$tag$
+    exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},
+    exp.Typeof: {"this": READ},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it
     exp.Interval: {"this": READ, "unit": READ, "fraction_in_string": READ},
