@@ -27,7 +27,7 @@ doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN,
 every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
 side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
-(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
 refusals (``unsupported: ...``) are listed, not counted. Not a test: answers from DuckDB
@@ -791,8 +791,13 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
         fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
         opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
         return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
-    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value
-    return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
+    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value;
+    # FINALIZE of it is the value (answered)
+    agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',
+                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)'])
+    if _TR.random() < .5:
+        return f"select t.g, finalize({agg} export_state), count(*) from t group by t.g"
+    return f"select t.g, {agg} export_state from t group by t.g"
 
 
 def _null_query():

@@ -57,11 +57,95 @@ def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
 
 
 #: Keywords of DuckDB's that sqlglot misreads or fails on, refused by name before parsing:
-#: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (sqlglot read the keyword
+#: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (``finalize(agg(x)
+#: EXPORT_STATE)`` is answered: :func:`_finalized_states`) (sqlglot read the keyword
 #: as a column alias: ``first(i) EXPORT_STATE`` answered first(i)); ``WITH RECURSIVE t USING KEY
 #: (a, max(b))`` was a syntax error where DuckDB answers.
 _REFUSED_KEYWORDS = ((re.compile(r"\bEXPORT_STATE\b", re.I), "EXPORT_STATE (aggregate states)"),
                      (re.compile(r"\bUSING\s+KEY\b", re.I), "USING KEY in WITH"))
+
+
+#: ``finalize(`` opening DuckDB's FINALIZE of an exported aggregate state.
+_FINALIZE = re.compile(r"\bfinalize\s*\(", re.I)
+_CALL_HEAD = re.compile(r"\s*[A-Za-z_]\w*\s*\(")
+_FILTER_HEAD = re.compile(r"\s*FILTER\s*\(", re.I)
+_EXPORT_TAIL = re.compile(r"\s+EXPORT_STATE\s*$", re.I)
+#: The call FINALIZE(agg EXPORT_STATE) is rewritten to before parsing (then to ``agg`` itself).
+_FINALIZED = "__sluice_finalized"
+
+
+def _code_mask(sql: str) -> list[bool]:
+    """Per character: True where it is SQL code (not inside a string, quoted name or comment)."""
+    mask = [True] * len(sql)
+    for m in _QUOTED.finditer(sql):
+        mask[m.start():m.end()] = [False] * (m.end() - m.start())
+    return mask
+
+
+def _closing(sql: str, mask: list[bool], open_at: int) -> int | None:
+    """The position of the ``)`` matching the ``(`` at ``open_at`` (code only), or None."""
+    depth = 0
+    for i in range(open_at, len(sql)):
+        if not mask[i]:
+            continue
+        if sql[i] == "(":
+            depth += 1
+        elif sql[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _one_call(sql: str, mask: list[bool], start: int, end: int) -> bool:
+    """Whether ``sql[start:end]`` is one call ``name(...)``, optionally with ``FILTER (...)``."""
+    m = _CALL_HEAD.match(sql, start, end)
+    if m is None:
+        return False
+    close = _closing(sql, mask, m.end() - 1)
+    if close is None or close >= end:
+        return False
+    f = _FILTER_HEAD.match(sql, close + 1, end)
+    if f is not None:
+        close = _closing(sql, mask, f.end() - 1)
+        if close is None or close >= end:
+            return False
+    return not sql[close + 1:end].strip()
+
+
+def _finalized_states(sql: str) -> str:
+    """``finalize(agg(...) EXPORT_STATE)`` -- the exported state of an aggregate finalized at
+    once, which is the aggregate's value -- as ``__sluice_finalized(agg(...))``, which
+    :func:`_unwrap_finalized` turns into the aggregate (refusing anything else). Other uses of
+    EXPORT_STATE (the state itself, COMBINE, TO_AGGREGATE_STATE) stay refused."""
+    if "export_state" not in sql.lower():
+        return sql
+    while True:
+        mask = _code_mask(sql)
+        for m in _FINALIZE.finditer(sql):
+            if not mask[m.start()]:
+                continue
+            close = _closing(sql, mask, m.end() - 1)
+            tail = None if close is None else _EXPORT_TAIL.search(sql, m.end(), close)
+            if tail is None or not _one_call(sql, mask, m.end(), tail.start()):
+                continue
+            sql = f"{sql[:m.start()]}{_FINALIZED}({sql[m.end():tail.start()]}){sql[close + 1:]}"
+            break
+        else:
+            return sql
+
+
+def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
+    from sluice.sql.syntax import is_aggregate_call
+
+    def unwrap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
+            arg = n.expressions[0] if len(n.expressions) == 1 else None
+            if arg is None or not is_aggregate_call(arg):
+                raise UnsupportedError("EXPORT_STATE of something that is not an aggregate call")
+            return arg
+        return n
+    return tree.transform(unwrap, copy=False)
 
 
 def _refuse_keywords(sql: str) -> None:
@@ -81,6 +165,7 @@ def _refuse_keywords(sql: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
+    sql = _finalized_states(sql)
     _refuse_keywords(sql)
     try:
         trees = [t for t in sqlglot.parse(_split_exponent_sums(sql), read=Sluice) if t is not None]
@@ -100,8 +185,9 @@ def _parse_cached(sql: str) -> exp.Expression:
         raise SqlError("empty query")
     if len(trees) > 1:
         raise UnsupportedError("one statement at a time")
-    trees[0].meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)
-    return trees[0]
+    tree = _unwrap_finalized(trees[0]) if _FINALIZED in sql else trees[0]
+    tree.meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)
+    return tree
 
 
 def parse_sql(sql: str) -> exp.Expression:

@@ -112,6 +112,11 @@ def is_named_holistic(n: exp.Expression) -> bool:
     return is_mad(n) or is_histogram(n)
 
 
+def is_aggregate_call(n: exp.Expression) -> bool:
+    """An aggregate's call (with its FILTER): no window, no expression around it."""
+    return _is_aggregate(n)
+
+
 def _is_aggregate(n: exp.Expression) -> bool:
     kinds = tuple(AGG_FUNCS) + HOLISTIC
     return isinstance(n, kinds) or is_named_holistic(n) or (
