@@ -15,7 +15,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
+from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -248,8 +248,49 @@ def typeof(tr, n: exp.Typeof, ctx) -> Expr:
     return Lit(duckdb_type_name(e.type), STRING)
 
 
-CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof}
+def _format_bytes(multiplier: int):
+    def translate(tr, n: exp.Anonymous, ctx) -> Expr:
+        """FORMAT_BYTES(n) and its aliases (``functions/byte_sizes.py``)."""
+        if len(n.expressions) != 1:
+            raise PlanError(f"{str(n.this).upper()} takes one integer")
+        return E.make_func("format_bytes", [tr.expr(n.expressions[0], ctx)], (multiplier,))
+    return translate
+
+
+def translate(tr, n: exp.Translate, ctx) -> Expr:
+    """TRANSLATE(s, from, to) with constant ``from`` and ``to`` (``functions/translate.py``)."""
+    s = tr.expr(n.this, ctx)
+    source = _const(tr, n.args["from_"], ctx, "TRANSLATE with characters")
+    target = _const(tr, n.args["to"], ctx, "TRANSLATE with characters")
+    if source.value is None or target.value is None or (isinstance(s, Lit) and s.value is None):
+        return Lit(None, STRING)
+    if source.type.kind != "string" or target.type.kind != "string":
+        raise PlanError("TRANSLATE needs strings")
+    return E.make_func("translate", [s], (source.value, target.value))
+
+
+def chr_call(tr, n: exp.Chr, ctx) -> Expr:
+    """CHR(n): the code point as a string."""
+    if len(n.expressions) != 1 or n.args.get("charset"):
+        raise PlanError("CHR takes one INTEGER")
+    a = tr.expr(n.expressions[0], ctx)
+    if a.type.kind == "null":
+        return Lit(None, STRING)
+    return E.make_func("chr", [a])
+
+
+def ascii_call(tr, n: exp.Ascii, ctx) -> Expr:
+    a = tr.expr(n.this, ctx)
+    if a.type.kind == "null":
+        return Lit(None, INT32)
+    return E.make_func("ascii", [a])
+
+
+CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
+               exp.Ascii: ascii_call}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
-               "equi_width_bins": equi_width_bins}
+               "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),
+               "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
+               "formatreadabledecimalsize": _format_bytes(1000)}

@@ -128,7 +128,8 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
-                         "bar", "equi_width_bins"}) | frozenset(NESTED_CALLS)
+                         "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
+                         "formatreadabledecimalsize"}) | frozenset(NESTED_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -215,7 +216,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Null: {},
     exp.RawString: {"this": READ},
     exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},
-    exp.Typeof: {"this": READ},  # a dollar-quoted string: $$text$$, $tag$text$tag$
+    exp.Typeof: {"this": READ},
+    exp.Translate: {"this": READ, "from_": READ, "to": READ},
+    exp.Ascii: {"this": READ},
+    exp.Chr: {"expressions": READ, "charset": refuse("CHR ... USING a character set")},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it
     exp.Interval: {"this": READ, "unit": READ, "fraction_in_string": READ},

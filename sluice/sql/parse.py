@@ -136,11 +136,14 @@ def _finalized_states(sql: str) -> str:
 
 
 def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
+    from sluice.sql.coverage import KNOWN_CALLS
     from sluice.sql.syntax import is_aggregate_call
 
     def unwrap(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
             arg = n.expressions[0] if len(n.expressions) == 1 else None
+            if isinstance(arg, exp.AggFunc) or isinstance(arg, exp.Anonymous) and str(arg.this).lower() not in KNOWN_CALLS:
+                return arg  # an aggregate, or a call sluice does not know: refused by its name if it must be
             if arg is None or not is_aggregate_call(arg):
                 raise UnsupportedError("EXPORT_STATE of something that is not an aggregate call")
             return arg
