@@ -16,7 +16,7 @@ from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS, construct_name
 from sluice.sql.dialect import wrong_arguments
 from sluice.sql.expressions import _cutoff, handles
 from sluice.sql.literals import _const_int, _const_str, _int_lit
-from sluice.types import INT32, STRING
+from sluice.types import BOOL, INT32, STRING
 
 
 class StringCalls:
@@ -74,6 +74,17 @@ class StringCalls:
     @handles(exp.RegexpLike)
     def _x_regexplike(self, n, ctx):
         return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+
+    @handles(exp.SimilarTo)
+    def _x_similar_to(self, n, ctx):
+        """``s SIMILAR TO pattern``: DuckDB's regexp_full_match -- the pattern is an RE2 regular
+        expression that must match the whole string (a constant; ``^`` and ``$`` inside it
+        anchor as usual)."""
+        pattern = n.expression
+        if isinstance(pattern, exp.Null):
+            return Lit(None, BOOL)
+        pattern = _const_str(pattern, "SIMILAR TO")
+        return self._string_fn(n, ctx, "regexp_matches", f"^(?:{pattern})$")
 
     @handles(exp.RegexpReplace)
     def _x_regexpreplace(self, n, ctx):

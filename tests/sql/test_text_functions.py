@@ -71,3 +71,10 @@ def test_errors(sql, error, text_dir, connect):
 def test_translate_of_columns_refused(text_dir, connect):
     with pytest.raises(UnsupportedError, match="TRANSLATE"):
         connect(text_dir).sql("select translate(s, s, 'x') from t").to_arrow()
+
+
+def test_similar_to(text_dir, connect):
+    """SIMILAR TO is DuckDB's regexp_full_match: the whole string must match the RE2 pattern."""
+    _same("select i, s SIMILAR TO 'a.*', s NOT SIMILAR TO '[a-c]{2}', s SIMILAR TO '^a', s SIMILAR TO '.*(é|語)$', "
+          "s SIMILAR TO '', s SIMILAR TO NULL, s SIMILAR TO 'a|b', upper(s) SIMILAR TO '(?i)[a-z ]*' from t",
+          text_dir, connect)
