@@ -188,50 +188,70 @@ class StringCalls:
         if not (isinstance(fmt_node, exp.Literal) and fmt_node.is_string):
             raise UnsupportedError(f"{what} with a format that is not a string constant")
         fmt = fmt_node.this
-        pieces: list[str | int] = []  # literal text, or the index of an argument
-        specs: list[str] = []  # each argument's placeholder
+        pieces: list[str | int] = []  # literal text, or the index of a placeholder
+        holes: list[tuple[int, str]] = []  # each placeholder's argument and spec
+        manual: bool | None = None  # FORMAT's {N} (manual) or {} (automatic) indexing
         text, i, k = "", 0, 0
         while i < len(fmt):
             two = fmt[i:i + 2]
             if what == "FORMAT" and two in ("{{", "}}") or what == "PRINTF" and two == "%%":
                 text += two[0]
                 i += 2
-            elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
-                pieces += [text, k] if text else [k]
-                specs.append(two)
+            elif what == "FORMAT" and fmt[i] == "{" and "}" in fmt[i:]:
+                close = fmt.index("}", i)
+                index, spec = _format_field(fmt[i + 1:close])
+                if manual is not None and manual != (index is not None):
+                    raise PlanError("FORMAT: cannot switch from automatic to manual argument indexing")
+                manual = index is not None
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((index if index is not None else k, spec))
+                text, i, k = "", close + 1, k + 1
+            elif what == "PRINTF" and two in ("%s", "%d", "%i"):
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((k, two))
                 text, i, k = "", i + 2, k + 1
             elif what == "PRINTF" and fmt[i] == "%" and printf_spec(fmt, i):
                 spec = printf_spec(fmt, i)
-                pieces += [text, k] if text else [k]
-                specs.append(spec)
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((k, spec))
                 text, i, k = "", i + len(spec), k + 1
             elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
-                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
+                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}, {N} and {:d}, {:0Nd}, {:Nd}, {:.Nf}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
             else:
                 text += fmt[i]
                 i += 1
         if text:
             pieces.append(text)
-        if k != len(arg_nodes):
+        if what == "PRINTF" and k != len(arg_nodes) or what == "FORMAT" and k > len(arg_nodes) and not manual:
             raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
+        for index, _ in holes:
+            if index >= len(arg_nodes):
+                raise PlanError(f'{what}: argument index "{index}" out of range')
         args = [self.expr(a, ctx) for a in arg_nodes]
-        for j, (a, spec) in enumerate(zip(args, specs)):
+        shown = []
+        for index, spec in holes:
+            a = args[index]
             if spec not in ("{}", "%s", "%d", "%i"):
-                args[j] = formatted_value(a, spec)
+                shown.append(formatted_value(a, spec))
                 continue
             if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
                 raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
             if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:
                 raise PlanError(f"{what}: {spec} cannot format a {a.type} value")
             if spec in ("%d", "%i") and a.type.kind == "bool":  # printf('%d', TRUE) is 1
-                args[j] = E.make_func("cast", [a], (INT32,))
+                a = E.make_func("cast", [a], (INT32,))
+            shown.append(a)
         parts = [Lit(p, STRING) if isinstance(p, str) else
-                 (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
+                 (shown[p] if shown[p].type.kind == "string" else E.make_func("cast", [shown[p]], (STRING,)))
                  for p in pieces] or [Lit("", STRING)]
         out = parts[0]
         for p in parts[1:]:
             out = E.make_func("concat", [out, p])
-        return out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+        out = out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+        for j, a in enumerate(args):  # an argument no placeholder shows still makes the result NULL
+            if j not in {index for index, _ in holes}:
+                out = E.make_func("case", [E.make_func("is_null", [a]), Lit(None, STRING), out])
+        return out
 
     @handles(exp.Trim)
     def _x_trim(self, n, ctx):
@@ -252,3 +272,26 @@ class StringCalls:
         if not (isinstance(fmt, exp.Literal) and fmt.is_string):
             raise UnsupportedError("STRPTIME with a format that is not one string constant")
         return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
+
+
+def _format_field(field: str) -> tuple[int | None, str]:
+    """FORMAT's ``{index:spec}`` as (the argument's index or None, the spec as PRINTF's or
+    ``{}``): ``{:d}``, ``{:0Nd}``, ``{:Nd}`` (integers) and ``{:.Nf}`` (floats and decimals)
+    write as PRINTF's %d / %0Nd / %Nd / %.Nf do; other specs are refused."""
+    import re
+    m = re.fullmatch(r"(\d*)(?::(.*))?", field, re.S)
+    if m is None:
+        raise UnsupportedError(f"FORMAT placeholder {{{field}}}")
+    index = int(m.group(1)) if m.group(1) else None
+    spec = m.group(2)
+    if not spec:
+        return index, "{}"
+    if spec == "d":
+        return index, "%d"
+    w = re.fullmatch(r"(0?)([1-9]\d{0,2})d", spec)
+    if w:
+        return index, f"%{w.group(1)}{w.group(2)}d"
+    f = re.fullmatch(r"\.(\d{1,2})f", spec)
+    if f:
+        return index, f"%.{f.group(1)}f"
+    raise UnsupportedError(f"FORMAT specifier {{:{spec}}} (only {{:d}}, {{:0Nd}}, {{:Nd}}, {{:.Nf}})")

@@ -78,3 +78,18 @@ def test_similar_to(text_dir, connect):
     _same("select i, s SIMILAR TO 'a.*', s NOT SIMILAR TO '[a-c]{2}', s SIMILAR TO '^a', s SIMILAR TO '.*(é|語)$', "
           "s SIMILAR TO '', s SIMILAR TO NULL, s SIMILAR TO 'a|b', upper(s) SIMILAR TO '(?i)[a-z ]*' from t",
           text_dir, connect)
+
+
+def test_format_fields(text_dir, connect):
+    """FORMAT's {N} positions (an argument twice, one unused: NULL still makes NULL), {:d},
+    {:0Nd}, {:Nd} and {:.Nf}, as DuckDB's fmt writes them."""
+    _same("select i, format('{1}-{0}-{1}', s, c), format('{:05d}|{:3d}|{:d}', c, c % 100, b), "
+          "format('{:.2f} {:.1f}', b / 7, (c % 1000)::decimal(9,2) / 8), format('{}', s, c), "
+          "format('{{{}}}', c), format('{0}', s, NULL::int) from t", text_dir, connect)
+
+
+@pytest.mark.parametrize("sql", ["select format('{:x}', c) from t", "select format('{:>5}', s) from t",
+                                 "select format('{:,}', b) from t"])
+def test_format_fields_refused(sql, text_dir, connect):
+    with pytest.raises(UnsupportedError, match="FORMAT specifier"):
+        connect(text_dir).sql(sql).to_arrow()
