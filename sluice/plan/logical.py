@@ -297,7 +297,7 @@ class WindowCall:
     def type(self) -> LType:
         if self.func in RANKING or self.func in ("count", "count_star"):
             return INT64
-        if self.func in DISTRIBUTION or self.func == "avg" or self.func in MOMENTS:
+        if self.func in DISTRIBUTION or self.func in ("avg", "entropy") or self.func in MOMENTS:
             return FLOAT64
         if self.func == "sum":
             return AggCall("sum", self.args[0]).type
