@@ -410,10 +410,15 @@ class Expressions:
         pat = n.expression
         if isinstance(pat, exp.Null):  # x LIKE NULL is NULL
             return Lit(None, BOOL)
-        if not (isinstance(pat, exp.Literal) and pat.is_string):
-            raise UnsupportedError("LIKE with a non-constant pattern")
         op = ("not_" if n.args.get("negate") else "") + op
-        return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+        if isinstance(pat, exp.Literal) and pat.is_string:
+            return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+        p = self.expr(pat, ctx)  # an expression: a constant once folded ('a' || chr(0)), else per row
+        if isinstance(p, Lit) and p.type.kind in ("string", "null"):
+            return Lit(None, BOOL) if p.value is None else E.make_func(op, [a], (like_pattern(p.value, escape),))
+        if a.type.kind == "null":
+            return Lit(None, BOOL)
+        return E.make_func(op + "_rows", [a, p], (escape,))
 
     @handles(exp.Escape)
     def _x_escape(self, n, ctx):
