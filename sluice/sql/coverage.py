@@ -220,6 +220,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Translate: {"this": READ, "from_": READ, "to": READ},
     exp.Ascii: {"this": READ},
     exp.SimilarTo: _BINARY,
+    exp.RegexpFullMatch: {"this": READ, "expression": READ, "options": READ},
     exp.Chr: {"expressions": READ, "charset": refuse("CHR ... USING a character set")},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it

@@ -86,6 +86,22 @@ class StringCalls:
         pattern = _const_str(pattern, "SIMILAR TO")
         return self._string_fn(n, ctx, "regexp_matches", f"^(?:{pattern})$")
 
+    @handles(exp.RegexpFullMatch)
+    def _x_regexp_full_match(self, n, ctx):
+        """REGEXP_FULL_MATCH(s, pattern [, 'c' | 'i']): the RE2 pattern (a constant, or an
+        expression of constants) matches the whole string; other options are refused."""
+        opts = n.args.get("options")
+        flags = _const_str(opts, "REGEXP_FULL_MATCH") if opts is not None else ""
+        if set(flags) - {"c", "i"}:
+            raise UnsupportedError(f"REGEXP_FULL_MATCH options {flags!r} (only 'c' and 'i')")
+        p = self.expr(n.expression, ctx)
+        if isinstance(p, Lit) and p.value is None:
+            return Lit(None, BOOL)
+        if not (isinstance(p, Lit) and p.type.kind == "string"):
+            raise UnsupportedError("REGEXP_FULL_MATCH with a pattern that is not a string constant")
+        case = "(?i)" if flags[-1:] == "i" else ""  # the last of 'c' / 'i' decides, as DuckDB
+        return self._string_fn(n, ctx, "regexp_matches", f"{case}^(?:{p.value})$")
+
     @handles(exp.RegexpReplace)
     def _x_regexpreplace(self, n, ctx):
         mods = _const_str(n.args["modifiers"], "REGEXP_REPLACE") if n.args.get("modifiers") else ""

@@ -76,7 +76,9 @@ def test_translate_of_columns_refused(text_dir, connect):
 def test_similar_to(text_dir, connect):
     """SIMILAR TO is DuckDB's regexp_full_match: the whole string must match the RE2 pattern."""
     _same("select i, s SIMILAR TO 'a.*', s NOT SIMILAR TO '[a-c]{2}', s SIMILAR TO '^a', s SIMILAR TO '.*(é|語)$', "
-          "s SIMILAR TO '', s SIMILAR TO NULL, s SIMILAR TO 'a|b', upper(s) SIMILAR TO '(?i)[a-z ]*' from t",
+          "s SIMILAR TO '', s SIMILAR TO NULL, s SIMILAR TO 'a|b', upper(s) SIMILAR TO '(?i)[a-z ]*', "
+          "regexp_full_match(s, 'a.*'), regexp_full_match(s, 'A.*', 'i'), regexp_full_match(s, 'A.*', 'ic'), "
+          "regexp_full_match(s, 'a' || '.*'), regexp_full_match(s || chr(10) || 'x', '.*x') from t",
           text_dir, connect)
 
 
