@@ -472,7 +472,9 @@ def pred(tab, depth=0):
     if depth > 2 or c < 0.45:
         k = R.random()
         if k < 0.5: return f"{numexpr(tab, depth+1)} {R.choice(['<','<=','=','<>','>','>='])} {numexpr(tab, depth+1)}"
-        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(LIKE_PATTERNS)}'"
+        if k < 0.55: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(LIKE_PATTERNS)}'"
+        # a pattern from a column (matched per distinct pattern), a LIKE pattern built of the rows' own text
+        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike','not ilike'])} {R.choice([f'{tab}.s', f'({tab}.s || chr(37))', f'(chr(95) || {tab}.s)', f'upper({tab}.s)'])}"
         if k < 0.7: return f"{col(tab)} is {R.choice(['','not '])}null"
         if k < 0.8: return f"{tab}.dt {R.choice(['<','>=','='])} date '{R.choice(['1996-03-01','1999-12-31','2001-06-15'])}'"
         if k < 0.9: return f"{col(tab, INTS)} in ({', '.join(str(R.randint(-2,10)) for _ in range(R.randint(1,4)))}{', null' if R.random()<.2 else ''})"
