@@ -262,7 +262,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                     "part_index_zero_as_one": refuse("SPLIT_PART counting 0 as 1"),
                     "empty_delimiter_returns_whole": refuse("SPLIT_PART with a dialect's empty-separator rule")},
     exp.Pad: {"this": READ, "expression": READ, "fill_pattern": READ, "is_left": READ},
-    exp.RegexpLike: {"this": READ, "expression": READ, "flag": refuse("REGEXP_MATCHES options"),
+    exp.RegexpLike: {"this": READ, "expression": READ, "flag": READ,  # 'c' / 'i' (sql/string_calls.py)
                      "full_match": refuse("full-match regular expressions")},
     exp.RegexpReplace: {"this": READ, "expression": READ, "replacement": READ, "modifiers": READ,
                         "position": refuse("REGEXP_REPLACE from a position"),

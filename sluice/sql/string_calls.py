@@ -73,7 +73,16 @@ class StringCalls:
 
     @handles(exp.RegexpLike)
     def _x_regexplike(self, n, ctx):
-        return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+        """REGEXP_MATCHES(s, pattern [, options]): options 'c' (case-sensitive, the default) and
+        'i' (insensitive), the last deciding as in DuckDB; others are refused."""
+        pattern = _const_str(n.expression, "REGEXP_MATCHES")
+        flag = n.args.get("flag")
+        if flag is not None:
+            flags = _const_str(flag, "REGEXP_MATCHES options")
+            if not flags or set(flags) - {"c", "i"}:
+                raise UnsupportedError(f"REGEXP_MATCHES options {flags!r} (only 'c' and 'i')")
+            pattern = ("(?i)" if flags[-1] == "i" else "") + pattern
+        return self._string_fn(n, ctx, "regexp_matches", pattern)
 
     @handles(exp.SimilarTo)
     def _x_similar_to(self, n, ctx):

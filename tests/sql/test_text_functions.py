@@ -78,7 +78,8 @@ def test_similar_to(text_dir, connect):
     _same("select i, s SIMILAR TO 'a.*', s NOT SIMILAR TO '[a-c]{2}', s SIMILAR TO '^a', s SIMILAR TO '.*(é|語)$', "
           "s SIMILAR TO '', s SIMILAR TO NULL, s SIMILAR TO 'a|b', upper(s) SIMILAR TO '(?i)[a-z ]*', "
           "regexp_full_match(s, 'a.*'), regexp_full_match(s, 'A.*', 'i'), regexp_full_match(s, 'A.*', 'ic'), "
-          "regexp_full_match(s, 'a' || '.*'), regexp_full_match(s || chr(10) || 'x', '.*x') from t",
+          "regexp_full_match(s, 'a' || '.*'), regexp_full_match(s || chr(10) || 'x', '.*x'), regexp_matches(s, 'É', 'i'), "
+          "regexp_matches(s, 'A', 'ic'), regexp_matches(s, 'A', 'ci') from t",
           text_dir, connect)
 
 
