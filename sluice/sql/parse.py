@@ -151,6 +151,28 @@ def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
     return tree.transform(unwrap, copy=False)
 
 
+def _upper_slices(tree: exp.Expression) -> exp.Expression:
+    """``x[:b]`` and ``x[:b + 1]``: sqlglot reads ``:b`` as a named query parameter, DuckDB (which
+    has none of that form) as a slice up to the column ``b``. The parameter at the subscript's
+    leftmost position becomes the column, the subscript a slice with no lower bound."""
+    for br in list(tree.find_all(exp.Bracket)):
+        if len(br.expressions) != 1:
+            continue
+        sub = br.expressions[0]
+        leaf = sub
+        while isinstance(leaf, exp.Binary):
+            leaf = leaf.this
+        if not (isinstance(leaf, exp.Placeholder) and isinstance(leaf.this, str) and leaf.this):
+            continue
+        column = exp.column(leaf.this)
+        if leaf is sub:
+            sub = column
+        else:
+            leaf.replace(column)
+        br.set("expressions", [exp.Slice(expression=sub)])
+    return tree
+
+
 def _refuse_keywords(sql: str) -> None:
     """A refused keyword outside strings, quoted names and comments ends the query in one line."""
     found = [(pattern, what) for pattern, what in _REFUSED_KEYWORDS if pattern.search(sql)]
@@ -189,6 +211,8 @@ def _parse_cached(sql: str) -> exp.Expression:
     if len(trees) > 1:
         raise UnsupportedError("one statement at a time")
     tree = _unwrap_finalized(trees[0]) if _FINALIZED in sql else trees[0]
+    if ":" in sql:
+        tree = _upper_slices(tree)
     tree.meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)
     return tree
 

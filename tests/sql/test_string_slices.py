@@ -38,7 +38,7 @@ def _same(sql, root, connect, **settings):
 
 
 def test_bracket_slices(slice_dir, connect):
-    _same("select i, s[a:b], s[:3], s[:-2], s[a:], s[2:b], s[a:3], s[-3:-1], s[0:0], 'héllo😀'[a:b], s[a:NULL], s[a] "
+    _same("select i, s[a:b], s[:3], s[:-2], s[:b], s[:b + 1], s[a:], s[2:b], s[a:3], s[-3:-1], s[0:0], 'héllo😀'[a:b], s[a:NULL], s[a] "
           "from t order by i", slice_dir, connect)
 
 
