@@ -142,6 +142,9 @@ def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
     def unwrap(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
             arg = n.expressions[0] if len(n.expressions) == 1 else None
+            inner = arg.this if isinstance(arg, exp.Filter) else arg
+            if inner is not None and isinstance(inner.args.get("this"), exp.Distinct):
+                raise PlanError("EXPORT_STATE is not supported for DISTINCT aggregates (as in DuckDB)")
             if isinstance(arg, exp.AggFunc) or isinstance(arg, exp.Anonymous) and str(arg.this).lower() not in KNOWN_CALLS:
                 return arg  # an aggregate, or a call sluice does not know: refused by its name if it must be
             if arg is None or not is_aggregate_call(arg):

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.errors import UnsupportedError
+from sluice.errors import PlanError, UnsupportedError
 from sluice.testing.oracle import compare, duckdb_connect
 
 
@@ -59,3 +59,12 @@ def test_states_refused(sql, state_dir, connect):
     with pytest.raises(UnsupportedError, match="EXPORT_STATE") as ei:
         connect(state_dir).sql(sql).to_arrow()
     assert "\n" not in str(ei.value)
+
+
+def test_distinct_state_is_an_error(state_dir, connect):
+    """DuckDB: EXPORT_STATE is not supported for DISTINCT aggregates (a binder error)."""
+    sql = "select finalize(sum(DISTINCT x) EXPORT_STATE) from t"
+    with pytest.raises(Exception, match="DISTINCT"):
+        duckdb_connect(state_dir).sql(sql).fetchall()
+    with pytest.raises(PlanError, match="DISTINCT"):
+        connect(state_dir).sql(sql).to_arrow()
