@@ -29,7 +29,7 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 ``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
-(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (answered as the
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
@@ -487,7 +487,9 @@ def pred(tab, depth=0):
     if depth > 2 or c < 0.45:
         k = R.random()
         if k < 0.5: return f"{numexpr(tab, depth+1)} {R.choice(['<','<=','=','<>','>','>='])} {numexpr(tab, depth+1)}"
-        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(LIKE_PATTERNS)}'"
+        if k < 0.55: return f"{strexpr(tab)} {R.choice(['like','not like','ilike', '<', '=', '>='])} '{R.choice(LIKE_PATTERNS)}'"
+        # a pattern from a column (matched per distinct pattern), a LIKE pattern built of the rows' own text
+        if k < 0.6: return f"{strexpr(tab)} {R.choice(['like','not like','ilike','not ilike'])} {R.choice([f'{tab}.s', f'({tab}.s || chr(37))', f'(chr(95) || {tab}.s)', f'upper({tab}.s)'])}"
         if k < 0.7: return f"{col(tab)} is {R.choice(['','not '])}null"
         if k < 0.8: return f"{tab}.dt {R.choice(['<','>=','='])} date '{R.choice(['1996-03-01','1999-12-31','2001-06-15'])}'"
         if k < 0.9: return f"{col(tab, INTS)} in ({', '.join(str(R.randint(-2,10)) for _ in range(R.randint(1,4)))}{', null' if R.random()<.2 else ''})"
@@ -508,7 +510,10 @@ def strexpr(tab, depth=0):
         f"({strexpr(tab, depth+1)} || '-' || {strexpr(tab, depth+1)})", f"trim({strexpr(tab, depth+1)})", f"replace({strexpr(tab, depth+1)}, 'a', 'XY')",
         f"coalesce({tab}.s, 'zz')", f"case when {pred(tab, depth+1)} then {tab}.s else 'other' end", f"cast({tab}.a as varchar)",
         f"case when {pred(tab, depth+1)} then {strexpr(tab, depth+1)} end",
-        f"concat({tab}.s, {tab}.a)", f"left({tab}.s, 2)", f"reverse({tab}.s)"])
+        f"concat({tab}.s, {tab}.a)", f"left({tab}.s, 2)", f"reverse({tab}.s)",
+        # positions from a column, slices, and SUBSTRING's default length from -2**32 (it once ran to the end)
+        f"substring({tab}.s, {tab}.a, {R.choice(['2', f'{tab}.a', '-1'])})", f"{tab}.s[{tab}.a:{R.randint(-3, 4)}]",
+        f"array_slice({tab}.s, {R.randint(-3, 3)}, {tab}.a)", f"substring({tab}.s, {R.choice(['-4294967296', '-2', '0'])})"])
 AGGS = ["sum({})", "count({})", "min({})", "max({})", "avg({})", "count(distinct {})", "count(*)"]
 def agg(tab):
     a = R.choice(AGGS)
@@ -803,8 +808,13 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
         fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
         opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
         return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
-    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value
-    return f"select t.g, {_TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)'])} export_state from t group by t.g"
+    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value;
+    # FINALIZE of it is the value (answered)
+    agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',
+                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)'])
+    if _TR.random() < .5:
+        return f"select t.g, finalize({agg} export_state), count(*) from t group by t.g"
+    return f"select t.g, {agg} export_state from t group by t.g"
 
 
 _KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

@@ -267,6 +267,8 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
     t = typed[0]
     for u in typed[1:]:
         if u == t:
+            if t.kind == "decimal" and u.precision != t.precision:  # the wider (DuckDB's): it prints and TYPEOFs so
+                t = decimal(t.scale, max(t.precision, u.precision) if t.precision and u.precision else 0)
             continue
         if t.is_nested or u.is_nested:
             t = _nested_supertype(t, u, what)

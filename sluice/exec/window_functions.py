@@ -280,6 +280,26 @@ def _mode_call(r: Rows) -> Column:
     return _mode(r.x, r.idx, r.part, r.peers, r.t, r.n)
 
 
+@window_function("entropy", framed=True)
+def _entropy_call(r: Rows) -> Column:
+    return _entropy(r.x, r.idx, r.part, r.peers, r.n)
+
+
+def _entropy(x: Column, idx, part: K.Segments, peers: K.Segments, n: int) -> Column:
+    """ENTROPY of each partition sorted by x: a run of c equal non-NULL values among the
+    partition's N adds -(c/N) log2(c/N) -- summed as each of its rows' -(1/N) log2(c/N); 0
+    without values (DuckDB's)."""
+    dev = idx.device
+    valid = torch.ones(n, dtype=torch.bool, device=dev) if x.valid is None else x.valid.expand(n)
+    nparts = int(part.ident.max()) + 1 if n else 0
+    total = torch.zeros(nparts, dtype=torch.float64, device=dev).scatter_add(0, part.ident, valid.to(torch.float64))
+    big_n = total[part.ident].clamp(min=1)
+    run = (peers.last - peers.first + 1).to(torch.float64)
+    term = torch.where(valid, -(torch.log2(run / big_n)) / big_n, torch.zeros(n, dtype=torch.float64, device=dev))
+    per_part = torch.zeros(nparts, dtype=torch.float64, device=dev).scatter_add(0, part.ident, term)
+    return Column(per_part[part.ident], FLOAT64)
+
+
 def _excluding(f: str, x: Column | None, t, pieces, part: K.Segments, n: int, dev) -> Column:
     """COUNT, SUM, AVG, MIN, MAX over a frame with an EXCLUDE: over each of its ``pieces``
     (:func:`sluice.kernels.window.exclusion_pieces`), combined."""

@@ -289,7 +289,7 @@ class WindowCall:
             return result_type(self.func, self.args[0].type if self.args else None)
         if self.func in RANKING:
             return INT64
-        if self.func in DISTRIBUTION:
+        if self.func in DISTRIBUTION or self.func == "entropy":
             return FLOAT64
         if self.func == "quantile_cont" and self.args[0].type.kind not in ("decimal", "float32"):
             return FLOAT64  # (a REAL's is a REAL, as DuckDB's)

@@ -21,7 +21,7 @@ from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, 
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
 from sluice.exec.aggregate_functions import registered
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_entropy, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -188,6 +188,8 @@ class Aggregation:
                 aggs.append((name, call))
                 seen[call] = Col(name, call.type)
             agg_cols[id(node)] = seen[call]
+            if is_entropy(node):  # over no rows (an empty table's one group) 0, not NULL, as DuckDB
+                agg_cols[id(node)] = E.make_func("coalesce", [seen[call], Lit(0.0, FLOAT64)])
         if set_keys:
             out = self._grouping_set_union(plan, keys, aggs, set_keys, grouping_nodes, ctx, agg_cols)
         else:
@@ -296,6 +298,17 @@ class Aggregation:
             if e.type.kind == "null":
                 raise UnsupportedError("HISTOGRAM of an untyped NULL")
             call = WindowCall("histogram", (e,))
+            plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        if is_entropy(node):
+            # ENTROPY: the group's rows sorted by the value; each run of equal non-NULL values
+            # of count c among N adds -(c/N) log2(c/N) (NULLs skipped; -0.0 is 0.0, as DuckDB's map)
+            e = self.expr(node.expressions[0], ctx)
+            if e.type.kind == "null":
+                e = Lit(None, INT32)
+            if e.type.is_float:
+                e = E.make_arith("+", e, Lit(0.0, e.type))
+            call = WindowCall("entropy", (e,))
             plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
         if is_mad(node):
@@ -466,7 +479,7 @@ class Aggregation:
         e = self.expr(node, ctx)
         e = _replace_subexprs(e, ctx.group_map or {})
         allowed = {c.name for c in (ctx.group_map or {}).values()} | \
-            {c.name for c in (ctx.aggs or {}).values()} | {c.name for c in ctx.subs.values()}
+            {n for c in (ctx.aggs or {}).values() for n in c.columns()} | {c.name for c in ctx.subs.values()}
         bad = e.columns() - allowed
         if bad:
             raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")

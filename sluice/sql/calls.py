@@ -6,15 +6,17 @@ OVERLAY (substrings around the new text), DuckDB's path functions (``parse_filen
 from __future__ import annotations
 
 import re
+import struct
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.sql import lambdas
 from sluice.expr import build as E
+from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
-from sluice.expr.nodes import Expr, Lit
-from sluice.types import FLOAT64, INT64, STRING
+from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
+from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -133,8 +135,164 @@ def bar(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("bar", [x], (lo, hi, width))
 
 
-CLASS_CALLS = {exp.Overlay: overlay, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
+def _bin_value(v: Lit, kind: str):
+    """A bound of EQUI_WIDTH_BINS as the overload computes with it."""
+    if kind == "timestamp":
+        return int(v.value) * DAY_US if v.type.kind == "date" else int(v.value)
+    if kind == "integer":
+        return int(v.value)
+    if v.type.kind == "decimal":  # DuckDB's cast: the scaled integer over the power of ten, in doubles
+        return float(v.value) / float(10 ** v.type.scale)
+    return float(v.value)
+
+
+def equi_width_bins(tr, n: exp.Anonymous, ctx) -> Expr:
+    """EQUI_WIDTH_BINS(min, max, bin_count, nice_rounding) of constants: the list of bounds
+    (``functions/bins.py``), typed as ``max`` is (a DECIMAL's as DOUBLE), as in DuckDB."""
+    if len(n.expressions) != 4:
+        raise PlanError("EQUI_WIDTH_BINS takes min, max, bin_count and nice_rounding")
+    lo, hi, count, nice = (_const(tr, a, ctx, "EQUI_WIDTH_BINS with an argument") for a in n.expressions)
+    for v in (lo, hi):
+        if v.type.kind == "string":
+            raise PlanError('Unsupported type "VARCHAR" for equi_width_bins')
+    if not (count.type.is_integer or count.type.kind == "null") or nice.type.kind not in ("bool", "null"):
+        raise PlanError("EQUI_WIDTH_BINS needs an integer bin count and a boolean nice_rounding")
+    kinds = {lo.type.kind, hi.type.kind} - {"null"}
+    if kinds <= {"date", "timestamp"}:
+        kind = "timestamp"
+    elif all(k in INT_KINDS or k == "bool" for k in kinds):
+        kind = "integer"
+    elif all(k in NUMERIC_KINDS for k in kinds):
+        kind = "double"
+    else:
+        raise UnsupportedError(f"EQUI_WIDTH_BINS of {lo.type} and {hi.type}")
+    if any(v.value is None for v in (lo, hi, count, nice)) or not kinds:
+        return Lit(None, NULL_TYPE)
+    bounds = bin_bounds(kind, _bin_value(lo, kind), _bin_value(hi, kind), int(count.value), bool(nice.value))
+    t = FLOAT64 if hi.type.kind == "decimal" else hi.type
+    if t.kind == "date":
+        items = [Lit(b // DAY_US, DATE) for b in bounds]
+    elif t.is_integer:
+        lo_t, hi_t = -2 ** (8 * t.value_bytes - 1), 2 ** (8 * t.value_bytes - 1)
+        bad = [b for b in bounds if not lo_t <= b < hi_t]
+        if bad:
+            raise ExecutionError(f"Type INT64 with value {bad[0]} can't be cast because the value is out of range "
+                                 f"for the destination type {t.kind.upper()}")
+        items = [Lit(b, t) for b in bounds]
+    elif t.kind == "float32":
+        items = [Lit(float(struct.unpack("f", struct.pack("f", b))[0]), t) for b in bounds]
+    else:
+        items = [Lit(b, t) for b in bounds]
+    return E.make_func("list_value", items)
+
+
+#: DuckDB's names of sluice's types (decimals, nested types and NULL are written by :func:`duckdb_type_name`).
+TYPE_NAMES = {"bool": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
+              "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP",
+              "timestamptz": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL", "string": "VARCHAR", "null": '"NULL"'}
+#: Column types that name one Parquet type only: a column read as int16 / int32 / int64 may be an
+#: unsigned one widened (DuckDB's UTINYINT / USMALLINT / UINTEGER), a REAL a half float, a
+#: TIMESTAMP one in seconds, milliseconds or nanoseconds; TYPEOF of those is refused.
+_EXACT_COLUMN_KINDS = frozenset({"bool", "int8", "float64", "date", "string", "decimal", "interval", "null"})
+
+
+def duckdb_type_name(t: LType) -> str:
+    """``t`` as DuckDB's TYPEOF writes it (DECIMAL(18,3), INTEGER[], STRUCT(a INTEGER, "A b" VARCHAR))."""
+    if t.kind == "decimal":
+        if not t.precision:
+            raise UnsupportedError("TYPEOF of a decimal whose precision sluice does not know")
+        return f"DECIMAL({t.precision},{t.scale})"
+    if t.kind == "list":
+        return duckdb_type_name(t.element) + "[]"
+    if t.kind == "map":
+        return f"MAP({duckdb_type_name(t.args[0])}, {duckdb_type_name(t.args[1])})"
+    if t.kind == "struct":
+        fields = []
+        for name, u in t.args:
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name.upper() in _SQL_KEYWORDS:
+                raise UnsupportedError(f"TYPEOF of a struct with a field named {name!r} (a keyword)")
+            shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+            fields.append(f"{shown} {duckdb_type_name(u)}")
+        return "STRUCT(" + ", ".join(fields) + ")"
+    return TYPE_NAMES[t.kind]
+
+
+_SQL_KEYWORDS = frozenset(k for k in __import__("sqlglot").tokens.Tokenizer.KEYWORDS if k.isalpha() or "_" in k)
+
+
+def _column_kinds(t: LType):
+    yield t.kind
+    if t.kind in ("list", "map"):
+        for u in t.args:
+            yield from _column_kinds(u)
+    elif t.kind == "struct":
+        for _, u in t.args:
+            yield from _column_kinds(u)
+
+
+def typeof(tr, n: exp.Typeof, ctx) -> Expr:
+    """TYPEOF(x): the name of ``x``'s type as DuckDB writes it, a constant. Refused where the
+    name may differ from DuckDB's over the same data: of an aggregate or window result (their
+    types are sluice's own: 64-bit decimals), of a column whose Parquet type sluice widens."""
+    if n.this.find(exp.AggFunc, exp.Window) is not None:
+        raise UnsupportedError("TYPEOF of an aggregate or window result")
+    source = n.root().meta.get("source")
+    if isinstance(source, str) and re.search(r"(?<![\w.])\.\d", source) and any(
+            not lit.is_string and lit.this.lstrip("-+").startswith("0.") for lit in n.this.find_all(exp.Literal)):
+        # sqlglot reads .5 as 0.5: DuckDB types them DECIMAL(1,1) and DECIMAL(2,1)
+        raise UnsupportedError("TYPEOF of a decimal constant written without its leading 0")
+    e = tr.expr(n.this, ctx)
+    for c in (x for x in e.walk() if isinstance(x, Col)):
+        kinds = set(_column_kinds(c.type))
+        if not kinds <= _EXACT_COLUMN_KINDS:
+            raise UnsupportedError(f"TYPEOF of a {c.type} column (its Parquet type may be one DuckDB names otherwise)")
+    return Lit(duckdb_type_name(e.type), STRING)
+
+
+def _format_bytes(multiplier: int):
+    def translate(tr, n: exp.Anonymous, ctx) -> Expr:
+        """FORMAT_BYTES(n) and its aliases (``functions/byte_sizes.py``)."""
+        if len(n.expressions) != 1:
+            raise PlanError(f"{str(n.this).upper()} takes one integer")
+        return E.make_func("format_bytes", [tr.expr(n.expressions[0], ctx)], (multiplier,))
+    return translate
+
+
+def translate(tr, n: exp.Translate, ctx) -> Expr:
+    """TRANSLATE(s, from, to) with constant ``from`` and ``to`` (``functions/translate.py``)."""
+    s = tr.expr(n.this, ctx)
+    source = _const(tr, n.args["from_"], ctx, "TRANSLATE with characters")
+    target = _const(tr, n.args["to"], ctx, "TRANSLATE with characters")
+    if source.value is None or target.value is None or (isinstance(s, Lit) and s.value is None):
+        return Lit(None, STRING)
+    if source.type.kind != "string" or target.type.kind != "string":
+        raise PlanError("TRANSLATE needs strings")
+    return E.make_func("translate", [s], (source.value, target.value))
+
+
+def chr_call(tr, n: exp.Chr, ctx) -> Expr:
+    """CHR(n): the code point as a string."""
+    if len(n.expressions) != 1 or n.args.get("charset"):
+        raise PlanError("CHR takes one INTEGER")
+    a = tr.expr(n.expressions[0], ctx)
+    if a.type.kind == "null":
+        return Lit(None, STRING)
+    return E.make_func("chr", [a])
+
+
+def ascii_call(tr, n: exp.Ascii, ctx) -> Expr:
+    a = tr.expr(n.this, ctx)
+    if a.type.kind == "null":
+        return Lit(None, INT32)
+    return E.make_func("ascii", [a])
+
+
+CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
+               exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
+               "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),
+               "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
+               "formatreadabledecimalsize": _format_bytes(1000),
                **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}}

@@ -133,7 +133,8 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
-                         "bar"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
+                         "formatreadabledecimalsize"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -219,7 +220,13 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Literal: {"this": READ, "is_string": READ},
     exp.Null: {},
     exp.RawString: {"this": READ},
-    exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},  # a dollar-quoted string: $$text$$, $tag$text$tag$
+    exp.Overlay: {"this": READ, "expression": READ, "from_": READ, "for_": READ},
+    exp.Typeof: {"this": READ},
+    exp.Translate: {"this": READ, "from_": READ, "to": READ},
+    exp.Ascii: {"this": READ},
+    exp.SimilarTo: _BINARY,
+    exp.RegexpFullMatch: {"this": READ, "expression": READ, "options": READ},
+    exp.Chr: {"expressions": READ, "charset": refuse("CHR ... USING a character set")},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
     exp.Var: {"this": READ},  # an INTERVAL unit or an EXTRACT field; elsewhere the translator refuses it
     exp.Interval: {"this": READ, "unit": READ, "fraction_in_string": READ},
@@ -265,7 +272,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                     "part_index_zero_as_one": refuse("SPLIT_PART counting 0 as 1"),
                     "empty_delimiter_returns_whole": refuse("SPLIT_PART with a dialect's empty-separator rule")},
     exp.Pad: {"this": READ, "expression": READ, "fill_pattern": READ, "is_left": READ},
-    exp.RegexpLike: {"this": READ, "expression": READ, "flag": refuse("REGEXP_MATCHES options"),
+    exp.RegexpLike: {"this": READ, "expression": READ, "flag": READ,  # 'c' / 'i' (sql/string_calls.py)
                      "full_match": refuse("full-match regular expressions")},
     exp.RegexpReplace: {"this": READ, "expression": READ, "replacement": READ, "modifiers": READ,
                         "position": refuse("REGEXP_REPLACE from a position"),

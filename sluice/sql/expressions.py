@@ -168,10 +168,10 @@ class Expressions:
             a = self.expr(a_node, ctx)
         else:
             if isinstance(a_node, exp.Interval) and op == "+":
-                return self._interval(self.expr(b_node, ctx), a_node, 1)
+                return self._interval(self.expr(b_node, ctx), a_node, 1, ctx)
             a = self.expr(a_node, ctx)
             if isinstance(b_node, exp.Interval) and op in ("+", "-"):
-                return self._interval(a, b_node, -1 if op == "-" else 1)
+                return self._interval(a, b_node, -1 if op == "-" else 1, ctx)
             if op in E.COMPARE and isinstance(b_node, exp.Interval) and a.type.kind == "interval":
                 return E.make_compare(op, a, self._interval_value(b_node))
             b = self.expr(b_node, ctx)
@@ -189,13 +189,39 @@ class Expressions:
             raise UnsupportedError(f"comparing an interval with INTERVAL {k} {unit_s.upper()}")
         return Lit(k * _MICROS[unit_s], INTERVAL)
 
-    def _interval(self, a: Expr, iv: exp.Interval, sign: int) -> Expr:
+    def _interval_by_column(self, a: Expr, node: exp.Expression, unit_s: str, sign: int, ctx) -> Expr:
+        """date / timestamp +- ``INTERVAL (x) unit`` of an integer expression ``x``: days and
+        weeks of a date as its day arithmetic, hours down to microseconds as ``x`` times the
+        unit's microseconds (an overflow raises, as DuckDB's interval does); a calendar unit
+        of a non-constant amount is refused. A NULL amount is a NULL result."""
+        x = self.expr(node, ctx)
+        if x.type.kind == "null":
+            return Lit(None, a.type if a.type.kind != "date" or unit_s in ("day", "week") else TIMESTAMP)
+        if not x.type.is_integer:
+            raise UnsupportedError(f"INTERVAL of a {x.type} amount")
+        op = "+" if sign > 0 else "-"
+        if a.type.kind == "date" and unit_s in ("day", "week"):
+            days = E.make_func("cast", [x], (INT32,)) if x.type != INT32 else x
+            if unit_s == "week":
+                days = E.make_arith("*", days, Lit(7, INT32))
+            return E.make_arith(op, a, days)
+        if unit_s in _MICROS:
+            if a.type.kind == "date":
+                a = E.make_func("cast", [a], (TIMESTAMP,))
+            x = E.make_func("cast", [x], (INT64,)) if x.type != INT64 else x
+            return E.make_arith(op, a, E.make_arith("*", x, Lit(_MICROS[unit_s], INT64)))
+        raise UnsupportedError(f"INTERVAL with a non-constant number of {unit_s}s")
+
+    def _interval(self, a: Expr, iv: exp.Interval, sign: int, ctx=None) -> Expr:
         """date / timestamp +- INTERVAL: days and weeks keep a date a date (sluice's DATE
         arithmetic; DuckDB would give a TIMESTAMP at midnight, the same instant), months,
         quarters and years move the calendar (clamping the day, as DuckDB), hours down to
         microseconds make a timestamp."""
         if not a.type.is_temporal:
             raise PlanError(f"interval arithmetic needs a date or timestamp, got {a.type}")
+        by_column = interval_column_amount(iv)
+        if by_column is not None:
+            return self._interval_by_column(a, *by_column, sign, ctx)
         k, unit_s = _interval_amount(iv)
         micros = _MICROS
         if a.type.kind == "date" and unit_s in ("day", "week"):
@@ -393,10 +419,15 @@ class Expressions:
         pat = n.expression
         if isinstance(pat, exp.Null):  # x LIKE NULL is NULL
             return Lit(None, BOOL)
-        if not (isinstance(pat, exp.Literal) and pat.is_string):
-            raise UnsupportedError("LIKE with a non-constant pattern")
         op = ("not_" if n.args.get("negate") else "") + op
-        return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+        if isinstance(pat, exp.Literal) and pat.is_string:
+            return E.make_func(op, [a], (like_pattern(pat.this, escape),))
+        p = self.expr(pat, ctx)  # an expression: a constant once folded ('a' || chr(0)), else per row
+        if isinstance(p, Lit) and p.type.kind in ("string", "null"):
+            return Lit(None, BOOL) if p.value is None else E.make_func(op, [a], (like_pattern(p.value, escape),))
+        if a.type.kind == "null":
+            return Lit(None, BOOL)
+        return E.make_func(op + "_rows", [a, p], (escape,))
 
     @handles(exp.Escape)
     def _x_escape(self, n, ctx):
@@ -584,14 +615,37 @@ def _cutoff(e: Expr, name: str) -> float | None:
     return float(e.value)
 
 
+def _interval_unit(unit_s: str) -> str:
+    unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
+    return unit_s.rstrip("s")
+
+
+def _amount_text(qty: exp.Expression) -> str | None:
+    """The amount of ``INTERVAL 3 HOUR``, ``INTERVAL '3 hours'``, ``INTERVAL (-3) HOUR`` as
+    written; None when it is no constant."""
+    while isinstance(qty, exp.Paren):
+        qty = qty.this
+    if isinstance(qty, exp.Neg) and isinstance(qty.this, exp.Literal) and not qty.this.is_string:
+        return "-" + qty.this.name
+    return qty.name if isinstance(qty, exp.Literal) else None
+
+
+def interval_column_amount(iv: exp.Interval) -> tuple[exp.Expression, str] | None:
+    """(the amount's expression, singular unit) of ``INTERVAL (x) HOUR`` whose amount is no
+    constant; None when it is one."""
+    if _amount_text(iv.this) is not None:
+        return None
+    unit = iv.args.get("unit")
+    return iv.this, _interval_unit((unit.name if unit is not None else "").lower())
+
+
 def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
     """(amount, singular unit) of ``INTERVAL 3 HOUR`` / ``INTERVAL '3 hours'``."""
-    qty = iv.this
     unit = iv.args.get("unit")
     unit_s = (unit.name if unit is not None else "").lower()
-    text = qty.name if isinstance(qty, exp.Literal) else None
+    text = _amount_text(iv.this)
     if text is None:
-        raise UnsupportedError("INTERVAL with a non-constant amount")
+        raise UnsupportedError("INTERVAL with a non-constant amount here")
     parts = text.split()
     if len(parts) == 2 and not unit_s:
         text, unit_s = parts[0], parts[1].lower()
@@ -599,8 +653,7 @@ def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
         k = int(text)
     except ValueError:
         raise PlanError(f"bad interval amount {text!r}") from None
-    unit_s = {"microseconds": "microsecond", "us": "microsecond", "ms": "millisecond"}.get(unit_s, unit_s)
-    unit_s = unit_s.rstrip("s")
+    unit_s = _interval_unit(unit_s)
     # DuckDB keeps an interval's months and days in 32 bits and its microseconds in 64: an amount
     # beyond them is a conversion error there (it overflowed a tensor here: an internal error)
     calendar = {"day": 1, "week": 7, "month": 1, "quarter": 3, "year": 12}.get(unit_s)

@@ -10,6 +10,7 @@ import re
 
 from sqlglot import exp
 
+from sluice.expr.like_patterns import like_pattern  # noqa: F401 - read by the translator here
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
@@ -36,26 +37,6 @@ def _is_untyped_null(e: Expr) -> bool:
 
 def _int_lit(e: Expr) -> bool:
     return isinstance(e, Lit) and (e.value is None or e.type.is_integer)
-
-
-def like_pattern(pattern: str, escape: str | None) -> str:
-    """A SQL LIKE pattern as pyarrow's ``match_like`` reads it (backslash escapes).
-
-    In SQL a backslash is an ordinary character unless it is the ESCAPE character."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if escape is not None and ch == escape:
-            if i + 1 >= len(pattern):
-                raise PlanError("LIKE pattern ends with its ESCAPE character")
-            nxt = pattern[i + 1]
-            out.append("\\" + nxt if nxt in "%_\\" else nxt)
-            i += 2
-            continue
-        out.append("\\\\" if ch == "\\" else ch)
-        i += 1
-    return "".join(out)
 
 
 def literal(n: exp.Literal) -> Lit:

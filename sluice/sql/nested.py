@@ -95,14 +95,17 @@ class NestedExpressions:
             return E.make_func("map_extract_value", [base, self.expr(sub, ctx)])
         if kind == "string" and not isinstance(sub, exp.Slice):  # DuckDB: s[i] is SUBSTRING(s, i, 1), to the error
             return self.expr(exp.Substring(this=n.this.copy(), start=sub.copy(), length=exp.Literal.number(1)), ctx)
-        if kind != "list":
+        if kind not in ("list", "string"):
             raise UnsupportedError(f"{'slices' if isinstance(sub, exp.Slice) else 'subscripts'} of {base.type} values")
         if isinstance(sub, exp.Slice):
             if sub.args.get("step") is not None:
-                raise UnsupportedError("list slices with a step")
+                raise UnsupportedError(f"{kind} slices with a step")
             lo, hi = sub.this, sub.expression
             bounds = [self.expr(b, ctx) for b in (lo, hi) if b is not None]
-            return E.make_func("list_slice", [base] + bounds, (lo is not None, hi is not None))
+            if kind == "string":  # code points, DuckDB's bounds (functions/string_slices.py)
+                bounds = [Lit(None, INT64) if b.type.kind == "null" else b for b in bounds]
+            return E.make_func("list_slice" if kind == "list" else "string_slice", [base] + bounds,
+                               (lo is not None, hi is not None))
         return E.make_func("list_extract", [base, self.expr(sub, ctx)])
 
     @handles(exp.PropertyEQ, exp.Slice)
@@ -174,7 +177,7 @@ class NestedExpressions:
 
     @handles(exp.ArraySlice)
     def _x_array_slice(self, n: exp.ArraySlice, ctx):
-        """ARRAY_SLICE(l, a, b): ``l[a:b]`` (of a list; a string's is SUBSTRING's, refused)."""
+        """ARRAY_SLICE(l, a, b): ``l[a:b]`` of a list or a string."""
         if n.args.get("step") is not None:
             raise UnsupportedError("ARRAY_SLICE with a step")
         if n.args.get("start") is None or n.args.get("end") is None:
@@ -186,10 +189,10 @@ class NestedExpressions:
             raise UnsupportedError("LIST_SLICE with a step")
         if len(args) != 3:
             raise PlanError("LIST_SLICE takes a list, a start and an end")
-        if args[0].type.kind != "list":
+        if args[0].type.kind not in ("list", "string"):
             raise UnsupportedError(f"LIST_SLICE / ARRAY_SLICE of a {args[0].type} value")
         args = args[:1] + [Lit(None, INT64) if b.type.kind == "null" else b for b in args[1:]]  # NULL bound: NULL
-        return E.make_func("list_slice", args, (True, True))
+        return E.make_func("list_slice" if args[0].type.kind == "list" else "string_slice", args, (True, True))
 
     @handles(exp.Split)
     def _x_string_split(self, n: exp.Split, ctx):

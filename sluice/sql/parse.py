@@ -11,6 +11,8 @@ from sqlglot.errors import ParseError, TokenError
 
 from sluice.errors import PlanError, SqlError, UnsupportedError
 from sluice.sql.dialect import Sluice, wrong_arguments
+from sluice.sql.coverage import KNOWN_CALLS
+from sluice.sql.syntax import is_aggregate_call
 
 
 #: A number with an exponent and its digits, then + or -: sqlglot's tokenizer reads ``1e2+1`` as
@@ -57,9 +59,119 @@ def _wrong_arguments(er: dict) -> PlanError | UnsupportedError | None:
 
 
 #: Keywords of DuckDB's that sqlglot misreads or fails on, refused by name before parsing:
-#: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (sqlglot read the keyword
+#: ``agg(x) EXPORT_STATE`` returns the aggregate's state, not its value (``finalize(agg(x)
+#: EXPORT_STATE)`` is answered: :func:`_finalized_states`) (sqlglot read the keyword
 #: as a column alias: ``first(i) EXPORT_STATE`` answered first(i)).
 _REFUSED_KEYWORDS = ((re.compile(r"\bEXPORT_STATE\b", re.I), "EXPORT_STATE (aggregate states)"),)
+
+
+#: ``finalize(`` opening DuckDB's FINALIZE of an exported aggregate state.
+_FINALIZE = re.compile(r"\bfinalize\s*\(", re.I)
+_CALL_HEAD = re.compile(r"\s*[A-Za-z_]\w*\s*\(")
+_FILTER_HEAD = re.compile(r"\s*FILTER\s*\(", re.I)
+_EXPORT_TAIL = re.compile(r"\s+EXPORT_STATE\s*$", re.I)
+#: The call FINALIZE(agg EXPORT_STATE) is rewritten to before parsing (then to ``agg`` itself).
+_FINALIZED = "__sluice_finalized"
+
+
+def _code_mask(sql: str) -> list[bool]:
+    """Per character: True where it is SQL code (not inside a string, quoted name or comment)."""
+    mask = [True] * len(sql)
+    for m in _QUOTED.finditer(sql):
+        mask[m.start():m.end()] = [False] * (m.end() - m.start())
+    return mask
+
+
+def _closing(sql: str, mask: list[bool], open_at: int) -> int | None:
+    """The position of the ``)`` matching the ``(`` at ``open_at`` (code only), or None."""
+    depth = 0
+    for i in range(open_at, len(sql)):
+        if not mask[i]:
+            continue
+        if sql[i] == "(":
+            depth += 1
+        elif sql[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _one_call(sql: str, mask: list[bool], start: int, end: int) -> bool:
+    """Whether ``sql[start:end]`` is one call ``name(...)``, optionally with ``FILTER (...)``."""
+    m = _CALL_HEAD.match(sql, start, end)
+    if m is None:
+        return False
+    close = _closing(sql, mask, m.end() - 1)
+    if close is None or close >= end:
+        return False
+    f = _FILTER_HEAD.match(sql, close + 1, end)
+    if f is not None:
+        close = _closing(sql, mask, f.end() - 1)
+        if close is None or close >= end:
+            return False
+    return not sql[close + 1:end].strip()
+
+
+def _finalized_states(sql: str) -> str:
+    """``finalize(agg(...) EXPORT_STATE)`` -- the exported state of an aggregate finalized at
+    once, which is the aggregate's value -- as ``__sluice_finalized(agg(...))``, which
+    :func:`_unwrap_finalized` turns into the aggregate (refusing anything else). Other uses of
+    EXPORT_STATE (the state itself, COMBINE, TO_AGGREGATE_STATE) stay refused."""
+    if "export_state" not in sql.lower():
+        return sql
+    while True:
+        mask = _code_mask(sql)
+        for m in _FINALIZE.finditer(sql):
+            if not mask[m.start()]:
+                continue
+            close = _closing(sql, mask, m.end() - 1)
+            tail = None if close is None else _EXPORT_TAIL.search(sql, m.end(), close)
+            if tail is None or not _one_call(sql, mask, m.end(), tail.start()):
+                continue
+            sql = f"{sql[:m.start()]}{_FINALIZED}({sql[m.end():tail.start()]}){sql[close + 1:]}"
+            break
+        else:
+            return sql
+
+
+def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
+
+    def unwrap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
+            arg = n.expressions[0] if len(n.expressions) == 1 else None
+            inner = arg.this if isinstance(arg, exp.Filter) else arg
+            if inner is not None and isinstance(inner.args.get("this"), exp.Distinct):
+                raise PlanError("EXPORT_STATE is not supported for DISTINCT aggregates (as in DuckDB)")
+            if isinstance(arg, exp.AggFunc) or isinstance(arg, exp.Anonymous) and str(arg.this).lower() not in KNOWN_CALLS:
+                return arg  # an aggregate, or a call sluice does not know: refused by its name if it must be
+            if arg is None or not is_aggregate_call(arg):
+                raise UnsupportedError("EXPORT_STATE of something that is not an aggregate call")
+            return arg
+        return n
+    return tree.transform(unwrap, copy=False)
+
+
+def _upper_slices(tree: exp.Expression) -> exp.Expression:
+    """``x[:b]`` and ``x[:b + 1]``: sqlglot reads ``:b`` as a named query parameter, DuckDB (which
+    has none of that form) as a slice up to the column ``b``. The parameter at the subscript's
+    leftmost position becomes the column, the subscript a slice with no lower bound."""
+    for br in list(tree.find_all(exp.Bracket)):
+        if len(br.expressions) != 1:
+            continue
+        sub = br.expressions[0]
+        leaf = sub
+        while isinstance(leaf, exp.Binary):
+            leaf = leaf.this
+        if not (isinstance(leaf, exp.Placeholder) and isinstance(leaf.this, str) and leaf.this):
+            continue
+        column = exp.column(leaf.this)
+        if leaf is sub:
+            sub = column
+        else:
+            leaf.replace(column)
+        br.set("expressions", [exp.Slice(expression=sub)])
+    return tree
 
 
 def _refuse_keywords(sql: str) -> None:
@@ -79,6 +191,7 @@ def _refuse_keywords(sql: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
+    sql = _finalized_states(sql)
     _refuse_keywords(sql)
     try:
         # (a comment after the last ';' parses as a Semicolon of its own: no statement)
@@ -100,8 +213,11 @@ def _parse_cached(sql: str) -> exp.Expression:
         raise SqlError("empty query")
     if len(trees) > 1:
         raise UnsupportedError("one statement at a time")
-    trees[0].meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)
-    return trees[0]
+    tree = _unwrap_finalized(trees[0]) if _FINALIZED in sql else trees[0]
+    if ":" in sql:
+        tree = _upper_slices(tree)
+    tree.meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)
+    return tree
 
 
 def parse_sql(sql: str) -> exp.Expression:

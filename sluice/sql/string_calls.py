@@ -16,7 +16,8 @@ from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS, construct_name
 from sluice.sql.dialect import wrong_arguments
 from sluice.sql.expressions import _cutoff, handles
 from sluice.sql.literals import _const_int, _const_str, _int_lit
-from sluice.types import INT32, STRING
+from sluice.types import BOOL, INT32, STRING
+import re
 
 
 class StringCalls:
@@ -73,7 +74,43 @@ class StringCalls:
 
     @handles(exp.RegexpLike)
     def _x_regexplike(self, n, ctx):
-        return self._string_fn(n, ctx, "regexp_matches", _const_str(n.expression, "REGEXP_MATCHES"))
+        """REGEXP_MATCHES(s, pattern [, options]): options 'c' (case-sensitive, the default) and
+        'i' (insensitive), the last deciding as in DuckDB; others are refused."""
+        pattern = _const_str(n.expression, "REGEXP_MATCHES")
+        flag = n.args.get("flag")
+        if flag is not None:
+            flags = _const_str(flag, "REGEXP_MATCHES options")
+            if not flags or set(flags) - {"c", "i"}:
+                raise UnsupportedError(f"REGEXP_MATCHES options {flags!r} (only 'c' and 'i')")
+            pattern = ("(?i)" if flags[-1] == "i" else "") + pattern
+        return self._string_fn(n, ctx, "regexp_matches", pattern)
+
+    @handles(exp.SimilarTo)
+    def _x_similar_to(self, n, ctx):
+        """``s SIMILAR TO pattern``: DuckDB's regexp_full_match -- the pattern is an RE2 regular
+        expression that must match the whole string (a constant; ``^`` and ``$`` inside it
+        anchor as usual)."""
+        pattern = n.expression
+        if isinstance(pattern, exp.Null):
+            return Lit(None, BOOL)
+        pattern = _const_str(pattern, "SIMILAR TO")
+        return self._string_fn(n, ctx, "regexp_matches", f"^(?:{pattern})$")
+
+    @handles(exp.RegexpFullMatch)
+    def _x_regexp_full_match(self, n, ctx):
+        """REGEXP_FULL_MATCH(s, pattern [, 'c' | 'i']): the RE2 pattern (a constant, or an
+        expression of constants) matches the whole string; other options are refused."""
+        opts = n.args.get("options")
+        flags = _const_str(opts, "REGEXP_FULL_MATCH") if opts is not None else ""
+        if set(flags) - {"c", "i"}:
+            raise UnsupportedError(f"REGEXP_FULL_MATCH options {flags!r} (only 'c' and 'i')")
+        p = self.expr(n.expression, ctx)
+        if isinstance(p, Lit) and p.value is None:
+            return Lit(None, BOOL)
+        if not (isinstance(p, Lit) and p.type.kind == "string"):
+            raise UnsupportedError("REGEXP_FULL_MATCH with a pattern that is not a string constant")
+        case = "(?i)" if flags[-1:] == "i" else ""  # the last of 'c' / 'i' decides, as DuckDB
+        return self._string_fn(n, ctx, "regexp_matches", f"{case}^(?:{p.value})$")
 
     @handles(exp.RegexpReplace)
     def _x_regexpreplace(self, n, ctx):
@@ -139,7 +176,11 @@ class StringCalls:
         length = n.args.get("length")
         ln = self.expr(length, ctx) if length is not None else None
         if not _int_lit(start) or (ln is not None and not _int_lit(ln)):
-            raise UnsupportedError("SUBSTRING with non-constant or non-integer positions")
+            if not all(p.type.is_integer or p.type.kind == "null" for p in [start] + ([ln] if ln is not None else [])):
+                raise UnsupportedError("SUBSTRING with non-integer positions")
+            if isinstance(a, Lit) and a.value is None:  # a NULL string: NULL, whatever the positions
+                return Lit(None, STRING)
+            return E.make_func("substring_rows", [a, start] + ([ln] if ln is not None else []))
         if start.value is None or (ln is not None and ln.value is None):
             return Lit(None, STRING)
         return E.make_func("substring", [a], (int(start.value), None if ln is None else int(ln.value)))
@@ -175,50 +216,70 @@ class StringCalls:
         if not (isinstance(fmt_node, exp.Literal) and fmt_node.is_string):
             raise UnsupportedError(f"{what} with a format that is not a string constant")
         fmt = fmt_node.this
-        pieces: list[str | int] = []  # literal text, or the index of an argument
-        specs: list[str] = []  # each argument's placeholder
+        pieces: list[str | int] = []  # literal text, or the index of a placeholder
+        holes: list[tuple[int, str]] = []  # each placeholder's argument and spec
+        manual: bool | None = None  # FORMAT's {N} (manual) or {} (automatic) indexing
         text, i, k = "", 0, 0
         while i < len(fmt):
             two = fmt[i:i + 2]
             if what == "FORMAT" and two in ("{{", "}}") or what == "PRINTF" and two == "%%":
                 text += two[0]
                 i += 2
-            elif what == "FORMAT" and two == "{}" or what == "PRINTF" and two in ("%s", "%d", "%i"):
-                pieces += [text, k] if text else [k]
-                specs.append(two)
+            elif what == "FORMAT" and fmt[i] == "{" and "}" in fmt[i:]:
+                close = fmt.index("}", i)
+                index, spec = _format_field(fmt[i + 1:close])
+                if manual is not None and manual != (index is not None):
+                    raise PlanError("FORMAT: cannot switch from automatic to manual argument indexing")
+                manual = index is not None
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((index if index is not None else k, spec))
+                text, i, k = "", close + 1, k + 1
+            elif what == "PRINTF" and two in ("%s", "%d", "%i"):
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((k, two))
                 text, i, k = "", i + 2, k + 1
             elif what == "PRINTF" and fmt[i] == "%" and printf_spec(fmt, i):
                 spec = printf_spec(fmt, i)
-                pieces += [text, k] if text else [k]
-                specs.append(spec)
+                pieces += [text, len(holes)] if text else [len(holes)]
+                holes.append((k, spec))
                 text, i, k = "", i + len(spec), k + 1
             elif what == "FORMAT" and fmt[i] in "{}" or what == "PRINTF" and fmt[i] == "%":
-                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
+                raise UnsupportedError(f"{what} specifier {fmt[i:i + 4]!r} (only {'{}, {N} and {:d}, {:0Nd}, {:Nd}, {:.Nf}' if what == 'FORMAT' else '%s, %d, %i, %x, %X, %o, %f, %e, %g with flags, width and precision'})")
             else:
                 text += fmt[i]
                 i += 1
         if text:
             pieces.append(text)
-        if k != len(arg_nodes):
+        if what == "PRINTF" and k != len(arg_nodes) or what == "FORMAT" and k > len(arg_nodes) and not manual:
             raise PlanError(f"{what}: the format has {k} placeholders for {len(arg_nodes)} arguments")
+        for index, _ in holes:
+            if index >= len(arg_nodes):
+                raise PlanError(f'{what}: argument index "{index}" out of range')
         args = [self.expr(a, ctx) for a in arg_nodes]
-        for j, (a, spec) in enumerate(zip(args, specs)):
+        shown = []
+        for index, spec in holes:
+            a = args[index]
             if spec not in ("{}", "%s", "%d", "%i"):
-                args[j] = formatted_value(a, spec)
+                shown.append(formatted_value(a, spec))
                 continue
             if a.type.kind not in ("string", "bool", "date") and not a.type.is_integer:
                 raise UnsupportedError(f"{what} of a {a.type} value (its text may differ from DuckDB's)")
             if spec in ("%d", "%i") and a.type.kind in ("string", "date") or spec == "%s" and a.type.is_integer:
                 raise PlanError(f"{what}: {spec} cannot format a {a.type} value")
             if spec in ("%d", "%i") and a.type.kind == "bool":  # printf('%d', TRUE) is 1
-                args[j] = E.make_func("cast", [a], (INT32,))
+                a = E.make_func("cast", [a], (INT32,))
+            shown.append(a)
         parts = [Lit(p, STRING) if isinstance(p, str) else
-                 (args[p] if args[p].type.kind == "string" else E.make_func("cast", [args[p]], (STRING,)))
+                 (shown[p] if shown[p].type.kind == "string" else E.make_func("cast", [shown[p]], (STRING,)))
                  for p in pieces] or [Lit("", STRING)]
         out = parts[0]
         for p in parts[1:]:
             out = E.make_func("concat", [out, p])
-        return out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+        out = out if out.type.kind == "string" else E.make_func("cast", [out], (STRING,))
+        for j, a in enumerate(args):  # an argument no placeholder shows still makes the result NULL
+            if j not in {index for index, _ in holes}:
+                out = E.make_func("case", [E.make_func("is_null", [a]), Lit(None, STRING), out])
+        return out
 
     @handles(exp.Trim)
     def _x_trim(self, n, ctx):
@@ -239,3 +300,25 @@ class StringCalls:
         if not (isinstance(fmt, exp.Literal) and fmt.is_string):
             raise UnsupportedError("STRPTIME with a format that is not one string constant")
         return E.make_func("strptime", [self.expr(n.this, ctx)], (fmt.this, bool(n.args.get("safe"))))
+
+
+def _format_field(field: str) -> tuple[int | None, str]:
+    """FORMAT's ``{index:spec}`` as (the argument's index or None, the spec as PRINTF's or
+    ``{}``): ``{:d}``, ``{:0Nd}``, ``{:Nd}`` (integers) and ``{:.Nf}`` (floats and decimals)
+    write as PRINTF's %d / %0Nd / %Nd / %.Nf do; other specs are refused."""
+    m = re.fullmatch(r"(\d*)(?::(.*))?", field, re.S)
+    if m is None:
+        raise UnsupportedError(f"FORMAT placeholder {{{field}}}")
+    index = int(m.group(1)) if m.group(1) else None
+    spec = m.group(2)
+    if not spec:
+        return index, "{}"
+    if spec == "d":
+        return index, "%d"
+    w = re.fullmatch(r"(0?)([1-9]\d{0,2})d", spec)
+    if w:
+        return index, f"%{w.group(1)}{w.group(2)}d"
+    f = re.fullmatch(r"\.(\d{1,2})f", spec)
+    if f:
+        return index, f"%.{f.group(1)}f"
+    raise UnsupportedError(f"FORMAT specifier {{:{spec}}} (only {{:d}}, {{:0Nd}}, {{:Nd}}, {{:.Nf}})")

@@ -107,9 +107,19 @@ def is_histogram(n: exp.Expression) -> bool:
     return isinstance(n, exp.Anonymous) and str(n.this).lower() == "histogram" and len(n.expressions) == 1
 
 
+def is_entropy(n: exp.Expression) -> bool:
+    """ENTROPY(x), an unknown function to sqlglot: a holistic aggregate here (a DOUBLE)."""
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() == "entropy" and len(n.expressions) == 1
+
+
 def is_named_holistic(n: exp.Expression) -> bool:
-    """A holistic aggregate sqlglot parses as an unknown function (MAD, HISTOGRAM)."""
-    return is_mad(n) or is_histogram(n)
+    """A holistic aggregate sqlglot parses as an unknown function (MAD, HISTOGRAM, ENTROPY)."""
+    return is_mad(n) or is_histogram(n) or is_entropy(n)
+
+
+def is_aggregate_call(n: exp.Expression) -> bool:
+    """An aggregate's call (with its FILTER): no window, no expression around it."""
+    return _is_aggregate(n)
 
 
 def _is_aggregate(n: exp.Expression) -> bool:

@@ -180,7 +180,7 @@ REFUSED = [
     ("select string_split(kind, '') from events", "STRING_SPLIT with an empty separator"),
     ("select string_split(kind, kind) from events", "STRING_SPLIT with a separator that is not a string constant"),
     ("select list_slice(tags, 1, 2, 2) from events", "LIST_SLICE with a step"),
-    ("select array_slice(kind, 1, 2) from events", "ARRAY_SLICE of a string"),
+    ("select array_slice(event_id, 1, 2) from events", "ARRAY_SLICE of a"),  # a string's is answered
     ("select histogram(kind) filter (where event_id > 3) from events", "FILTER on HISTOGRAM"),
     ("select mad(event_id) filter (where event_id > 3) from events", "FILTER on MAD"),  # was an internal error
     ("select histogram(kind) over () from events", "HISTOGRAM as a window function"),

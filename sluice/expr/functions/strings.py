@@ -17,6 +17,7 @@ import torch
 from sluice.chunk import Column, host_tensor, lookup, string_buffers, to_device
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
+from sluice.expr.like_patterns import like_pattern
 from sluice.expr.functions.paths import path_part
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid, gather_bool
@@ -152,18 +153,59 @@ def like_search(pattern: str) -> str | None:
 # ------------------------------------------------------------------ LIKE
 
 
+def like_match(d: pa.Array, pattern: str, ignore_case: bool) -> pa.Array:
+    """Whether each string of ``d`` matches the LIKE ``pattern`` (pyarrow's syntax)."""
+    search = (like_regex(pattern, True) if "\\" in pattern else None) if ignore_case else like_search(pattern)
+    if search is not None:
+        return map_slices(lambda x: pc.match_substring_regex(x, search), d)
+    return map_slices(lambda x: pc.match_like(x, pattern, ignore_case=ignore_case), d)
+
+
 @register("like", "ilike", bind=_string_arg("LIKE", BOOL), selectivity=lambda e, est: LIKE_SEL)
 @register("not_like", "not_ilike", bind=_string_arg("LIKE", BOOL), selectivity=lambda e, est: 0.9)
 def like(e, args, chunk) -> Column:
     a, = args
-    pattern, ignore_case = e.params[0], e.op.endswith("ilike")
-    search = (like_regex(pattern, True) if "\\" in pattern else None) if ignore_case else like_search(pattern)
-    if search is not None:
-        per_entry = map_slices(lambda d: pc.match_substring_regex(d, search), a.dictionary)
-    else:
-        per_entry = map_slices(lambda d: pc.match_like(d, pattern, ignore_case=ignore_case), a.dictionary)
-    m = gather_bool(per_entry, a.data)
+    m = gather_bool(like_match(a.dictionary, e.params[0], e.op.endswith("ilike")), a.data)
     return Column(~m if e.op.startswith("not_") else m, BOOL, a.valid)
+
+
+#: The most distinct patterns one chunk's LIKE against a pattern column matches with (one
+#: Arrow match per distinct pattern); more are refused rather than looped over row by row.
+MAX_LIKE_PATTERNS = 1024
+
+
+def _bind_like_rows(args, params):
+    for x in args:
+        if x.type.kind != "string":
+            raise PlanError(f"LIKE needs strings, got {x.type}")
+    return list(args), BOOL
+
+
+@register("like_rows", "ilike_rows", "not_like_rows", "not_ilike_rows", bind=_bind_like_rows,
+          selectivity=lambda e, est: LIKE_SEL)
+def like_rows(e, args, chunk) -> Column:
+    """``s LIKE p`` where ``p`` is a column (params: the ESCAPE character or None): the rows
+    grouped by their distinct pattern, each group's strings matched at once."""
+    n = chunk.num_rows
+    s, p = (c.expand(n) for c in args)
+    valid = and_valid(s.valid, p.valid)
+    escape, = e.params
+    codes = p.data if valid is None else torch.where(valid, p.data, torch.full_like(p.data, -1))
+    used = torch.unique(codes)
+    used = used[used >= 0]
+    if len(used) > MAX_LIKE_PATTERNS:
+        raise UnsupportedError(f"LIKE against more than {MAX_LIKE_PATTERNS} distinct patterns in a chunk")
+    strings = s.dictionary.take(pa.array(s.data.cpu().numpy().astype(np.int64)))
+    out = np.zeros(n, np.bool_)
+    code_rows = codes.cpu().numpy()
+    ignore_case = "ilike" in e.op
+    for code in used.cpu().tolist():  # distinct patterns, not rows
+        rows = np.flatnonzero(code_rows == code)
+        pattern = like_pattern(p.dictionary[code].as_py(), escape)
+        hit = like_match(strings.take(pa.array(rows)), pattern, ignore_case)
+        out[rows] = hit.to_numpy(zero_copy_only=False).astype(np.bool_)
+    m = to_device(host_tensor(out), s.data.device)
+    return Column(~m if e.op.startswith("not_") else m, BOOL, valid)
 
 
 # ------------------------------------------------------------------ slicing and case
@@ -192,7 +234,9 @@ def substring_slice(start: int, length: int | None) -> tuple[int, int | None]:
 def substring(e, args, chunk) -> Column:
     start, length = e.params
     start = check_position(args[0], chunk.num_rows, start, "offset")
-    begin, stop = substring_slice(start, check_position(args[0], chunk.num_rows, length, "length"))
+    # No length is DuckDB's 2**32 - 1, not "to the end": from -2**32 it stops before the last character
+    length = POSITION_MAX if length is None else check_position(args[0], chunk.num_rows, length, "length")
+    begin, stop = substring_slice(start, length)
     if stop is None:
         return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin))
     return _map_dictionary(args[0], lambda d: pc.utf8_slice_codeunits(d, begin, stop))
