@@ -554,7 +554,7 @@ def auto_chunk_rows(device: str) -> int:
     """``chunk_rows=0``: :data:`GPU_CHUNK_ROWS` where ``device`` is (or ``auto`` finds) CUDA,
     :data:`DEFAULT_CHUNK_ROWS` on a CPU."""
     if device == "auto":
-        import torch  # deferred: settings are plain data: the settings reference and --set read them without torch
+        import torch  # deferred: settings are plain data: the settings page and --set read them without torch
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return GPU_CHUNK_ROWS if device.startswith("cuda") else DEFAULT_CHUNK_ROWS
 
