@@ -120,7 +120,6 @@ def test_answers_as_duckdb(sql, data, duck, connect):
 
 
 @pytest.mark.parametrize("sql, error", [
-    ("select $$[1,2]$$::int[]", UnsupportedError),
     ("select (1, 2) = (1, 2, 3)", PlanError),
     ("select printf('%.2f', 1::integer)", PlanError), ("select bar(1, 0, 5, 0.5)", PlanError),
     ("select bar(1, '-inf'::double, 5, 10)", ExecutionError), ("select bar(x, 0, x, 10) from t", UnsupportedError), ("select printf('%c', 65)", UnsupportedError),
