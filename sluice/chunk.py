@@ -16,6 +16,7 @@ import torch
 
 from sluice.kernels.encode import encode_string_list
 from sluice.kernels.buffers import host_tensor, lookup, positions, string_buffers, to_device  # noqa: F401 - used and re-exported
+from sluice.kernels.buffers import as_string, concat_strings
 from sluice.types import LType
 from sluice.errors import ExecutionError, InternalError, UnsupportedError
 
@@ -351,7 +352,7 @@ def _encode_list(arrs: list[pa.Array]) -> tuple[pa.Array, torch.Tensor | None]:
     is the dictionary: the array itself when there is one)."""
     unique, mapping = encode_string_list([_as_string(a) for a in arrs])
     if len(unique) == sum(len(a) for a in arrs):
-        unique, mapping = (arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs)), None
+        unique, mapping = concat_strings(arrs), None
     _ENCODED.get(unique, lambda u: None)  # None: repeat-free (never the array itself: see DictionaryCache)
     return unique, mapping
 
@@ -436,7 +437,7 @@ def used_strings(cols: list[Column]) -> list[pa.Array]:
 
 
 def _as_string(d: pa.Array) -> pa.Array:
-    return d if d.type == pa.string() else d.cast(pa.string())
+    return as_string(d)
 
 
 def concat_columns(cols: list[Column], unify: bool = True) -> Column:
@@ -474,7 +475,7 @@ def _appended_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Ten
     for d, codes in pairs:
         out.append(codes + off if off else codes)
         off += len(d)
-    return pa.concat_arrays([_as_string(d) for d, _ in pairs]), out
+    return concat_strings([_as_string(d) for d, _ in pairs]), out
 
 
 def concat_chunks(chunks: list[Chunk], names=None, unify: bool = True) -> Chunk | None:

@@ -91,3 +91,38 @@ def count_true(mask: torch.Tensor) -> int:
     if mask.device.type == "cpu" and mask.dtype == torch.bool:
         return int(np.count_nonzero(mask.numpy()))
     return int(mask.sum())
+
+
+#: The most string bytes Arrow's ``string`` (32-bit offsets) holds; a test lowers it to force
+#: the ``large_string`` path on small data.
+STRING_BYTES_MAX = 2 ** 31 - 1
+
+
+def _string_bytes(a: pa.Array) -> int:
+    if len(a) == 0:
+        return 0
+    if a.type == pa.string() or a.type == pa.large_string():
+        bufs = a.buffers()
+        dt = np.int64 if a.type == pa.large_string() else np.int32
+        off = np.frombuffer(bufs[1], dtype=dt, count=a.offset + len(a) + 1)
+        return int(off[-1]) - int(off[a.offset])
+    return a.nbytes
+
+
+def concat_strings(arrs: list[pa.Array]) -> pa.Array:
+    """The string arrays one after another: ``string`` while the bytes fit its 32-bit offsets,
+    else ``large_string`` (every piece widened). A dictionary of more than 2 GiB of distinct
+    strings (DISTINCT over 100 M md5 digests) stopped a query with Arrow's "offset overflow"."""
+    if len(arrs) == 1 and arrs[0].type in (pa.string(), pa.large_string()) \
+            and _string_bytes(arrs[0]) <= STRING_BYTES_MAX:
+        return arrs[0]
+    large = any(a.type == pa.large_string() for a in arrs) or \
+        sum(_string_bytes(a) for a in arrs) > STRING_BYTES_MAX
+    kind = pa.large_string() if large else pa.string()
+    return pa.concat_arrays([a if a.type == kind else a.cast(kind) for a in arrs])
+
+
+def as_string(d: pa.Array) -> pa.Array:
+    """``d`` as ``string`` or (when it is one already) ``large_string``: the two types a
+    dictionary of sluice's strings has."""
+    return d if d.type == pa.string() or d.type == pa.large_string() else d.cast(pa.string())

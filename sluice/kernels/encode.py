@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.kernels.buffers import host_tensor, string_buffers
+from sluice.kernels.buffers import concat_strings, host_tensor, string_buffers
 from sluice.kernels.parallel import compute_pool
 
 PARALLEL_MIN = 1 << 21   # below this, one Arrow call is as fast (its table still fits in cache)
@@ -40,7 +40,7 @@ def encode_string_list(arrs: list[pa.Array]) -> tuple[pa.Array, torch.Tensor]:
     arrs = [a for a in arrs if len(a)] or arrs[:1]
     n = sum(len(a) for a in arrs)
     if n < max(PARALLEL_MIN, 1):
-        enc = pc.dictionary_encode(arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs))
+        enc = pc.dictionary_encode(arrs[0] if len(arrs) == 1 else concat_strings(arrs))
         return enc.dictionary, _indices(enc)
     pieces, order = _pieces(arrs, n)
     results = compute_pool().map(lambda i: _maybe(pc.dictionary_encode, pieces(i)), range(pieces.count))
@@ -55,7 +55,7 @@ def count_distinct_strings(arrs: list[pa.Array]) -> int:
     arrs = [a for a in arrs if len(a)]
     n = sum(len(a) for a in arrs)
     if n < PARALLEL_MIN:
-        return len(pc.unique(pa.concat_arrays(arrs))) if n else 0
+        return len(pc.unique(concat_strings(arrs))) if n else 0
     pieces, _ = _pieces(arrs, n)
     return sum(compute_pool().map(lambda i: _maybe(lambda p: len(pc.unique(p)), pieces(i)) or 0,
                                   range(pieces.count)))
@@ -67,11 +67,11 @@ def unique_strings(arrs: list[pa.Array]) -> pa.Array:
     arrs = [a for a in arrs if len(a)]
     n = sum(len(a) for a in arrs)
     if n < PARALLEL_MIN:
-        return pc.unique(pa.concat_arrays(arrs)) if n else pa.array([], pa.string())
+        return pc.unique(concat_strings(arrs)) if n else pa.array([], pa.string())
     pieces, _ = _pieces(arrs, n)
     out = [u for u in compute_pool().map(lambda i: _maybe(pc.unique, pieces(i)), range(pieces.count))
            if u is not None]
-    return pa.concat_arrays(out)
+    return concat_strings(out)
 
 
 def _maybe(f, arr: pa.Array | None):
@@ -94,7 +94,7 @@ class _Pieces:
         arrs, offs = self.arrs, self.offs
         parts = [arrs[a].take(pa.array(mine[cuts[a]:cuts[a + 1]] - offs[a]))
                  for a in range(len(arrs)) if cuts[a + 1] > cuts[a]]
-        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        return parts[0] if len(parts) == 1 else concat_strings(parts)
 
 
 def _pieces(arrs: list[pa.Array], n: int) -> tuple[_Pieces, torch.Tensor]:
@@ -102,7 +102,7 @@ def _pieces(arrs: list[pa.Array], n: int) -> tuple[_Pieces, torch.Tensor]:
     order that lists them piece by piece."""
     pieces = 1 << max(1, int(np.ceil(np.log2(n / PIECE_ROWS))))
     if len(arrs) > 1 and n < TAKE_ROWS_MIN * pieces * len(arrs):
-        arrs = [pa.concat_arrays(arrs)]  # many small arrays: a take from each per piece costs more
+        arrs = [concat_strings(arrs)]  # many small arrays: a take from each per piece costs more
     piece = torch.cat([_piece_of(a, pieces) for a in arrs])
     order = torch.argsort(piece, stable=True)
     counts = torch.bincount(piece, minlength=pieces).tolist()
@@ -120,7 +120,7 @@ def _assemble(results: list, order: torch.Tensor, n: int) -> tuple[pa.Array, tor
         dicts.append(enc.dictionary)
     codes = torch.empty(n, dtype=torch.int32)
     codes[order] = torch.cat(local)
-    return pa.concat_arrays(dicts), codes
+    return concat_strings(dicts), codes
 
 
 def _indices(enc: pa.DictionaryArray) -> torch.Tensor:
