@@ -35,6 +35,13 @@ def duckdb_connect(data_dir: str | Path, threads: int | None = None):
     return con
 
 
+def duckdb_answer(con, sql: str) -> pa.Table:
+    """DuckDB's result of ``sql`` as one Arrow table (``.arrow()`` gives a record batch reader
+    in DuckDB 2.0, a table before it)."""
+    out = con.sql(sql).arrow()
+    return out.read_all() if hasattr(out, "read_all") else out
+
+
 def duckdb_tables(data_dir: str | Path):
     """DuckDB with every Parquet file of ``data_dir`` loaded as an in-memory table of its name
     (DuckDB reading Parquet prunes float row groups by a max that leaves NaN out and drops NaN

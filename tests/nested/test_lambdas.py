@@ -14,11 +14,10 @@ import pytest
 import sluice
 from sluice.datagen.events import generate_events
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_answer
 
 ROWS = 400
 
-SETTINGS = {"default": {}, "chunks7": {"chunk_rows": 7}, "spilled": {"chunk_rows": 64, "force_spill": True}}
 
 QUERIES = [
     # transform: element, position, outer columns, strings, structs, nested results
@@ -66,28 +65,11 @@ def events_dir(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def duck(events_dir):
-    con = duckdb.connect()
-    con.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
-    return con
-
-
-@pytest.fixture(scope="module", params=list(SETTINGS))
-def con(request, events_dir):
-    return sluice.connect(str(events_dir), device="cpu", **SETTINGS[request.param])
-
-
-def _duck(duck, sql: str):
-    out = duck.sql(sql).arrow()
-    return out.read_all() if hasattr(out, "read_all") else out
-
-
 @pytest.mark.parametrize("sql", QUERIES, ids=[f"q{i:02d}" for i in range(len(QUERIES))])
 def test_lambdas_answer_as_duckdb(sql, con, duck):
     ours = con.sql(sql).to_arrow()
     ordered = re.search(r"order by 1$", sql) is not None
-    compare(ours, _duck(duck, sql), list(range(ours.num_columns)) if ordered else None)
+    compare(ours, duckdb_answer(duck, sql), list(range(ours.num_columns)) if ordered else None)
 
 
 CONSTANTS = [
@@ -105,7 +87,7 @@ CONSTANTS = [
 
 @pytest.mark.parametrize("sql", CONSTANTS)
 def test_constant_lambdas(sql, duck, events_dir):
-    compare(sluice.connect(str(events_dir), device="cpu").sql(sql).to_arrow(), _duck(duck, sql))
+    compare(sluice.connect(str(events_dir), device="cpu").sql(sql).to_arrow(), duckdb_answer(duck, sql))
 
 
 @pytest.mark.parametrize("sql, error", [

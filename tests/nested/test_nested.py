@@ -5,7 +5,6 @@ pyarrow; what is not implemented is refused in one line naming the construct."""
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +12,7 @@ import pytest
 import sluice
 from sluice.datagen.events import generate_events
 from sluice.errors import UnsupportedError
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_answer
 
 ROWS = 1500
 
@@ -119,27 +118,15 @@ def events_dir(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def duck(events_dir):
-    con = duckdb.connect()
-    con.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
-    return con
-
-
 @pytest.fixture(scope="module", params=list(SETTINGS))
 def con(request, events_dir):
     return sluice.connect(str(events_dir), device="cpu", **SETTINGS[request.param])
 
 
-def _duck(duck, sql: str) -> pa.Table:
-    out = duck.sql(sql).arrow()
-    return out.read_all() if hasattr(out, "read_all") else out
-
-
 @pytest.mark.parametrize("sql", QUERIES, ids=[f"q{i:02d}" for i in range(len(QUERIES))])
 def test_answers_as_duckdb(sql, con, duck):
     ours = con.sql(sql).to_arrow()
-    theirs = _duck(duck, sql)
+    theirs = duckdb_answer(duck, sql)
     ordered = "order by" in sql
     compare(ours, theirs, list(range(ours.num_columns)) if ordered and "union" not in sql else None)
 
@@ -175,7 +162,7 @@ def test_results_out(events_dir, duck, tmp_path):
     """pandas, Polars, Parquet and CSV output hold the nested values DuckDB has."""
     con = sluice.connect(str(events_dir), device="cpu")
     sql = "select event_id, user, tags, items, attrs from events order by event_id"
-    theirs = _duck(duck, sql)
+    theirs = duckdb_answer(duck, sql)
     rel = con.sql(sql)
     df = rel.to_pandas() if hasattr(rel, "to_pandas") else rel.to_arrow().to_pandas()
     assert df["tags"].map(lambda v: None if v is None else list(v)).tolist() == theirs["tags"].to_pylist()

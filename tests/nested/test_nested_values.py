@@ -18,12 +18,10 @@ from sluice.arrow import arrow_to_column
 from sluice.datagen.events import generate_events
 from sluice.errors import UnsupportedError
 from sluice.kernels.nested_keys import order_key
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_answer
 
 ROWS = 800
 
-SETTINGS = {"default": {}, "chunks7": {"chunk_rows": 7},
-            "spilled": {"chunk_rows": 64, "force_spill": True}}
 
 QUERIES = [
     # GROUP BY and DISTINCT (aggregation state in pages, merged across chunks and spills)
@@ -105,36 +103,18 @@ def events_dir(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def duck(events_dir):
-    con = duckdb.connect()
-    con.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
-    return con
-
-
-@pytest.fixture(scope="module", params=list(SETTINGS))
-def con(request, events_dir):
-    return sluice.connect(str(events_dir), device="cpu", **SETTINGS[request.param])
-
-
-def _duck(duck, sql: str):
-    out = duck.sql(sql).arrow()
-    return out.read_all() if hasattr(out, "read_all") else out
-
-
 @pytest.mark.parametrize("sql", QUERIES, ids=[f"q{i:02d}" for i in range(len(QUERIES))])
 def test_nested_values_answer_as_duckdb(sql, con, duck):
     ours = con.sql(sql).to_arrow()
-    theirs = _duck(duck, sql)
+    theirs = duckdb_answer(duck, sql)
     ordered = re.search(r"order by[^)]*$", sql) is not None  # an ORDER BY of the query, not of a LIST
     compare(ours, theirs, list(range(ours.num_columns)) if ordered else None)
 
 
-def test_groups_are_values_not_codes(events_dir, duck):
+def test_groups_are_values_not_codes(con, duck):
     """Many equal values in every chunk (the generator's lists repeat little): each group once."""
     sql = "select l, count(*) from (select [event_id % 3, null] as l, {'a': kind} as s from events) group by l"
-    for s in SETTINGS.values():
-        compare(sluice.connect(str(events_dir), device="cpu", **s).sql(sql).to_arrow(), _duck(duck, sql), None)
+    compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), None)
 
 
 GENERATORS = {
@@ -159,7 +139,7 @@ def test_order_key_orders_as_duckdb(kind):
     con = duckdb.connect()
     con.execute("select setseed(0.3)")
     con.execute(f"create table t as select row_number() over () - 1 as i, {GENERATORS[kind]} as v from range(60)")
-    arr = _duck(con, "select v from t order by i").column(0)
+    arr = duckdb_answer(con, "select v from t order by i").column(0)
     keys = order_key(arrow_to_column(arr))
     k = keys.dictionary.to_pylist()
     valid = [True] * len(k) if keys.valid is None else keys.valid.tolist()
@@ -225,4 +205,4 @@ def test_outer_join_null_extends_nested_columns(tmp_path):
     con = sluice.connect(str(tmp_path), device="cpu", chunk_rows=5, force_spill=True)
     for sql in ["select a.event_id, b.event_id, b.attrs, b.tags from ev a left join ev b on a.attrs = b.attrs",
                 "select a.event_id, b.items from ev a left join ev b on a.event_id = b.event_id + 1000"]:
-        compare(con.sql(sql).to_arrow(), _duck(duck, sql), None)
+        compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), None)

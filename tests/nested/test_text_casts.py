@@ -17,7 +17,7 @@ import sluice
 from sluice.datagen.events import generate_events
 from sluice.errors import SluiceError, UnsupportedError
 from sluice.expr.functions import text_to_nested
-from sluice.testing.oracle import compare
+from sluice.testing.oracle import compare, duckdb_answer, duckdb_connect
 
 CONSTANTS = [
     # lists: blanks, quotes, escapes, NULL and empty elements, nesting
@@ -108,9 +108,7 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def duck(data):
-    con = duckdb.connect()
-    con.execute(f"create view t as select * from read_parquet('{data}/t.parquet')")
-    return con
+    return duckdb_connect(data)
 
 
 @pytest.fixture(scope="module", params=["default", "chunks7"])
@@ -118,15 +116,10 @@ def con(request, data):
     return sluice.connect(str(data), device="cpu", **({"chunk_rows": 7} if request.param == "chunks7" else {}))
 
 
-def _duck(duck, sql: str):
-    out = duck.sql(sql).arrow()
-    return out.read_all() if hasattr(out, "read_all") else out
-
-
 @pytest.mark.parametrize("sql", CONSTANTS, ids=[f"c{i:02d}" for i in range(len(CONSTANTS))])
 def test_constant_casts_answer_as_duckdb(sql, data, duck):
     con = sluice.connect(str(data), device="cpu")
-    compare(con.sql(sql).to_arrow(), _duck(duck, sql))
+    compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql))
 
 
 @pytest.mark.parametrize("sql", ERRORS, ids=[f"e{i:02d}" for i in range(len(ERRORS))])
@@ -153,7 +146,7 @@ COLUMNS = [
 @pytest.mark.parametrize("sql", COLUMNS, ids=[f"col{i}" for i in range(len(COLUMNS))])
 def test_column_casts_answer_as_duckdb(sql, con, duck):
     ours = con.sql(sql).to_arrow()
-    compare(ours, _duck(duck, sql), [0] if "order by id" in sql else None)
+    compare(ours, duckdb_answer(duck, sql), [0] if "order by id" in sql else None)
 
 
 def test_column_cast_error_as_duckdb(con, duck):
@@ -172,7 +165,7 @@ def test_many_scanned_texts_refused(con, duck, monkeypatch):
         con.sql("select s::STRUCT(a INT, b VARCHAR) from t").to_arrow()
     monkeypatch.setattr(text_to_nested, "MAX_SCANNED_TEXTS", 1)  # 'oops' alone is read by the scanner
     sql = "select id, try_cast(txt as INT[]) from t order by id"
-    compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
+    compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), [0])
 
 
 def test_plain_lists_column_whole(tmp_path):
@@ -190,7 +183,7 @@ def test_plain_lists_column_whole(tmp_path):
     con = sluice.connect(str(tmp_path), device="cpu")
     for sql in ["select id, try_cast(txt as INT[]), txt::VARCHAR[] from p order by id",
                 "select count(*), sum(len(try_cast(txt as BIGINT[]))) from p"]:
-        compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
+        compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), [0])
 
 
 def _part(rnd: random.Random) -> str:
@@ -233,7 +226,7 @@ def test_random_texts_read_as_duckdb_reads_them(tmp_path):
     for typ in ["VARCHAR[]", "VARCHAR[][][]", "STRUCT(a VARCHAR, b VARCHAR, c VARCHAR[])", "MAP(VARCHAR, VARCHAR)",
                 "STRUCT(a VARCHAR)[]"]:
         sql = f"select id, try_cast(txt as {typ}) from r order by id"
-        compare(con.sql(sql).to_arrow(), _duck(duck, sql), [0])
+        compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), [0])
 
 
 EVENTS = [  # were refused (tests/nested/test_nested_values.py), on the seeded events table
@@ -264,7 +257,7 @@ def test_nested_columns_as_text_and_back(sql, events_dir):
     duck = duckdb.connect()
     duck.execute(f"create view events as select * from read_parquet('{events_dir}/events.parquet')")
     ours = sluice.connect(str(events_dir), device="cpu", chunk_rows=64).sql(sql).to_arrow()
-    compare(ours, _duck(duck, sql), [0])
+    compare(ours, duckdb_answer(duck, sql), [0])
 
 
 def test_cast_of_a_non_list_text_raises_as_duckdb(events_dir):
@@ -284,7 +277,7 @@ def test_printed_nested_floats_are_duckdbs_text():
     sql = ("select [1.5, 1e-7, 1e15, 1e16, 2.5e-5, 'nan'::DOUBLE, '-inf'::DOUBLE, NULL] a, "
            "[1.5::REAL, 16777217::REAL, 0.1::REAL, NULL] b, {'x': 1e-5, 'y': 3::DOUBLE} c")
     duck = duckdb.connect()
-    table = _duck(duck, sql)
+    table = duckdb_answer(duck, sql)
     texts = duck.sql(f"select a::varchar, b::varchar, c::varchar from ({sql})").fetchall()[0]
     for i, want in enumerate(texts):
         assert nested_text(table.column(i).combine_chunks())[0].as_py() == want
@@ -300,4 +293,4 @@ def test_nested_values_not_taken_as_text_by_string_functions(sql):
 
 def test_concat_of_a_struct_is_its_text():
     sql = "select concat({'a': 1}, 'x'), concat('{a=1}'::MAP(VARCHAR, INT), 'y'), string_agg(x, ',') from (select [1] x)"
-    compare(sluice.connect(device="cpu").sql(sql).to_arrow(), _duck(duckdb.connect(), sql))
+    compare(sluice.connect(device="cpu").sql(sql).to_arrow(), duckdb_answer(duckdb.connect(), sql))
