@@ -299,7 +299,43 @@ def nested_query():
     q = _nested_query()
     # nested values as values and lists made by aggregation (issue 51's second slice): from
     # their own RNG, drawn after the query above so _NR's stream is unchanged
-    return nested_value_query() if _VR.random() < 0.5 else q
+    q = nested_value_query() if _VR.random() < 0.5 else q
+    return lambda_form_query() if _LR.random() < 0.3 else q
+
+
+_LR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def lambda_form_query():
+    """Lambdas where a review found wrong answers and plan errors (issue 51): beside an UNNEST
+    in one select list (a capture of UNNEST's hidden column), UNNEST inside a body (refused),
+    decimals cast inside lists (a precision dropped), MIN / MAX of nested values over a window
+    (refused), and GROUP BY keys' expressions read inside a body above the aggregation."""
+    r = _LR
+    k = r.random()
+    if k < .25:
+        u = r.choice(["tags", "scores", "map_keys(attrs)"])
+        lam = r.choice(["list_transform(scores, lambda x: x + event_id)", "list_filter(tags, lambda t: t = kind)",
+                        f"list_reduce(scores, lambda a, x: a + coalesce(x, 0), {r.randint(0, 3)})",
+                        "[x || kind for x in tags]"])
+        return f"select event_id, unnest({u}) as u, {lam} from ev"
+    if k < .35:
+        return "select event_id, list_transform([[1, 2], [event_id]], lambda l: unnest(l)) from ev"
+    if k < .6:
+        p, s = r.choice([(4, 2), (6, 2), (9, 3), (3, 1), (18, 4)])
+        e = r.choice([f"list_transform(scores, lambda x: x / {r.randint(1, 9)})::decimal({p},{s})[]",
+                      f"list_transform(scores, lambda x: cast(x as decimal({p},{s})))",
+                      f"list_transform(items, lambda it: it.price)::decimal({p},{s})[]",
+                      f"[1.25, 22.5, null]::decimal({p},{s})[]", f"{{'a': 9.995}}::struct(a decimal({p},{s}))"])
+        return f"select event_id, {e} from ev"
+    if k < .7:
+        return (f"select event_id, {r.choice(['min', 'max'])}({r.choice(['tags', 'scores', 'user', 'attrs'])}) "
+                f"over (partition by kind) from ev")
+    key = r.choice(["length(kind)", "kind || 'x'", "event_id % 3", "user.address.city"])
+    lam = r.choice([f"list_transform([1, 2], lambda x: x || ({key}))", f"list_filter(tags, lambda t: t || ({key}) <> 'a')",
+                    f"list_transform(list(event_id order by event_id), lambda x: x || ({key}))",
+                    f"list_transform([1], lambda x: list_transform([2], lambda y: x + y || ({key})))"])
+    return f"select {key} as g, {lam}, count(*) from ev group by {key}"
 
 
 _VR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

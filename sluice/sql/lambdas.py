@@ -76,6 +76,24 @@ def captures(tr, body: Expr, own: tuple) -> tuple[Expr, tuple, list[Expr]]:
     return substitute(body, mapping), names, [cols[c] for c in outer]
 
 
+#: The calls whose ``params`` start with a lambda's (body, parameter names, capture names).
+LAMBDA_OPS = ("list_transform", "list_filter", "list_reduce")
+
+
+def map_lambda(e: Func, f) -> Func:
+    """The lambda call ``e`` with ``f`` applied to its list, its other arguments and its body,
+    the body reading its outer expressions themselves (not placeholders) while ``f`` runs and
+    its captures taken again after. So a rewrite of the enclosing query's expressions reaches
+    inside lambdas: above an aggregation, ``length(kind)`` in a body is the GROUP BY key
+    ``length(kind)`` (it was "kind must appear in GROUP BY")."""
+    body, names, cap_names = e.params[:3]
+    n = len(cap_names)
+    whole = f(substitute(body, dict(zip(cap_names, e.args[1:1 + n]))))
+    body, cap_names, captured = captures(None, whole, names)
+    args = (f(e.args[0]), *captured, *(f(a) for a in e.args[1 + n:]))
+    return Func(e.op, args, e.type, (body, names, cap_names, *e.params[3:]))
+
+
 def _list(tr, node, ctx: Ctx, what: str) -> Expr:
     lst = tr.expr(node, ctx)
     if lst.type.kind == "null":

@@ -14,6 +14,7 @@ from sluice.expr.like_patterns import like_pattern  # noqa: F401 - read by the t
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
+from sluice.sql.lambdas import LAMBDA_OPS, map_lambda
 from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal, list_of, map_of, struct_of
 
 
@@ -275,6 +276,8 @@ def _replace_subexprs(e: Expr, mapping: dict[Expr, Col]) -> Expr:
     hit = mapping.get(e)
     if hit is not None:
         return hit
+    if isinstance(e, Func) and e.op in LAMBDA_OPS:
+        return map_lambda(e, lambda x: _replace_subexprs(x, mapping))
     if isinstance(e, Func):
         return Func(e.op, tuple(_replace_subexprs(a, mapping) for a in e.args), e.type, e.params)
     return e

@@ -20,6 +20,13 @@ ROWS = 400
 
 
 QUERIES = [
+    # a GROUP BY key's expression read inside a lambda above the aggregation (was "kind must
+    # appear in GROUP BY"), also inside a nested lambda and in FILTER / REDUCE
+    "select length(kind) as k, list_transform([1, 2], lambda x: x + length(kind)), "
+    "list_filter([1, 2, 3, 4, 5], lambda x: x < length(kind)), "
+    "list_reduce([1, 2], lambda a, x: a + x * length(kind), 0) from events group by length(kind) order by 1",
+    "select kind || 'x' as k, list_transform([1, 2], lambda x: list_transform([3], lambda y: x + y || (kind || 'x'))) "
+    "from events group by kind || 'x' order by 1",
     # transform: element, position, outer columns, strings, structs, nested results
     "select event_id, list_transform(scores, lambda x: x * 2 + event_id) from events order by 1",
     "select event_id, list_transform(scores, lambda x, i: x - i), array_transform(tags, lambda t, i: i) "
@@ -99,6 +106,8 @@ def test_constant_lambdas(sql, duck, events_dir):
     # a DECIMAL's precision inside a nested cast (equal types but for it: the cast was dropped)
     ("select list_transform(items, lambda s: s.price)::decimal(4,2)[] from events", ExecutionError),
     ("select {'a': 900.00}::struct(a decimal(4,2)) from events", ExecutionError),
+    ("select length(kind), list_transform([1], lambda x: x + length(kind) + event_id) from events "
+     "group by length(kind)", PlanError),
 ])
 def test_errors_where_duckdb_errs(sql, error, duck, events_dir):
     with pytest.raises(duckdb.Error):
