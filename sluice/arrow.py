@@ -28,6 +28,7 @@ import torch
 from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
+from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite, with_infinities
 from sluice.types import LType, from_arrow, split_interval, to_arrow
 import decimal as _dec
 
@@ -71,36 +72,14 @@ def _numbers(arr: pa.Array, valid: np.ndarray | None) -> np.ndarray:
     return data * valid if pa.types.is_integer(t) else np.where(valid, data, 0)
 
 
-#: How DuckDB writes its special values 'infinity' and '-infinity' to Parquet: the extremes of
-#: the integer range (the most negative value less one).
-_INFINITE = {"date": 2 ** 31 - 1, "timestamp": 2 ** 63 - 1}
-
-
-def refuse_infinite(col: Column) -> None:
-    """A date or timestamp column holding DuckDB's 'infinity' / '-infinity' is refused in one
-    line: read as numbers they would be far-off real dates (year 5881580) that extract, compare
-    and count as such."""
-    big = _INFINITE["date" if col.type.kind == "date" else "timestamp"]
-    d = col.data
-    if d.device.type == "cpu" and d.numel():
-        # One pass (min and max) rather than two comparisons, an OR and an any (a scan's date
-        # columns, every row group): only when an extreme is infinite do the rows decide.
-        lo, hi = torch.aminmax(d)
-        if -big < int(lo) and int(hi) < big:
-            return
-    fail_if((d == big) | (d == -big), f"{col.type} values 'infinity' / '-infinity' (as DuckDB "
-            "writes them) are not supported", col.valid, UnsupportedError)
-
-
 def widen_timestamps(v: torch.Tensor, factor: int, valid: torch.Tensor | None) -> torch.Tensor:
-    """Seconds or milliseconds since the epoch as microseconds; values beyond that range (DuckDB's
-    infinite TIMESTAMP_MS, say) raise instead of wrapping around."""
-    big = _INFINITE["timestamp"]
-    fail_if((v == big) | (v == -big), "timestamp values 'infinity' / '-infinity' (as DuckDB writes them) are "
-            "not supported", valid, UnsupportedError)
-    fail_if(v.abs() > big // factor, "a timestamp is beyond the range of microsecond timestamps (about "
-            "290,000 years)", valid, DataError)
-    return v * factor
+    """Seconds or milliseconds since the epoch as microseconds; DuckDB's 'infinity' /
+    '-infinity' (the int64 extremes in any unit) stay infinities (:mod:`sluice.kernels.infinite`),
+    other values beyond that range raise instead of wrapping around."""
+    finite, inf = widen_infinite(v, factor)
+    fail_if(finite.abs() > TIMESTAMP_INFINITY // factor, "a timestamp is beyond the range of microsecond "
+            "timestamps (about 290,000 years)", valid, DataError)
+    return with_infinities(finite * factor, v, False, False)
 
 
 def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
@@ -168,7 +147,6 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
                 storage = arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
             data = host_tensor(_numbers(storage, _valid_numpy(storage)))
         col = Column(data, t, valid)
-        refuse_infinite(col)
     elif t.kind == "bool":
         data = host_tensor(_filled(arr, False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)

@@ -128,7 +128,24 @@ def _as_text(values) -> pa.Array | None:
     if pa.types.is_interval(values.type):
         text = interval_text(_interval_micros(values))
         return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
+    if pa.types.is_date32(values.type) or pa.types.is_timestamp(values.type):
+        return _infinite_text(values)
     return None
+
+
+def _infinite_text(values: pa.Array) -> pa.Array | None:
+    """Dates and timestamps holding DuckDB's 'infinity' / '-infinity' (the extremes of their
+    integers, :mod:`sluice.kernels.infinite`) as text, the others as Python prints them; None
+    (printed as usual) when there is none."""
+    is_date = pa.types.is_date32(values.type)
+    big = (2 ** 31 - 1) if is_date else (2 ** 63 - 1)
+    ints = values.cast(pa.int32() if is_date else pa.int64())
+    pos, neg = pc.equal(ints, big), pc.equal(ints, -big)
+    if not (pc.any(pos).as_py() or pc.any(neg).as_py()):
+        return None
+    finite = pc.if_else(pc.or_(pos, neg), pa.scalar(None, values.type), values)
+    text = pa.array([None if v is None else str(v) for v in finite.to_pylist()], pa.string())
+    return pc.if_else(pos, pa.scalar("infinity"), pc.if_else(neg, pa.scalar("-infinity"), text))
 
 
 def _cells(table: pa.Table) -> list[list[str]]:
@@ -251,7 +268,10 @@ def format_rows(table: pa.Table, mode: str) -> str:
     if mode == "csv":
         return _csv(table)
     names = table.column_names
-    rows = [dict(zip(names, r)) for r in zip(*[c.to_pylist() for c in table.columns])] if table.num_columns else []
+    texts = [_infinite_text(c.combine_chunks()) if pa.types.is_date32(c.type) or pa.types.is_timestamp(c.type)
+             else None for c in table.columns]
+    cols = [(c if t is None else t).to_pylist() for c, t in zip(table.columns, texts)]
+    rows = [dict(zip(names, r)) for r in zip(*cols)] if table.num_columns else []
     if mode == "json":
         return "\n".join(json.dumps(r, default=str) for r in rows)
     if mode == "line":

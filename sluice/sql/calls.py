@@ -16,7 +16,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
+from sluice.types import BOOL, DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -287,6 +287,17 @@ def ascii_call(tr, n: exp.Ascii, ctx) -> Expr:
     return E.make_func("ascii", [a])
 
 
+def isfinite_call(tr, n: exp.Anonymous, ctx) -> Expr:
+    """ISFINITE(x): of a number (not NaN nor an infinity) or a date / timestamp (not DuckDB's
+    'infinity' / '-infinity'); ISINF is sqlglot's own class."""
+    if len(n.expressions) != 1:
+        raise PlanError("ISFINITE takes one argument")
+    a = tr.expr(n.expressions[0], ctx)
+    if a.type.kind == "null":
+        return Lit(None, BOOL)
+    return E.make_func("isfinite", [a])
+
+
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
                exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
@@ -294,5 +305,5 @@ NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),
                "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
-               "formatreadabledecimalsize": _format_bytes(1000),
+               "formatreadabledecimalsize": _format_bytes(1000), "isfinite": isfinite_call,
                **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}}
