@@ -29,7 +29,8 @@ from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite, with_infinities
-from sluice.types import LType, from_arrow, split_interval, to_arrow
+from sluice.kernels.bits import bits_to_blob
+from sluice.types import LType, from_arrow, is_bit, split_interval, to_arrow
 import decimal as _dec
 
 
@@ -213,6 +214,20 @@ def numpy_to_arrow(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray
     return pa.Array.from_buffers(arrow_type, len(values), [validity, data], null_count=nulls)
 
 
+def result_field(name: str, t: LType) -> pa.Field:
+    """A result column's Arrow field: a BIT is DuckDB's binary form of it (as DuckDB hands a BIT
+    to Arrow), marked so that the printers show its bits."""
+    if is_bit(t):
+        return pa.field(name, pa.binary(), metadata={b"sluice.type": b"bit"})
+    return pa.field(name, to_arrow(t))
+
+
+def result_array(col: Column, t: LType) -> pa.Array:
+    """A result column of the plan's type ``t`` as Arrow (:func:`result_field`'s type)."""
+    arr = column_to_arrow(col)
+    return bits_to_blob(arr) if is_bit(t) else arr
+
+
 def column_to_arrow(col: Column) -> pa.Array:
     """Convert a Column back to Arrow (strings decoded on the host)."""
     t = col.type
@@ -285,6 +300,8 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
         c = c.expand(n)
         mask = None if c.valid is None else ~c.valid.cpu().numpy()
         meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
+        if is_bit(c.type):
+            meta["a"] = "bit"
         if c.type.is_nested:  # by value: Arrow's nested array, its type the column's
             arr = column_to_arrow(c)
             meta["n"] = "1"
@@ -341,7 +358,8 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = arrow_to_column(arr, None, device)
             cols[f.name] = col
             continue
-        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()))
+        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()),
+                  ("bit",) if md.get(b"a") == b"bit" else ())
         valid = None
         if arr.null_count:
             valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))

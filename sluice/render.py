@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.kernels.bits import blob_to_bits
 from sluice.types import DAY_US, split_interval
 
 MODES = ("table", "csv", "json", "markdown", "line")
@@ -148,7 +149,18 @@ def _infinite_text(values: pa.Array) -> pa.Array | None:
     return pc.if_else(pos, pa.scalar("infinity"), pc.if_else(neg, pa.scalar("-infinity"), text))
 
 
+def _bits_shown(table: pa.Table) -> pa.Table:
+    """BIT columns (DuckDB's binary form in results, :func:`sluice.arrow.result_field`) as their
+    text of 0s and 1s."""
+    for i, f in enumerate(table.schema):
+        if f.metadata and f.metadata.get(b"sluice.type") == b"bit":
+            col = table.column(i).combine_chunks()
+            table = table.set_column(i, f.name, blob_to_bits(col))
+    return table
+
+
 def _cells(table: pa.Table) -> list[list[str]]:
+    table = _bits_shown(table)
     if not table.num_columns:
         return []
     texts = [_as_text(c) for c in table.columns]
@@ -253,6 +265,7 @@ def _csv_field(values: pa.Array) -> pa.Array:
 
 def _csv(table: pa.Table) -> str:
     """The table as CSV with a header, built column-wise with Arrow kernels."""
+    table = _bits_shown(table)
     names = table.column_names
     head = ",".join(_csv_field(pa.array(names, pa.string())).to_pylist())
     if not table.num_rows or not names:
@@ -267,6 +280,7 @@ def format_rows(table: pa.Table, mode: str) -> str:
     ``line`` (``column = value``, a blank line between rows)."""
     if mode == "csv":
         return _csv(table)
+    table = _bits_shown(table)
     names = table.column_names
     texts = [_infinite_text(c.combine_chunks()) if pa.types.is_date32(c.type) or pa.types.is_timestamp(c.type)
              else None for c in table.columns]

@@ -22,7 +22,8 @@ from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import float_text, interval_text, nested_text
 from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
-from sluice.types import STRING, LType, list_of, map_of, struct_of
+from sluice.types import STRING, LType, is_bit, list_of, map_of, struct_of
+from sluice.expr.functions.bits import cast_from_bit, cast_to_bit
 from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.expr.functions.time_format import date_text, timestamp_text
 from sluice.kernels.infinite import infinity_of, with_infinities
@@ -64,6 +65,8 @@ def cast(e, args, chunk) -> Column:
     if src == t and not t.is_nested:
         _check_precision(e, a.data, a.valid)  # DECIMAL(3,0) to DECIMAL(2,0): 100 does not fit
         return a
+    if is_bit(t) or is_bit(src):  # DuckDB's BIT (sluice.expr.functions.bits)
+        return cast_to_bit(a, False) if is_bit(t) else cast_from_bit(a, t, False)
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
         out = _cast_numeric(a, t)
         _check_precision(e, out, a.valid)
@@ -173,6 +176,8 @@ def try_cast(e, args, chunk) -> Column:
     t = e.type
     if a.type == t and t.kind != "decimal" and not t.is_nested:
         return a
+    if is_bit(t) or is_bit(a.type):
+        return cast_to_bit(a, True) if is_bit(t) else cast_from_bit(a, t, True)
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
         out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
