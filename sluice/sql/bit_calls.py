@@ -54,9 +54,12 @@ def _simple(op: str, count: int):
 
 
 def bit_length(tr, n: exp.BitLength, ctx) -> Expr:
-    a = _bit_arg(tr, n.this, ctx)
-    if not is_bit(a.type):  # BIT_LENGTH of a string: its bytes times 8 (not implemented)
-        raise UnsupportedError(f"BIT_LENGTH of {a.type}")
+    """BIT_LENGTH of a BIT (its bits) or of a VARCHAR (its UTF-8 bytes times 8)."""
+    a = tr.expr(n.this, ctx)
+    if a.type.kind == "null":
+        return Lit(None, INT64)
+    if a.type.kind != "string":
+        raise PlanError(f"BIT_LENGTH takes a BIT or a VARCHAR, not {a.type}")
     return E.make_func("bit_length", [a])
 
 

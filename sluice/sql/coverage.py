@@ -226,8 +226,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Translate: {"this": READ, "from_": READ, "to": READ},
     exp.Ascii: {"this": READ},
     exp.SimilarTo: _BINARY,
-    **{c: _BINARY for c in (exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseLeftShift,
-                            exp.BitwiseRightShift)},
+    **{c: {**_BINARY, "padside": refuse("bitwise operators with padding")}
+       for c in (exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor)},
+    **{c: {**_BINARY, "requires_int128": refuse("128-bit shifts")} for c in (exp.BitwiseLeftShift, exp.BitwiseRightShift)},
     exp.Getbit: {"this": READ, "expression": READ,
                  "zero_is_msb": only(lambda v: _text(v).lower() == "true", lambda v: "GET_BIT from the least significant bit")},
     exp.BitwiseNot: {"this": READ}, exp.BitLength: {"this": READ},

@@ -48,6 +48,7 @@ QUERIES = {
     "functions": "select i, bit_count(s::bit), bit_length(s::bit), octet_length(s::bit), length(s::bit), "
                  "get_bit(s::bit, 0), set_bit(s::bit, 0, 1), bit_position('11'::bit, s::bit) from b",
     "bitstring": "select i, bitstring(s, 10), bitstring(s::bit, 12) from b",
+    "bit_length_of_text": "select i, bit_length(s), bit_length(s::bit), bit_length('€'), bit_length(NULL) from b",
     "bitwise": "select i, s::bit & t::bit, s::bit | t::bit, xor(s::bit, t::bit), ~s::bit from b "
                "where length(s) = length(t)",
     "shifts": "select i, s::bit << 1, s::bit >> 2, s::bit << 9 from b",

@@ -17,7 +17,6 @@ from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.chunk import Column
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
 from sluice.expr.functions.registry import register
-from sluice.expr.nodes import Lit
 from sluice.kernels import bits as B
 from sluice.types import BIT, INT32, INT64, STRING, LType, is_bit
 
@@ -103,17 +102,13 @@ def cast_from_bit(a: Column, t: LType, lenient: bool) -> Column:
 def _bits(args, what: str, n: int = 1) -> list:
     for a in args[:n]:
         if not is_bit(a.type):
-            if a.type.kind == "string" and isinstance(a, Lit):
-                continue
             raise PlanError(f"{what} takes a BIT, not {a.type}")
     return list(args)
 
 
 def _bind_bits(what: str, result: LType, n: int = 1):
+    """The first ``n`` arguments BITs (the translation casts string constants to BIT)."""
     def bind(args, params):
-        from sluice.expr.functions.cast import cast_expr
-        args = [cast_expr(a, BIT) if i < n and not is_bit(a.type) and a.type.kind == "string" else a
-                for i, a in enumerate(args)]
         return _bits(args, what, n), result
     return bind
 
@@ -123,8 +118,12 @@ def bit_count(e, args, chunk) -> Column:
     return _out(B.bit_counts(_rows(args[0])).cast(pa.int64()), INT64, args[0])
 
 
-@register("bit_length", "octet_length", bind=_bind_bits("BIT_LENGTH", INT64))
+@register("bit_length", bind=lambda args, params: (list(args), INT64))
+@register("octet_length", bind=_bind_bits("OCTET_LENGTH", INT64))
 def bit_length(e, args, chunk) -> Column:
+    """A BIT's bits (OCTET_LENGTH: its bytes); BIT_LENGTH of a VARCHAR: its UTF-8 bytes times 8."""
+    if not is_bit(args[0].type):
+        return _out(pc.multiply(pc.binary_length(_rows(args[0])).cast(pa.int64()), 8), INT64, args[0])
     n = pc.utf8_length(_rows(args[0])).cast(pa.int64())
     if e.op == "octet_length":
         n = pc.divide(pc.add(n, 7), 8)
@@ -199,8 +198,6 @@ def bitstring(e, args, chunk) -> Column:
 
 
 def _bind_bitwise(args, params):
-    from sluice.expr.functions.cast import cast_expr
-    args = [cast_expr(a, BIT) if isinstance(a, Lit) and a.type.kind == "string" else a for a in args]
     if not all(is_bit(a.type) for a in args):
         raise UnsupportedError("bitwise operators on " + " and ".join(str(a.type) for a in args)
                                + " (sluice has them for BIT values)")
