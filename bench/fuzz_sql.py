@@ -685,7 +685,7 @@ def query4():
                 f"select count(*), sum(a.i) from dd a join dd b on a.d = b.d and a.ts >= b.ts where b.i < {R.randint(0, 50)}"])
         f = R.choice(["cast(dd.d as varchar)", "cast(dd.ts as varchar)", "year(dd.d)", "month(dd.ts)", "dayofweek(dd.d)",
                       "strftime(dd.d, '%Y-%m-%d %j')", "dd.d + 1", "date_trunc('month', dd.d)", "extract(epoch from dd.ts)",
-                      "dd.d < date '0001-01-01'", "isinf(dd.ts)", "cast(dd.d as timestamp)", "dd.ts + interval 1 day"])
+                      "dd.d < date '0001-01-01'", "isinf(dd.ts)", "strftime(dd.ts, '%Y %j')", "cast(dd.d as timestamp)", "dd.ts + interval 1 day"])
         q = f"select dd.i, {f} from dd" + (" order by dd.d, dd.i" if R.random() < .3 else "")
         if R.random() < .2:  # BIT values (its text in bt.b): casts, functions, order, BITSTRING_AGG
             return R.choice([

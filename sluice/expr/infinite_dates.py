@@ -6,7 +6,7 @@ evaluator runs every function with a DATE or TIMESTAMP argument through :func:`c
 which decides per function, in one place, what DuckDB does:
 
 - functions that only compare or move values (``=``, ``<``, IN, CASE, COALESCE, lists ...) and
-  those that know the infinities themselves (CAST, ISINF / ISFINITE) run as they are;
+  those that know the infinities themselves (CAST, ISINF / ISFINITE, STRFTIME) run as they are;
 - the calendar's parts and names (``extract`` / ``year`` ..., ``dayname``, ``last_day``,
   ``date_diff``) are NULL on an infinity;
 - adding to or subtracting from one (a number of days, an interval, months) and ``date_trunc``
@@ -33,7 +33,7 @@ from sluice.kernels.infinite import infinite_mask, infinity_of, maybe_infinite
 #: Functions that compare or move values, or handle the infinities in their kernel.
 AS_THEY_ARE = frozenset({
     "=", "<>", "<", "<=", ">", ">=", "in", "is_null", "is_not_null", "case", "coalesce", "single_row",
-    "cast", "try_cast", "cast_null", "isinf", "isfinite", "isnan",
+    "cast", "try_cast", "cast_null", "isinf", "isfinite", "isnan", "strftime",
     "list_value", "struct_pack", "struct_extract", "list_len", "list_extract", "list_slice", "list_contains",
     "list_min", "list_max", "list_sort", "list_distinct", "list_concat", "map_from_lists", "map_from_entries",
     "map_entries", "map_extract", "map_extract_value", "map_keys", "map_values",

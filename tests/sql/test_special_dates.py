@@ -54,6 +54,7 @@ INFINITE = {
                   "(tm - interval 2 hour)::varchar, date_trunc('month', t)::varchar from inf",
     "casts": "select i, d::timestamp::varchar, t::date::varchar, tz::date::varchar, tm::timestamptz::varchar from inf",
     "isinf": "select i, isinf(d), isfinite(d), isinf(t), isfinite(tz), isinf(tm) from inf",
+    "strftime": "select i, strftime(d, '%Y-%m-%d'), strftime(t, 'x%H'), strftime(tz, '%c') from inf",
     "filter": "select i from inf where d > date '2020-01-01' or t < timestamp '1900-01-01'",
     "order": "select i, d from inf order by d desc nulls last, i",
     "aggregate": "select min(d), max(d), min(t), max(t), max(tm), min(tz), count(distinct d), count(distinct t) from inf",
@@ -85,11 +86,10 @@ def test_infinite_differences_raise(sql, special_dir, special_duck, connect):
         connect(special_dir).sql(sql).to_arrow()
 
 
-@pytest.mark.parametrize("sql", ["select strftime(t, '%Y') from inf", "select d - date '2020-01-01' from inf",
-                                 "select strftime(d, '%d') from inf where i = 3"])
+@pytest.mark.parametrize("sql", ["select d - date '2020-01-01' from inf", "select date '2020-01-01' - d from inf where i = 3"])
 def test_what_sluice_does_not_compute_is_refused(sql, special_dir, connect):
-    """DuckDB answers these (STRFTIME prints 'infinity', a date difference is of the integers);
-    sluice refuses in one line rather than compute from an infinity's integer."""
+    """DuckDB answers these (a date difference of its integers: 2147465385 days); sluice refuses
+    in one line rather than compute from an infinity's integer."""
     with pytest.raises(sluice.errors.UnsupportedError, match="'infinity' / '-infinity'"):
         connect(special_dir).sql(sql).to_arrow()
 
