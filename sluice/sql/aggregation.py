@@ -18,6 +18,7 @@ from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
                                  Shared, SortKey, Union)
+from sluice.physical.key_ranges import column_statistics_range
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
 from sluice.exec.aggregate_functions import registered
@@ -413,18 +414,24 @@ class Aggregation:
     def _bitstring_agg(self, plan, node, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
         """BITSTRING_AGG(x, min, max): per group a BIT of max - min + 1 bits, bit x - min set for
         each non-NULL x (a value outside the range raises, as in DuckDB); NULL for a group without
-        values. Without min and max DuckDB takes them from its table's statistics, which a
-        Parquet file's need not equal: refused, but for a constant x (its own range)."""
+        values. Without min and max DuckDB takes them from the statistics of the rows it
+        aggregates: a constant's own value, or the Parquet file's min / max of a column read
+        whole (as DuckDB reading the file does); under a filter DuckDB narrows its statistics by
+        rules of its own, so that and any other expression is refused."""
         args = [self.expr(a, ctx) for a in node.expressions]
         e = args[0]
         if isinstance(node.expressions[0], exp.Distinct):
             raise UnsupportedError("DISTINCT in BITSTRING_AGG")
         if not (e.type.is_integer or e.type.kind == "null"):
             raise UnsupportedError(f"BITSTRING_AGG of {e.type} (sluice has it for integers)")
-        if len(args) == 1:
+        if len(args) == 1 and isinstance(e, Col) and e.type.is_integer \
+                and column_statistics_range(plan, e.name) is not None:
+            lo, hi = column_statistics_range(plan, e.name)
+        elif len(args) == 1:
             if not (isinstance(e, Lit) and e.value is not None):
-                raise UnsupportedError("BITSTRING_AGG without its min and max (DuckDB takes them from its table "
-                                       "statistics, which a Parquet file's need not equal): BITSTRING_AGG(x, min, max)")
+                raise UnsupportedError("BITSTRING_AGG without its min and max of other than a column read whole "
+                                       "(DuckDB takes them from statistics it narrows by its own rules): "
+                                       "BITSTRING_AGG(x, min, max)")
             lo = hi = int(e.value)
         else:
             bounds = args[1:]
