@@ -217,6 +217,26 @@ def mk_dates(n, seed):  # dates and timestamps far from today: before year 1, pa
     return pa.table({"i": pa.array(range(n)), "d": pa.array(days, pa.date32()),
                      "ts": pa.array([None if x is None else x * 86_400_000_000 + r.randint(0, 86_400_000_000 - 1) for x in days], pa.timestamp("us"))})
 pq.write_table(mk_dates(50, 5), root/"dd.parquet", row_group_size=11)
+
+
+def mk_infinite_dates(n, seed):  # the same with DuckDB's 'infinity' / '-infinity' (its integers' extremes)
+    t = mk_dates(n, seed)
+    r = random.Random(seed + 1)
+    pick = [r.random() for _ in range(n)]
+    d = [(2**31 - 1 if p < .1 else -(2**31 - 1)) if p < .2 else v for p, v in zip(pick, t.column("d").cast(pa.int32()).to_pylist())]
+    ts = [(2**63 - 1 if p < .15 else -(2**63 - 1)) if p < .2 or .9 < p < .95 else v
+          for p, v in zip(pick, t.column("ts").cast(pa.int64()).to_pylist())]
+    return pa.table({"i": t.column("i"), "d": pa.array(d, pa.int32()).cast(pa.date32()),
+                     "ts": pa.array(ts, pa.int64()).cast(pa.timestamp("us"))})
+pq.write_table(mk_infinite_dates(50, 6), root/"di.parquet", row_group_size=11)
+
+
+def mk_bits(n, seed):  # DuckDB's BIT columns reach Parquet as their text of 0s and 1s
+    r = random.Random(seed)
+    bits = [None if r.random() < .1 else "".join(r.choice("01") for _ in range(r.choice([1, 4, 8, 9]))) for _ in range(n)]
+    return pa.table({"i": pa.array(range(n)), "b": pa.array(bits, pa.string()),
+                     "x": pa.array([None if r.random() < .1 else r.randint(-20, 20) for _ in range(n)], pa.int32())})
+pq.write_table(mk_bits(40, 7), root/"bt.parquet", row_group_size=9)
 # Values mostly falling from row group to row group (later ones ruled out by a MIN / MAX bound:
 # minmax_bounds), keys with NULLs, groups that first appear late with the smallest values, and
 # values NULL for a while: what skipping a row group on its statistics and keys must get right.
@@ -701,8 +721,21 @@ def query4():
                 f"select count(*), sum(a.i) from dd a join dd b on a.d = b.d and a.ts >= b.ts where b.i < {R.randint(0, 50)}"])
         f = R.choice(["cast(dd.d as varchar)", "cast(dd.ts as varchar)", "year(dd.d)", "month(dd.ts)", "dayofweek(dd.d)",
                       "strftime(dd.d, '%Y-%m-%d %j')", "dd.d + 1", "date_trunc('month', dd.d)", "extract(epoch from dd.ts)",
-                      "dd.d < date '0001-01-01'"])
-        return f"select dd.i, {f} from dd" + (" order by dd.d, dd.i" if R.random() < .3 else "")
+                      "dd.d < date '0001-01-01'", "isinf(dd.ts)", "strftime(dd.ts, '%Y %j')", "cast(dd.d as timestamp)", "dd.ts + interval 1 day"])
+        q = f"select dd.i, {f} from dd" + (" order by dd.d, dd.i" if R.random() < .3 else "")
+        if R.random() < .2:  # BIT values (its text in bt.b): casts, functions, order, BITSTRING_AGG
+            return R.choice([
+                "select bt.i, bt.b::bit, bit_count(bt.b::bit), bt.b::bit::varchar from bt order by bt.b::bit, bt.i",
+                "select bt.i, bt.x::bit, bt.x::smallint::bit, (bt.b::bit << 2), ~bt.b::bit from bt",
+                "select bt.i, bt.b::bit::smallint, get_bit(bt.b::bit, 0), bitstring(bt.b, 12) from bt",
+                "select min(bt.b::bit), max(bt.b::bit), count(distinct bt.b::bit) from bt",
+                f"select bt.i % {R.randint(2, 5)} g, bitstring_agg(bt.x, -20, 20) from bt group by g",
+                "select a.i, b.i from bt a join bt b on a.b::bit = b.b::bit and length(a.b) = 4 and a.b::bit & b.b::bit = a.b::bit"])
+        if R.random() < .4:  # DuckDB's 'infinity' / '-infinity' among them (di); ASOF over them too
+            q = R.choice([q.replace("dd.", "di.").replace("from dd", "from di"),
+                          "select a.i, b.i from di a asof left join dd b on a.ts >= b.ts",
+                          "select a.d, count(*), min(a.ts), max(a.ts) from di a group by a.d"])
+        return q
     if k < 0.9:  # empty tables
         return R.choice([
             "select t.g, count(e.a), sum(e.b) from t left join e on t.a = e.a group by t.g",

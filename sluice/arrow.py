@@ -28,7 +28,9 @@ import torch
 from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
-from sluice.types import LType, from_arrow, split_interval, to_arrow
+from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite, with_infinities
+from sluice.kernels.bits import bits_to_blob
+from sluice.types import LType, from_arrow, is_bit, split_interval, to_arrow
 import decimal as _dec
 
 
@@ -71,36 +73,14 @@ def _numbers(arr: pa.Array, valid: np.ndarray | None) -> np.ndarray:
     return data * valid if pa.types.is_integer(t) else np.where(valid, data, 0)
 
 
-#: How DuckDB writes its special values 'infinity' and '-infinity' to Parquet: the extremes of
-#: the integer range (the most negative value less one).
-_INFINITE = {"date": 2 ** 31 - 1, "timestamp": 2 ** 63 - 1}
-
-
-def refuse_infinite(col: Column) -> None:
-    """A date or timestamp column holding DuckDB's 'infinity' / '-infinity' is refused in one
-    line: read as numbers they would be far-off real dates (year 5881580) that extract, compare
-    and count as such."""
-    big = _INFINITE["date" if col.type.kind == "date" else "timestamp"]
-    d = col.data
-    if d.device.type == "cpu" and d.numel():
-        # One pass (min and max) rather than two comparisons, an OR and an any (a scan's date
-        # columns, every row group): only when an extreme is infinite do the rows decide.
-        lo, hi = torch.aminmax(d)
-        if -big < int(lo) and int(hi) < big:
-            return
-    fail_if((d == big) | (d == -big), f"{col.type} values 'infinity' / '-infinity' (as DuckDB "
-            "writes them) are not supported", col.valid, UnsupportedError)
-
-
 def widen_timestamps(v: torch.Tensor, factor: int, valid: torch.Tensor | None) -> torch.Tensor:
-    """Seconds or milliseconds since the epoch as microseconds; values beyond that range (DuckDB's
-    infinite TIMESTAMP_MS, say) raise instead of wrapping around."""
-    big = _INFINITE["timestamp"]
-    fail_if((v == big) | (v == -big), "timestamp values 'infinity' / '-infinity' (as DuckDB writes them) are "
-            "not supported", valid, UnsupportedError)
-    fail_if(v.abs() > big // factor, "a timestamp is beyond the range of microsecond timestamps (about "
-            "290,000 years)", valid, DataError)
-    return v * factor
+    """Seconds or milliseconds since the epoch as microseconds; DuckDB's 'infinity' /
+    '-infinity' (the int64 extremes in any unit) stay infinities (:mod:`sluice.kernels.infinite`),
+    other values beyond that range raise instead of wrapping around."""
+    finite, inf = widen_infinite(v, factor)
+    fail_if(finite.abs() > TIMESTAMP_INFINITY // factor, "a timestamp is beyond the range of microsecond "
+            "timestamps (about 290,000 years)", valid, DataError)
+    return with_infinities(finite * factor, v, False, False)
 
 
 def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
@@ -168,7 +148,6 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
                 storage = arr.cast(pa.timestamp("us", tz=at.tz)).cast(pa.int64())
             data = host_tensor(_numbers(storage, _valid_numpy(storage)))
         col = Column(data, t, valid)
-        refuse_infinite(col)
     elif t.kind == "bool":
         data = host_tensor(_filled(arr, False).to_numpy(zero_copy_only=False).astype(np.bool_))
         col = Column(data, t, valid)
@@ -233,6 +212,20 @@ def numpy_to_arrow(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray
     else:
         data = pa.py_buffer(np.ascontiguousarray(values))
     return pa.Array.from_buffers(arrow_type, len(values), [validity, data], null_count=nulls)
+
+
+def result_field(name: str, t: LType) -> pa.Field:
+    """A result column's Arrow field: a BIT is DuckDB's binary form of it (as DuckDB hands a BIT
+    to Arrow), marked so that the printers show its bits."""
+    if is_bit(t):
+        return pa.field(name, pa.binary(), metadata={b"sluice.type": b"bit"})
+    return pa.field(name, to_arrow(t))
+
+
+def result_array(col: Column, t: LType) -> pa.Array:
+    """A result column of the plan's type ``t`` as Arrow (:func:`result_field`'s type)."""
+    arr = column_to_arrow(col)
+    return bits_to_blob(arr) if is_bit(t) else arr
 
 
 def column_to_arrow(col: Column) -> pa.Array:
@@ -307,6 +300,8 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
         c = c.expand(n)
         mask = None if c.valid is None else ~c.valid.cpu().numpy()
         meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
+        if is_bit(c.type):
+            meta["a"] = "bit"
         if c.type.is_nested:  # by value: Arrow's nested array, its type the column's
             arr = column_to_arrow(c)
             meta["n"] = "1"
@@ -363,7 +358,8 @@ def batch_to_page(batch: pa.RecordBatch, device: torch.device | None = None) -> 
             col = arrow_to_column(arr, None, device)
             cols[f.name] = col
             continue
-        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()))
+        t = LType(md[b"k"].decode(), int(md[b"s"].decode()), int(md.get(b"p", b"0").decode()),
+                  ("bit",) if md.get(b"a") == b"bit" else ())
         valid = None
         if arr.null_count:
             valid = host_tensor(arr.is_valid().to_numpy(zero_copy_only=False))

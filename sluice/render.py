@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.kernels.bits import blob_to_bits
 from sluice.types import DAY_US, split_interval
 
 MODES = ("table", "csv", "json", "markdown", "line")
@@ -128,10 +129,38 @@ def _as_text(values) -> pa.Array | None:
     if pa.types.is_interval(values.type):
         text = interval_text(_interval_micros(values))
         return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
+    if pa.types.is_date32(values.type) or pa.types.is_timestamp(values.type):
+        return _infinite_text(values)
     return None
 
 
+def _infinite_text(values: pa.Array) -> pa.Array | None:
+    """Dates and timestamps holding DuckDB's 'infinity' / '-infinity' (the extremes of their
+    integers, :mod:`sluice.kernels.infinite`) as text, the others as Python prints them; None
+    (printed as usual) when there is none."""
+    is_date = pa.types.is_date32(values.type)
+    big = (2 ** 31 - 1) if is_date else (2 ** 63 - 1)
+    ints = values.cast(pa.int32() if is_date else pa.int64())
+    pos, neg = pc.equal(ints, big), pc.equal(ints, -big)
+    if not (pc.any(pos).as_py() or pc.any(neg).as_py()):
+        return None
+    finite = pc.if_else(pc.or_(pos, neg), pa.scalar(None, values.type), values)
+    text = pa.array([None if v is None else str(v) for v in finite.to_pylist()], pa.string())
+    return pc.if_else(pos, pa.scalar("infinity"), pc.if_else(neg, pa.scalar("-infinity"), text))
+
+
+def _bits_shown(table: pa.Table) -> pa.Table:
+    """BIT columns (DuckDB's binary form in results, :func:`sluice.arrow.result_field`) as their
+    text of 0s and 1s."""
+    for i, f in enumerate(table.schema):
+        if f.metadata and f.metadata.get(b"sluice.type") == b"bit":
+            col = table.column(i).combine_chunks()
+            table = table.set_column(i, f.name, blob_to_bits(col))
+    return table
+
+
 def _cells(table: pa.Table) -> list[list[str]]:
+    table = _bits_shown(table)
     if not table.num_columns:
         return []
     texts = [_as_text(c) for c in table.columns]
@@ -236,6 +265,7 @@ def _csv_field(values: pa.Array) -> pa.Array:
 
 def _csv(table: pa.Table) -> str:
     """The table as CSV with a header, built column-wise with Arrow kernels."""
+    table = _bits_shown(table)
     names = table.column_names
     head = ",".join(_csv_field(pa.array(names, pa.string())).to_pylist())
     if not table.num_rows or not names:
@@ -250,8 +280,12 @@ def format_rows(table: pa.Table, mode: str) -> str:
     ``line`` (``column = value``, a blank line between rows)."""
     if mode == "csv":
         return _csv(table)
+    table = _bits_shown(table)
     names = table.column_names
-    rows = [dict(zip(names, r)) for r in zip(*[c.to_pylist() for c in table.columns])] if table.num_columns else []
+    texts = [_infinite_text(c.combine_chunks()) if pa.types.is_date32(c.type) or pa.types.is_timestamp(c.type)
+             else None for c in table.columns]
+    cols = [(c if t is None else t).to_pylist() for c, t in zip(table.columns, texts)]
+    rows = [dict(zip(names, r)) for r in zip(*cols)] if table.num_columns else []
     if mode == "json":
         return "\n".join(json.dumps(r, default=str) for r in rows)
     if mode == "line":

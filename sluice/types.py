@@ -36,6 +36,8 @@ class LType:
             return f"map({self.args[0]}, {self.args[1]})"
         if self.kind == "struct":
             return "struct(" + ", ".join(f"{n} {t}" for n, t in self.args) + ")"
+        if self.kind == "string" and self.args == ("bit",):
+            return "bit"
         return f"decimal(s={self.scale})" if self.kind == "decimal" else self.kind
 
     @property
@@ -122,6 +124,14 @@ TIMESTAMPTZ = LType("timestamptz")
 #: shows ``ts - ts`` (whole days, then the time of day; no months).
 INTERVAL = LType("interval")
 STRING = LType("string")
+#: DuckDB's BIT: a string column of the bits' '0' / '1' text (why: :mod:`sluice.kernels.bits`),
+#: told apart from VARCHAR by its ``args``.
+BIT = LType("string", args=("bit",))
+
+
+def is_bit(t: LType) -> bool:
+    """A BIT (a string column of '0' / '1' text)."""
+    return t.kind == "string" and t.args == ("bit",)
 #: The type of a bare ``NULL`` (DuckDB's NULL type): it takes the type of what it meets -- an
 #: operand's, a function's parameter's, a CASE's other branches' -- and stays itself only
 #: where nothing types it (``SELECT NULL``), its values then int32 zeros, all invalid, shown

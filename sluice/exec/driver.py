@@ -12,13 +12,12 @@ from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
 from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges, wire_of
 from sluice.exec.operators import Operator
-from sluice.arrow import column_to_arrow
+from sluice.arrow import result_array, result_field
 from sluice.ranks import liveness
-from sluice.types import to_arrow
 
 
 def result_schema(names: list[str], out_names: list[str], schema: dict) -> pa.Schema:
-    return pa.schema([pa.field(n, to_arrow(schema[i])) for n, i in zip(_dedupe(out_names), names)])
+    return pa.schema([result_field(n, schema[i]) for n, i in zip(_dedupe(out_names), names)])
 
 
 def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: list[str],
@@ -34,7 +33,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
             if ctx.dist is not None:
                 run_exchanges(op, ctx)  # every stage that moves rows, children first
             for chunk in op.stream(ctx):
-                arrays = [column_to_arrow(chunk.columns[n].expand(chunk.num_rows)) for n in names]
+                arrays = [result_array(chunk.columns[n].expand(chunk.num_rows), schema[n]) for n in names]
                 with liveness.waiting():  # the caller's time (a terminal, a file) is not a hang here
                     yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
             if ctx.dist is not None:  # per-rank counts to rank 0 (and every rank finished)

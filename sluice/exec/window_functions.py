@@ -15,10 +15,11 @@ from typing import Callable
 import torch
 
 from sluice.chunk import Chunk, Column, NestedValues, concat_columns, lookup, unify_dictionaries
-from sluice.errors import InternalError
+from sluice.errors import ExecutionError, InternalError, UnsupportedError
 from sluice.expr.evaluate import evaluate
 from sluice.expr.functions.common import dictionary_rank, to_type
 from sluice.kernels import window as K
+from sluice.kernels.bits import bits_from_positions
 from sluice.kernels.interpolate import interpolate_float, interpolate_real, interpolate_scaled
 from sluice.kernels.keys import float_from_order_key, float_order_key, sortable
 from sluice.plan.logical import MOMENTS, WindowCall
@@ -159,6 +160,34 @@ def _lag_lead(r: Rows) -> Column:
 @window_function("string_agg")
 def _string_agg_call(r: Rows) -> Column:
     return _string_agg(r.x, str(r.call.params[0]), bool(r.call.params[1]), r.part, r.t, r.n)
+
+
+@window_function("bitstring_agg")
+def _bitstring_agg(r: Rows) -> Column:
+    """Each partition's BIT of ``hi - lo + 1`` bits with bit ``x - lo`` set per non-NULL x, on
+    every row of the partition; NULL for a partition without values. One array of characters
+    for all partitions (kernels/bits.py), no loop over them."""
+    lo, hi = (int(p) for p in r.call.params)
+    x, n = r.x, r.n
+    ident = r.part.ident.cpu()
+    keep = torch.ones(n, dtype=torch.bool) if x.valid is None else x.valid.expand(n).cpu()
+    v = (x.data.expand(n) if x.is_const else x.data).cpu().to(torch.int64)[keep]
+    outside = (v < lo) | (v > hi)
+    if bool(outside.any()):
+        bad = int(v[outside][0])
+        raise ExecutionError(f"Value {bad} is outside of provided min and max range ({lo} <-> {hi})")
+    nparts = int(ident[-1]) + 1 if n else 0
+    width = hi - lo + 1
+    if width <= 0:
+        raise ExecutionError(f"Invalid range for BITSTRING_AGG: min {lo} is larger than max {hi}")
+    if width * max(nparts, 1) > 2 ** 31:
+        raise UnsupportedError(f"BITSTRING_AGG of {width} bits over {nparts} groups (more than 2**31 bits)")
+    kid = ident[keep]
+    counts = torch.bincount(kid, minlength=nparts)
+    text = bits_from_positions(None, np.full(nparts, width, np.int64), (v - lo).numpy(), kid.numpy())
+    valid = (counts > 0)[ident]
+    dev = x.data.device
+    return Column(ident.to(torch.int32).to(dev), r.t, None if bool(valid.all()) else valid.to(dev), text)
 
 
 @window_function("list")

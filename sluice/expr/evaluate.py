@@ -15,6 +15,7 @@ from sluice.kernels.buffers import count_true, positions
 from sluice.errors import ExecutionError, UnsupportedError
 from sluice.expr.functions import find, registry
 from sluice.expr.constants import column_scalar, literal_column  # noqa: F401 - re-exported
+from sluice.expr.infinite_dates import call_over_infinities
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.kernels.checks import deferred_checks, deferring
 from sluice.types import common_numeric
@@ -49,6 +50,8 @@ def _evaluate_func(e: Expr, chunk: Chunk, memo: dict | None = None) -> Column:
     if fn is None:
         raise UnsupportedError(f"function {e.op} is not supported")
     args = _guarded_args(e, chunk) if e.op in _GUARDED else [evaluate(a, chunk, memo) for a in e.args]
+    if any(a.type.is_temporal for a in args):  # DuckDB's 'infinity' dates answered or refused
+        return call_over_infinities(e, fn.kernel, args, chunk)
     return fn.kernel(e, args, chunk)
 
 

@@ -35,6 +35,14 @@ def _range(plan, name: str) -> tuple[int, int] | None:
     return None if hit is None else _from_statistics(*hit)
 
 
+def column_statistics_range(plan, name: str) -> tuple[int, int] | None:
+    """(min, max) of output ``name`` of ``plan`` from its Parquet statistics when it is a scan's
+    column passed on unchanged over all of the scan's rows (no filter between: BITSTRING_AGG's
+    range, which DuckDB takes from the statistics of the rows it aggregates), else None."""
+    hit = scan_column(plan, name)
+    return None if hit is None else _from_statistics(*hit)
+
+
 def _from_statistics(scan: Scan, name: str) -> tuple[int, int] | None:
     t = scan.table
     col = scan.columns.get(name)

@@ -13,7 +13,7 @@ from typing import ClassVar, Sequence
 from sluice.catalog import TableInfo
 from sluice.expr.nodes import Expr
 from sluice.plan.aggregate_types import result_type
-from sluice.types import BOOL, LType, INT64, FLOAT64, STRING, list_of, map_of
+from sluice.types import BIT, BOOL, LType, INT64, FLOAT64, STRING, list_of, map_of
 
 
 class PlanNode(abc.ABC):
@@ -295,6 +295,8 @@ class WindowCall:
             return FLOAT64  # (a REAL's is a REAL, as DuckDB's)
         if self.func == "string_agg":
             return STRING
+        if self.func == "bitstring_agg":
+            return BIT
         if self.func == "list":
             return list_of(self.args[0].type)
         if self.func == "histogram":

@@ -18,10 +18,11 @@ from sluice.expr.functions.logic import as_boolean
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
                                  Shared, SortKey, Union)
+from sluice.physical.key_ranges import column_statistics_range
 from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
 from sluice.sql.scope import Ctx
 from sluice.exec.aggregate_functions import registered
-from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_entropy, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
+from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_bitstring_agg, is_entropy, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
 from sluice.sql.literals import _replace_subexprs
 
 
@@ -291,6 +292,8 @@ class Aggregation:
             call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
             plan = Window(plan, part, order, ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
+        if is_bitstring_agg(node):
+            return self._bitstring_agg(plan, node, part, wname, ctx)
         if is_histogram(node):
             # HISTOGRAM: the group's rows sorted by the value; each run of equal non-NULL
             # values is a map entry (the value, its count), keys ascending as DuckDB's
@@ -406,6 +409,39 @@ class Aggregation:
             raise UnsupportedError("STRING_AGG with a NULL separator")
         call = WindowCall("string_agg", (e,), (sep_v, distinct))
         plan = Window(plan, part, order, ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _bitstring_agg(self, plan, node, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """BITSTRING_AGG(x, min, max): per group a BIT of max - min + 1 bits, bit x - min set for
+        each non-NULL x (a value outside the range raises, as in DuckDB); NULL for a group without
+        values. Without min and max DuckDB takes them from the statistics of the rows it
+        aggregates: a constant's own value, or the Parquet file's min / max of a column read
+        whole (as DuckDB reading the file does); under a filter DuckDB narrows its statistics by
+        rules of its own, so that and any other expression is refused."""
+        args = [self.expr(a, ctx) for a in node.expressions]
+        e = args[0]
+        if isinstance(node.expressions[0], exp.Distinct):
+            raise UnsupportedError("DISTINCT in BITSTRING_AGG")
+        if not (e.type.is_integer or e.type.kind == "null"):
+            raise UnsupportedError(f"BITSTRING_AGG of {e.type} (sluice has it for integers)")
+        if len(args) == 1 and isinstance(e, Col) and e.type.is_integer \
+                and column_statistics_range(plan, e.name) is not None:
+            lo, hi = column_statistics_range(plan, e.name)
+        elif len(args) == 1:
+            if not (isinstance(e, Lit) and e.value is not None):
+                raise UnsupportedError("BITSTRING_AGG without its min and max of other than a column read whole "
+                                       "(DuckDB takes them from statistics it narrows by its own rules): "
+                                       "BITSTRING_AGG(x, min, max)")
+            lo = hi = int(e.value)
+        else:
+            bounds = args[1:]
+            if not all(isinstance(b, Lit) and b.value is not None and b.type.is_integer for b in bounds):
+                raise UnsupportedError("BITSTRING_AGG with a min or max that is not a constant integer")
+            lo, hi = (int(b.value) for b in bounds)
+        if e.type.kind == "null":
+            e = Lit(None, INT64)
+        call = WindowCall("bitstring_agg", (e,), (lo, hi))
+        plan = Window(plan, part, (), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
     def _list_agg(self, plan, node: exp.ArrayAgg, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:

@@ -11,12 +11,12 @@ import struct
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
-from sluice.sql import lambdas
+from sluice.sql import bit_calls, lambdas
 from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
+from sluice.types import BOOL, DATE, is_bit, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -214,7 +214,7 @@ def duckdb_type_name(t: LType) -> str:
             shown = name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
             fields.append(f"{shown} {duckdb_type_name(u)}")
         return "STRUCT(" + ", ".join(fields) + ")"
-    return TYPE_NAMES[t.kind]
+    return "BIT" if is_bit(t) else TYPE_NAMES[t.kind]
 
 
 _SQL_KEYWORDS = frozenset(k for k in __import__("sqlglot").tokens.Tokenizer.KEYWORDS if k.isalpha() or "_" in k)
@@ -287,12 +287,24 @@ def ascii_call(tr, n: exp.Ascii, ctx) -> Expr:
     return E.make_func("ascii", [a])
 
 
+def isfinite_call(tr, n: exp.Anonymous, ctx) -> Expr:
+    """ISFINITE(x): of a number (not NaN nor an infinity) or a date / timestamp (not DuckDB's
+    'infinity' / '-infinity'); ISINF is sqlglot's own class."""
+    if len(n.expressions) != 1:
+        raise PlanError("ISFINITE takes one argument")
+    a = tr.expr(n.expressions[0], ctx)
+    if a.type.kind == "null":
+        return Lit(None, BOOL)
+    return E.make_func("isfinite", [a])
+
+
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
-               exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
+               exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class,
+               **bit_calls.CLASS_CALLS}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),
                "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
-               "formatreadabledecimalsize": _format_bytes(1000),
-               **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}}
+               "formatreadabledecimalsize": _format_bytes(1000), "isfinite": isfinite_call,
+               **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}, **bit_calls.NAMED_CALLS}

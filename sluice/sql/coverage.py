@@ -134,7 +134,8 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
-                         "formatreadabledecimalsize"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "formatreadabledecimalsize", "isfinite", "bit_count", "octet_length", "set_bit",
+                         "bit_position", "bitstring"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -225,6 +226,12 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Translate: {"this": READ, "from_": READ, "to": READ},
     exp.Ascii: {"this": READ},
     exp.SimilarTo: _BINARY,
+    **{c: {**_BINARY, "padside": refuse("bitwise operators with padding")}
+       for c in (exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor)},
+    **{c: {**_BINARY, "requires_int128": refuse("128-bit shifts")} for c in (exp.BitwiseLeftShift, exp.BitwiseRightShift)},
+    exp.Getbit: {"this": READ, "expression": READ,
+                 "zero_is_msb": only(lambda v: _text(v).lower() == "true", lambda v: "GET_BIT from the least significant bit")},
+    exp.BitwiseNot: {"this": READ}, exp.BitLength: {"this": READ},
     exp.RegexpFullMatch: {"this": READ, "expression": READ, "options": READ},
     exp.Chr: {"expressions": READ, "charset": refuse("CHR ... USING a character set")},  # a dollar-quoted string: $$text$$, $tag$text$tag$
     exp.Boolean: {"this": READ},
@@ -478,12 +485,6 @@ _NAMES: dict[type, str] = {
     exp.Any: "ANY (subquery)",
     exp.All: "ALL (subquery)",
     exp.Collate: "COLLATE",
-    exp.BitwiseAnd: "bitwise operators",
-    exp.BitwiseOr: "bitwise operators",
-    exp.BitwiseXor: "bitwise operators",
-    exp.BitwiseNot: "bitwise operators",
-    exp.BitwiseLeftShift: "bitwise operators",
-    exp.BitwiseRightShift: "bitwise operators",
     exp.Pow: "the power operator",
     exp.Glob: "GLOB",
     exp.RegexpLike: "function REGEXP_MATCHES",

@@ -15,7 +15,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Limit, PlanNode, Project, Sort)
 from sluice.sql.lambdas import LAMBDA_OPS, map_lambda
-from sluice.types import BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal, list_of, map_of, struct_of
+from sluice.types import BIT, BOOL, DATE, FLOAT64, INT32, INT64, STRING, LType, decimal, list_of, map_of, struct_of
 
 
 def _const_str(node, what: str) -> str:
@@ -93,7 +93,7 @@ def sql_type(dt_node: exp.DataType) -> LType:
         return _nested_type(dt_node)
     mapping = {T.INT: INT32, T.BIGINT: INT64, T.SMALLINT: LType("int16"), T.TINYINT: LType("int8"),
                T.DOUBLE: FLOAT64, T.FLOAT: LType("float32"), T.BOOLEAN: BOOL, T.DATE: DATE,
-               T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp")}
+               T.VARCHAR: STRING, T.TEXT: STRING, T.CHAR: STRING, T.TIMESTAMP: LType("timestamp"), T.BIT: BIT}
     timestamps = [T.TIMESTAMP]
     for name in ("TIMESTAMPNTZ", "DATETIME"):  # TIMESTAMP (without time zone) as sqlglot spells it
         if hasattr(T, name):

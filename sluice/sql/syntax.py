@@ -112,9 +112,15 @@ def is_entropy(n: exp.Expression) -> bool:
     return isinstance(n, exp.Anonymous) and str(n.this).lower() == "entropy" and len(n.expressions) == 1
 
 
+def is_bitstring_agg(n: exp.Expression) -> bool:
+    """BITSTRING_AGG(x [, min, max]), an unknown function to sqlglot: a holistic aggregate here (a BIT)."""
+    return isinstance(n, exp.Anonymous) and str(n.this).lower() == "bitstring_agg" and len(n.expressions) in (1, 3)
+
+
 def is_named_holistic(n: exp.Expression) -> bool:
-    """A holistic aggregate sqlglot parses as an unknown function (MAD, HISTOGRAM, ENTROPY)."""
-    return is_mad(n) or is_histogram(n) or is_entropy(n)
+    """A holistic aggregate sqlglot parses as an unknown function (MAD, HISTOGRAM, ENTROPY,
+    BITSTRING_AGG)."""
+    return is_mad(n) or is_histogram(n) or is_entropy(n) or is_bitstring_agg(n)
 
 
 def is_aggregate_call(n: exp.Expression) -> bool:

@@ -22,9 +22,11 @@ from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import float_text, interval_text, nested_text
 from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
-from sluice.types import STRING, LType, list_of, map_of, struct_of
+from sluice.types import STRING, LType, is_bit, list_of, map_of, struct_of
+from sluice.expr.functions.bits import cast_from_bit, cast_to_bit
 from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.expr.functions.time_format import date_text, timestamp_text
+from sluice.kernels.infinite import infinity_of, with_infinities
 import decimal
 
 _DAY_US = 86_400_000_000
@@ -63,6 +65,8 @@ def cast(e, args, chunk) -> Column:
     if src == t and not t.is_nested:
         _check_precision(e, a.data, a.valid)  # DECIMAL(3,0) to DECIMAL(2,0): 100 does not fit
         return a
+    if is_bit(t) or is_bit(src):  # DuckDB's BIT (sluice.expr.functions.bits)
+        return cast_to_bit(a, False) if is_bit(t) else cast_from_bit(a, t, False)
     if t.is_numeric and (src.is_numeric or src.kind == "bool"):
         out = _cast_numeric(a, t)
         _check_precision(e, out, a.valid)
@@ -73,10 +77,11 @@ def cast(e, args, chunk) -> Column:
         return out
     if t.kind == "string":
         return _to_strings(a, t)
-    if t.kind == "date" and src.is_timestamp:
-        return Column(torch.div(a.data, _DAY_US, rounding_mode="floor").to(torch.int32), t, a.valid)
+    if t.kind == "date" and src.is_timestamp:  # an infinity stays one (DuckDB)
+        days = torch.div(a.data, _DAY_US, rounding_mode="floor").to(torch.int32)
+        return Column(with_infinities(days, a.data, False, True), t, a.valid)
     if t.is_timestamp and src.kind == "date":
-        return Column(a.data.long() * _DAY_US, t, a.valid)
+        return Column(with_infinities(a.data.long() * _DAY_US, a.data, True, False), t, a.valid)
     if t.is_timestamp and src.is_timestamp:  # the session time zone is UTC: the same microseconds
         return Column(a.data, t, a.valid)
     if src.is_nested and t.is_nested:
@@ -171,6 +176,8 @@ def try_cast(e, args, chunk) -> Column:
     t = e.type
     if a.type == t and t.kind != "decimal" and not t.is_nested:
         return a
+    if is_bit(t) or is_bit(a.type):
+        return cast_to_bit(a, True) if is_bit(t) else cast_from_bit(a, t, True)
     if t.is_numeric and (a.type.is_numeric or a.type.kind == "bool"):
         masks: list[torch.Tensor] = []
         out = Column(_cast_numeric(a, t, masks.append), t, a.valid)
@@ -313,6 +320,8 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
     target = target or (pa.bool_() if t.kind == "bool" else getattr(pa, t.kind)())
     codes = a.data.long()
     convert = {"date": _strings_to_dates, "timestamptz": _strings_to_instants}.get(t.kind, lambda arr: arr.cast(target))
+    if t.is_temporal:
+        convert = _reading_infinities(convert, target, t.kind == "date")
     if t.is_integer:
         convert = lambda arr: _strings_to_integers(arr, target, t)  # noqa: E731
     elif t.kind == "decimal":
@@ -465,7 +474,12 @@ def _timestamp_to_string(a: Column, t) -> Column:
     with `` (BC)``, a fraction only when there is one. Formatted once per distinct value."""
     values = a.data.reshape(-1).cpu().numpy().astype(np.int64)
     uniq, inverse = np.unique(values, return_inverse=True)
-    text = date_text(uniq) if a.type.kind == "date" else timestamp_text(uniq, a.type.kind == "timestamptz")
+    is_date = a.type.kind == "date"
+    big = infinity_of(is_date)
+    finite = np.where(np.abs(uniq) == big, 0, uniq)
+    text = date_text(finite) if is_date else timestamp_text(finite, a.type.kind == "timestamptz")
+    text = pc.if_else(pa.array(uniq == big), pa.scalar("infinity"),
+                      pc.if_else(pa.array(uniq == -big), pa.scalar("-infinity"), text))
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, t, a.valid, text)
 
@@ -566,6 +580,29 @@ def _strings_to_decimals(arr: pa.Array, scale: int) -> pa.Array:
     digits = pc.max(pc.utf8_length(pc.extract_regex(arr, r"\.(?P<f>\d+)").field("f"))).as_py() or 0
     wide = arr.cast(pa.decimal128(38, min(38, max(digits, scale))))
     return pc.round(wide, ndigits=scale, round_mode="half_towards_infinity").cast(target)
+
+
+#: How DuckDB writes 'infinity' and '-infinity' as a date or timestamp string (any case, blanks
+#: around; no '+').
+_INFINITY_TEXT = r"(?i)^\s*inf(inity)?\s*$"
+_MINUS_INFINITY_TEXT = r"(?i)^\s*-inf(inity)?\s*$"
+
+
+def _reading_infinities(convert, target: pa.DataType, is_date: bool):
+    """``convert`` (strings to dates or timestamps) that also reads 'infinity' and '-infinity'
+    as DuckDB's infinities (:mod:`sluice.kernels.infinite`)."""
+    def run(arr: pa.Array) -> pa.Array:
+        pos = pc.fill_null(pc.match_substring_regex(arr, _INFINITY_TEXT), False)
+        neg = pc.fill_null(pc.match_substring_regex(arr, _MINUS_INFINITY_TEXT), False)
+        if not (pc.any(pos).as_py() or pc.any(neg).as_py()):
+            return convert(arr)
+        inf = pc.or_(pos, neg)
+        out = convert(pc.if_else(inf, pa.scalar("1970-01-01"), arr))
+        ints = pa.int32() if is_date else pa.int64()
+        big = infinity_of(is_date)
+        raw = pc.if_else(pos, pa.scalar(big, ints), pc.if_else(neg, pa.scalar(-big, ints), out.cast(ints)))
+        return raw.cast(out.type)
+    return run
 
 
 def _strings_to_dates(arr: pa.Array) -> pa.Array:

@@ -13,6 +13,7 @@ import torch
 from sluice.chunk import Column, host_tensor
 from sluice.errors import PlanError, UnsupportedError, ExecutionError
 from sluice.kernels import dates
+from sluice.kernels.infinite import infinity_of
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid
 from sluice.kernels.checks import fail_if
@@ -190,12 +191,18 @@ def _bind_strftime(args, params):
 @register("strftime", bind=_bind_strftime)
 def strftime(e, args, chunk) -> Column:
     """STRFTIME(date or timestamp, format) as DuckDB formats it (sluice.expr.functions.time_format):
-    once per distinct value, codes by value."""
+    once per distinct value, codes by value; DuckDB's 'infinity' / '-infinity' are that text
+    whatever the format."""
     a, = args
     values = a.data.reshape(-1).cpu().numpy()
     uniq, inverse = np.unique(values, return_inverse=True)
-    us = uniq.astype("int64") * (DAY_US if a.type.kind == "date" else 1)
+    big = infinity_of(a.type.kind == "date")
+    finite = np.where(np.abs(uniq.astype("int64")) == big, 0, uniq.astype("int64"))
+    us = finite * (DAY_US if a.type.kind == "date" else 1)
     text = format_times(us, parse_format(e.params[0]), a.type.kind == "timestamptz")
+    if len(uniq) and (uniq[0] == -big or uniq[-1] == big):
+        text = pc.if_else(pa.array(uniq == big), pa.scalar("infinity"),
+                          pc.if_else(pa.array(uniq == -big), pa.scalar("-infinity"), text))
     codes = host_tensor(inverse.astype(np.int32).reshape(a.data.shape)).to(a.data.device)
     return Column(codes, e.type, a.valid, text)
 

@@ -14,6 +14,7 @@ import torch
 from sluice.chunk import Column
 from sluice.errors import PlanError
 from sluice.kernels.checks import fail_if
+from sluice.kernels.infinite import infinite_mask
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import and_valid, numeric_pair, to_type
 from sluice.types import BOOL, FLOAT64, LType, common_numeric, decimal
@@ -129,10 +130,22 @@ def int_div(e, args, chunk) -> Column:
     return Column(torch.div(x, safe, rounding_mode="trunc"), e.type, valid)
 
 
-@register("isnan", "isinf", "isfinite", bind=lambda args, params: (_numbers(args, "ISNAN/ISINF/ISFINITE"), BOOL))
+def _bind_float_class(args, params):
+    """Numbers; for ISINF / ISFINITE also dates and timestamps (DuckDB's 'infinity')."""
+    if params == () and len(args) == 1 and args[0].type.is_temporal:
+        return list(args), BOOL
+    return _numbers(args, "ISNAN/ISINF/ISFINITE"), BOOL
+
+
+@register("isnan", "isinf", "isfinite", bind=_bind_float_class)
 def float_class(e, args, chunk) -> Column:
     a, = args
     x = a.data
+    if a.type.is_temporal:
+        if e.op == "isnan":
+            raise PlanError(f"cannot take ISNAN of {a.type}")
+        inf = infinite_mask(x, a.type.kind == "date")
+        return Column(inf if e.op == "isinf" else ~inf, BOOL, a.valid)
     if not x.is_floating_point():  # integers and decimals are finite numbers
         v = torch.full(x.shape, e.op == "isfinite", dtype=torch.bool, device=x.device)
     else:

@@ -28,7 +28,7 @@ import torch
 
 from sluice.chunk import Column, filter_columns
 from sluice.errors import DataError, UnsupportedError
-from sluice.arrow import arrow_to_column, refuse_infinite
+from sluice.arrow import arrow_to_column
 from sluice.io.parquet.decode.column import NotDecodable, column_spec
 from sluice.io.parquet.decode.kernel_column import KernelPages, check_columns
 from sluice.io.parquet.decode.page_index import read_index
@@ -247,9 +247,6 @@ class KernelDecoder:
             if bad is not None:
                 c = bad[0]
                 raise ValueError(bad[1])
-            for c in cols:
-                if cols[c].type.is_temporal:
-                    refuse_infinite(cols[c])
         except torch.cuda.OutOfMemoryError:
             raise  # a RuntimeError, but not a corrupt page: the query reruns with less
         except (ValueError, IndexError, RuntimeError, OverflowError, OSError, pa.ArrowException) as e:
