@@ -349,7 +349,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.DayOfYear: _UNARY,
     exp.TimeToUnix: _UNARY,
     exp.RegexpExtractAll: {"this": READ, "expression": READ, "group": READ,
-                           "parameters": refuse("REGEXP_EXTRACT_ALL options"),
+                           "parameters": READ,  # 'c' / 'i' (sql/nested.py)
                            "position": refuse("REGEXP_EXTRACT_ALL with a position"),
                            "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
     exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
