@@ -332,6 +332,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Least: {"this": READ, "expressions": READ,
                 "ignore_nulls": only(lambda v: v is True, "LEAST that is NULL when any argument is")},
     exp.Nullif: {"this": READ, "expression": READ},
+    exp.Try: {"this": READ},
     exp.Coalesce: {"this": READ, "expressions": READ, "is_nvl": SAME, "is_null": SAME},
     exp.Cast: {"this": READ, "to": READ, "format": refuse("CAST ... FORMAT"), "safe": refuse("TRY_CAST"),
                "action": refuse("CAST with an action"), "default": refuse("CAST ... DEFAULT ON CONVERSION ERROR")},
