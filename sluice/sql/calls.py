@@ -16,7 +16,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
+from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType, list_of
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -109,12 +109,36 @@ def _path_part(part: str, name: str):
                 continue
             if v.type.kind == "bool" and part == "filename" and a is args[1]:
                 trim = bool(v.value)
-            elif v.type.kind == "string" and str(v.value).lower() in SEPARATORS:
-                sep = str(v.value).lower()
+            elif v.type.kind == "string":
+                sep = path_separator(v.value)
             else:
-                raise PlanError(f"{name.upper()}: separator must be one of {', '.join(sorted(SEPARATORS))}")
+                raise PlanError(f"{name.upper()}: the separator must be a string")
         return E.make_func("path_part", [path], (part, sep, trim))
     return translate
+
+
+def path_separator(option: str) -> str:
+    """DuckDB's separator option: one of its names, spelled exactly (``'system'``, not
+    ``'SYSTEM'``); any other string is the default (both slashes)."""
+    return option if option in SEPARATORS else "default"
+
+
+def parse_path(tr, n: exp.Anonymous, ctx) -> Expr:
+    """PARSE_PATH(path [, separator]): the path's parts as a list (``functions/string_lists.py``)."""
+    args = list(n.expressions)
+    if not 1 <= len(args) <= 2:
+        raise PlanError("PARSE_PATH takes a path and a separator")
+    path = tr.expr(args[0], ctx)
+    sep = "default"
+    if len(args) == 2:
+        v = _const(tr, args[1], ctx, "PARSE_PATH with a separator")
+        if v.value is not None:
+            if v.type.kind != "string":
+                raise PlanError("PARSE_PATH: the separator must be a string")
+            sep = path_separator(v.value)
+    if path.type.kind == "null":
+        return Lit(None, list_of(STRING))
+    return E.make_func("parse_path", [path], (sep,))
 
 
 def bar(tr, n: exp.Anonymous, ctx) -> Expr:
@@ -289,7 +313,7 @@ def ascii_call(tr, n: exp.Ascii, ctx) -> Expr:
 
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
                exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class}
-NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
+NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"), "parse_path": parse_path,
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),

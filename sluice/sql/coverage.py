@@ -132,7 +132,7 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
                 "list_reduce": "reduce", "array_reduce": "reduce", "reduce": "reduce"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
-                         "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
+                         "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
                          "formatreadabledecimalsize"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 

@@ -16,6 +16,7 @@ import torch
 from sluice.chunk import Column, NestedValues, host_tensor, to_device
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.registry import register
+from sluice.expr.functions.paths import path_parts
 from sluice.expr.functions.strings import _named_groups
 from sluice.expr.nodes import Lit
 from sluice.types import STRING, list_of, struct_of
@@ -62,6 +63,14 @@ def _list_of_children(a: Column, offs: np.ndarray, child: Column, out_type) -> C
 def _entries(a: Column) -> pa.Array:
     d = a.dictionary
     return d if d.type == pa.string() else d.cast(pa.string())
+
+
+@register("parse_path", bind=_bind_string("parse_path"))
+def parse_path(e, args, chunk) -> Column:
+    """PARSE_PATH(path [, separator]): the path's parts (``functions/paths.py``); NULL for NULL."""
+    a, = args
+    sep, = e.params
+    return _list_per_entry(a, path_parts(_entries(a).fill_null(""), sep), e.type)
 
 
 @register("string_split", bind=_bind_string("string_split"))
