@@ -253,6 +253,9 @@ class NestedExpressions:
             raise PlanError(f"no function {name.upper()} with {len(args)} arguments")
         if op == "list_len" and name == "len" and args[0].type.kind == "string":
             return E.make_func("length", args)
+        if op == "list_extract" and args[0].type.kind == "string":  # SUBSTRING(s, i, 1), as s[i]
+            s, i = n.expressions
+            return self.expr(exp.Substring(this=s.copy(), start=i.copy(), length=exp.Literal.number(1)), ctx)
         return E.make_func(op, args)
 
 
