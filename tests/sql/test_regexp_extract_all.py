@@ -82,3 +82,15 @@ def test_duckdb_binder_errors(sql, rx_dir, connect):
 def test_refused_forms(sql, rx_dir, connect):
     with pytest.raises(UnsupportedError):
         connect(rx_dir).sql(sql).to_arrow()
+
+
+def test_a_group_the_pattern_lacks(rx_dir, connect):
+    # DuckDB: [] where nothing matches (a negative group: always), an error where something does
+    _same("select i, regexp_extract_all(s, 'a', -1), regexp_extract_all(s, '(a)', -2), "
+          "regexp_extract_all(s, 'q', 1), regexp_extract_all(s, '(q)(r)', 3) from t", rx_dir, connect)
+    _same("select i, try(regexp_extract_all(s, 'a', 1)), try(regexp_extract_all(s, 'h*', 2)) from t", rx_dir, connect)
+    for sql in ("select regexp_extract_all(s, 'a', 1) from t", "select regexp_extract_all(s, '(h)', 2) from t"):
+        with pytest.raises(Exception, match="Cannot access group"):
+            duckdb_connect(rx_dir).sql(sql).fetchall()
+        with pytest.raises(Exception, match="Cannot access group"):
+            connect(rx_dir).sql(sql).to_arrow()

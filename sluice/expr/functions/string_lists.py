@@ -14,6 +14,8 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, NestedValues, host_tensor, to_device
+from sluice.kernels.buffers import lookup
+from sluice.kernels.checks import fail_if
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.registry import register
 from sluice.expr.functions.paths import path_parts
@@ -121,9 +123,17 @@ def regexp_extract_all(e, args, chunk) -> Column:
     counts = np.diff(offs) - 1
     if matches_empty(pattern) and len(found):
         found, counts = _add_empty_matches(found, pc.list_element(matches, 1), counts)
+    dev = a.data.device
+    groups = _named_groups(pattern)[1]
+    if names is None and not 0 <= group <= groups:  # DuckDB: [] where nothing matches, else an error
+        if group > 0:
+            fail_if(lookup(to_device(host_tensor(counts > 0), dev), a.data),
+                    f"Pattern has {groups} groups. Cannot access group {group}", a.valid)
+        counts = np.zeros_like(counts)  # (a negative group: [] whatever matched)
+        found = found.slice(0, 0)
+        group = 0
     new_offs = np.zeros(len(d) + 1, dtype=np.int64)
     np.cumsum(counts, out=new_offs[1:])
-    dev = a.data.device
     if names is None:
         child = _string_child(_group_of(found, pattern, group) if group else found, dev)
     else:
@@ -180,9 +190,8 @@ def check_regex_group(pattern: str, group: int, named: bool = False) -> None:
     if anchors and (matches_empty(pattern) or "\\b" in pattern or "\\B" in pattern):
         raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that matches empty text next to an anchor")
     _, groups = _named_groups(pattern)
-    if (group or named) and any(a in pattern for a in ("^", "$", "\\A", "\\z", "\\B")):
+    if (0 < group <= groups or named) and any(a in pattern for a in ("^", "$", "\\A", "\\z", "\\B")):
         raise UnsupportedError("REGEXP_EXTRACT_ALL of a group with anchors in the pattern")
     if named and group > groups:
         raise PlanError(f"REGEXP_EXTRACT_ALL: {group} group names, but the pattern has {groups} group(s)")
-    if not named and not 0 <= group <= groups:
-        raise PlanError(f"REGEXP_EXTRACT_ALL group {group}: the pattern has {groups} group(s)")
+    # (a group the pattern lacks: [] where nothing matches, an error where something does -- at run time)
