@@ -131,6 +131,10 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
                 "array_apply": "transform", "list_filter": "filter", "array_filter": "filter", "filter": "filter",
                 "list_reduce": "reduce", "array_reduce": "reduce", "reduce": "reduce"}
 
+#: Functions refused because answering them as DuckDB does needs what sluice lacks: the reason.
+WHY_NOT = {"parse_formatted_bytes": "its result is a UBIGINT, up to 2^64 - 1; sluice's integers are signed "
+                                    "64-bit, and a BIGINT result would type and overflow unlike DuckDB's"}
+
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
@@ -514,6 +518,8 @@ def construct_name(node: exp.Expression) -> str:
             return f"table function {name}"
         if isinstance(node, exp.Anonymous) and name in _UNIT_FIRST:  # see sluice.sql.dialect
             return f"{name} with a unit that is not a string constant"
+        if isinstance(node, exp.Anonymous) and name.lower() in WHY_NOT:
+            return f"function {name} ({WHY_NOT[name.lower()]})"
         return f"aggregate {name}" if isinstance(node, exp.AggFunc) else f"function {name}"
     if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge)):
         return f"{node.key.upper()} statements (only SELECT queries run)"

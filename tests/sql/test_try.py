@@ -70,3 +70,9 @@ def test_a_limit_of_sluice_is_no_null(try_dir, connect):
     # a decimal product past 64 bits: DuckDB answers (38 digits); sluice refuses, under TRY too
     with pytest.raises(UnsupportedError):
         connect(try_dir).sql("select try(cast(b0 as decimal(18, 0)) * 1000000.5) from t").to_arrow()
+
+
+def test_parse_formatted_bytes_is_refused_with_its_reason(try_dir, connect):
+    # DuckDB's result is UBIGINT (to 2^64 - 1): a BIGINT would type and overflow otherwise
+    with pytest.raises(UnsupportedError, match="UBIGINT"):
+        connect(try_dir).sql("select try(parse_formatted_bytes(s)) from t").to_arrow()
