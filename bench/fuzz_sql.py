@@ -807,7 +807,8 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
     if k < .9:  # a NULL option is the default (it was a NULL result); an option's name is
         # exact ('FORWARD_SLASH' and '@' are the default, both slashes: sluice lower-cased it)
         opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar",
-                          "'FORWARD_SLASH'", "'Backslash'", "'@'", "'forward_slash'", "false, 'SYSTEM'"])
+                          "'FORWARD_SLASH'", "'Backslash'", "'@'", "'forward_slash'", "false, 'SYSTEM'",
+                          "'true', 'system'", "'T', NULL"])  # (a string trim option is a BOOLEAN)
         fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath", "parse_path"])
         opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
         path = _TR.choice(["'/x.y'", r"'\x/y.z'", r"'/a\b'"])

@@ -16,7 +16,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType, list_of
+from sluice.types import BOOL, DATE, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType, list_of
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -103,16 +103,24 @@ def _path_part(part: str, name: str):
                             + " and a separator")
         path = tr.expr(args[0], ctx)
         trim, sep = False, "default"
-        for a in args[1:]:
+        for i, a in enumerate(args[1:], start=1):
             v = _const(tr, a, ctx, f"{name.upper()} with an option")
+            # PARSE_FILENAME(p, trim, sep): the middle one is the trim, a string read as a BOOLEAN
+            trim_arg = part == "filename" and i == 1 and (len(args) == 3 or v.type.kind == "bool")
+            if trim_arg and v.type.kind == "string" and v.value is not None:
+                v = E.make_func("cast", [v], (BOOL,))
+                if not isinstance(v, Lit):
+                    raise PlanError(f"{name.upper()}: could not convert the trim option to BOOLEAN")
+            if trim_arg and v.type.kind not in ("bool", "null"):
+                raise PlanError(f"{name.upper()}: the trim option must be a BOOLEAN")
+            if not trim_arg and v.type.kind not in ("string", "null"):
+                raise PlanError(f"{name.upper()}: the separator must be a string")
             if v.value is None:  # a NULL option is its default (DuckDB), not a NULL result
                 continue
-            if v.type.kind == "bool" and part == "filename" and a is args[1]:
+            if trim_arg:
                 trim = bool(v.value)
-            elif v.type.kind == "string":
-                sep = path_separator(v.value)
             else:
-                raise PlanError(f"{name.upper()}: the separator must be a string")
+                sep = path_separator(v.value)
         return E.make_func("path_part", [path], (part, sep, trim))
     return translate
 

@@ -57,3 +57,12 @@ def test_wrong_arguments(sql, path_dir, connect):
         duckdb_connect(path_dir).sql(sql).fetchall()
     with pytest.raises(PlanError):
         connect(path_dir).sql(sql).to_arrow()
+
+
+def test_parse_filename_reads_its_middle_option_as_a_boolean(path_dir, connect):
+    # PARSE_FILENAME(p, 'true', 'system'): the trim option, a string cast to BOOLEAN (it was
+    # read as a separator name, the extension kept: a wrong answer)
+    _same("select i, parse_filename(p, 'true', 'system'), parse_filename(p, 'T', NULL), parse_filename(p, 'false', "
+          "'backslash'), parse_filename(p, NULL, 'forward_slash'), parse_filename(p, 'true') from p", path_dir, connect)
+    with pytest.raises(PlanError):
+        connect(path_dir).sql("select parse_filename(p, 'x', 'system') from p").to_arrow()
