@@ -531,7 +531,12 @@ class Expressions:
     def _x_try(self, n, ctx):
         """TRY(x): x, NULL on the rows where x fails a value check (evaluated in
         :func:`sluice.expr.evaluate._try`). TRY(CAST(y AS t)) is TRY(TRY_CAST(y AS t)): the
-        same NULLs, and a cast of strings checks its values per dictionary entry, not per row."""
+        same NULLs, and a cast of strings checks its values per dictionary entry, not per row.
+        DuckDB's binder refuses a subquery, an aggregate or a window function inside it."""
+        if n.this.find(exp.Subquery, exp.Exists):
+            raise PlanError("TRY can not be used in combination with a scalar subquery")
+        if n.this.find(exp.AggFunc, exp.Window):
+            raise PlanError("aggregates and window functions are not allowed inside the TRY expression")
         a = self.expr(n.this, ctx)
         if isinstance(a, Func) and a.op == "cast":
             a = E.make_func("try_cast", list(a.args), a.params)

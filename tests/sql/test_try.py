@@ -76,3 +76,13 @@ def test_parse_formatted_bytes_is_refused_with_its_reason(try_dir, connect):
     # DuckDB's result is UBIGINT (to 2^64 - 1): a BIGINT would type and overflow otherwise
     with pytest.raises(UnsupportedError, match="UBIGINT"):
         connect(try_dir).sql("select try(parse_formatted_bytes(s)) from t").to_arrow()
+
+
+@pytest.mark.parametrize("sql", ["select try((select max(c0) from t))", "select try(sum(c0 * c1)) from t",
+                                 "select try(row_number() over ()) from t", "select try(c0 in (select c1 from t)) from t"])
+def test_what_duckdb_refuses_inside_try(sql, try_dir, connect):
+    from sluice.errors import PlanError
+    with pytest.raises(Exception):
+        duckdb_connect(try_dir).sql(sql).fetchall()
+    with pytest.raises(PlanError):
+        connect(try_dir).sql(sql).to_arrow()
