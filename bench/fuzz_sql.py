@@ -30,7 +30,8 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
-value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
+value), printf's ``%.d`` (DuckDB's thousands separator), NULL options of the path functions and
+their exact option names (a lower-cased ``'FORWARD_SLASH'`` was a wrong answer), TRY over rows that fail.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -872,11 +873,22 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
             return f"select t.b, printf('{spec}', t.a * {_TR.choice([1, 1000, 1000003])}) from t"
         spec = f"%{flags}{_TR.choice(['', '9'])}{_TR.choice(['', '.2'])}f"
         return f"select t.b, printf('{spec}|', t.a * 0.25) from t"
-    if k < .9:  # a NULL option is the default (it was a NULL result)
-        opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar"])
-        fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
+    if k < .9:  # a NULL option is the default (it was a NULL result); an option's name is
+        # exact ('FORWARD_SLASH' and '@' are the default, both slashes: sluice lower-cased it)
+        opt = _TR.choice(["NULL", "NULL, NULL", "true, NULL", "NULL, 'backslash'", "NULL::varchar",
+                          "'FORWARD_SLASH'", "'Backslash'", "'@'", "'forward_slash'", "false, 'SYSTEM'",
+                          "'true', 'system'", "'T', NULL"])  # (a string trim option is a BOOLEAN)
+        fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath", "parse_path"])
         opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
-        return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
+        path = _TR.choice(["'/x.y'", r"'\x/y.z'", r"'/a\b'"])
+        return f"select t.s, {fn}(t.s || {path}, {opt}) from t"
+    if _TR.random() < .5:  # TRY: NULL on exactly the rows that fail (overflow, casts, //), no other
+        x = _TR.choice(["t.b * t.b * t.b", "t.a::tinyint * 100::tinyint", "cast(t.s as integer)", "t.s::int + t.a",
+                        "t.b // (t.a - 2)", "cast(t.f as integer)", "case when t.a > 3 then t.b * 100000000000000 end",
+                        "coalesce(t.s::date, t.dt)", "regexp_extract_all(t.s, '[a-e]*')"])
+        if _TR.random() < .5:
+            return f"select t.b, try({x}) from t"
+        return f"select t.b, t.a from t where try({x}) is {_TR.choice(['', 'not '])}null"
     # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value;
     # FINALIZE of it is the value (answered)
     agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',

@@ -46,6 +46,8 @@ def _evaluate_func(e: Expr, chunk: Chunk, memo: dict | None = None) -> Column:
     for a in e.args:
         if isinstance(a, Col) and chunk.columns[a.name].wide is not None:
             raise ExecutionError(f"{a.name} is a SUM exceeding 64 bits; it can only be output, not computed with")
+    if e.op == "try":
+        return _try(e, chunk)
     fn = find(e.op)
     if fn is None:
         raise UnsupportedError(f"function {e.op} is not supported")
@@ -100,7 +102,7 @@ def _guarded_args_deferred(e: Func, chunk: Chunk) -> list[Column] | None:
         prev = [c for j, c in enumerate(cols) if j != i] if e.op in ("and", "or") else cols[:i]
         need = _deciding_rows(e.op, prev, len(e.args), n, chunk.device)
         for bad, message, error in masks[i]:
-            outer.add((bad & need).any(), message, error)
+            outer.add(bad & need, message, error)  # (a row mask: an enclosing TRY places it)
     return cols
 
 
@@ -131,6 +133,43 @@ def _guarded_args_now(e: Func, chunk: Chunk) -> list[Column]:
         except _VALUE_ERRORS:
             out.append(_on_deciding_rows(e, i, out, chunk))
     return out
+
+
+def _try(e: Func, chunk: Chunk) -> Column:
+    """TRY(x): x, and NULL on the rows where x fails a value check (overflow, a conversion, out
+    of range: DuckDB's TRY). x is evaluated with every check deferred and kept per row, even on
+    the CPU, so the failing rows are known without evaluating anything twice. A check that is
+    not per row (over a dictionary, a reduced flag) or an error raised at once makes the whole
+    result NULL where x holds no column (a constant: every row fails alike) and is refused
+    otherwise -- never a NULL for a row that did not fail."""
+    a, = e.args
+    n = chunk.num_rows
+    constant = not any(isinstance(x, Col) for x in a.walk())
+    null = literal_column(Lit(None, e.type), chunk.device)
+    try:
+        with deferred_checks(rows=n, everywhere=True) as sink:
+            col = evaluate(a, chunk)
+    except ExecutionError as err:
+        if constant:
+            return null
+        raise UnsupportedError(f"TRY of an error sluice finds for a whole chunk, not per row ({err})") from None
+    for message, error in sink.failed():
+        if error is not ExecutionError:
+            raise error(message)
+        if not constant:
+            raise UnsupportedError(f"TRY of an error sluice finds for a whole chunk, not per row ({message})")
+        return null
+    bad = None
+    for mask, message, error in sink.masks:
+        if error is not ExecutionError:
+            if bool(mask.any()):
+                raise error(message)
+            continue
+        bad = mask if bad is None else bad | mask
+    if bad is None:
+        return col
+    col = col.expand(n)
+    return Column(col.data, col.type, ~bad if col.valid is None else col.valid & ~bad, col.dictionary)
 
 
 def _raising_now(a: Expr, chunk: Chunk) -> Column:

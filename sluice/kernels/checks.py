@@ -27,9 +27,11 @@ class DeferredChecks:
     where the argument decides the result -- without reading anything back. A check that is
     not one flag per row (over a dictionary, or already reduced) sets ``unmapped``."""
 
-    def __init__(self, rows: int | None = None) -> None:
+    def __init__(self, rows: int | None = None, everywhere: bool = False) -> None:
         self._flags: dict[tuple[str, type], torch.Tensor] = {}
         self.rows = rows
+        #: Defer on the CPU too (TRY needs each check's rows wherever it runs).
+        self.everywhere = everywhere
         self.masks: list[tuple[torch.Tensor, str, type]] = []
         self.unmapped = False
 
@@ -43,6 +45,10 @@ class DeferredChecks:
             flag = flag.any()
         prev = self._flags.get((message, error))
         self._flags[(message, error)] = flag if prev is None else (prev | flag)
+
+    def failed(self) -> list[tuple[str, type]]:
+        """The checks that are not per row and failed (one host sync each)."""
+        return [key for key, flag in self._flags.items() if bool(flag)]
 
     def raise_pending(self) -> None:
         """Raise the first failed check (one host sync per distinct message)."""
@@ -66,21 +72,30 @@ DEFER_ON_CPU = False
 def deferring(device: torch.device) -> DeferredChecks | None:
     """The sink checks on ``device`` go to now (None: they raise at once)."""
     checks = _CHECKS.get()
-    if checks is None or (device.type == "cpu" and not DEFER_ON_CPU):
+    if checks is None or (device.type == "cpu" and not DEFER_ON_CPU and not checks.everywhere):
         return None
     return checks
 
 
 @contextlib.contextmanager
-def deferred_checks(rows: int | None = None) -> Iterator[DeferredChecks]:
+def deferred_checks(rows: int | None = None, everywhere: bool = False) -> Iterator[DeferredChecks]:
     """Defer device-side checks within this block; the caller reads them with ``raise_pending``
-    (with ``rows``: keeps each check's failing rows, see DeferredChecks)."""
-    checks = DeferredChecks(rows)
+    (with ``rows``: keeps each check's failing rows, see DeferredChecks; ``everywhere``: CPU
+    checks too, as inside a block that does)."""
+    outer = _CHECKS.get()
+    checks = DeferredChecks(rows, everywhere or (outer is not None and outer.everywhere))
     token = _CHECKS.set(checks)
     try:
         yield checks
     finally:
         _CHECKS.reset(token)
+
+
+def rows_wanted() -> bool:
+    """Whether the checks made now are kept per row even on the CPU (inside TRY): a kernel
+    that would raise at once for a whole chunk may then flag the failing rows instead."""
+    checks = _CHECKS.get()
+    return checks is not None and checks.everywhere
 
 
 def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None,
@@ -89,7 +104,7 @@ def fail_if(bad: torch.Tensor, message: str, valid: torch.Tensor | None = None,
     if valid is not None:
         bad = bad & valid
     checks = _CHECKS.get()
-    if checks is None or (bad.device.type == "cpu" and not DEFER_ON_CPU):
+    if checks is None or (bad.device.type == "cpu" and not DEFER_ON_CPU and not checks.everywhere):
         if bool(bad.any() if bad.dim() else bad):
             raise error(message)
         return

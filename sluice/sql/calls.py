@@ -16,7 +16,7 @@ from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
 from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
-from sluice.types import BOOL, DATE, is_bit, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType
+from sluice.types import BOOL, DATE, is_bit, DAY_US, FLOAT64, INT32, INT64, INT_KINDS, NUMERIC_KINDS, STRING, LType, list_of
 
 
 def _const(tr, node, ctx, what: str) -> Lit:
@@ -103,18 +103,50 @@ def _path_part(part: str, name: str):
                             + " and a separator")
         path = tr.expr(args[0], ctx)
         trim, sep = False, "default"
-        for a in args[1:]:
+        for i, a in enumerate(args[1:], start=1):
             v = _const(tr, a, ctx, f"{name.upper()} with an option")
+            # PARSE_FILENAME(p, trim, sep): the middle one is the trim, a string read as a BOOLEAN
+            trim_arg = part == "filename" and i == 1 and (len(args) == 3 or v.type.kind == "bool")
+            if trim_arg and v.type.kind == "string" and v.value is not None:
+                v = E.make_func("cast", [v], (BOOL,))
+                if not isinstance(v, Lit):
+                    raise PlanError(f"{name.upper()}: could not convert the trim option to BOOLEAN")
+            if trim_arg and v.type.kind not in ("bool", "null"):
+                raise PlanError(f"{name.upper()}: the trim option must be a BOOLEAN")
+            if not trim_arg and v.type.kind not in ("string", "null"):
+                raise PlanError(f"{name.upper()}: the separator must be a string")
             if v.value is None:  # a NULL option is its default (DuckDB), not a NULL result
                 continue
-            if v.type.kind == "bool" and part == "filename" and a is args[1]:
+            if trim_arg:
                 trim = bool(v.value)
-            elif v.type.kind == "string" and str(v.value).lower() in SEPARATORS:
-                sep = str(v.value).lower()
             else:
-                raise PlanError(f"{name.upper()}: separator must be one of {', '.join(sorted(SEPARATORS))}")
+                sep = path_separator(v.value)
         return E.make_func("path_part", [path], (part, sep, trim))
     return translate
+
+
+def path_separator(option: str) -> str:
+    """DuckDB's separator option: one of its names, spelled exactly (``'system'``, not
+    ``'SYSTEM'``); any other string is the default (both slashes)."""
+    return option if option in SEPARATORS else "default"
+
+
+def parse_path(tr, n: exp.Anonymous, ctx) -> Expr:
+    """PARSE_PATH(path [, separator]): the path's parts as a list (``functions/string_lists.py``)."""
+    args = list(n.expressions)
+    if not 1 <= len(args) <= 2:
+        raise PlanError("PARSE_PATH takes a path and a separator")
+    path = tr.expr(args[0], ctx)
+    sep = "default"
+    if len(args) == 2:
+        v = _const(tr, args[1], ctx, "PARSE_PATH with a separator")
+        if v.value is not None:
+            if v.type.kind != "string":
+                raise PlanError("PARSE_PATH: the separator must be a string")
+            sep = path_separator(v.value)
+    if path.type.kind == "null":
+        return Lit(None, list_of(STRING))
+    return E.make_func("parse_path", [path], (sep,))
 
 
 def bar(tr, n: exp.Anonymous, ctx) -> Expr:
@@ -301,7 +333,7 @@ def isfinite_call(tr, n: exp.Anonymous, ctx) -> Expr:
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
                exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class,
                **bit_calls.CLASS_CALLS}
-NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
+NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"), "parse_path": parse_path,
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),

@@ -17,7 +17,7 @@ from sluice.sql.calls import CLASS_CALLS
 from sluice.sql.row_values import is_row, row_compare, row_in
 from sluice.sql.coverage import construct_name
 from sluice.expr import build as E
-from sluice.expr.nodes import NULL_TYPE, Expr, Lit
+from sluice.expr.nodes import NULL_TYPE, Expr, Func, Lit
 from sluice.types import BOOL, DATE, INT32, INT64, INTERVAL, STRING, TIMESTAMP, TIMESTAMPTZ
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, _split_and
@@ -526,6 +526,21 @@ class Expressions:
     def _x_nullif(self, n, ctx):
         a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
         return E.make_func("case", [E.make_compare("=", a, b), Lit(None, NULL_TYPE), a])
+
+    @handles(exp.Try)
+    def _x_try(self, n, ctx):
+        """TRY(x): x, NULL on the rows where x fails a value check (evaluated in
+        :func:`sluice.expr.evaluate._try`). TRY(CAST(y AS t)) is TRY(TRY_CAST(y AS t)): the
+        same NULLs, and a cast of strings checks its values per dictionary entry, not per row.
+        DuckDB's binder refuses a subquery, an aggregate or a window function inside it."""
+        if n.this.find(exp.Subquery, exp.Exists):
+            raise PlanError("TRY can not be used in combination with a scalar subquery")
+        if n.this.find(exp.AggFunc, exp.Window):
+            raise PlanError("aggregates and window functions are not allowed inside the TRY expression")
+        a = self.expr(n.this, ctx)
+        if isinstance(a, Func) and a.op == "cast":
+            a = E.make_func("try_cast", list(a.args), a.params)
+        return a if isinstance(a, Lit) else E.make_func("try", [a])
 
     @handles(exp.Cast, exp.TryCast)
     def _x_cast(self, n, ctx):

@@ -14,7 +14,8 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import Expr, Lit, Col
-from sluice.types import INT64
+from sluice.types import INT64, STRING, list_of
+from sluice.sql.literals import _const_str
 from sluice.sql.coverage import NESTED_CALLS
 from sluice.sql.expressions import handles
 from sluice.sql.lambdas import comprehension
@@ -206,18 +207,37 @@ class NestedExpressions:
 
     @handles(exp.RegexpExtractAll)
     def _x_regexp_extract_all(self, n: exp.RegexpExtractAll, ctx):
-        """REGEXP_EXTRACT_ALL(s, pattern [, group]) with a constant pattern and group."""
+        """REGEXP_EXTRACT_ALL(s, pattern [, group | [names] [, 'c' | 'i']]) with a constant
+        pattern and group: a list of the group's texts, or with a list of names a list of
+        structs (field i: group i); a NULL pattern or group is a NULL list (DuckDB's)."""
+        group_node = n.args.get("group")
+        names = None
+        if isinstance(group_node, exp.Array):
+            names = _group_names(group_node)
         pat = self.expr(n.expression, ctx)
-        if not isinstance(pat, Lit) or pat.type.kind != "string" or pat.value is None:
+        if names is not None and not (isinstance(pat, Lit) and pat.type.kind == "string" and pat.value is not None):
+            raise PlanError("REGEXP_EXTRACT_ALL with a list of names needs a constant pattern")
+        if isinstance(pat, Lit) and pat.value is None:
+            return Lit(None, list_of(STRING))
+        if not isinstance(pat, Lit) or pat.type.kind != "string":
             raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that is not a string constant")
         group = 0
-        if n.args.get("group") is not None:
-            g = self.expr(n.args["group"], ctx)
-            if not isinstance(g, Lit) or not g.type.is_integer or g.value is None:
+        if group_node is not None and names is None:
+            g = self.expr(group_node, ctx)
+            if isinstance(g, Lit) and g.value is None:
+                return Lit(None, list_of(STRING))
+            if not isinstance(g, Lit) or not g.type.is_integer:
                 raise UnsupportedError("REGEXP_EXTRACT_ALL with a group that is not an integer constant")
             group = int(g.value)
-        check_regex_group(pat.value, group)
-        return E.make_func("regexp_extract_all", [self.expr(n.this, ctx)], (pat.value, group))
+        pattern = pat.value
+        opts = n.args.get("parameters")
+        if opts is not None:
+            flags = _const_str(opts, "REGEXP_EXTRACT_ALL options")
+            if set(flags) - {"c", "i"}:
+                raise UnsupportedError(f"REGEXP_EXTRACT_ALL options {flags!r} (only 'c' and 'i')")
+            pattern = ("(?i)" if flags[-1:] == "i" else "") + pattern  # the last decides, as DuckDB
+        check_regex_group(pattern, len(names) if names is not None else group, names is not None)
+        return E.make_func("regexp_extract_all", [self.expr(n.this, ctx)], (pattern, group, names))
 
     def nested_call(self, name: str, n: exp.Anonymous, ctx) -> Expr:
         """A call of ``NESTED_CALLS`` by name."""
@@ -233,7 +253,27 @@ class NestedExpressions:
             raise PlanError(f"no function {name.upper()} with {len(args)} arguments")
         if op == "list_len" and name == "len" and args[0].type.kind == "string":
             return E.make_func("length", args)
+        if op == "list_extract" and args[0].type.kind == "string":  # SUBSTRING(s, i, 1), as s[i]
+            s, i = n.expressions
+            return self.expr(exp.Substring(this=s.copy(), start=i.copy(), length=exp.Literal.number(1)), ctx)
         return E.make_func(op, args)
+
+
+def _group_names(node: exp.Array) -> tuple[str, ...]:
+    """REGEXP_EXTRACT_ALL's list of group names: string constants, non-empty, no NULL, none
+    twice (case-insensitively), DuckDB's binder errors otherwise."""
+    names = []
+    for x in node.expressions:
+        if isinstance(x, exp.Null):
+            raise PlanError("REGEXP_EXTRACT_ALL: a NULL group name")
+        if not (isinstance(x, exp.Literal) and x.is_string):
+            raise UnsupportedError("REGEXP_EXTRACT_ALL with group names that are not string constants")
+        if x.this.lower() in (m.lower() for m in names):
+            raise PlanError(f"REGEXP_EXTRACT_ALL: the group name {x.this!r} twice")
+        names.append(x.this)
+    if not names:
+        raise PlanError("REGEXP_EXTRACT_ALL: the list of group names is empty")
+    return tuple(names)
 
 
 def _list_sort(args: list[Expr], n) -> Expr:

@@ -16,7 +16,6 @@ The translator only translates: join order is the ``order_joins`` plan rule's de
 from __future__ import annotations
 
 import datetime as _dt
-import decimal as _dec
 from dataclasses import dataclass, field
 
 from typing import Callable
@@ -33,6 +32,7 @@ from sluice.expr.nodes import Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, Filter, Limit, OneRow, PlanNode, Project, Window, WindowCall,
                                  Sort, SortKey)
 from sluice.types import BOOL, INT64
+from sluice.sql.limits import limit_value
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
 from sluice.exec.aggregate_functions import registered
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
@@ -169,19 +169,8 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         return Rel(plan, rel.outputs)
 
     def _limit_offset(self, ast) -> tuple[int | None, int]:
-        def val(node):
-            if node is None:
-                return None
-            e = node.args.get("expression") if isinstance(node, (exp.Limit, exp.Offset)) else node
-            if not isinstance(e, exp.Literal) or e.is_string:
-                raise UnsupportedError("LIMIT/OFFSET must be numeric constants")
-            try:
-                v = _dec.Decimal(e.this)
-            except _dec.InvalidOperation:
-                raise PlanError(f"LIMIT/OFFSET {e.this} is not a number") from None
-            # DuckDB rounds a fractional LIMIT to the nearest row count (2.5 -> 3)
-            return int(v.to_integral_value(rounding=_dec.ROUND_HALF_UP))
-        return val(ast.args.get("limit")), val(ast.args.get("offset")) or 0
+        ctx = Ctx(Scope(None))
+        return limit_value(self, ast.args.get("limit"), ctx), limit_value(self, ast.args.get("offset"), ctx) or 0
 
     def _sort_key(self, o: exp.Ordered, e: Expr) -> SortKey:
         desc = bool(o.args.get("desc"))

@@ -14,7 +14,7 @@ import torch
 
 from sluice.chunk import Chunk, Column, host_tensor
 from sluice.errors import ExecutionError, UnsupportedError
-from sluice.kernels.checks import fail_if
+from sluice.kernels.checks import fail_if, rows_wanted
 from sluice.expr.functions.registry import register
 from sluice.expr.constants import column_scalar, literal_column
 from sluice.expr.functions.common import and_valid, to_type
@@ -341,7 +341,13 @@ def _from_strings(a: Column, t: LType, lenient: bool = False) -> Column:
             part = convert(entries)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as ex:
             if not lenient:
-                raise ExecutionError(f"cannot cast string to {t}: {str(ex).splitlines()[0]}") from None
+                message = f"cannot cast string to {t}: {str(ex).splitlines()[0]}"
+                if not rows_wanted():
+                    raise ExecutionError(message) from None
+                out = _from_strings(a, t, lenient=True)  # inside TRY: the failing rows are NULL
+                if out.valid is not None:
+                    fail_if(~out.valid, message, a.valid)
+                return out
             part, failed = _failing_entries(convert, entries, target)
             bad = entries.take(pa.array(failed, pa.int64()))
             if t.is_integer or t.kind == "decimal":  # a whole number beyond the range is NULL, as in DuckDB

@@ -12,7 +12,7 @@ from sluice.expr.functions.registry import register
 from sluice.expr.functions.common import to_type
 from sluice.types import LType, BOOL
 from sluice.expr.nodes import common_type, Lit
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import InternalError, PlanError, UnsupportedError
 from sluice.kernels.checks import fail_if
 
 
@@ -36,6 +36,13 @@ def _bind_case(args, params):
 
 
 # case: cond1, val1, cond2, val2, ..., else
+@register("try", result=lambda args, params: args[0].type)
+def try_kernel(e, args, chunk) -> Column:
+    """TRY(x) is evaluated by the evaluator (it must see x's checks before they fail); this
+    kernel only names the function and its type."""
+    raise InternalError("TRY reached its kernel: the evaluator evaluates it")
+
+
 @register("case", bind=_bind_case)
 def case(e, cols, chunk) -> Column:
     if len(cols) == 3 and isinstance(e.args[2], Lit) and e.args[2].value is None:

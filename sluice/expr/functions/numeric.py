@@ -126,7 +126,8 @@ def int_div(e, args, chunk) -> Column:
     fail_if(y == 0, "division by zero in //", valid)
     info = torch.iinfo(x.dtype)
     fail_if((x == info.min) & (y == -1), f"overflow in // of {e.type} (out of range)", valid)
-    safe = torch.where(y == 0, torch.ones_like(y), y)
+    # (checks may be deferred -- a GPU, TRY: MIN // -1 traps a CPU as // 0 does, so neither runs)
+    safe = torch.where((y == 0) | ((x == info.min) & (y == -1)), torch.ones_like(y), y)
     return Column(torch.div(x, safe, rounding_mode="trunc"), e.type, valid)
 
 

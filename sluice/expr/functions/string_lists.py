@@ -14,11 +14,14 @@ import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import Column, NestedValues, host_tensor, to_device
+from sluice.kernels.buffers import lookup
+from sluice.kernels.checks import fail_if
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.registry import register
+from sluice.expr.functions.paths import path_parts
 from sluice.expr.functions.strings import _named_groups
 from sluice.expr.nodes import Lit
-from sluice.types import STRING, list_of
+from sluice.types import STRING, list_of, struct_of
 
 #: Markers around each match in REGEXP_EXTRACT_ALL's rewrite (a string holding one is refused).
 _OPEN, _CLOSE = "\x01", "\x02"
@@ -37,25 +40,39 @@ def _bind_string(name: str):
 
 def _list_per_entry(a: Column, lists: pa.ListArray, out_type) -> Column:
     """A LIST column over ``a``'s codes whose entry i is ``lists[i]`` (for dictionary entry i)."""
-    dev = a.data.device
     lists = lists.fill_null([]) if lists.null_count else lists
     offs = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    offs = offs - offs[0]
-    pieces = lists.flatten()
+    return _list_of_children(a, offs - offs[0], _string_child(lists.flatten(), a.data.device), out_type)
+
+
+def _string_child(pieces: pa.Array, dev) -> Column:
+    """A string Column of ``pieces`` in order (its own dictionary), NULL where a piece is."""
     pieces = pieces.cast(pa.string()) if pieces.type != pa.string() else pieces
     valid = None
     if pieces.null_count:  # (REGEXP_EXTRACT_ALL's groups that took no part): NULL elements
         valid = to_device(host_tensor(np.asarray(pc.is_valid(pieces).to_numpy(zero_copy_only=False))), dev)
         pieces = pieces.fill_null("")
-    child = Column(torch.arange(len(pieces), dtype=torch.int32, device=dev), STRING, valid, pieces)
-    values = NestedValues((child,), to_device(host_tensor(offs), dev), len(lists))
-    codes = a.data.to(torch.int64)
-    return Column(codes, out_type, a.valid, values)
+    return Column(torch.arange(len(pieces), dtype=torch.int32, device=dev), STRING, valid, pieces)
+
+
+def _list_of_children(a: Column, offs: np.ndarray, child: Column, out_type) -> Column:
+    """A LIST column over ``a``'s codes: entry i is ``child[offs[i]:offs[i + 1]]``."""
+    dev = a.data.device
+    values = NestedValues((child,), to_device(host_tensor(offs.astype(np.int64)), dev), len(offs) - 1)
+    return Column(a.data.to(torch.int64), out_type, a.valid, values)
 
 
 def _entries(a: Column) -> pa.Array:
     d = a.dictionary
     return d if d.type == pa.string() else d.cast(pa.string())
+
+
+@register("parse_path", bind=_bind_string("parse_path"))
+def parse_path(e, args, chunk) -> Column:
+    """PARSE_PATH(path [, separator]): the path's parts (``functions/paths.py``); NULL for NULL."""
+    a, = args
+    sep, = e.params
+    return _list_per_entry(a, path_parts(_entries(a).fill_null(""), sep), e.type)
 
 
 @register("string_split", bind=_bind_string("string_split"))
@@ -72,30 +89,85 @@ def string_split(e, args, chunk) -> Column:
     return _list_per_entry(a, lists, e.type)
 
 
-@register("regexp_extract_all", bind=_bind_string("regexp_extract_all"))
+def _bind_extract_all(args, params):
+    args, _ = _bind_string("regexp_extract_all")(args, params)
+    names = params[2]
+    if names is None:
+        return args, list_of(STRING)
+    return args, list_of(struct_of((m, STRING) for m in names))
+
+
+@register("regexp_extract_all", bind=_bind_extract_all)
 def regexp_extract_all(e, args, chunk) -> Column:
-    """REGEXP_EXTRACT_ALL(s, pattern [, group]): the group's text (0: the whole match) of every
-    non-overlapping match, left to right; NULL for a NULL string. Each match is rewritten to
-    its group between two marker bytes (RE2's global replace: DuckDB's matches), then split out."""
+    """REGEXP_EXTRACT_ALL(s, pattern [, group | names]): the group's text (0: the whole match)
+    of every non-overlapping match, left to right -- with names, a struct per match whose
+    field i is group i; NULL for a NULL string. Each match is rewritten to itself between two
+    marker bytes (RE2's global replace: DuckDB's matches but one), then split out. The one:
+    after a non-empty match DuckDB also takes an empty match where it ended, which RE2 skips;
+    for a pattern that matches empty text (no anchors: anywhere) one is added after each
+    non-empty match not directly followed by another."""
     a, = args
-    pattern, group = e.params
+    pattern, group, names = e.params
     d = _entries(a).fill_null("")
     if pc.any(pc.match_substring_regex(d, f"[{_OPEN}{_CLOSE}]")).as_py():
         raise UnsupportedError("REGEXP_EXTRACT_ALL of strings holding the bytes \\x01 or \\x02")
     marked = pc.replace_substring_regex(d, pattern=pattern, replacement=f"{_OPEN}\\0{_CLOSE}")
     parts = pc.split_pattern(marked, pattern=_OPEN)  # [before the first match, match+rest, ...]
     offs = np.asarray(parts.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offs = offs - offs[0]
     flat = parts.flatten()
     keep = np.ones(len(flat), dtype=bool)
-    keep[offs[:-1] - offs[0]] = False  # the text before each string's first match
+    keep[offs[:-1]] = False  # the text before each string's first match
     matches = pc.split_pattern(flat.filter(pa.array(keep)), pattern=_CLOSE, max_splits=1)
     found = pc.list_element(matches, 0)
-    if group:
-        found = _group_of(found, pattern, group)
     counts = np.diff(offs) - 1
-    new_offs = np.zeros(len(d) + 1, dtype=np.int32)
+    if matches_empty(pattern) and len(found):
+        found, counts = _add_empty_matches(found, pc.list_element(matches, 1), counts)
+    dev = a.data.device
+    groups = _named_groups(pattern)[1]
+    if names is None and not 0 <= group <= groups:  # DuckDB: [] where nothing matches, else an error
+        if group > 0:
+            fail_if(lookup(to_device(host_tensor(counts > 0), dev), a.data),
+                    f"Pattern has {groups} groups. Cannot access group {group}", a.valid)
+        counts = np.zeros_like(counts)  # (a negative group: [] whatever matched)
+        found = found.slice(0, 0)
+        group = 0
+    new_offs = np.zeros(len(d) + 1, dtype=np.int64)
     np.cumsum(counts, out=new_offs[1:])
-    return _list_per_entry(a, pa.ListArray.from_arrays(pa.array(new_offs), found), e.type)
+    if names is None:
+        child = _string_child(_group_of(found, pattern, group) if group else found, dev)
+    else:
+        fields = tuple(_string_child(_group_of(found, pattern, i + 1), dev) for i in range(len(names)))
+        child = Column(torch.arange(len(found), dtype=torch.int64, device=dev), e.type.args[0],
+                       None, NestedValues(fields, None, len(found)))
+    return _list_of_children(a, new_offs, child, e.type)
+
+
+def _add_empty_matches(found: pa.Array, rest: pa.Array, counts: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """``found`` (each string's matches, ``counts`` of them, end to end) with an empty match
+    after each non-empty one that the next does not directly follow (``rest``: the text up
+    to the next match; the last match of a string is followed by its end)."""
+    n = len(found)
+    last = np.zeros(n, dtype=bool)
+    ends = np.cumsum(counts)
+    last[ends[counts > 0] - 1] = True
+    nonempty = np.asarray(pc.greater(pc.binary_length(found), 0).to_numpy(zero_copy_only=False))
+    gap = np.asarray(pc.greater(pc.binary_length(rest.fill_null("")), 0).to_numpy(zero_copy_only=False))
+    extra = nonempty & (gap | last)
+    idx = np.repeat(np.arange(n), 1 + extra)
+    is_extra = np.zeros(len(idx), dtype=bool)
+    is_extra[np.cumsum(1 + extra)[extra] - 1] = True
+    out = pc.if_else(pa.array(is_extra), pa.scalar("", pa.string()), found.take(pa.array(idx)))
+    starts = np.concatenate([[0], ends[:-1]]) if len(counts) else ends
+    per_string = np.add.reduceat(extra.astype(np.int64), starts[counts > 0]) if n else np.zeros(0, np.int64)
+    new_counts = counts.copy()
+    new_counts[counts > 0] += per_string
+    return out, new_counts
+
+
+def matches_empty(pattern: str) -> bool:
+    """Whether ``pattern`` matches the empty text."""
+    return bool(pc.match_substring_regex(pa.array([""]), pattern=pattern)[0].as_py())
 
 
 def _group_of(found: pa.Array, pattern: str, group: int) -> pa.Array:
@@ -109,14 +181,17 @@ def _group_of(found: pa.Array, pattern: str, group: int) -> pa.Array:
     return pc.if_else(took_part, text, pa.scalar(None, pa.string()))
 
 
-def check_regex_group(pattern: str, group: int) -> None:
-    """REGEXP_EXTRACT_ALL's group must exist in the pattern (DuckDB's error otherwise). A
-    pattern that can match empty text is refused: after a non-empty match DuckDB also takes an
-    empty one where RE2's global replace does not (``'e*'`` in ``'green'``)."""
-    if pc.match_substring_regex(pa.array([""]), pattern=pattern)[0].as_py() or "\\b" in pattern:
-        raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that matches empty text")
+def check_regex_group(pattern: str, group: int, named: bool = False) -> None:
+    """REGEXP_EXTRACT_ALL's group must exist in the pattern, or with ``named`` its ``group``
+    names be no more than its groups (DuckDB's errors otherwise). A pattern with anchors or
+    word boundaries that can match empty text is refused: where it matches empty then depends
+    on the position (see :func:`regexp_extract_all`)."""
+    anchors = any(x in pattern for x in ("^", "$", "\\A", "\\z", "\\b", "\\B"))
+    if anchors and (matches_empty(pattern) or "\\b" in pattern or "\\B" in pattern):
+        raise UnsupportedError("REGEXP_EXTRACT_ALL with a pattern that matches empty text next to an anchor")
     _, groups = _named_groups(pattern)
-    if group and any(a in pattern for a in ("^", "$", "\\A", "\\z", "\\B")):
+    if (0 < group <= groups or named) and any(a in pattern for a in ("^", "$", "\\A", "\\z", "\\B")):
         raise UnsupportedError("REGEXP_EXTRACT_ALL of a group with anchors in the pattern")
-    if not 0 <= group <= groups:
-        raise PlanError(f"REGEXP_EXTRACT_ALL group {group}: the pattern has {groups} group(s)")
+    if named and group > groups:
+        raise PlanError(f"REGEXP_EXTRACT_ALL: {group} group names, but the pattern has {groups} group(s)")
+    # (a group the pattern lacks: [] where nothing matches, an error where something does -- at run time)
