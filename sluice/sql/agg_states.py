@@ -30,19 +30,21 @@ import sqlglot
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
+from sluice.sql.dialect import Product, Sluice
 from sluice.expr import build as E
 from sluice.expr.nodes import Expr, Lit
-from sluice.types import BOOL, FLOAT64, LType
+from sluice.types import BOOL, FLOAT64, STATE_TAG, LType, is_aggregate_state
 
-TAG = "__sluice_state_"
+TAG = STATE_TAG
 
 #: sqlglot's aggregate classes -> the state's aggregate.
 _CLASSES = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Count: "count", exp.Avg: "avg",
             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.Stddev: "stddev_samp",
             exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
-            exp.VariancePop: "var_pop"}
+            exp.VariancePop: "var_pop", Product: "product", exp.ArrayAgg: "list"}
 #: The aggregates whose state is one ``value``, NULL on no value, merged by the same aggregate.
-_ONE_VALUE = {"sum": "sum", "min": "min", "max": "max", "bool_and": "bool_and", "bool_or": "bool_or"}
+_ONE_VALUE = {"sum": "sum", "min": "min", "max": "max", "bool_and": "bool_and", "bool_or": "bool_or",
+              "product": "product", "list": None}
 _MOMENTS = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 _X = "__sluice_x"
@@ -52,7 +54,6 @@ FIELD = "__sluice_state_field"
 
 def _template(sql: str, **subs: exp.Expression) -> exp.Expression:
     """``sql`` parsed, each column named by a key of ``subs`` replaced by a copy of its tree."""
-    from sluice.sql.dialect import Sluice
     tree = sqlglot.parse_one(sql, read=Sluice)
     for col in list(tree.find_all(exp.Column)):
         if col.name in subs and not col.table:
@@ -62,7 +63,7 @@ def _template(sql: str, **subs: exp.Expression) -> exp.Expression:
 
 def is_state(t: LType) -> bool:
     """Whether ``t`` is an aggregate state's type."""
-    return t.kind == "struct" and bool(t.args) and t.args[0][0].startswith(TAG)
+    return is_aggregate_state(t)
 
 
 def state_agg(t: LType) -> str:
@@ -78,10 +79,13 @@ def export_state(call: exp.Expression) -> exp.Expression:
             agg.replace(exp.Filter(this=agg.copy(), expression=call.expression.copy()))
         return tree
     agg = _CLASSES.get(type(call))
+    if isinstance(call, exp.Anonymous) and str(call.this).lower() == "mean" and len(call.expressions) == 1:
+        agg = "avg"
+        call = exp.Avg(this=call.expressions[0])
     if agg is None:
         name = call.sql(dialect="duckdb").split("(")[0].upper() if isinstance(call, exp.Func) else "this call"
         raise UnsupportedError(f"EXPORT_STATE of {name} (states of SUM, MIN, MAX, COUNT, AVG, BOOL_AND, "
-                               "BOOL_OR and the variance family are supported)")
+                               "BOOL_OR, PRODUCT, LIST and the variance family are supported)")
     arg = call.this
     if isinstance(arg, exp.Distinct):
         raise PlanError("EXPORT_STATE is not supported for DISTINCT aggregates (as in DuckDB)")
@@ -93,6 +97,11 @@ def export_state(call: exp.Expression) -> exp.Expression:
         return _template(f"struct_pack({tag} := true, count := {counted})", **{_X: arg} if arg is not None else {})
     if arg is None:
         raise PlanError(f"{agg.upper()} needs an argument")
+    if agg == "list":
+        if arg.find(exp.Order) is not None or isinstance(arg, exp.Order):
+            raise UnsupportedError("EXPORT_STATE of LIST with ORDER BY")
+        return _template(f"CASE WHEN count(*) = 0 THEN NULL ELSE struct_pack({tag} := true, "
+                         f"value := list({_X})) END", **{_X: arg})
     if agg in _ONE_VALUE:
         return _template(f"CASE WHEN count({_X}) = 0 THEN NULL ELSE struct_pack({tag} := true, "
                          f"value := {agg}({_X})) END", **{_X: arg})
@@ -119,6 +128,8 @@ def combine_aggr(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
 
     def f(name: str) -> str:
         return f"{FIELD}({_X}, '{name}')"
+    if agg == "list":
+        raise UnsupportedError("COMBINE_AGGR of a LIST state (use COMBINE)")
     if agg in _ONE_VALUE:
         sql = (f"CASE WHEN count({f(tag)}) = 0 THEN NULL ELSE struct_pack({tag} := true, "
                f"value := {_ONE_VALUE[agg]}({f('value')})) END")
@@ -204,9 +215,11 @@ def combine(a: Expr, b: Expr) -> Expr:
     if agg in ("min", "max"):
         op = "<=" if agg == "min" else ">="
         merged = _case(E.make_compare(op, fa("value"), fb("value")), a, b)
-    elif agg in ("sum", "bool_and", "bool_or"):
-        if agg == "sum":
-            v = E.make_arith("+", fa("value"), fb("value"))
+    elif agg in ("sum", "product", "list", "bool_and", "bool_or"):
+        if agg in ("sum", "product"):
+            v = E.make_arith("+" if agg == "sum" else "*", fa("value"), fb("value"))
+        elif agg == "list":
+            v = E.make_func("list_concat", [fa("value"), fb("value")])
         else:
             v = E.make_bool("and" if agg == "bool_and" else "or", [fa("value"), fb("value")])
         merged = pack(v)

@@ -172,7 +172,9 @@ def _call_before(sql: str, mask: list[bool], end: int) -> int | None:
         if open_ is None:
             return None
     name = _NAME_TAIL.search(sql, 0, open_)
-    return name.start() if name is not None and mask[name.start()] else None
+    if name is None or not mask[name.start()] or name.group(0).strip().upper() in ("OVER", "FILTER", "WITHIN"):
+        return None  # (a window's EXPORT_STATE stays refused)
+    return name.start()
 
 
 def _exported_states(sql: str) -> str:
