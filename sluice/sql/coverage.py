@@ -424,6 +424,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.StddevPop: _UNARY,
     exp.Variance: _UNARY,
     exp.VariancePop: _UNARY,
+    exp.Skewness: _UNARY,
     exp.Median: _UNARY,
     exp.PercentileCont: {"this": READ, "expression": READ},
     exp.PercentileDisc: {"this": READ, "expression": READ},
