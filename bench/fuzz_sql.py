@@ -29,8 +29,8 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 ``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
-(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
-value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` printed, cast, kept in a CTE,
+merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -808,13 +808,30 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
         fn = _TR.choice(["parse_filename", "parse_dirname", "parse_dirpath"])
         opt = opt if fn == "parse_filename" else opt.split(",")[-1].strip()
         return f"select t.s, {fn}(t.s || '/x.y', {opt}) from t"
-    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value;
-    # FINALIZE of it is the value (answered)
+    return state_query()
+
+
+def state_query():
+    # an aggregate's state (DuckDB) is not its value: printed as DuckDB prints it or refused; FINALIZE
+    # of it is the value; COMBINE / COMBINE_AGGR merge states kept in a CTE (a state's own
+    # fields must never show: a CAST or CONCAT of a state once printed sluice's STRUCT)
     agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',
-                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)'])
-    if _TR.random() < .5:
+                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)', 'min(t.d)', 'count(t.f)',
+                      'bool_and(t.a > 0)', 'bool_or(t.b < 0)', 'product(t.g)', 'var_samp(t.a)', 'stddev_pop(t.d)',
+                      'avg(t.d)', 'sum(t.b) filter (where t.g = 1)'])
+    k = _TR.random()
+    if k < .3:
         return f"select t.g, finalize({agg} export_state), count(*) from t group by t.g"
-    return f"select t.g, {agg} export_state from t group by t.g"
+    if k < .45:
+        return f"select t.g, {agg} export_state from t group by t.g"
+    use = _TR.choice(["({s})::varchar", "concat({s}, '|')", "({s})::varchar || 'x'", "{s} is null", "{s} = {s}",
+                      "typeof({s})", "finalize({s})"])
+    cte = f"with st as (select t.g, {agg} export_state s from t where {pred('t')} group by t.g)"
+    if k < .65:
+        return f"{cte} select st.g, {use.format(s='st.s')} from st"
+    if k < .85:
+        return f"{cte} select a.g, b.g, finalize(combine(a.s, b.s)) from st a, st b where a.g <= b.g"
+    return f"{cte} select st.g % 2, finalize(combine_aggr(st.s)) from st group by st.g % 2"
 
 
 _KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

@@ -246,6 +246,8 @@ def typeof(tr, n: exp.Typeof, ctx) -> Expr:
         # sqlglot reads .5 as 0.5: DuckDB types them DECIMAL(1,1) and DECIMAL(2,1)
         raise UnsupportedError("TYPEOF of a decimal constant written without its leading 0")
     e = tr.expr(n.this, ctx)
+    if agg_states.is_state(e.type):
+        return Lit("AGGREGATE_STATE", STRING)
     for c in (x for x in e.walk() if isinstance(x, Col)):
         kinds = set(_column_kinds(c.type))
         if not kinds <= _EXACT_COLUMN_KINDS:
