@@ -818,7 +818,7 @@ def state_query():
     agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',
                       "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)', 'min(t.d)', 'count(t.f)',
                       'bool_and(t.a > 0)', 'bool_or(t.b < 0)', 'product(t.g)', 'var_samp(t.a)', 'stddev_pop(t.d)',
-                      'avg(t.d)', 'sum(t.b) filter (where t.g = 1)'])
+                      'avg(t.d)', 'sum(t.b) filter (where t.g = 1)', 'arg_min(t.s, t.b)', 'arg_max(t.a, t.f)'])
     k = _TR.random()
     if k < .3:
         return f"select t.g, finalize({agg} export_state), count(*) from t group by t.g"

@@ -41,7 +41,8 @@ TAG = STATE_TAG
 _CLASSES = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max", exp.Count: "count", exp.Avg: "avg",
             exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.Stddev: "stddev_samp",
             exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
-            exp.VariancePop: "var_pop", Product: "product", exp.ArrayAgg: "list"}
+            exp.VariancePop: "var_pop", Product: "product", exp.ArrayAgg: "list", exp.ArgMin: "arg_min",
+            exp.ArgMax: "arg_max"}
 #: The aggregates whose state is one ``value``, NULL on no value, merged by the same aggregate.
 _ONE_VALUE = {"sum": "sum", "min": "min", "max": "max", "bool_and": "bool_and", "bool_or": "bool_or",
               "product": "product", "list": None}
@@ -85,13 +86,21 @@ def export_state(call: exp.Expression) -> exp.Expression:
     if agg is None:
         name = call.sql(dialect="duckdb").split("(")[0].upper() if isinstance(call, exp.Func) else "this call"
         raise UnsupportedError(f"EXPORT_STATE of {name} (states of SUM, MIN, MAX, COUNT, AVG, BOOL_AND, "
-                               "BOOL_OR, PRODUCT, LIST and the variance family are supported)")
+                               "BOOL_OR, PRODUCT, LIST, ARG_MIN, ARG_MAX and the variance family are supported)")
     arg = call.this
     if isinstance(arg, exp.Distinct):
         raise PlanError("EXPORT_STATE is not supported for DISTINCT aggregates (as in DuckDB)")
     if agg in ("bool_and", "bool_or") and isinstance(arg, exp.Cast):
         arg = arg.this  # (sqlglot's own cast: bool_and's argument is a boolean already)
     tag = TAG + agg
+    if agg in ("arg_min", "arg_max"):
+        if call.args.get("count") is not None or call.expression is None:
+            raise UnsupportedError(f"EXPORT_STATE of {agg.upper()} with other than two arguments")
+        extreme = agg[4:]
+        return _template(f"CASE WHEN count(CASE WHEN {_X} IS NOT NULL AND __sluice_y IS NOT NULL THEN 1 END) = 0 "
+                         f"THEN NULL ELSE struct_pack({tag} := true, arg := {agg}({_X}, __sluice_y), "
+                         f"\"by\" := {extreme}(CASE WHEN {_X} IS NOT NULL THEN __sluice_y END)) END",
+                         **{_X: arg, "__sluice_y": call.expression})
     if agg == "count":
         counted = "count(*)" if arg is None or isinstance(arg, exp.Star) else f"count({_X})"
         return _template(f"struct_pack({tag} := true, count := {counted})", **{_X: arg} if arg is not None else {})
@@ -130,6 +139,10 @@ def combine_aggr(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
         return f"{FIELD}({_X}, '{name}')"
     if agg == "list":
         raise UnsupportedError("COMBINE_AGGR of a LIST state (use COMBINE)")
+    if agg in ("arg_min", "arg_max"):
+        sql = (f"CASE WHEN count({f(tag)}) = 0 THEN NULL ELSE struct_pack({tag} := true, "
+               f"arg := {agg}({f('arg')}, {f('by')}), \"by\" := {agg[4:]}({f('by')})) END")
+        return _template(sql, **{_X: s})
     if agg in _ONE_VALUE:
         sql = (f"CASE WHEN count({f(tag)}) = 0 THEN NULL ELSE struct_pack({tag} := true, "
                f"value := {_ONE_VALUE[agg]}({f('value')})) END")
@@ -189,6 +202,8 @@ def finalize(e: Expr) -> Expr:
         return _field(e, "value")
     if agg == "count":
         return _field(e, "count")
+    if agg in ("arg_min", "arg_max"):
+        return _field(e, "arg")
     n = _field(e, "count")
     if agg == "avg":
         return _case(E.make_compare("=", n, Lit(0, n.type)), _null(FLOAT64),
@@ -215,6 +230,8 @@ def combine(a: Expr, b: Expr) -> Expr:
     if agg in ("min", "max"):
         op = "<=" if agg == "min" else ">="
         merged = _case(E.make_compare(op, fa("value"), fb("value")), a, b)
+    elif agg in ("arg_min", "arg_max"):  # (a tie: the second state's, as DuckDB)
+        merged = _case(E.make_compare("<" if agg == "arg_min" else ">", fa("by"), fb("by")), a, b)
     elif agg in ("sum", "product", "list", "bool_and", "bool_or"):
         if agg in ("sum", "product"):
             v = E.make_arith("+" if agg == "sum" else "*", fa("value"), fb("value"))
@@ -284,7 +301,8 @@ def printed(e: Expr) -> Expr:
     if agg == "avg" and e.type.field_type("value").kind == "decimal":
         raise UnsupportedError("printing an AVG state of decimals (DuckDB shows its unscaled internal sum); "
                                "FINALIZE it")
-    return E.make_func("struct_pack", [_field(e, n) for n in names], (tuple(names),))
+    fields = E.make_func("struct_pack", [_field(e, n) for n in names], (tuple(names),))
+    return _case(E.make_func("is_null", [e]), _null(fields.type), fields)  # (a NULL state is NULL)
 
 
 def printed_states(rel):

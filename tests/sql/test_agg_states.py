@@ -34,12 +34,13 @@ def _same(sql, root, connect, **settings):
 
 #: The aggregates whose states sluice answers (``g = 7`` rows filtered away: an empty group's state).
 AGGS = ["sum(x)", "min(s)", "max(x)", "count(x)", "count(*)", "avg(x)", "avg(f)", "bool_and(x > 0)",
-        "bool_or(x > 30)", "var_samp(f)", "var_pop(x)", "stddev_samp(x)", "stddev_pop(f)", "product(x % 3 + 1)"]
+        "bool_or(x > 30)", "var_samp(f)", "var_pop(x)", "stddev_samp(x)", "stddev_pop(f)", "product(x % 3 + 1)",
+        "arg_min(CASE WHEN g < 7 THEN s END, f)", "arg_max(CASE WHEN g < 7 THEN x END, f)"]
 
 
 def _cte(aggs=AGGS, filtered=True):
-    cols = ", ".join(f"{a} FILTER (WHERE g < 7) EXPORT_STATE s{i}" if filtered else f"{a} EXPORT_STATE s{i}"
-                     for i, a in enumerate(aggs))
+    cols = ", ".join(f"{a} FILTER (WHERE g < 7) EXPORT_STATE s{i}" if filtered and not a.startswith("arg_")
+                     else f"{a} EXPORT_STATE s{i}" for i, a in enumerate(aggs))  # (ARG_MIN: no FILTER, its CASE)
     return f"WITH st AS (SELECT g, {cols} FROM t GROUP BY g)"
 
 
@@ -94,6 +95,13 @@ def test_states_as_values(state_dir, connect):
           "min(s) FILTER (WHERE g < 3) EXPORT_STATE IS NULL, (avg(x) EXPORT_STATE)::VARCHAR, "
           "(count(x) EXPORT_STATE)::INTEGER, typeof(sum(x) EXPORT_STATE) FROM t GROUP BY g ORDER BY g",
           state_dir, connect)
+
+
+def test_null_states(state_dir, connect):
+    """A state a LEFT JOIN leaves NULL prints, casts and finalizes as NULL."""
+    _same("WITH st AS (SELECT g, avg(x) EXPORT_STATE a, var_pop(f) EXPORT_STATE b, arg_min(x, f) EXPORT_STATE c "
+          "FROM t WHERE g < 4 GROUP BY g) SELECT k.g, st.a, (st.a)::VARCHAR, finalize(st.b), st.c, finalize(st.c) "
+          "FROM (SELECT DISTINCT g FROM t) k LEFT JOIN st ON k.g = st.g ORDER BY 1", state_dir, connect)
 
 
 @pytest.mark.parametrize("sql, error, match", [
