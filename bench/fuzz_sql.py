@@ -30,7 +30,7 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` printed, cast, kept in a CTE,
-merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
+merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), HISTOGRAM(x, bins), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -811,7 +811,20 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
     return state_query()
 
 
+_HR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def binned_histogram_query():  # HISTOGRAM(x, bins): counts per bin in a MAP, the type's largest key above them
+    x = _HR.choice(["t.a", "t.b", "t.f", "t.d", "t.g", "t.s", "t.a::smallint"])
+    if x == "t.s":
+        bins = _HR.sample(["'a'", "'apple'", "'c'", "'date'", "''", "'zz'"], _HR.randint(0, 4))
+    else:
+        bins = [str(_HR.choice([-1000, -5, 0, 1, 3, 7, 12, 50, 100000, 2.5, -0.5, 3000000000])) for _ in range(_HR.randint(0, 5))]
+    return f"select t.g, histogram({x}, [{', '.join(bins)}]) from t where {pred('t')} group by t.g"
+
+
 def state_query():
+    if _HR.random() < .3: return binned_histogram_query()
     # an aggregate's state (DuckDB) is not its value: printed as DuckDB prints it or refused; FINALIZE
     # of it is the value; COMBINE / COMBINE_AGGR merge states kept in a CTE (a state's own
     # fields must never show: a CAST or CONCAT of a state once printed sluice's STRUCT)

@@ -266,7 +266,7 @@ def combined_states(tr, clauses: list, ctx) -> None:
     """Each COMBINE_AGGR(state) in a SELECT's clauses (not inside a subquery) replaced, in place,
     by the aggregates that merge its states: its argument's type, read over the FROM clause,
     says which aggregate made them."""
-    for clause in clauses:
+    for i, clause in enumerate(clauses):
         if clause is None:
             continue
         for n in [n for n in clause.walk() if is_combine_aggr(n)]:
@@ -274,11 +274,15 @@ def combined_states(tr, clauses: list, ctx) -> None:
                 continue  # (a subquery's own SELECT rewrites it)
             if not n.expressions:
                 raise PlanError("COMBINE_AGGR takes one argument")
-            n.replace(combine_aggr(n, tr.expr(n.expressions[0], ctx).type))
+            new = combine_aggr(n, tr.expr(n.expressions[0], ctx).type)
+            n.replace(new)
+            if n is clause:  # (the clause itself: the caller's list holds the new tree)
+                clauses[i] = clause = new
 
 
 def _parents(n: exp.Expression, top: exp.Expression):
-    p = n.parent
+    """The nodes between ``n`` and ``top`` (none when ``n`` is ``top``)."""
+    p = n.parent if n is not top else None
     while p is not None and p is not top:
         yield p
         p = p.parent

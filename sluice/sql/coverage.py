@@ -551,6 +551,8 @@ def check_supported(tree: exp.Expression) -> None:
     for node in tree.walk():
         if is_named_holistic(node):  # MAD(x), HISTOGRAM(x): aggregates sqlglot does not know
             continue
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "histogram" and len(node.expressions) == 2:
+            continue  # HISTOGRAM(x, bins): sluice.sql.binned_histogram
         if is_series(node):  # FROM range(...): its arguments are checked by sluice.sql.series
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \
