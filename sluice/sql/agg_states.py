@@ -51,6 +51,9 @@ _MOMENTS = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 _X = "__sluice_x"
 #: The call a COMBINE_AGGR's tree reads a state's field with (field access on a state is refused).
 FIELD = "__sluice_state_field"
+#: The call a state's tree checks a numeric aggregate's argument with (a state of numbers only).
+NUMBER = "__sluice_state_number"
+_NUMERIC = ("sum", "avg", "product", *("var_pop", "var_samp", "stddev_pop", "stddev_samp"))
 
 
 def _template(sql: str, **subs: exp.Expression) -> exp.Expression:
@@ -93,6 +96,8 @@ def export_state(call: exp.Expression) -> exp.Expression:
     if agg in ("bool_and", "bool_or") and isinstance(arg, exp.Cast):
         arg = arg.this  # (sqlglot's own cast: bool_and's argument is a boolean already)
     tag = TAG + agg
+    if agg in _NUMERIC and arg is not None:
+        arg = exp.Anonymous(this=NUMBER, expressions=[arg, exp.Literal.string(agg)])
     if agg in ("arg_min", "arg_max"):
         if call.args.get("count") is not None or call.expression is None:
             raise UnsupportedError(f"EXPORT_STATE of {agg.upper()} with other than two arguments")
@@ -122,10 +127,9 @@ def export_state(call: exp.Expression) -> exp.Expression:
                      f"dsquared := coalesce(var_pop({d}) * count({_X}), 0.0::DOUBLE))", **{_X: arg})
 
 
-def combine_aggr(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
-    """COMBINE_AGGR(state) over a group: the tree of the merged state (plain aggregates of the fields)."""
-    if len(node.expressions) != 1:
-        raise UnsupportedError("COMBINE_AGGR with a repeat count")
+def combine_aggr(node: exp.Anonymous, arg_type: LType, times: int = 1) -> exp.Expression:
+    """COMBINE_AGGR(state[, times]) over a group: the tree of the merged state (plain aggregates
+    of the fields), each state merged ``times`` times (a constant: 0 or NULL ignores it)."""
     s = node.expressions[0]
     if arg_type.kind == "null":
         raise PlanError('Can only "combine_aggr" AGGREGATE_STATE, not NULL')
@@ -136,7 +140,10 @@ def combine_aggr(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
     tag = TAG + agg
 
     def f(name: str) -> str:
-        return f"{FIELD}({_X}, '{name}')"
+        return f"{FIELD}({_X}, '{name}')" if times else f"CASE WHEN false THEN {FIELD}({_X}, '{name}') END"
+
+    def times_(name: str) -> str:
+        return f(name) if times == 1 else f"({f(name)} * {times})"
     if agg == "list":
         raise UnsupportedError("COMBINE_AGGR of a LIST state (use COMBINE)")
     if agg in ("arg_min", "arg_max"):
@@ -144,20 +151,45 @@ def combine_aggr(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
                f"arg := {agg}({f('arg')}, {f('by')}), \"by\" := {agg[4:]}({f('by')})) END")
         return _template(sql, **{_X: s})
     if agg in _ONE_VALUE:
+        value = f('value')
+        if times > 1 and agg in ("sum", "product"):
+            value = times_("value") if agg == "sum" else f"pow({value}, {times})"
         sql = (f"CASE WHEN count({f(tag)}) = 0 THEN NULL ELSE struct_pack({tag} := true, "
-               f"value := {_ONE_VALUE[agg]}({f('value')})) END")
+               f"value := {_ONE_VALUE[agg]}({value})) END")
     elif agg == "count":
-        sql = f"struct_pack({tag} := true, count := coalesce(sum({f('count')}), 0))"
+        sql = f"struct_pack({tag} := true, count := coalesce(sum({times_('count')}), 0))"
     elif agg == "avg":
-        sql = f"struct_pack({tag} := true, count := coalesce(sum({f('count')}), 0), value := coalesce(sum({f('value')}), 0))"
+        sql = (f"struct_pack({tag} := true, count := coalesce(sum({times_('count')}), 0), "
+               f"value := coalesce(sum({times_('value')}), 0))")
     else:
         raise UnsupportedError(f"COMBINE_AGGR of a {agg.upper()} state (only a pairwise merge is numerically "
                                "safe: use COMBINE)")
     return _template(sql, **{_X: s})
 
 
+def _times(tr, node: exp.Expression, ctx) -> int:
+    """COMBINE_AGGR's repeat count: a constant integer, NULL as 0; negative is DuckDB's error."""
+    e = tr.expr(node, ctx)
+    if not isinstance(e, Lit):
+        raise UnsupportedError("COMBINE_AGGR with a repeat count that is not a constant")
+    if e.value is None:
+        return 0
+    if not (e.type.is_integer and isinstance(e.value, int)):
+        raise PlanError(f"COMBINE_AGGR's repeat count must be an integer, got {e.type}")
+    if e.value < 0:
+        raise PlanError("combine_aggr multiplicity must be non-negative")
+    return e.value
+
+
 def _field(e: Expr, name: str) -> Expr:
     return E.make_func("struct_extract", [e], (name,))
+
+
+def state_number(e: Expr, agg: str) -> Expr:
+    """``e``, the argument of a numeric aggregate's state: refused where it is not a number."""
+    if not (e.type.is_numeric or e.type.kind in ("bool", "null")):
+        raise UnsupportedError(f"EXPORT_STATE of {agg.upper()} of a {e.type} value (states of numbers only)")
+    return e
 
 
 def state_field(e: Expr, name: str) -> Expr:
@@ -272,9 +304,10 @@ def combined_states(tr, clauses: list, ctx) -> None:
         for n in [n for n in clause.walk() if is_combine_aggr(n)]:
             if any(isinstance(p, exp.Query) for p in _parents(n, clause)):
                 continue  # (a subquery's own SELECT rewrites it)
-            if not n.expressions:
-                raise PlanError("COMBINE_AGGR takes one argument")
-            new = combine_aggr(n, tr.expr(n.expressions[0], ctx).type)
+            if not n.expressions or len(n.expressions) > 2:
+                raise PlanError("COMBINE_AGGR takes a state and an optional repeat count")
+            times = _times(tr, n.expressions[1], ctx) if len(n.expressions) == 2 else 1
+            new = combine_aggr(n, tr.expr(n.expressions[0], ctx).type, times)
             n.replace(new)
             if n is clause:  # (the clause itself: the caller's list holds the new tree)
                 clauses[i] = clause = new

@@ -318,4 +318,6 @@ NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"),
                "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
                "formatreadabledecimalsize": _format_bytes(1000),
                "finalize": _finalize, "combine": _combine, agg_states.FIELD: _state_field,
+               agg_states.NUMBER: lambda tr, n, ctx: agg_states.state_number(tr.expr(n.expressions[0], ctx),
+                                                                             n.expressions[1].this),
                **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}}

@@ -135,7 +135,7 @@ KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_s
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
                          "formatreadabledecimalsize", "finalize", "combine", "combine_aggr",
-                         "__sluice_state_field"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "__sluice_state_field", "__sluice_state_number"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}

@@ -85,6 +85,14 @@ def test_combine_aggr(settings, state_dir, connect):
     _same(f"{_cte(aggs)} SELECT g % 2 b, {merged} FROM st GROUP BY b ORDER BY b", state_dir, connect)
 
 
+@pytest.mark.parametrize("times", ["3", "1", "0", "NULL::BIGINT", "2::SMALLINT"])
+def test_combine_aggr_repeated(times, state_dir, connect):
+    """COMBINE_AGGR(state, n): each state merged n times (0 or NULL: ignored)."""
+    aggs = ["sum(x)", "min(s)", "count(*)", "avg(x)", "bool_or(x > 30)", "product(x % 3 + 1)", "arg_max(x, f)"]
+    finals = ", ".join(f"finalize(combine_aggr(s{i}, {times})) c{i}" for i in range(len(aggs)))
+    _same(f"{_cte(aggs, filtered=False)} SELECT g % 3 b, {finals} FROM st GROUP BY b ORDER BY b", state_dir, connect)
+
+
 def test_states_as_values(state_dir, connect):
     """States through UNION ALL, DISTINCT, ORDER BY, =, IS NULL, CAST and TYPEOF."""
     _same("SELECT finalize(combine_aggr(s)) FROM (SELECT sum(x) EXPORT_STATE s FROM t WHERE g = 1 UNION ALL "
@@ -111,8 +119,11 @@ def test_null_states(state_dir, connect):
     ("SELECT finalize(combine(sum(x) EXPORT_STATE, min(x) EXPORT_STATE)) FROM t", PlanError, "COMBINE"),
     ("SELECT finalize(combine_aggr(s)) FROM (SELECT g, var_pop(x) EXPORT_STATE s FROM t GROUP BY g)",
      UnsupportedError, "COMBINE_AGGR"),
-    ("SELECT finalize(combine_aggr(s, 2)) FROM (SELECT g, sum(x) EXPORT_STATE s FROM t GROUP BY g)",
+    ("SELECT finalize(combine_aggr(s, g)) FROM (SELECT g, sum(x) EXPORT_STATE s FROM t GROUP BY g)",
      UnsupportedError, "repeat count"),
+    ("SELECT finalize(combine_aggr(s, -1)) FROM (SELECT g, sum(x) EXPORT_STATE s FROM t GROUP BY g)",
+     PlanError, "non-negative"),
+    ("SELECT avg(TIMESTAMP '2020-01-01 00:00:00') EXPORT_STATE", UnsupportedError, "states of numbers"),
     ("SELECT finalize({'value': 1})", UnsupportedError, "FINALIZE of a struct"),
     ("SELECT approx_count_distinct(x) EXPORT_STATE FROM t", UnsupportedError, "EXPORT_STATE of APPROX_COUNT_DISTINCT"),
     ("SELECT avg(x::DECIMAL(9,2)) EXPORT_STATE FROM t", UnsupportedError, "AVG state of decimals"),
