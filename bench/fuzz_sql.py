@@ -29,8 +29,9 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 ``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
-(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
-value), printf's ``%.d`` (DuckDB's thousands separator), NULL options of the path functions and
+(``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` printed, cast, kept in a CTE,
+merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), HISTOGRAM(x, bins),
+printf's ``%.d`` (DuckDB's thousands separator), NULL options of the path functions and
 their exact option names (a lower-cased ``'FORWARD_SLASH'`` was a wrong answer), TRY over rows that fail.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
@@ -324,7 +325,7 @@ def nested_query():
     return lambda_form_query() if _LR.random() < 0.3 else q
 
 
-_LR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_LR = random.Random(120_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
 def lambda_form_query():
@@ -889,13 +890,43 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
         if _TR.random() < .5:
             return f"select t.b, try({x}) from t"
         return f"select t.b, t.a from t where try({x}) is {_TR.choice(['', 'not '])}null"
-    # an aggregate's state (DuckDB) is not its value: sluice must refuse, not answer the value;
-    # FINALIZE of it is the value (answered)
+    return state_query()
+
+
+_HR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def binned_histogram_query():  # HISTOGRAM(x, bins): counts per bin in a MAP, the type's largest key above them
+    x = _HR.choice(["t.a", "t.b", "t.f", "t.d", "t.g", "t.s", "t.a::smallint"])
+    if x == "t.s":
+        bins = _HR.sample(["'a'", "'apple'", "'c'", "'date'", "''", "'zz'"], _HR.randint(0, 4))
+    else:
+        bins = [str(_HR.choice([-1000, -5, 0, 1, 3, 7, 12, 50, 100000, 2.5, -0.5, 3000000000])) for _ in range(_HR.randint(0, 5))]
+    return f"select t.g, histogram({x}, [{', '.join(bins)}]) from t where {pred('t')} group by t.g"
+
+
+def state_query():
+    if _HR.random() < .3: return binned_histogram_query()
+    # an aggregate's state (DuckDB) is not its value: printed as DuckDB prints it or refused; FINALIZE
+    # of it is the value; COMBINE / COMBINE_AGGR merge states kept in a CTE (a state's own
+    # fields must never show: a CAST or CONCAT of a state once printed sluice's STRUCT)
     agg = _TR.choice(['sum(t.a)', 'first(t.b order by t.b)', 'max(t.s)', 'count(*)', 'avg(t.a) filter (where t.a > 0)',
-                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)'])
-    if _TR.random() < .5:
+                      "string_agg(t.s, '-' order by t.s)", 'list(t.a order by t.a desc)', 'min(t.d)', 'count(t.f)',
+                      'bool_and(t.a > 0)', 'bool_or(t.b < 0)', 'product(t.g)', 'var_samp(t.a)', 'stddev_pop(t.d)',
+                      'avg(t.d)', 'sum(t.b) filter (where t.g = 1)', 'arg_min(t.s, t.b)', 'arg_max(t.a, t.f)'])
+    k = _TR.random()
+    if k < .3:
         return f"select t.g, finalize({agg} export_state), count(*) from t group by t.g"
-    return f"select t.g, {agg} export_state from t group by t.g"
+    if k < .45:
+        return f"select t.g, {agg} export_state from t group by t.g"
+    use = _TR.choice(["({s})::varchar", "concat({s}, '|')", "({s})::varchar || 'x'", "{s} is null", "{s} = {s}",
+                      "typeof({s})", "finalize({s})"])
+    cte = f"with st as (select t.g, {agg} export_state s from t where {pred('t')} group by t.g)"
+    if k < .65:
+        return f"{cte} select st.g, {use.format(s='st.s')} from st"
+    if k < .85:
+        return f"{cte} select a.g, b.g, finalize(combine(a.s, b.s)) from st a, st b where a.g <= b.g"
+    return f"{cte} select st.g % 2, finalize(combine_aggr(st.s)) from st group by st.g % 2"
 
 
 _KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

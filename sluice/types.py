@@ -164,6 +164,24 @@ def struct_of(fields) -> LType:
     return LType("struct", args=tuple((n, t) for n, t in fields))
 
 
+#: The first field name of an aggregate state's STRUCT, then the aggregate's name
+#: (:mod:`sluice.sql.agg_states`): a state is no user STRUCT and is not cast as one.
+STATE_TAG = "__sluice_state_"
+
+
+def is_aggregate_state(t: LType) -> bool:
+    """Whether ``t`` is an aggregate state (``agg(x) EXPORT_STATE``)."""
+    return t.kind == "struct" and bool(t.args) and t.args[0][0].startswith(STATE_TAG)
+
+
+def check_state_cast(src: LType, t: LType) -> None:
+    """A cast from an aggregate state to anything but a state of the same aggregate is refused:
+    the STRUCT's fields are sluice's layout, not the state's value (an explicit CAST of a state
+    casts its value: :func:`sluice.sql.agg_states.printed`)."""
+    if is_aggregate_state(src) and not (is_aggregate_state(t) and t.args[0][0] == src.args[0][0]):
+        raise UnsupportedError(f"an aggregate state where a {t} is expected (FINALIZE it, or CAST it)")
+
+
 def map_of(key: LType, value: LType) -> LType:
     return LType("map", args=(key, value))
 

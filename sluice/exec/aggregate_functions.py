@@ -31,7 +31,7 @@ from typing import Callable
 from sluice.chunk import Column
 from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
-                                    ProductAcc, StringMinMaxAcc, SumAcc)
+                                    ProductAcc, SkewnessAcc, StringMinMaxAcc, SumAcc)
 from sluice.plan.aggregate_types import RESULT_TYPES
 from sluice.types import LType
 
@@ -129,6 +129,11 @@ def _moments(sample: bool, root: bool):
 @aggregate_function("stddev_pop", state="moments", numeric=True, result=_moments(sample=False, root=True))
 def _moments_acc(prefix, arg_type):
     return MomentsAcc(prefix, arg_type)
+
+
+@aggregate_function("skewness", numeric=True)
+def _skewness(prefix, arg_type):
+    return SkewnessAcc(prefix, arg_type)
 
 
 @aggregate_function("approx_count_distinct", counts=True)

@@ -11,7 +11,7 @@ from sluice.errors import ExecutionError, PlanError
 from sluice.expr.evaluate import evaluate_constant
 from sluice.expr.functions import lookup
 from sluice.expr.functions.cast import coerce  # noqa: F401 - a constructor too
-from sluice.types import BOOL, DATE, FLOAT64, INT64, STRING, TIMESTAMP
+from sluice.types import BOOL, DATE, FLOAT64, INT64, STRING, TIMESTAMP, check_state_cast
 from sluice.expr.nodes import *  # noqa: F401,F403 - the node types beside their constructors
 from sluice.expr.nodes import Expr, Func, Lit, settle_literals
 
@@ -110,6 +110,8 @@ def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
     the arguments meet at one type, integer literals among them first take the others' integer
     type when they fit it (``i8 + 1`` is a TINYINT: :func:`sluice.expr.nodes.settle_literals`)."""
     fn = lookup(op)
+    if op in ("cast", "try_cast") and args:
+        check_state_cast(args[0].type, params[0])
     if fn.operands:
         args = settle_literals(list(args))
     args, t = _bind_untyped_nulls(fn, list(args), params)

@@ -47,7 +47,7 @@ RESULT_TYPES: dict[str, Callable[[LType | None], LType]] = {
     "count": _bigint, "count_star": _bigint, "approx_count_distinct": _bigint,
     "sum": _sum, "min": _same, "max": _same,
     "avg": _double, "product": _double,
-    "var_samp": _double, "var_pop": _double, "stddev_samp": _double, "stddev_pop": _double,
+    "var_samp": _double, "var_pop": _double, "stddev_samp": _double, "stddev_pop": _double, "skewness": _double,
 }
 
 

@@ -11,7 +11,7 @@ import struct
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
-from sluice.sql import bit_calls, lambdas
+from sluice.sql import agg_states, bit_calls, lambdas
 from sluice.expr import build as E
 from sluice.expr.functions.bins import equi_width_bins as bin_bounds
 from sluice.expr.functions.paths import SEPARATORS
@@ -230,6 +230,8 @@ _EXACT_COLUMN_KINDS = frozenset({"bool", "int8", "float64", "date", "string", "d
 
 def duckdb_type_name(t: LType) -> str:
     """``t`` as DuckDB's TYPEOF writes it (DECIMAL(18,3), INTEGER[], STRUCT(a INTEGER, "A b" VARCHAR))."""
+    if agg_states.is_state(t):
+        return "AGGREGATE_STATE"
     if t.kind == "decimal":
         if not t.precision:
             raise UnsupportedError("TYPEOF of a decimal whose precision sluice does not know")
@@ -267,6 +269,8 @@ def typeof(tr, n: exp.Typeof, ctx) -> Expr:
     name may differ from DuckDB's over the same data: of an aggregate or window result (their
     types are sluice's own: 64-bit decimals), of a column whose Parquet type sluice widens."""
     if n.this.find(exp.AggFunc, exp.Window) is not None:
+        if n.this.find(exp.Struct) is not None and agg_states.is_state(tr.expr(n.this, ctx).type):
+            return Lit("AGGREGATE_STATE", STRING)  # (an EXPORT_STATE's tree)
         raise UnsupportedError("TYPEOF of an aggregate or window result")
     source = n.root().meta.get("source")
     if isinstance(source, str) and re.search(r"(?<![\w.])\.\d", source) and any(
@@ -274,6 +278,8 @@ def typeof(tr, n: exp.Typeof, ctx) -> Expr:
         # sqlglot reads .5 as 0.5: DuckDB types them DECIMAL(1,1) and DECIMAL(2,1)
         raise UnsupportedError("TYPEOF of a decimal constant written without its leading 0")
     e = tr.expr(n.this, ctx)
+    if agg_states.is_state(e.type):
+        return Lit("AGGREGATE_STATE", STRING)
     for c in (x for x in e.walk() if isinstance(x, Col)):
         kinds = set(_column_kinds(c.type))
         if not kinds <= _EXACT_COLUMN_KINDS:
@@ -330,6 +336,22 @@ def isfinite_call(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("isfinite", [a])
 
 
+def _finalize(tr, n: exp.Anonymous, ctx) -> Expr:
+    if len(n.expressions) != 1:
+        raise PlanError("FINALIZE takes one argument")
+    return agg_states.finalize(tr.expr(n.expressions[0], ctx))
+
+
+def _state_field(tr, n: exp.Anonymous, ctx) -> Expr:
+    return agg_states.state_field(tr.expr(n.expressions[0], ctx), n.expressions[1].this)
+
+
+def _combine(tr, n: exp.Anonymous, ctx) -> Expr:
+    if len(n.expressions) != 2:
+        raise PlanError("COMBINE takes two arguments")
+    return agg_states.combine(tr.expr(n.expressions[0], ctx), tr.expr(n.expressions[1], ctx))
+
+
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
                exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class,
                **bit_calls.CLASS_CALLS}
@@ -339,4 +361,7 @@ NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"), "pars
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),
                "pg_size_pretty": _format_bytes(1024), "formatreadablesize": _format_bytes(1024),
                "formatreadabledecimalsize": _format_bytes(1000), "isfinite": isfinite_call,
+               "finalize": _finalize, "combine": _combine, agg_states.FIELD: _state_field,
+               agg_states.NUMBER: lambda tr, n, ctx: agg_states.state_number(tr.expr(n.expressions[0], ctx),
+                                                                             n.expressions[1].this),
                **{name: lambdas.lambda_call for name in lambdas.LAMBDA_CALLS}, **bit_calls.NAMED_CALLS}

@@ -139,7 +139,8 @@ KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_s
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
                          "formatreadabledecimalsize", "isfinite", "bit_count", "octet_length", "set_bit",
-                         "bit_position", "bitstring"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "bit_position", "bitstring", "finalize", "combine", "combine_aggr",
+                         "__sluice_state_field", "__sluice_state_number"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -435,6 +436,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.StddevPop: _UNARY,
     exp.Variance: _UNARY,
     exp.VariancePop: _UNARY,
+    exp.Skewness: _UNARY,
     exp.Median: _UNARY,
     exp.PercentileCont: {"this": READ, "expression": READ},
     exp.PercentileDisc: {"this": READ, "expression": READ},
@@ -557,6 +559,8 @@ def check_supported(tree: exp.Expression) -> None:
     for node in tree.walk():
         if is_named_holistic(node):  # MAD(x), HISTOGRAM(x): aggregates sqlglot does not know
             continue
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "histogram" and len(node.expressions) == 2:
+            continue  # HISTOGRAM(x, bins): sluice.sql.binned_histogram
         if is_series(node):  # FROM range(...): its arguments are checked by sluice.sql.series
             continue
         if isinstance(node, exp.Anonymous) and node.args.get("this") is not None \

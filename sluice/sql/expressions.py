@@ -13,6 +13,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import ExecutionError, PlanError, UnsupportedError
+from sluice.sql.agg_states import is_state, printed
 from sluice.sql.calls import CLASS_CALLS
 from sluice.sql.row_values import is_row, row_compare, row_in
 from sluice.sql.coverage import construct_name
@@ -546,6 +547,8 @@ class Expressions:
     def _x_cast(self, n, ctx):
         """CAST, and TRY_CAST (NULL where the value does not convert)."""
         a = self.expr(n.this, ctx)
+        if is_state(a.type):
+            a = printed(a)  # (DuckDB casts the state's value: a one-value state's value, else its fields)
         t = sql_type(n.args["to"])
         if isinstance(a, Lit) and a.value is None:
             return Lit(None, t)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sluice.sql.agg_states import is_state
+
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import Expr, Lit, Col
@@ -298,6 +300,8 @@ def field(e: Expr, name: str) -> Expr:
     """Field ``name`` of struct ``e`` (case-insensitive, as DuckDB)."""
     if e.type.kind != "struct":
         raise PlanError(f"cannot take field {name!r} of a {e.type} value")
+    if is_state(e.type):
+        raise PlanError(f"Cannot extract field {name!r} from an aggregate state (as in DuckDB)")
     return E.make_func("struct_extract", [e], (name,))
 
 

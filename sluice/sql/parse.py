@@ -72,6 +72,11 @@ _FILTER_HEAD = re.compile(r"\s*FILTER\s*\(", re.I)
 _EXPORT_TAIL = re.compile(r"\s+EXPORT_STATE\s*$", re.I)
 #: The call FINALIZE(agg EXPORT_STATE) is rewritten to before parsing (then to ``agg`` itself).
 _FINALIZED = "__sluice_finalized"
+#: The call ``agg EXPORT_STATE`` is rewritten to before parsing (then to the state's tree).
+_EXPORTED = "__sluice_export_state"
+_EXPORT_STATE = re.compile(r"\bEXPORT_STATE\b", re.I)
+_NAME_TAIL = re.compile(r"[A-Za-z_]\w*\s*$")
+_FILTER_TAIL = re.compile(r"\bFILTER\s*$", re.I)
 
 
 def _code_mask(sql: str) -> list[bool]:
@@ -135,9 +140,68 @@ def _finalized_states(sql: str) -> str:
             return sql
 
 
+def _opening(sql: str, mask: list[bool], close_at: int) -> int | None:
+    """The position of the ``(`` matching the ``)`` at ``close_at`` (code only), or None."""
+    depth = 0
+    for i in range(close_at, -1, -1):
+        if not mask[i]:
+            continue
+        if sql[i] == ")":
+            depth += 1
+        elif sql[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _call_before(sql: str, mask: list[bool], end: int) -> int | None:
+    """Where the call ``name(...)`` (with its ``FILTER (...)``) that ends just before ``end`` starts."""
+    close = len(sql[:end].rstrip()) - 1
+    if close < 0 or sql[close] != ")" or not mask[close]:
+        return None
+    open_ = _opening(sql, mask, close)
+    if open_ is None:
+        return None
+    f = _FILTER_TAIL.search(sql, 0, open_)
+    if f is not None and mask[f.start()]:
+        close = len(sql[:f.start()].rstrip()) - 1
+        if close < 0 or sql[close] != ")":
+            return None
+        open_ = _opening(sql, mask, close)
+        if open_ is None:
+            return None
+    name = _NAME_TAIL.search(sql, 0, open_)
+    if name is None or not mask[name.start()] or name.group(0).strip().upper() in ("OVER", "FILTER", "WITHIN"):
+        return None  # (a window's EXPORT_STATE stays refused)
+    return name.start()
+
+
+def _exported_states(sql: str) -> str:
+    """``agg(...) EXPORT_STATE`` as ``__sluice_export_state(agg(...))``, which :func:`_unwrap_finalized`
+    turns into the state's tree (:func:`sluice.sql.agg_states.export_state`). A keyword not after
+    a call stays for :func:`_refuse_keywords`."""
+    if "export_state" not in sql.lower():
+        return sql
+    while True:
+        mask = _code_mask(sql)
+        for m in _EXPORT_STATE.finditer(sql):
+            start = _call_before(sql, mask, m.start()) if mask[m.start()] else None
+            if start is None:
+                continue
+            call = sql[start:m.start()].rstrip()
+            sql = f"{sql[:start]}{_EXPORTED}({call}){sql[m.end():]}"
+            break
+        else:
+            return sql
+
+
 def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
 
     def unwrap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Anonymous) and str(n.this).lower() == _EXPORTED:
+            from sluice.sql.agg_states import export_state
+            return export_state(n.expressions[0])
         if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
             arg = n.expressions[0] if len(n.expressions) == 1 else None
             inner = arg.this if isinstance(arg, exp.Filter) else arg
@@ -191,7 +255,7 @@ def _refuse_keywords(sql: str) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(sql: str) -> exp.Expression:
-    sql = _finalized_states(sql)
+    sql = _exported_states(_finalized_states(sql))
     _refuse_keywords(sql)
     try:
         # (a comment after the last ';' parses as a Semicolon of its own: no statement)
@@ -213,7 +277,7 @@ def _parse_cached(sql: str) -> exp.Expression:
         raise SqlError("empty query")
     if len(trees) > 1:
         raise UnsupportedError("one statement at a time")
-    tree = _unwrap_finalized(trees[0]) if _FINALIZED in sql else trees[0]
+    tree = _unwrap_finalized(trees[0]) if _FINALIZED in sql or _EXPORTED in sql else trees[0]
     if ":" in sql:
         tree = _upper_slices(tree)
     tree.meta["source"] = sql  # refusals quote names as written (sluice.sql.coverage)

@@ -35,6 +35,8 @@ from sluice.types import BOOL, INT64
 from sluice.sql.limits import limit_value
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
 from sluice.exec.aggregate_functions import registered
+from sluice.sql.agg_states import combined_states, is_combine_aggr, printed_states
+from sluice.sql.binned_histogram import binned_histograms, is_binned_histogram
 from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WINDOW_FUNCS, _outer_windows, _outer_aggs, _grouping_calls, _group_by_all, _order_by_all, _split_and
 from sluice.sql.sources import _references
 from sluice.sql.recursive_key import RecursiveKeys, references_recurring
@@ -99,8 +101,10 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         if not isinstance(ast, (exp.Select, exp.Union, exp.Subquery, exp.Intersect, exp.Except)):
             raise UnsupportedError(construct_name(ast))
         ast = normalize(ast)
+        if any(is_combine_aggr(n) or is_binned_histogram(n) for n in ast.walk()):
+            ast = ast.copy()  # (COMBINE_AGGR, HISTOGRAM(x, bins) are rewritten in place: the parsed tree is cached)
         check_supported(ast)  # nothing the query says may be dropped: refuse what is not read
-        return self.query(ast, None, None)
+        return printed_states(self.query(ast, None, None))
 
     def query(self, ast: exp.Expression, parent: Scope | None, corr: Correlation | None) -> Rel:
         with_ = ast.args.get("with_") or ast.args.get("with")
@@ -344,6 +348,10 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         having = sel.args.get("having")
         order = st.order = _order_by_all(sel.args.get("order"), len(select_items))
         group = _group_by_all(sel.args.get("group"), select_items)
+        rewritten = [*select_items, having, *(order.expressions if order is not None else [])]
+        combined_states(self, rewritten, ctx)
+        binned_histograms(self, rewritten, ctx)
+        select_items[:] = rewritten[:len(select_items)]
         clauses = list(select_items) + ([having] if having is not None else []) + \
             (list(order.expressions) if order is not None else [])
         agg_nodes = [n for c in clauses for n in _outer_aggs(c)]

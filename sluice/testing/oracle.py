@@ -100,6 +100,10 @@ def values_equal(a, b) -> bool:
         return math.isclose(fa, fb, rel_tol=1e-9, abs_tol=1e-9)
     if isinstance(a, (int, decimal.Decimal)) and isinstance(b, (int, decimal.Decimal)):
         return decimal.Decimal(a) == decimal.Decimal(b)
+    if isinstance(a, dict) and isinstance(b, dict):  # a STRUCT: its floats with the same tolerance
+        return list(a) == list(b) and all(values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list) and any(isinstance(x, (float, dict, list)) for x in a + b):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b))
     return a == b
 
 

@@ -22,7 +22,7 @@ from sluice.expr.nodes import Expr, Func, Lit
 from sluice.render import float_text, interval_text, nested_text
 from sluice.expr.functions.cast_nested import cast_nested
 from sluice.expr.functions.text_to_nested import cast_texts_column
-from sluice.types import STRING, LType, is_bit, list_of, map_of, struct_of
+from sluice.types import STRING, LType, check_state_cast, is_bit, list_of, map_of, struct_of
 from sluice.expr.functions.bits import cast_from_bit, cast_to_bit
 from sluice.arrow import arrow_to_column, column_to_arrow
 from sluice.expr.functions.time_format import date_text, timestamp_text
@@ -36,6 +36,7 @@ def cast_expr(a: Expr, t: LType) -> Expr:
     """CAST(a AS t) as the plan holds it, a constant cast at once (as ``make_func`` folds it):
     the binders of other families insert casts through this, not through the registry that
     loads them."""
+    check_state_cast(a.type, t)
     if a.type.is_nested and not t.is_nested:
         # DuckDB's functions over strings do not take a LIST as its text (CONCAT([42]) is a list
         # there): only an explicit CAST writes a nested value as text
