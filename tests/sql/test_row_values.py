@@ -120,6 +120,16 @@ def test_right_and_full_join_using(sql, data, duck, connect):
         compare(connect(data, **settings).sql(sql).to_arrow(), theirs)
 
 
+def test_not_equal_any_in_where_keeps_only_true(data, duck, connect):
+    """DuckDB 2.0.1 keeps the rows whose ``(a, b) <> ANY (...)`` is NULL when it is a WHERE
+    conjunct (in the select list the same rows show NULL): sluice keeps only TRUE, as DuckDB
+    does for the same test wrapped in COALESCE."""
+    sql = "select a, b from t where (a, b) <> any (select x, y from u where x = 1)"
+    theirs = duck.sql(sql.replace("where (a, b) <> any (select x, y from u where x = 1)",
+                                  "where coalesce((a, b) <> any (select x, y from u where x = 1), false)")).to_arrow_table()
+    compare(connect(data).sql(sql).to_arrow(), theirs)
+
+
 def test_refused_in_one_line(data, connect):
     # DuckDB: (1, 2) <> ANY (SELECT (1, NULL)) is NULL but (1, NULL) <> (1, NULL) false
     with pytest.raises(UnsupportedError, match="row value"):
