@@ -33,7 +33,7 @@ def normalize(tree: exp.Expression) -> exp.Expression:
                or row_call_to_tuple(n) is not None or _row_in(n) for n in tree.walk()):
         return tree
     tree = tree.copy()
-    for n in list(tree.walk()):  # ROW(a, b) is the row value (a, b)
+    for n in reversed(list(tree.walk())):  # ROW(a, b) is the row value (a, b); inner ones first
         new = row_call_to_tuple(n)
         if new is not None:
             n.replace(new)

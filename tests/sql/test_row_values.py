@@ -110,6 +110,8 @@ JOINS = [
     "select a, count(*) from t full join (select x as a from u) w using (a) group by a",
     "select * from t full join (select x as a, z from u) w using (a) full join (select y as a from u) w2 using (a)",
     "select * from t full join (select y as a, z from u) w using (a) join v on v.x = a",
+    "select * from t asof right join (select x as a, x as b, z from u) w using (a, b)",
+    "select a, b, t.b, w.b from t asof full join (select x as a, x as b, z from u) w using (a, b)",
 ]
 
 
