@@ -28,6 +28,10 @@ every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM 
 side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
 ``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
+``row_subquery_query`` (one query in about 33, its own RNG) compares row values ``(a, b)`` with
+subqueries: IN / NOT IN and every op with ANY / ALL, NULL fields on either side, NULL rows, empty
+and row-valued subqueries, in the select list, WHERE and under NOT (the per-field NULL rules of a
+mark join); ``right_using_query`` writes RIGHT / FULL JOIN ... USING and NATURAL (the merged column).
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` printed, cast, kept in a CTE,
 merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), HISTOGRAM(x, bins),
@@ -848,6 +852,53 @@ def forms_query():  # DuckDB forms answered since: row values, BY NAME, ON subqu
 _TR = random.Random(80_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
+_WR = random.Random(90_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def _row_side(tab):  # a row value over ``tab``'s columns (NULLs in a, s, d), or of constants / NULLs
+    return _WR.choice([f"({tab}.a, {tab}.g)", f"({tab}.g, {tab}.a)", f"({tab}.a, {tab}.s)", f"({tab}.a % 3, {tab}.g)",
+                       f"row({tab}.a, {tab}.g, {tab}.s)", f"({tab}.g, {tab}.d)"])
+
+
+def row_subquery_query():  # (a, b) IN / op ANY / ALL (SELECT x, y ...): the per-field NULL rules (issue 47)
+    shape = _WR.choice(["(t.a, t.g)", "(t.g, t.a)", "(t.a, t.s)", "(t.a % 3, t.g)", "row(t.a, t.g, t.s)", "(t.g, t.d)"])
+    inner = shape.replace("t.", "u2.")
+    if _WR.random() < .3:  # constants and NULL fields on the left
+        shape = _WR.choice(["(1, 2)", "(NULL::INT, 2)", "(3, NULL::INT)", "(NULL::INT, NULL::INT)"])
+        inner = "(u2.a, u2.g)"
+    fields = inner[inner.index("(") + 1:-1]
+    where = _WR.choice(["", " where u2.g > 1", " where u2.a is not null", " where u2.b < 20000", " where false",
+                        " where u2.a = 3"])
+    sub = f"select {fields} from u u2{where}"
+    if _WR.random() < .2:
+        sub += f" union all select {', '.join('NULL' for _ in fields.split(','))}"
+    if _WR.random() < .15:
+        sub = f"select ({fields}) from u u2{where}"
+    op = _WR.choice(["in", "not in", "= any", "<> any", "= all", "<> all", "< any", "<= all", "> any", ">= all",
+                     "< all", "> all"])
+    if sub.startswith("select (") and op in ("<> any", "= all"):
+        op = "in"  # refused: DuckDB follows neither NULL rule there
+    cond = f"{shape} {op} ({sub})"
+    if _WR.random() < .5:
+        return f"select t.b, {cond} from t where t.b < 40000"
+    if _WR.random() < .5:
+        if op == "<> any":  # DuckDB 2.0.1 keeps the rows whose <> ANY is NULL in a WHERE (not in the select list)
+            cond = f"coalesce({cond}, false)"
+        return f"select t.b from t where {cond}"
+    return f"select count(*) from t where not ({cond}) or t.g = 0"
+
+
+def right_using_query():  # RIGHT / FULL JOIN ... USING / NATURAL: the merged column's value (issue 47)
+    jt = _WR.choice(["right join", "full join", "natural right join", "natural full join"])
+    using = "" if jt.startswith("natural") else f" using ({_WR.choice(['a', 'g', 'a, g'])})"
+    right = "(select a, g, s as s2 from u where u.b < 30000)"
+    left = "(select a, g, b from t where t.b < 30000)"
+    sel = _WR.choice(["*", "a, g, count(*) over (partition by a)", "a, x.a, y.a", "g, s2"])
+    if sel == "a, x.a, y.a" and "natural" in jt:
+        sel = "*"
+    return f"select {sel} from {left} x {jt} {right} y{using}"
+
+
 def quantified_star_query():  # x op ANY / ALL (SELECT * ...): S's one column by *, or two (an error, not an answer)
     op, q = _TR.choice(["=", "<>", "<", "<=", ">", ">="]), _TR.choice(["any", "all"])
     inner = _TR.choice(["select u.a from u", f"select u.a from u where {pred('u')}", "select u.a, u.b from u",
@@ -1090,6 +1141,7 @@ def query():
     if _CR.random() < 0.05: return text_cast_query()
     if _TR.random() < 0.04: return sqltests_query()
     if _KR.random() < 0.04: return keyed_recursive_query()
+    if _WR.random() < 0.04: return row_subquery_query() if _WR.random() < .75 else right_using_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

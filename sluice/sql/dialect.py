@@ -163,6 +163,12 @@ class Sluice(DuckDB):
         def _parse_type(self, parse_interval: bool = True, fallback_to_identifier: bool = False):
             # TYPE 'text' [:: ...]: the typed literal first, then what follows applies to it.
             cur, nxt = self._curr, self._next
+            if cur is not None and nxt is not None and cur.text.upper() == "ROW" and nxt.token_type == TokenType.L_PAREN:
+                # ROW(a, b) in an expression is a row value, not the type ROW(...) (which would
+                # read ``ROW(0, 0) < (1, 2)`` as ``ROW(...)<...>`` and fail)
+                self._advance()
+                args = self._parse_wrapped_csv(self._parse_expression)
+                return self._parse_column_ops(exp.Anonymous(this="ROW", expressions=args))
             if fallback_to_identifier or cur is None or nxt is None or nxt.token_type != TokenType.STRING \
                     or cur.token_type not in self.TYPE_TOKENS or cur.token_type == TokenType.INTERVAL:
                 return super()._parse_type(parse_interval, fallback_to_identifier)

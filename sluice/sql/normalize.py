@@ -7,7 +7,8 @@ translator reads (so the translator has one rule per construct, not one per spel
   TRY_STRPTIME (STRPTIME, safe), PRINTF (FORMAT with %-placeholders) and
   FILTER in a window aggregate (:func:`_respelled`).
 - ``x op ANY / SOME / ALL (subquery)``: ``= ANY`` is IN, ``<> ALL`` NOT IN, the others a CASE
-  over scalar aggregate subqueries (:func:`_quantified`).
+  over scalar aggregate subqueries (:func:`_quantified`); for a row value ``(a, b)`` (``ROW(a,
+  b)`` too) these and IN (subquery) are EXISTS subqueries (:mod:`sluice.sql.row_subqueries`).
 - ``SELECT ..., UNNEST(l) ...`` is a lateral ``FROM ..., UNNEST(l)`` (:func:`sluice.sql.nested.select_unnest`).
 - Named windows: ``OVER w`` / ``OVER (w ORDER BY ...)`` with ``WINDOW w AS (...)`` become the
   inline window they name, as the standard composes them: the reference may add an ORDER BY
@@ -20,16 +21,24 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import PlanError
 from sluice.sql.nested import select_unnest
+from sluice.sql.row_subqueries import row_call_to_tuple, row_fields, row_in, row_quantified
 import re
 
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
-               or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode)) for n in tree.walk()):
+               or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode))
+               or row_call_to_tuple(n) is not None or _row_in(n) for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for n in reversed(list(tree.walk())):  # ROW(a, b) is the row value (a, b); inner ones first
+        new = row_call_to_tuple(n)
+        if new is not None:
+            n.replace(new)
+            if n is tree:
+                tree = new
     for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
         if isinstance(n, exp.Select):
             new = select_unnest(n)
@@ -41,6 +50,9 @@ def normalize(tree: exp.Expression) -> exp.Expression:
         if isinstance(n, (exp.Any, exp.All)) and isinstance(n.parent, _QUANTIFIED_OPS) \
                 and n.arg_key == "expression":
             n.parent.replace(_quantified(n.parent, n))
+    for n in list(tree.walk()):  # (a, b) IN (SELECT x, y ...)
+        if _row_in(n):
+            n.replace(row_in(n))
     for n in list(tree.walk()):
         new = _respelled(n)
         if new is not None:
@@ -57,6 +69,10 @@ def normalize(tree: exp.Expression) -> exp.Expression:
         if sel.args.get("windows"):
             _inline_windows(sel)
     return tree
+
+
+def _row_in(n: exp.Expression) -> bool:
+    return isinstance(n, exp.In) and n.args.get("query") is not None and row_fields(n.this) is not None
 
 
 def _any_value(x: exp.Expression) -> exp.Min:
@@ -136,12 +152,12 @@ def _quantified(cmp: exp.Expression, q: exp.Any | exp.All) -> exp.Expression:
     op = type(cmp)
     body = q.this.this if isinstance(q.this, exp.Subquery) else q.this
     is_any = isinstance(q, exp.Any)
-    if op is exp.EQ and is_any:
+    if op is exp.EQ and is_any and row_fields(x) is None:
         return exp.In(this=x.copy(), query=exp.Subquery(this=body.copy()))
-    if op is exp.NEQ and not is_any:
+    if op is exp.NEQ and not is_any and row_fields(x) is None:
         return exp.Not(this=exp.In(this=x.copy(), query=exp.Subquery(this=body.copy())))
-    if isinstance(x, exp.Tuple) or (isinstance(x, exp.Paren) and isinstance(x.this, exp.Tuple)):
-        raise UnsupportedError("a row value (a, b, ...) compared with ANY / ALL other than = ANY / <> ALL")
+    if row_fields(x) is not None:
+        return row_quantified(row_fields(x), _OP_TEXT[op], is_any, body)
 
     def over(agg) -> exp.Expression:  # (SELECT agg(e) FROM ...) of S
         if isinstance(body, exp.Select) and len(body.expressions) == 1 and not any(

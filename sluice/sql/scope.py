@@ -36,9 +36,13 @@ class Scope:
     parent: "Scope | None"
     sources: list[Source] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
-    #: JOIN ... USING / NATURAL JOIN columns: an unqualified name means the left side's column
-    #: (one column, not an ambiguous pair), and ``*`` shows it once.
+    #: JOIN ... USING / NATURAL JOIN columns: an unqualified name means the merged column (one
+    #: column, not an ambiguous pair: the left side's, the right side's after a RIGHT JOIN,
+    #: COALESCE of both after a FULL JOIN), and ``*`` shows it once.
     merged: dict[str, Col] = field(default_factory=dict)
+    #: the left side's column whose place ``*`` gives a merged column (its value is ``merged``'s:
+    #: the right side's after a RIGHT JOIN, COALESCE of both after a FULL JOIN)
+    merged_at: dict[str, Col] = field(default_factory=dict)
     hidden: set[tuple[str, str]] = field(default_factory=set)  # (alias, name) left out of *
 
     def add(self, src: Source) -> None:

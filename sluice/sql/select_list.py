@@ -39,6 +39,10 @@ class SelectList:
                     if hit:
                         used |= hit
                         continue
+                    if not table and cname in scope.merged_at and scope.merged_at[cname] is s.cols[cname]:
+                        # the merged USING column in the left side's place (RIGHT / FULL: not its value)
+                        out.append(exp.alias_(exp.column(cname), s.shown.get(cname, cname), quoted=cname in s.shown))
+                        continue
                     if cname in replaced:
                         used.add(("replace", cname))
                         out.append(replaced[cname])

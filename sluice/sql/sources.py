@@ -337,6 +337,9 @@ class FromClause:
         col_aliases = alias_node.args.get("columns") if alias_node is not None else None
         if alias_node is not None and alias_node.meta.get("one_column") and len(names) != 1:
             raise PlanError(f"a subquery compared with ANY / ALL must return one column, not {len(names)}")
+        want = alias_node.meta.get("column_count") if alias_node is not None else None
+        if want is not None and len(names) != want:
+            raise PlanError(f"a row value of {want} fields compared with a subquery of {len(names)} columns")
         if col_aliases:
             if len(col_aliases) > len(names):
                 raise PlanError(f"{alias} has {len(names)} columns but {len(col_aliases)} names were given")
@@ -382,6 +385,10 @@ class FromClause:
                     plan = asof_join(plan, items[k], sides[k][5:], conds)
                 else:
                     plan = self._outer_join(plan, items[k], sides[k], conds)
+                merged = self._using_coalesce.get(id(specs[k])) if specs[k] is not None else None
+                if merged:  # FULL JOIN ... USING: each merged column is COALESCE(left, right)
+                    keep = tuple((c, Col(c, t)) for c, t in plan.schema.items())
+                    plan = Project(plan, keep + tuple(merged))
                 k += 1
                 continue
             run = [] if plan is None else [plan]
@@ -489,14 +496,13 @@ class FromClause:
 
     def _using(self, j: exp.Join, left: list[Source], right: Source, scope: Scope) -> None:
         """JOIN ... USING (a, b) and NATURAL JOIN (every name both sides have): equality of
-        each named column, the pair shown once; for inner and LEFT joins, whose merged value is
-        the left side's."""
+        each named column, the pair shown once, as DuckDB merges it: the left side's value for
+        inner and LEFT joins, the right side's for RIGHT, COALESCE of both for FULL (computed
+        above the join: ``_using_coalesce``)."""
         natural = _natural(j)
         if not j.args.get("using") and not natural:
             return
         side = (j.side or "").upper()
-        if side in ("RIGHT", "FULL"):
-            raise UnsupportedError(f"{side} JOIN with USING / NATURAL (write ON a.x = b.x)")
         if natural:
             left_names = {n for s in left for n in s.cols}
             names = [n for n in right.cols if n in left_names]
@@ -505,20 +511,34 @@ class FromClause:
         else:
             names = [i.name.lower() for i in j.args["using"]]
         pairs = []
+        coalesced = []
         for name in names:
             hits = [s for s in left if name in s.cols]
             if name in scope.merged:
                 lcol = scope.merged[name]
             elif len(hits) == 1:
                 lcol = hits[0].cols[name]
+                scope.merged_at[name] = lcol
             else:
                 raise PlanError(f"USING column {name!r} is {'ambiguous' if hits else 'not'} on the left side")
             if name not in right.cols:
                 raise PlanError(f"USING column {name!r} is not in {right.alias!r}")
-            pairs.append((lcol, right.cols[name]))
-            scope.merged[name] = lcol
+            rcol = right.cols[name]
+            pairs.append((lcol, rcol))
+            if side == "RIGHT":
+                scope.merged[name] = rcol
+            elif side == "FULL":
+                value = E.make_func("coalesce", [lcol, rcol])
+                merged = Col(self.fresh(name), value.type)
+                coalesced.append((merged.name, value))
+                scope.merged[name] = merged
+                scope.local.add(merged.name)
+            else:
+                scope.merged[name] = lcol
             scope.hidden.add((right.alias, name))
         self._using_pairs[id(j)] = pairs
+        if coalesced:
+            self._using_coalesce[id(j)] = coalesced
 
 
 def _dedupe(names: list[str]) -> list[str]:

@@ -61,6 +61,8 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
         self.catalog = catalog
         self.files = files
         self._using_pairs: dict[int, list[tuple[Col, Col]]] = {}
+        #: a FULL JOIN ... USING's merged columns, COALESCE(left, right), computed above the join
+        self._using_coalesce: dict[int, list[tuple[str, Expr]]] = {}
         self._semi_sources: dict[int, Source] = {}  # a SEMI / ANTI JOIN -> its right side
         #: CURRENT_DATE / CURRENT_TIMESTAMP: one instant per query, as in DuckDB.
         self.now = _dt.datetime.now(_dt.timezone.utc)

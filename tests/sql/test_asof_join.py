@@ -103,6 +103,9 @@ QUERIES = {
     "anti": "select a.id from a asof anti join b on a.k1 = b.k1 and a.t > b.t",
     "using": "select k1, t, a.id, b.j from a asof join b using (k1, t)",
     "using_left": "select * from a asof left join b using (k1, t)",
+    # RIGHT / FULL ... USING: the merged columns are the right side's values / COALESCE of both
+    "using_right": "select *, a.t as at, b.t as bt from a asof right join b using (k1, t)",
+    "using_full": "select k1, t, a.id, b.j from a asof full join b using (k1, t)",
     "star": "select * from a asof join b on a.k1 = b.k1 and a.k2 = b.k2 and a.ts >= b.ts",
     "expressions": "select a.id, b.j from a asof join b on a.k1 + 1 = b.k1 and a.t * 2 >= b.t + 3",
     "where_both": "select a.id, b.j from a asof join b on a.k1 = b.k1 and a.t >= b.t where a.id % 3 = 0 and b.j % 2 = 1",
@@ -232,7 +235,6 @@ REFUSED = {
     "select a.id from a asof semi join b on a.t >= b.t and a.id < b.j": (PlanError, "one inequality"),
     "select a.id from a asof join b on a.t >= b.t and a.k1 = (select max(k1) from b)":
         (UnsupportedError, "subqueries in the ON condition of an ASOF JOIN"),
-    "select a.id from a asof right join b using (k1, t)": (UnsupportedError, "RIGHT JOIN with USING"),
 }
 
 
