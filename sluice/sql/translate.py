@@ -40,6 +40,7 @@ from sluice.sql.sources import _references
 from sluice.sql.recursive_key import RecursiveKeys, references_recurring
 from sluice.plan.joins import extract_common_or
 from sluice.sql.sources import FromClause, is_asof
+from sluice.sql.outer_on import OuterJoinPairs
 from sluice.sql.aggregation import Aggregation
 from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
@@ -53,7 +54,7 @@ from sluice.sql.nested import HIDDEN_UNNEST, NestedExpressions, UnnestSources
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
+class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
                  StringCalls, SelectList, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
