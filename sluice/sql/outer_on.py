@@ -12,6 +12,7 @@ two row ids, and put the sides back around them::
     LEFT:  (L' LEFT  JOIN pairs ON l.id) LEFT  JOIN R' ON r.id
     RIGHT: (L' INNER JOIN pairs ON l.id) RIGHT JOIN R' ON r.id
     FULL:  (L' LEFT  JOIN pairs ON l.id) FULL  JOIN R' ON r.id
+    SEMI / ANTI: L' SEMI / ANTI JOIN pairs ON l.id  (DuckDB's ``L SEMI JOIN R ON c``)
 
 Each pair's row ids match exactly one row of each side, so a left row appears once per pair
 and, with none, once null-extended (a NULL id matches nothing); a right row likewise. ``c``
@@ -39,8 +40,8 @@ class OuterJoinPairs:
 
     def outer_join_by_pairs(self, plan: PlanNode, item: PlanNode, side: str, plain: list[Expr],
                             subq: list[exp.Expression], ctx: Ctx) -> PlanNode:
-        """``plan`` ``side`` JOIN ``item`` ON ``plain`` AND ``subq`` (``side``: left, right or
-        full), the subquery conjuncts decorrelated over the candidate pairs."""
+        """``plan`` ``side`` JOIN ``item`` ON ``plain`` AND ``subq`` (``side``: left, right,
+        full, semi or anti), the subquery conjuncts decorrelated over the candidate pairs."""
         left, lid = self._numbered(plan, "left")
         right, rid = self._numbered(item, "right")
         pairs: PlanNode = InnerJoins((left, right), tuple(plain))
@@ -48,6 +49,9 @@ class OuterJoinPairs:
             pairs = self.subquery_predicate(c, pairs, ctx, where_scope=None, corr=None)
         plid, prid = Col(self.fresh("pair left id"), INT64), Col(self.fresh("pair right id"), INT64)
         pairs = Project(pairs, ((plid.name, lid), (prid.name, rid)))
+        if side in ("semi", "anti"):  # the left rows with (without) a pair
+            out = Join(left, pairs, JoinKind(side), (lid,), (plid,))
+            return Project(out, tuple((k, Col(k, t)) for k, t in plan.schema.items()))
         first = JoinKind.INNER if side == "right" else JoinKind.LEFT
         out = Join(left, pairs, first, (lid,), (plid,))
         out = Join(out, right, JoinKind(side), (prid,), (rid,))

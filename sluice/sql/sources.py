@@ -379,7 +379,14 @@ class FromClause:
                     joined = self._on_subqueries(plan, items[k], pushed, specs[k], ctx)
                     if joined is None:  # a subquery reading both sides: by row ids (sluice.sql.outer_on)
                         plain = [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
-                        plan = self.outer_join_by_pairs(plan, items[k], sides[k], plain, pushed, ctx)
+                        hidden = self._semi_sources.get(id(specs[k]))  # a SEMI / ANTI join's right side
+                        if hidden is not None:
+                            ctx.scope.add(hidden)
+                        try:
+                            plan = self.outer_join_by_pairs(plan, items[k], sides[k], plain, pushed, ctx)
+                        finally:
+                            if hidden is not None:
+                                ctx.scope.remove(hidden)
                         k += 1
                         continue
                     plan, items[k], extra = joined

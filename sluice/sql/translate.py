@@ -309,8 +309,8 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
             if is_asof(j):
                 raise UnsupportedError("subqueries in the ON condition of an ASOF JOIN")
             later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
-            if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER") \
-                    and scope.parent is None:
+            if ((j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER")
+                    or not j.side and (j.kind or "").upper() in ("SEMI", "ANTI")) and scope.parent is None:
                 # joined to the side they read (FromClause._on_subqueries)
                 parts = _split_and(on)
                 self._on_pushed[id(j)] = [c for c in parts if _contains_subquery(c)]

@@ -65,3 +65,18 @@ QUERIES = {
 def test_outer_join_on_subqueries(name, oj_dir, oj_duck, connect, edge_settings):
     sql = QUERIES[name]
     compare(connect(oj_dir, **edge_settings).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+SEMI_ANTI = {
+    "semi_exists": "select l.a, l.x from l semi join r on exists (select 1 from s where s.a = l.a and s.b = r.b)",
+    "anti_exists": "select l.a, l.x from l anti join r on exists (select 1 from s where s.a = l.a and s.b = r.b)",
+    "semi_not_in": "select * from l semi join r on r.b not in (select s.b from s where s.a = l.a)",
+    "anti_in_plain": "select * from l anti join r on l.x < r.b and r.b in (select s.b from s where s.a = l.a)",
+    "anti_empty": "select * from l anti join e on exists (select 1 from s where s.a = l.a and s.b = e.b)",
+}
+
+
+@pytest.mark.parametrize("name", list(SEMI_ANTI))
+def test_semi_anti_join_on_subqueries(name, oj_dir, oj_duck, connect):
+    sql = SEMI_ANTI[name]
+    compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
