@@ -310,7 +310,7 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
                 raise UnsupportedError("subqueries in the ON condition of an ASOF JOIN")
             later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
             if ((j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER")
-                    or not j.side and (j.kind or "").upper() in ("SEMI", "ANTI")) and scope.parent is None:
+                    or not j.side and (j.kind or "").upper() in ("SEMI", "ANTI")):
                 # joined to the side they read (FromClause._on_subqueries)
                 parts = _split_and(on)
                 self._on_pushed[id(j)] = [c for c in parts if _contains_subquery(c)]

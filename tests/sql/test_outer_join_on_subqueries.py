@@ -80,3 +80,25 @@ SEMI_ANTI = {
 def test_semi_anti_join_on_subqueries(name, oj_dir, oj_duck, connect):
     sql = SEMI_ANTI[name]
     compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+CORRELATED = {
+    # the outer join sits inside a correlated subquery (or LATERAL) and its ON reads the outer row too
+    "lateral_left": "select o.x, q.a, q.b from l o left join lateral (select l.a, r.b from l left join r on exists "
+                    "(select 1 from s where s.a = l.a and s.b = r.b and s.a = o.a)) q on true",
+    "lateral_semi": "select o.x, q.a, q.x from l o left join lateral (select l.a, l.x from l semi join r on exists "
+                    "(select 1 from s where s.a = l.a and s.b = r.b and s.a = o.a)) q on true",
+    "lateral_anti": "select o.x, q.a, q.x from l o left join lateral (select l.a, l.x from l anti join r on exists "
+                    "(select 1 from s where s.a = l.a and s.b = r.b and s.a = o.a)) q on true",
+    "scalar_count": "select o.x, (select count(*) from l left join r on exists "
+                    "(select 1 from s where s.a = l.a and s.b = r.b) where l.x = o.x) from l o",
+    "scalar_outer_in_on": "select o.x, (select count(r.b) from l left join r on exists "
+                          "(select 1 from s where s.a = o.a and s.b = r.b) where l.x = o.x) from l o",
+    "exists_semi": "select o.x, exists (select * from l semi join r on l.x = r.b and l.a = o.a) from l o",
+}
+
+
+@pytest.mark.parametrize("name", list(CORRELATED))
+def test_correlated_outer_join_on_subqueries(name, oj_dir, oj_duck, connect):
+    sql = CORRELATED[name]
+    compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
