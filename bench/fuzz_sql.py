@@ -31,6 +31,8 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 ``sqltests_query`` draws the forms DuckDB's own tests found wrong or missing
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
+``pair_on_query`` (its own RNG) joins t and u LEFT / RIGHT / FULL / SEMI / ANTI on EXISTS, IN, NOT IN,
+scalar subqueries and OR reading both sides (``sluice/sql/outer_on.py``'s row-id plan).
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -820,6 +822,28 @@ def sqltests_query():  # forms DuckDB's own tests found (bench/duckdb_sqltests.p
 _KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
+_JR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def pair_on_query():  # an outer / SEMI / ANTI join whose ON holds subqueries reading both sides (by row ids)
+    jt = _JR.choice(["left join", "right join", "full join", "semi join", "anti join"])
+    sub = _JR.choice([
+        "exists (select 1 from t t2 where t2.g = t.g and t2.a = u.a)",
+        "not exists (select 1 from t t2 where t2.g = u.g and t2.b < t.b)",
+        "u.a in (select t2.a from t t2 where t2.g = t.g)",
+        "u.a not in (select t2.a from t t2 where t2.g = t.g)",
+        "t.a in (select u2.a from u u2 where u2.s = u.s)",
+        "u.b > (select min(t2.b) from t t2 where t2.a = t.a and t2.g = u.g)",
+        "(select count(*) from u u2 where u2.a = t.a and u2.g = u.g) > 0",
+        "t.a = u.a or exists (select 1 from u u2 where u2.g = t.g and u2.s = u.s)"])
+    plain = _JR.choice(["", "t.g = u.g and ", "t.a < u.a and ", f"u.b < {_JR.randint(0, 40000)} and "])
+    cols = "t.b, t.a" if jt in ("semi join", "anti join") else "t.b, u.b, u.a"
+    q = f"select {cols} from t {jt} u on {plain}{sub}"
+    if _JR.random() < .2:
+        q = f"select count(*), sum(x.b) from ({q}) x"
+    return q
+
+
 def keyed_recursive_query():  # WITH RECURSIVE ... USING KEY (DuckDB's cte tests): keyed tables updated per iteration
     k = _KR.random()
     lim = _KR.randint(0, 6000)
@@ -978,6 +1002,7 @@ def query():
     if _CR.random() < 0.05: return text_cast_query()
     if _TR.random() < 0.04: return sqltests_query()
     if _KR.random() < 0.04: return keyed_recursive_query()
+    if _JR.random() < 0.04: return pair_on_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

@@ -2,7 +2,8 @@
 ``sluice.sql.outer_on``), against DuckDB: LEFT / RIGHT / FULL, EXISTS / NOT EXISTS, IN / NOT IN
 (NULLs on either side of IN), scalar subqueries compared with a column of each side, subqueries
 under OR, plain conjuncts beside them, duplicate rows on both sides, and an empty side. ON with
-NULL is no match; a left (right) row matching several right (left) rows appears once per match."""
+NULL is no match; a left (right) row matching several right (left) rows appears once per match.
+Also a correlated ``x IN (subquery)`` inside OR, CASE or the select list: NULL-aware per outer row."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -101,4 +102,22 @@ CORRELATED = {
 @pytest.mark.parametrize("name", list(CORRELATED))
 def test_correlated_outer_join_on_subqueries(name, oj_dir, oj_duck, connect):
     sql = CORRELATED[name]
+    compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+CORRELATED_IN = {
+    "select_list": "select l.a, l.x, l.a in (select s.a from s where s.b = l.x) from l",
+    "non_equality": "select l.a, l.x, l.a in (select s.a from s where s.b >= l.x) from l",
+    "not_in_nulls": "select l.a, l.x, l.x not in (select s.b from s where s.a = l.a) from l",
+    "or_in_where": "select l.a, l.x from l where l.x = 40 or l.a in (select s.a from s where s.b > l.x)",
+    "or_not_in": "select l.a, l.x from l where l.x = 40 or l.a not in (select s.a from s where s.b > l.x)",
+    "case": "select l.a, case when l.a in (select s.a from s where s.b = l.x or s.b is null) then 1 else 2 end from l",
+    "in_on_right_side": "select r.b, r.y, r.b in (select s.b from s where s.a = r.y / 100) from r",
+    "empty": "select l.a, l.a in (select e.b from e where e.y = l.x), l.a not in (select e.b from e where e.y = l.x) from l",
+}
+
+
+@pytest.mark.parametrize("name", list(CORRELATED_IN))
+def test_correlated_in_as_value(name, oj_dir, oj_duck, connect):
+    sql = CORRELATED_IN[name]
     compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
