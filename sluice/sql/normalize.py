@@ -1,6 +1,8 @@
 """AST rewrites that run before translation, each turning a spelling into the form the
 translator reads (so the translator has one rule per construct, not one per spelling).
 
+- ``FROM l JOIN r ON ...`` (DuckDB's FROM-first query) and ``FROM (l JOIN r ON ...) JOIN s``: the
+  joins the parser hangs on the first table are the SELECT's own, first (:func:`_flatten_leading_joins`).
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
 - COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression),
@@ -27,9 +29,12 @@ import re
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
+               or (isinstance(n, (exp.Table, exp.Subquery)) and n.args.get("joins"))
                or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode)) for n in tree.walk()):
         return tree
     tree = tree.copy()
+    for sel in list(tree.find_all(exp.Select)):
+        _flatten_leading_joins(sel)
     for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
         if isinstance(n, exp.Select):
             new = select_unnest(n)
@@ -57,6 +62,29 @@ def normalize(tree: exp.Expression) -> exp.Expression:
         if sel.args.get("windows"):
             _inline_windows(sel)
     return tree
+
+
+def _flatten_leading_joins(sel: exp.Select) -> None:
+    """Joins inside the first FROM item (a table, or unaliased parentheses around joins, at any
+    depth) become the SELECT's first joins: ``((l J1 r) J2 s) J3 t`` is ``l J1 r J2 s J3 t``
+    read left to right, the same joins in the same order. Joins inside a later item, or an
+    aliased group, stay (and are refused): there, flattening would change what joins what."""
+    f = sel.args.get("from_")
+    if f is None:
+        return
+    levels = [f.this]
+    while isinstance(levels[-1], exp.Subquery) and not levels[-1].args.get("alias") \
+            and isinstance(levels[-1].this, (exp.Table, exp.Subquery)):
+        levels.append(levels[-1].this)
+    joins = []
+    for node in reversed(levels):  # the innermost group's joins come first
+        joins += list(node.args.get("joins") or [])
+        node.set("joins", None)
+    if not joins:
+        return
+    if f.this is not levels[-1]:
+        f.set("this", levels[-1])
+    sel.set("joins", joins + list(sel.args.get("joins") or []))
 
 
 def _any_value(x: exp.Expression) -> exp.Min:

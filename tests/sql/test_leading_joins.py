@@ -1,0 +1,52 @@
+"""Joins the parser hangs on the first FROM item -- DuckDB's FROM-first ``FROM l SEMI JOIN r ON
+...`` and parenthesised joins ``((l LEFT JOIN r ...) RIGHT JOIN s ...) ...`` -- read as the
+SELECT's own joins, left to right (``sluice.sql.normalize._flatten_leading_joins``), against
+DuckDB; joins inside a later or aliased item stay refused in one line."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.errors import UnsupportedError
+from sluice.testing.oracle import compare, duckdb_tables
+
+
+@pytest.fixture(scope="module")
+def lj_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("leading_joins")
+    pq.write_table(pa.table({"a": pa.array([1, 1, 2, 3, None], pa.int32()),
+                             "x": pa.array([10, 11, 20, 30, 40], pa.int32())}), root / "l.parquet")
+    pq.write_table(pa.table({"b": pa.array([10, 20, 30, None, 20], pa.int32()),
+                             "y": pa.array([100, 200, 300, 500, 250], pa.int32())}), root / "r.parquet")
+    pq.write_table(pa.table({"a": pa.array([1, 2, None, 4], pa.int32()),
+                             "c": pa.array([10, 20, 30, 40], pa.int32())}), root / "s.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def lj_duck(lj_dir):
+    return duckdb_tables(lj_dir)
+
+
+QUERIES = {
+    "from_semi": "from l semi join r on l.x < r.b and r.y < 300",
+    "from_anti": "from l anti join r on l.x < r.b and r.y < 300",
+    "from_join_order": "from l join r on l.x = r.b order by l.a, r.y",
+    "parenthesised": "select * from (l left join r on l.x = r.b) join s on s.a = l.a",
+    "nested_right": "select * from ((l left join r on l.x = r.b) right join s on s.a = l.a) left join r r2 on r2.b = s.c",
+    "nested_full": "select l.a, r.b, s.c from ((l full join r on l.x = r.b) left join s on s.a = l.a)",
+    "derived_inside": "select * from ((select a from l) q left join r on q.a * 10 = r.b)",
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_leading_joins(name, lj_dir, lj_duck, connect):
+    sql = QUERIES[name]
+    compare(connect(lj_dir).sql(sql).to_arrow(), lj_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+@pytest.mark.parametrize("sql", ["select * from s, (l left join r on l.a = r.b)",
+                                 "select * from (l join r on l.x = r.b) q"])
+def test_joins_inside_later_or_aliased_items_are_refused(sql, lj_dir, connect):
+    with pytest.raises(UnsupportedError, match="joins inside a table reference"):
+        connect(lj_dir).sql(sql).to_arrow()
