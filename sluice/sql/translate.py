@@ -372,6 +372,9 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
             if having is not None:
                 raise PlanError("HAVING without aggregation")
             return
+        for node in agg_nodes:  # subqueries in an aggregate's FILTER or arguments: joined to its input rows
+            if _contains_subquery(node):
+                st.plan = self._join_subqueries(node, st.plan, ctx)
         st.plan, st.post_ctx = self._aggregate(st.plan, ctx, select_items, group, agg_nodes, alias_map, corr,
                                                grouping_nodes,
                                                domain_keys=list(domain.cols.values()) if domain else [])

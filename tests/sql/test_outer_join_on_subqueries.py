@@ -3,7 +3,8 @@
 (NULLs on either side of IN), scalar subqueries compared with a column of each side, subqueries
 under OR, plain conjuncts beside them, duplicate rows on both sides, and an empty side. ON with
 NULL is no match; a left (right) row matching several right (left) rows appears once per match.
-Also a correlated ``x IN (subquery)`` inside OR, CASE or the select list: NULL-aware per outer row."""
+Also a correlated ``x IN (subquery)`` inside OR, CASE or the select list: NULL-aware per outer row;
+and subqueries in an aggregate's FILTER or arguments, joined to the aggregate's input rows."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -120,4 +121,20 @@ CORRELATED_IN = {
 @pytest.mark.parametrize("name", list(CORRELATED_IN))
 def test_correlated_in_as_value(name, oj_dir, oj_duck, connect):
     sql = CORRELATED_IN[name]
+    compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
+
+
+AGGREGATE_INPUT = {
+    "filter_constant": "select sum(x) filter (where a < (select 2)) from l",
+    "filter_correlated": "select a, sum(x) filter (where a < (select min(s.a) from s where s.b = l.x)) from l group by a",
+    "filter_exists_in": "select a, count(*) filter (where exists (select 1 from s where s.a = l.a)), "
+                        "sum(x) filter (where x in (select b from s)) from l group by a",
+    "filter_not_in": "select a, count(*) filter (where x not in (select b from s where s.a = l.a)) from l group by a",
+    "argument": "select a, sum(x + (select count(*) from s where s.a = l.a)) from l group by a",
+}
+
+
+@pytest.mark.parametrize("name", list(AGGREGATE_INPUT))
+def test_subqueries_in_aggregate_input(name, oj_dir, oj_duck, connect):
+    sql = AGGREGATE_INPUT[name]
     compare(connect(oj_dir).sql(sql).to_arrow(), oj_duck.sql(sql).to_arrow_table(), check_types=True)
