@@ -35,6 +35,8 @@ def normalize(tree: exp.Expression) -> exp.Expression:
     tree = tree.copy()
     for sel in list(tree.find_all(exp.Select)):
         _flatten_leading_joins(sel)
+        for j in sel.args.get("joins") or []:
+            _mark_join_group(j)
     for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
         if isinstance(n, exp.Select):
             new = select_unnest(n)
@@ -85,6 +87,27 @@ def _flatten_leading_joins(sel: exp.Select) -> None:
     if f.this is not levels[-1]:
         f.set("this", levels[-1])
     sel.set("joins", joins + list(sel.args.get("joins") or []))
+
+
+#: ``meta`` key of a SELECT that stands for a parenthesised group of joins (``JOIN_GROUP``).
+JOIN_GROUP = "join_group"
+
+
+def _mark_join_group(j: exp.Join) -> None:
+    """``... JOIN (r JOIN r2 ON c) ON ...``: the unaliased group becomes ``(SELECT * FROM r JOIN
+    r2 ON c)`` marked as a group -- joined as one item, its tables visible by their own names
+    (``FromClause.join_group``)."""
+    if not isinstance(j.this, exp.Subquery) or j.this.args.get("alias"):
+        return
+    sel = exp.Select(expressions=[exp.Star()])
+    sel.set("from_", exp.From(this=j.this.copy()))
+    _flatten_leading_joins(sel)
+    if not sel.args.get("joins"):
+        return
+    for inner in sel.args.get("joins") or []:
+        _mark_join_group(inner)
+    sel.meta[JOIN_GROUP] = True
+    j.set("this", exp.Subquery(this=sel))
 
 
 def _any_value(x: exp.Expression) -> exp.Min:

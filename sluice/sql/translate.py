@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import check_supported, construct_name
-from sluice.sql.normalize import normalize
+from sluice.sql.normalize import JOIN_GROUP, normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
@@ -39,7 +39,7 @@ from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WI
 from sluice.sql.sources import _references
 from sluice.sql.recursive_key import RecursiveKeys, references_recurring
 from sluice.plan.joins import extract_common_or
-from sluice.sql.sources import FromClause, is_asof
+from sluice.sql.sources import FromClause, is_asof, _natural
 from sluice.sql.outer_on import OuterJoinPairs
 from sluice.sql.aggregation import Aggregation
 from sluice.sql.windows import Windows
@@ -259,6 +259,17 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
                     scope.add(s)
                     items, specs = [p], [None]
                     continue
+                if is_join_group(j.this):  # ... JOIN (r JOIN r2 ON c) ON ...: one item, several sources
+                    if j.args.get("using") or _natural(j) or is_asof(j) or (j.kind or "").upper() in ("SEMI", "ANTI"):
+                        raise UnsupportedError("USING, NATURAL, ASOF, SEMI or ANTI with a parenthesised join")
+                    p, group = self.join_group(j.this.this, scope)
+                    for s in group.sources:
+                        scope.add(s)
+                    scope.merged.update({k: v for k, v in group.merged.items() if k not in scope.merged})
+                    scope.hidden.update(group.hidden)
+                    items.append(p)
+                    specs.append(j)
+                    continue
                 try:
                     p, s = self.table_source(j.this, scope)
                 except PlanError:
@@ -291,6 +302,14 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
             items.insert(0, st.domain.plan)
             specs.insert(0, None)
         return items, specs
+
+    def join_group(self, sel: exp.Select, scope: Scope) -> tuple[PlanNode, Scope]:
+        """A parenthesised group of joins in FROM (``sluice.sql.normalize._mark_join_group``):
+        its joined rows and the scope of its tables, each visible to the query by its own name."""
+        st = _Select(sel, Scope(scope.parent), None, None, None)
+        st.ctx = st.post_ctx = Ctx(st.scope)
+        items, specs = self._from_items(st)
+        return self._from_where(st, items, specs), st.scope
 
     def _from_where(self, st: "_Select", items: list[PlanNode], specs: list) -> PlanNode:
         """FROM joined with WHERE: plain conjuncts join the FROM items (placed by the rules),
@@ -600,3 +619,8 @@ class _Select:
     outputs: list[tuple[str, str, Expr]] = field(default_factory=list)  # (user name, internal, expr)
     extra: list[tuple[str, Expr]] = field(default_factory=list)  # columns that travel with the outputs
     sort_keys: list[SortKey] = field(default_factory=list)
+
+
+def is_join_group(node: exp.Expression) -> bool:
+    """Whether ``node`` is a parenthesised group of joins, as normalize marks it."""
+    return isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and bool(node.this.meta.get(JOIN_GROUP))
