@@ -584,9 +584,10 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
 
 
 def _reads_outside(sub: exp.Subquery, scope: Scope) -> bool:
-    """Whether a subquery in FROM names a table alias of the FROM items before it."""
+    """Whether a subquery in FROM (that could not be read alone) names a table alias of the
+    FROM items before it, or a column name one of them has."""
     aliases = {src.alias for src in scope.sources}
-    return any(c.table and c.table.lower() in aliases for c in sub.find_all(exp.Column))
+    return any(c.table.lower() in aliases if c.table else scope.has_local(c.name) for c in sub.find_all(exp.Column))
 
 
 def _inside(node: exp.Expression, root: exp.Expression) -> bool:

@@ -42,6 +42,8 @@ QUERIES = {
     "group_full": "select * from l full join (r join s on r.b = s.c) on l.x = r.b",
     "group_nested": "select l.a, r.b, l2.x from l join ((r join s on r.b = s.c) join l l2 on l2.a = s.a) on l.x = l2.x",
     "group_comma": "select * from s, (l left join r on l.a = r.b)",
+    # a later FROM subquery naming an earlier item's column unqualified: LATERAL, as DuckDB reads it
+    "lateral_unqualified": "select * from l, (select x + b as z from r where r.b > 10)",
     "group_on_subquery": "select l.a, r.b, s.c from l left join (r join s on true) on exists "
                          "(select 1 from s s2 where s2.a = l.a and s2.c = r.b and s2.c = s.c)",
 }
