@@ -13,18 +13,24 @@ import pytest
 from sluice.testing.oracle import compare, duckdb_tables
 
 
+def write_tables(root, row_group_size: int = 2) -> None:
+    """l, r, s and an empty e: NULLs on both sides of every comparison, duplicate rows."""
+    pq.write_table(pa.table({"a": pa.array([1, 1, 2, 3, None, 2], pa.int32()),
+                             "x": pa.array([10, 11, 20, 30, 40, 20], pa.int32())}), root / "l.parquet",
+                   row_group_size=row_group_size)
+    pq.write_table(pa.table({"b": pa.array([10, 20, 30, 40, None, 20], pa.int32()),
+                             "y": pa.array([100, 200, 300, 400, 500, 200], pa.int32())}), root / "r.parquet",
+                   row_group_size=2 * row_group_size)
+    pq.write_table(pa.table({"a": pa.array([1, 1, 2, None, 3], pa.int32()),
+                             "b": pa.array([10, 20, 20, 30, None], pa.int32())}), root / "s.parquet",
+                   row_group_size=row_group_size)
+    pq.write_table(pa.table({"b": pa.array([], pa.int32()), "y": pa.array([], pa.int32())}), root / "e.parquet")
+
+
 @pytest.fixture(scope="module")
 def oj_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("outer_on")
-    pq.write_table(pa.table({"a": pa.array([1, 1, 2, 3, None, 2], pa.int32()),
-                             "x": pa.array([10, 11, 20, 30, 40, 20], pa.int32())}), root / "l.parquet",
-                   row_group_size=2)
-    pq.write_table(pa.table({"b": pa.array([10, 20, 30, 40, None, 20], pa.int32()),
-                             "y": pa.array([100, 200, 300, 400, 500, 200], pa.int32())}), root / "r.parquet",
-                   row_group_size=4)
-    pq.write_table(pa.table({"a": pa.array([1, 1, 2, None, 3], pa.int32()),
-                             "b": pa.array([10, 20, 20, 30, None], pa.int32())}), root / "s.parquet")
-    pq.write_table(pa.table({"b": pa.array([], pa.int32()), "y": pa.array([], pa.int32())}), root / "e.parquet")
+    write_tables(root)
     return root
 
 
