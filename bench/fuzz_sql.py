@@ -32,7 +32,8 @@ side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it show
 (``bench/duckdb_sqltests.py``): FROM range / generate_series, ``agg(x) EXPORT_STATE`` (refused; ``finalize(agg(x) EXPORT_STATE)`` answered as the
 value), printf's ``%.d`` (DuckDB's thousands separator) and NULL options of the path functions.
 ``pair_on_query`` (its own RNG) joins t and u LEFT / RIGHT / FULL / SEMI / ANTI on EXISTS, IN, NOT IN,
-scalar subqueries and OR reading both sides (``sluice/sql/outer_on.py``'s row-id plan).
+scalar subqueries and OR reading both sides (``sluice/sql/outer_on.py``'s row-id plan); correlated IN as a
+value (in the select list, under OR), and subqueries in an aggregate's FILTER and arguments.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -826,6 +827,18 @@ _JR = random.Random(110_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
 def pair_on_query():  # an outer / SEMI / ANTI join whose ON holds subqueries reading both sides (by row ids)
+    k = _JR.random()
+    if k < .15:  # a correlated IN as a value: NULL-aware per outer row
+        neg = _JR.choice(["", "not "])
+        sub = _JR.choice(["select u.a from u where u.g = t.g", "select u.a from u where u.b > t.b",
+                          "select u.a from u where u.s = t.s and u.g <> t.g"])
+        return _JR.choice([f"select t.b, t.a {neg}in ({sub}) from t",
+                           f"select t.b from t where t.g = 1 or t.a {neg}in ({sub})"])
+    if k < .3:  # subqueries in an aggregate's FILTER or arguments
+        sub = _JR.choice(["t.a < (select avg(u.a) from u where u.g = t.g)", "exists (select 1 from u where u.a = t.a)",
+                          "t.a not in (select u.a from u where u.g = t.g)", "t.b > (select 100)"])
+        agg = _JR.choice(["count(*)", "sum(t.b)", "min(t.s)", "avg(t.a)"])
+        return f"select t.g, {agg} filter (where {sub}), sum(t.a + (select count(*) from u where u.g = t.g)) from t group by t.g"
     jt = _JR.choice(["left join", "right join", "full join", "semi join", "anti join"])
     sub = _JR.choice([
         "exists (select 1 from t t2 where t2.g = t.g and t2.a = u.a)",
