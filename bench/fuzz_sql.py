@@ -37,6 +37,9 @@ mark join); ``right_using_query`` writes RIGHT / FULL JOIN ... USING and NATURAL
 merged by COMBINE and COMBINE_AGGR and finalized (a CAST of a state once showed sluice's own STRUCT), HISTOGRAM(x, bins),
 printf's ``%.d`` (DuckDB's thousands separator), NULL options of the path functions and
 their exact option names (a lower-cased ``'FORWARD_SLASH'`` was a wrong answer), TRY over rows that fail.
+``pair_on_query`` (its own RNG) joins t and u LEFT / RIGHT / FULL / SEMI / ANTI on EXISTS, IN, NOT IN,
+scalar subqueries and OR reading both sides (``sluice/sql/outer_on.py``'s row-id plan); correlated IN as a
+value (in the select list, under OR), and subqueries in an aggregate's FILTER and arguments.
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
@@ -983,6 +986,40 @@ def state_query():
 _KR = random.Random(100_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 
 
+_JR = random.Random(130_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def pair_on_query():  # an outer / SEMI / ANTI join whose ON holds subqueries reading both sides (by row ids)
+    k = _JR.random()
+    if k < .15:  # a correlated IN as a value: NULL-aware per outer row
+        neg = _JR.choice(["", "not "])
+        sub = _JR.choice(["select u.a from u where u.g = t.g", "select u.a from u where u.b > t.b",
+                          "select u.a from u where u.s = t.s and u.g <> t.g"])
+        return _JR.choice([f"select t.b, t.a {neg}in ({sub}) from t",
+                           f"select t.b from t where t.g = 1 or t.a {neg}in ({sub})"])
+    if k < .3:  # subqueries in an aggregate's FILTER or arguments
+        sub = _JR.choice(["t.a < (select avg(u.a) from u where u.g = t.g)", "exists (select 1 from u where u.a = t.a)",
+                          "t.a not in (select u.a from u where u.g = t.g)", "t.b > (select 100)"])
+        agg = _JR.choice(["count(*)", "sum(t.b)", "min(t.s)", "avg(t.a)"])
+        return f"select t.g, {agg} filter (where {sub}), sum(t.a + (select count(*) from u where u.g = t.g)) from t group by t.g"
+    jt = _JR.choice(["left join", "right join", "full join", "semi join", "anti join"])
+    sub = _JR.choice([
+        "exists (select 1 from t t2 where t2.g = t.g and t2.a = u.a)",
+        "not exists (select 1 from t t2 where t2.g = u.g and t2.b < t.b)",
+        "u.a in (select t2.a from t t2 where t2.g = t.g)",
+        "u.a not in (select t2.a from t t2 where t2.g = t.g)",
+        "t.a in (select u2.a from u u2 where u2.s = u.s)",
+        "u.b > (select min(t2.b) from t t2 where t2.a = t.a and t2.g = u.g)",
+        "(select count(*) from u u2 where u2.a = t.a and u2.g = u.g) > 0",
+        "t.a = u.a or exists (select 1 from u u2 where u2.g = t.g and u2.s = u.s)"])
+    plain = _JR.choice(["", "t.g = u.g and ", "t.a < u.a and ", f"u.b < {_JR.randint(0, 40000)} and "])
+    cols = "t.b, t.a" if jt in ("semi join", "anti join") else "t.b, u.b, u.a"
+    q = f"select {cols} from t {jt} u on {plain}{sub}"
+    if _JR.random() < .2:
+        q = f"select count(*), sum(x.b) from ({q}) x"
+    return q
+
+
 def keyed_recursive_query():  # WITH RECURSIVE ... USING KEY (DuckDB's cte tests): keyed tables updated per iteration
     k = _KR.random()
     lim = _KR.randint(0, 6000)
@@ -1142,6 +1179,7 @@ def query():
     if _TR.random() < 0.04: return sqltests_query()
     if _KR.random() < 0.04: return keyed_recursive_query()
     if _WR.random() < 0.04: return row_subquery_query() if _WR.random() < .75 else right_using_query()
+    if _JR.random() < 0.04: return pair_on_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()

@@ -1,6 +1,8 @@
 """AST rewrites that run before translation, each turning a spelling into the form the
 translator reads (so the translator has one rule per construct, not one per spelling).
 
+- ``FROM l JOIN r ON ...`` (DuckDB's FROM-first query) and ``FROM (l JOIN r ON ...) JOIN s``: the
+  joins the parser hangs on the first table are the SELECT's own, first (:func:`_flatten_leading_joins`).
 - ``read_csv_auto(...)`` is ``read_csv(...)`` (sluice always infers the CSV schema).
 - ``DATE_PART('field', x)`` / ``DATEPART`` is ``EXTRACT(field FROM x)``.
 - COUNT_IF, ANY_VALUE / ARBITRARY, NOW(), PREFIX / SUFFIX, GLOB (as a regular expression),
@@ -29,6 +31,7 @@ import re
 
 def normalize(tree: exp.Expression) -> exp.Expression:
     if not any((isinstance(n, exp.Select) and n.args.get("windows")) or _is_csv_auto(n) or _is_date_part(n)
+               or (isinstance(n, (exp.Table, exp.Subquery)) and n.args.get("joins"))
                or _respelled(n) is not None or isinstance(n, (exp.Any, exp.All, exp.Explode))
                or row_call_to_tuple(n) is not None or _row_in(n) for n in tree.walk()):
         return tree
@@ -39,6 +42,10 @@ def normalize(tree: exp.Expression) -> exp.Expression:
             n.replace(new)
             if n is tree:
                 tree = new
+    for sel in list(tree.find_all(exp.Select)):
+        _flatten_leading_joins(sel)
+        for j in sel.args.get("joins") or []:
+            _mark_join_group(j)
     for n in reversed(list(tree.walk())):  # SELECT UNNEST(l) FROM t: FROM t, UNNEST(l)
         if isinstance(n, exp.Select):
             new = select_unnest(n)
@@ -73,6 +80,50 @@ def normalize(tree: exp.Expression) -> exp.Expression:
 
 def _row_in(n: exp.Expression) -> bool:
     return isinstance(n, exp.In) and n.args.get("query") is not None and row_fields(n.this) is not None
+
+
+def _flatten_leading_joins(sel: exp.Select) -> None:
+    """Joins inside the first FROM item (a table, or unaliased parentheses around joins, at any
+    depth) become the SELECT's first joins: ``((l J1 r) J2 s) J3 t`` is ``l J1 r J2 s J3 t``
+    read left to right, the same joins in the same order. Joins inside a later item, or an
+    aliased group, stay (and are refused): there, flattening would change what joins what."""
+    f = sel.args.get("from_")
+    if f is None:
+        return
+    levels = [f.this]
+    while isinstance(levels[-1], exp.Subquery) and not levels[-1].args.get("alias") \
+            and isinstance(levels[-1].this, (exp.Table, exp.Subquery)):
+        levels.append(levels[-1].this)
+    joins = []
+    for node in reversed(levels):  # the innermost group's joins come first
+        joins += list(node.args.get("joins") or [])
+        node.set("joins", None)
+    if not joins:
+        return
+    if f.this is not levels[-1]:
+        f.set("this", levels[-1])
+    sel.set("joins", joins + list(sel.args.get("joins") or []))
+
+
+#: ``meta`` key of a SELECT that stands for a parenthesised group of joins (``JOIN_GROUP``).
+JOIN_GROUP = "join_group"
+
+
+def _mark_join_group(j: exp.Join) -> None:
+    """``... JOIN (r JOIN r2 ON c) ON ...``: the unaliased group becomes ``(SELECT * FROM r JOIN
+    r2 ON c)`` marked as a group -- joined as one item, its tables visible by their own names
+    (``FromClause.join_group``)."""
+    if not isinstance(j.this, exp.Subquery) or j.this.args.get("alias"):
+        return
+    sel = exp.Select(expressions=[exp.Star()])
+    sel.set("from_", exp.From(this=j.this.copy()))
+    _flatten_leading_joins(sel)
+    if not sel.args.get("joins"):
+        return
+    for inner in sel.args.get("joins") or []:
+        _mark_join_group(inner)
+    sel.meta[JOIN_GROUP] = True
+    j.set("this", exp.Subquery(this=sel))
 
 
 def _any_value(x: exp.Expression) -> exp.Min:

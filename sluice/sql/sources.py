@@ -379,7 +379,20 @@ class FromClause:
                 pushed = self._on_pushed.get(id(specs[k])) if specs[k] is not None else None
                 extra: list[Expr] = []
                 if pushed:
-                    plan, items[k], extra = self._on_subqueries(plan, items[k], pushed, specs[k], ctx)
+                    joined = self._on_subqueries(plan, items[k], pushed, specs[k], ctx)
+                    if joined is None:  # a subquery reading both sides: by row ids (sluice.sql.outer_on)
+                        plain = [x for c in self._join_conditions(specs[k], ctx) for x in E.conjuncts(c)]
+                        hidden = self._semi_sources.get(id(specs[k]))  # a SEMI / ANTI join's right side
+                        if hidden is not None:
+                            ctx.scope.add(hidden)
+                        try:
+                            plan = self.outer_join_by_pairs(plan, items[k], sides[k], plain, pushed, ctx)
+                        finally:
+                            if hidden is not None:
+                                ctx.scope.remove(hidden)
+                        k += 1
+                        continue
+                    plan, items[k], extra = joined
                 conds = [x for c in self._join_conditions(specs[k], ctx) + extra for x in E.conjuncts(c)]
                 if sides[k].startswith("asof "):
                     plan = asof_join(plan, items[k], sides[k][5:], conds)
@@ -404,19 +417,22 @@ class FromClause:
         return plan
 
     def _on_subqueries(self, plan: PlanNode, item: PlanNode, conds: list[exp.Expression], j: exp.Join,
-                       ctx: Ctx) -> tuple[PlanNode, PlanNode, list[Expr]]:
-        """A LEFT / RIGHT JOIN's ON conjuncts with subqueries: each conjunct's subqueries joined
-        (a value or mark column, as in a WHERE with OR: ``_join_subqueries``) to the side they
-        read -- a join that keeps every row of that side and adds a column -- and the conjunct
-        an ordinary ON condition over both sides and those columns. Their outer references are
-        resolved seeing one side's sources at a time (the joined item, else everything before
-        it); a subquery reading both sides is refused."""
+                       ctx: Ctx) -> tuple[PlanNode, PlanNode, list[Expr]] | None:
+        """A LEFT / RIGHT / FULL JOIN's ON conjuncts with subqueries: each conjunct's subqueries
+        joined (a value or mark column, as in a WHERE with OR: ``_join_subqueries``) to the side
+        they read -- a join that keeps every row of that side and adds a column -- and the
+        conjunct an ordinary ON condition over both sides and those columns. Their outer
+        references are resolved seeing one side's sources at a time (the joined item, else
+        everything before it). None where a subquery reads both sides (or the joined item is
+        not one source): the caller joins by row ids instead (``sluice.sql.outer_on``), and
+        nothing registered here is kept."""
         scope = ctx.scope
         alias = j.this.alias_or_name.lower() if isinstance(j.this, (exp.Table, exp.Subquery)) else None
         at = [i for i, s in enumerate(scope.sources) if s.alias == alias]
         if len(at) != 1:
-            raise UnsupportedError("subqueries in the ON condition of an outer join")
+            return None
         sides = {"item": scope.sources[at[0]:at[0] + 1], "plan": scope.sources[:at[0]]}
+        before = dict(ctx.subs)
         out = []
         for c in conds:
             for side in ("item", "plan"):
@@ -434,7 +450,9 @@ class FromClause:
                     plan = joined
                 break
             else:
-                raise UnsupportedError("a subquery in the ON condition of an outer join reading both sides")
+                ctx.subs.clear()
+                ctx.subs.update(before)
+                return None
             out.append(_join_condition(self.expr(c, ctx)))
         return plan, item, out
 

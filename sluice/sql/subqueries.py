@@ -10,10 +10,10 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from sluice.errors import PlanError, UnsupportedError
+from sluice.errors import PlanError
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Func, Lit
-from sluice.plan.logical import (Filter, Join, JoinKind, PlanNode, Project)
+from sluice.plan.logical import (Filter, Join, JoinKind, PlanNode, Project, Shared)
 from sluice.types import BOOL
 from sluice.sql.dependent import Correlated, null_safe_keys, scalar_aggregate, unwrap
 from sluice.sql.scope import Scope, Correlation, Ctx
@@ -131,12 +131,34 @@ class Subqueries:
             if len(tr.rel.outputs) != 1:
                 raise PlanError("subquery in IN must return one column")
             if tr.corr is not None or tr.domain is not None:
-                # NULL-awareness would have to be per correlated group.
-                raise UnsupportedError("a correlated IN (subquery) inside OR or another expression")
+                return self._correlated_in_mark(tr, lhs[0], n, ctx)
             null_aware = True
         join = self._semi(tr, lhs, False, null_aware)
         ctx.subs[id(n)] = Col(name, BOOL)
         return replace(join, kind=JoinKind.MARK, mark=name)
+
+    def _correlated_in_mark(self, tr: Correlated, lhs: Expr, n: exp.In, ctx: Ctx) -> PlanNode:
+        """A correlated ``x IN (subquery)`` as a value: NULL-aware per outer row, over that
+        row's own subquery rows -- TRUE where one equals ``x``, else NULL where one is NULL or
+        ``x`` is NULL (and there are some), else FALSE. Two mark joins on the correlation keys
+        (one also on ``x``; one keeping the pairs where either side is NULL) and a CASE."""
+        rel = tr.rel
+        shared = Shared(rel.plan, self.fresh("in subquery rows"))
+        tr = replace(tr, rel=replace(rel, plan=shared))
+        equal = self._semi(tr, [lhs], False, null_aware=False)
+        hit, unknown, name = self.fresh("in match"), self.fresh("in unknown"), self.fresh("mark")
+        equal = replace(equal, kind=JoinKind.MARK, mark=hit)
+        keys = self._semi(tr, [], False, null_aware=False)
+        out = rel.outputs[0][1]
+        v = Col(out, shared.schema[out])
+        nulls = E.make_bool("or", [E.make_func("is_null", [lhs]), E.make_func("is_null", [v])])
+        either = replace(keys, left=equal, kind=JoinKind.MARK, mark=unknown,
+                         residual=E.and_all([keys.residual, nulls]))
+        value = E.make_func("case", [Col(hit, BOOL), Lit(True, BOOL),
+                                     E.make_func("case", [Col(unknown, BOOL), Lit(None, BOOL), Lit(False, BOOL)])])
+        keep = tuple((k, Col(k, t)) for k, t in equal.schema.items() if k != hit)
+        ctx.subs[id(n)] = Col(name, BOOL)
+        return Project(either, keep + ((name, value),))
 
     def _scalar_subquery(self, sq: exp.Subquery, plan: PlanNode, ctx: Ctx) -> PlanNode:
         plan, value, _ = self._scalar_value(sq.this, plan, ctx)

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.coverage import check_supported, construct_name
-from sluice.sql.normalize import normalize
+from sluice.sql.normalize import JOIN_GROUP, normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean
@@ -41,7 +41,8 @@ from sluice.sql.syntax import AGG_FUNCS, HOLISTIC, _from, _contains_subquery, WI
 from sluice.sql.sources import _references
 from sluice.sql.recursive_key import RecursiveKeys, references_recurring
 from sluice.plan.joins import extract_common_or
-from sluice.sql.sources import FromClause, is_asof
+from sluice.sql.sources import FromClause, is_asof, _natural
+from sluice.sql.outer_on import OuterJoinPairs
 from sluice.sql.aggregation import Aggregation
 from sluice.sql.windows import Windows
 from sluice.sql.subqueries import Subqueries
@@ -55,7 +56,7 @@ from sluice.sql.nested import HIDDEN_UNNEST, NestedExpressions, UnnestSources
 __all__ = ["AGG_FUNCS", "HOLISTIC", "WINDOW_FUNCS", "Translator"]
 
 
-class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
+class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggregation, Windows, Subqueries, Dependent, UnnestSources, NestedExpressions,
                  StringCalls, SelectList, Expressions):
     def __init__(self, catalog: Catalog, files: Callable[[list[str]], TableInfo] | None = None) -> None:
         self.catalog = catalog
@@ -253,6 +254,17 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
                     scope.add(s)
                     items, specs = [p], [None]
                     continue
+                if is_join_group(j.this):  # ... JOIN (r JOIN r2 ON c) ON ...: one item, several sources
+                    if j.args.get("using") or _natural(j) or is_asof(j) or (j.kind or "").upper() in ("SEMI", "ANTI"):
+                        raise UnsupportedError("USING, NATURAL, ASOF, SEMI or ANTI with a parenthesised join")
+                    p, group = self.join_group(j.this.this, scope)
+                    for s in group.sources:
+                        scope.add(s)
+                    scope.merged.update({k: v for k, v in group.merged.items() if k not in scope.merged})
+                    scope.hidden.update(group.hidden)
+                    items.append(p)
+                    specs.append(j)
+                    continue
                 try:
                     p, s = self.table_source(j.this, scope)
                 except PlanError:
@@ -286,6 +298,14 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
             specs.insert(0, None)
         return items, specs
 
+    def join_group(self, sel: exp.Select, scope: Scope) -> tuple[PlanNode, Scope]:
+        """A parenthesised group of joins in FROM (``sluice.sql.normalize._mark_join_group``):
+        its joined rows and the scope of its tables, each visible to the query by its own name."""
+        st = _Select(sel, Scope(scope.parent), None, None, None)
+        st.ctx = st.post_ctx = Ctx(st.scope)
+        items, specs = self._from_items(st)
+        return self._from_where(st, items, specs), st.scope
+
     def _from_where(self, st: "_Select", items: list[PlanNode], specs: list) -> PlanNode:
         """FROM joined with WHERE: plain conjuncts join the FROM items (placed by the rules),
         subquery predicates are decorrelated above them. An inner join's ON conditions with a
@@ -303,8 +323,8 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
             if is_asof(j):
                 raise UnsupportedError("subqueries in the ON condition of an ASOF JOIN")
             later = [((x.side or "") + (x.kind or "")).upper() for x in joins[k + 1:]]
-            if (j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER") \
-                    and scope.parent is None:
+            if ((j.side or "").upper() in ("LEFT", "RIGHT", "FULL") and (j.kind or "").upper() in ("", "OUTER")
+                    or not j.side and (j.kind or "").upper() in ("SEMI", "ANTI")):
                 # joined to the side they read (FromClause._on_subqueries)
                 parts = _split_and(on)
                 self._on_pushed[id(j)] = [c for c in parts if _contains_subquery(c)]
@@ -370,6 +390,9 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
             if having is not None:
                 raise PlanError("HAVING without aggregation")
             return
+        for node in agg_nodes:  # subqueries in an aggregate's FILTER or arguments: joined to its input rows
+            if _contains_subquery(node):
+                st.plan = self._join_subqueries(node, st.plan, ctx)
         st.plan, st.post_ctx = self._aggregate(st.plan, ctx, select_items, group, agg_nodes, alias_map, corr,
                                                grouping_nodes,
                                                domain_keys=list(domain.cols.values()) if domain else [])
@@ -560,9 +583,10 @@ class Translator(FromClause, RecursiveKeys, SetOperations, Aggregation, Windows,
 
 
 def _reads_outside(sub: exp.Subquery, scope: Scope) -> bool:
-    """Whether a subquery in FROM names a table alias of the FROM items before it."""
+    """Whether a subquery in FROM (that could not be read alone) names a table alias of the
+    FROM items before it, or a column name one of them has."""
     aliases = {src.alias for src in scope.sources}
-    return any(c.table and c.table.lower() in aliases for c in sub.find_all(exp.Column))
+    return any(c.table.lower() in aliases if c.table else scope.has_local(c.name) for c in sub.find_all(exp.Column))
 
 
 def _inside(node: exp.Expression, root: exp.Expression) -> bool:
@@ -595,3 +619,8 @@ class _Select:
     outputs: list[tuple[str, str, Expr]] = field(default_factory=list)  # (user name, internal, expr)
     extra: list[tuple[str, Expr]] = field(default_factory=list)  # columns that travel with the outputs
     sort_keys: list[SortKey] = field(default_factory=list)
+
+
+def is_join_group(node: exp.Expression) -> bool:
+    """Whether ``node`` is a parenthesised group of joins, as normalize marks it."""
+    return isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select) and bool(node.this.meta.get(JOIN_GROUP))
