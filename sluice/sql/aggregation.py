@@ -502,6 +502,9 @@ class Aggregation:
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if numeric and not (e.type.is_numeric or e.type.kind == "bool"):
             raise PlanError(f"{func.upper()} needs a number, got {e.type} in {node.sql()}")
+        if numeric and e.type.kind == "bool" and func != "sum" and not isinstance(node, _BOOL_AGGS):
+            # DuckDB sums booleans, and binds no AVG, PRODUCT, variance or SKEWNESS of them
+            raise PlanError(f"{func.upper()} needs a number, got BOOLEAN")
         if isinstance(node, _BOOL_AGGS) and e.type.kind != "bool":
             raise PlanError(f"{node.sql('duckdb')} needs a boolean, got {e.type}")
         if func == "product":  # DuckDB multiplies DOUBLEs, whatever the argument's type

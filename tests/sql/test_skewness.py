@@ -5,11 +5,13 @@ cancellation), in tiny chunks with spilling and across merged states; out of ran
 import random
 from decimal import Decimal
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.errors import ExecutionError
+import sluice
+from sluice.errors import ExecutionError, PlanError
 from sluice.testing.oracle import compare, duckdb_connect
 
 
@@ -44,3 +46,15 @@ def test_skewness_out_of_range(skew_dir, connect):
         duckdb_connect(skew_dir).sql(sql).fetchall()
     with pytest.raises(ExecutionError, match="SKEW is out of range"):
         connect(skew_dir).sql(sql).to_arrow()
+
+
+@pytest.mark.parametrize("func", ["skewness", "avg", "product", "var_samp", "var_pop", "stddev_samp", "stddev_pop"])
+def test_numeric_aggregates_of_booleans_err_as_duckdb(func):
+    """DuckDB binds SUM of booleans and none of these: sluice answered them (TRUE as 1)."""
+    sql = f"select {func}(x) from (values (true), (false), (true)) t(x)"
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(sql).fetchall()
+    with pytest.raises(PlanError):
+        sluice.connect(device="cpu").sql(sql).to_arrow()
+    ok = "select sum(x) from (values (true), (false), (true)) t(x)"
+    compare(sluice.connect(device="cpu").sql(ok).to_arrow(), duckdb.sql(ok).to_arrow_table())
