@@ -77,6 +77,10 @@ class HashAggregateOp(Operator):
     #: per key, its (lo, hi) from the scan's statistics or None (physical.key_ranges): grouping
     #: then reads no range back from the device
     key_ranges: tuple | None = None
+    #: groups enough for a LIMIT above with no ORDER BY (``SELECT DISTINCT x ... LIMIT 10``, set at
+    #: lowering): a single aggregate without aggregate functions stops reading its input once it
+    #: holds this many (any of them answer the query), as DuckDB's does
+    enough_groups: int | None = None
     label = "HashAggregate"
 
     def __post_init__(self):
@@ -138,7 +142,9 @@ class HashAggregateOp(Operator):
             passthrough = False
             raw: set = set()  # DISTINCT arguments whose (keys, value) pairs pass through undeduplicated
             grouping = GroupingState()
+            enough = self.enough_groups if self.phase == "single" and not self.aggs else None
             for chunk in self.child.stream(ctx):
+                grouped = not passthrough  # this chunk's page holds each of its groups once
                 if self.phase == "final":  # partial states; one chunk may hold a group twice
                     page, dpages = self._merge_rows(chunk), {}
                 else:
@@ -171,6 +177,18 @@ class HashAggregateOp(Operator):
                     # Keys that do not repeat across chunks (input ordered by them): merging
                     # gains nothing; the pages are merged once at the end (or spilled).
                     compacting = last_merged < 0.9 * before
+                if enough is not None:
+                    # Enough distinct groups held: one grouped page alone, or the unpartitioned
+                    # pages merged (each key once; merged again only once the rows added since
+                    # could make up the difference and double what is known: linear in all).
+                    # Partitioned pages are not counted: a key may sit in two of them.
+                    if grouped and page.num_rows >= enough:
+                        break
+                    if main.parts is None and unmerged >= max(enough - last_merged, last_merged, 1):
+                        main.compact_partitions(self._merge_pages)
+                        unmerged, last_merged = 0, _held_rows(main)
+                        if main.parts is None and last_merged >= enough:
+                            break
             if rows_seen == 0 and self.keys:
                 return
             for arg, dm in dmats.items():

@@ -195,6 +195,12 @@ def _(plan: Project, state):
 @_lower.register
 def _(plan: Limit, state):
     child = lower(plan.child, state)
+    if plan.limit is not None:  # DISTINCT ... LIMIT n without ORDER BY: any n groups answer
+        below = child
+        while isinstance(below, ProjectOp):  # (a projection keeps every row)
+            below = below.child
+        if isinstance(below, HashAggregateOp):
+            below.enough_groups = plan.limit + plan.offset
     if child.distribution == SINGLE:
         return LimitOp(child, plan.limit, plan.offset)
     if plan.limit is not None:  # each rank keeps what the limit could take before the gather
