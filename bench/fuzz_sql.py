@@ -1168,6 +1168,24 @@ def text_cast_query():
 
 _LAST_SIM = False
 _LAST_NULL = False
+_DR = random.Random(140_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def distinct_limit_query():
+    """DISTINCT / GROUP BY without aggregates under a LIMIT and no ORDER BY stop once they hold
+    enough groups (any groups answer): how many came, and that none came twice, must be
+    DuckDB's -- under every setting (tiny chunks merge pages along the way, spills partition)."""
+    keys = _DR.sample(["t.s", "t.g", "t.a", "t.dt", "upper(t.s)", "t.a % 3", "t.d"], _DR.randint(1, 2))
+    cols = ", ".join(f"{k} as c{i}" for i, k in enumerate(keys))
+    inner = (f"select distinct {cols} from t" if _DR.random() < .6 else
+             f"select {cols} from t group by {', '.join(keys)}")
+    if _DR.random() < .5:
+        inner += f" where {pred('t')}"
+    inner += f" limit {_DR.choice([0, 1, 3, 10, 40, 1000])}" + (f" offset {_DR.randint(1, 5)}" if _DR.random() < .3 else "")
+    key = " || '|' || ".join(f"coalesce(cast(x.c{i} as varchar), '-')" for i in range(len(keys)))
+    return f"select count(*), count(distinct {key}) from ({inner}) x"
+
+
 def query():
     global _LAST_SIM, _LAST_NULL
     _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
@@ -1180,6 +1198,7 @@ def query():
     if _KR.random() < 0.04: return keyed_recursive_query()
     if _WR.random() < 0.04: return row_subquery_query() if _WR.random() < .75 else right_using_query()
     if _JR.random() < 0.04: return pair_on_query()
+    if _DR.random() < 0.03: return distinct_limit_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
