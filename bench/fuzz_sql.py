@@ -1180,7 +1180,7 @@ def distinct_limit_query():
     inner = (f"select distinct {cols} from t" if _DR.random() < .6 else
              f"select {cols} from t group by {', '.join(keys)}")
     if _DR.random() < .5:
-        inner += f" where {pred('t')}"
+        inner += f" where {_DR.choice(['t.a > 2', 't.s like ' + repr('%a%'), 't.g = 1', 't.d is not null'])}"
     inner += f" limit {_DR.choice([0, 1, 3, 10, 40, 1000])}" + (f" offset {_DR.randint(1, 5)}" if _DR.random() < .3 else "")
     key = " || '|' || ".join(f"coalesce(cast(x.c{i} as varchar), '-')" for i in range(len(keys)))
     return f"select count(*), count(distinct {key}) from ({inner}) x"
