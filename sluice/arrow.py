@@ -28,7 +28,7 @@ import torch
 from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
-from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite, with_infinities
+from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite
 from sluice.kernels.bits import bits_to_blob
 from sluice.types import LType, from_arrow, is_bit, split_interval, to_arrow
 import decimal as _dec
@@ -78,9 +78,12 @@ def widen_timestamps(v: torch.Tensor, factor: int, valid: torch.Tensor | None) -
     '-infinity' (the int64 extremes in any unit) stay infinities (:mod:`sluice.kernels.infinite`),
     other values beyond that range raise instead of wrapping around."""
     finite, inf = widen_infinite(v, factor)
-    fail_if(finite.abs() > TIMESTAMP_INFINITY // factor, "a timestamp is beyond the range of microsecond "
+    limit = TIMESTAMP_INFINITY // factor  # (not abs(): the int64 minimum is its own absolute value)
+    fail_if((finite > limit) | (finite < -limit), "a timestamp is beyond the range of microsecond "
             "timestamps (about 290,000 years)", valid, DataError)
-    return with_infinities(finite * factor, v, False, False)
+    big = torch.tensor(TIMESTAMP_INFINITY, dtype=v.dtype, device=v.device)
+    # (the mask at hand: with_infinities would first ask the host whether there are any)
+    return torch.where(inf, torch.where(v > 0, big, -big), finite * factor)
 
 
 def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,

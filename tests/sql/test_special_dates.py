@@ -118,3 +118,20 @@ def test_calendar_ends(name, decoder, special_dir, special_duck, connect):
         sql = sql.rsplit(",", 1)[0]
     ours = connect(special_dir, decoder=decoder).sql(sql).to_arrow()
     compare(ours, special_duck.sql(sql).to_arrow_table(), [0] if "order by" in sql else None, check_types=True)
+
+
+@pytest.mark.parametrize("decoder", ["arrow", "device"])
+def test_millisecond_timestamps_at_int64_ends(decoder, tmp_path, connect, monkeypatch):
+    """TIMESTAMP_MS widened to microseconds: the int64 extremes but one are DuckDB's infinities
+    and stay so; the int64 minimum (its own absolute value) is out of range, not wrapped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sluice.errors import DataError
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    pq.write_table(pa.table({"t": pa.array([5, 2 ** 63 - 1, -(2 ** 63 - 1)], pa.timestamp("ms"))}), tmp_path / "x.parquet")
+    sql = "select t::varchar as v from x"
+    got = connect(tmp_path, decoder=decoder).sql(sql).to_arrow()
+    compare(got, duckdb.sql(f"select t::varchar as v from read_parquet('{tmp_path}/x.parquet')").to_arrow_table())
+    pq.write_table(pa.table({"t": pa.array([-2 ** 63, 5], pa.timestamp("ms"))}), tmp_path / "x.parquet")
+    with pytest.raises(DataError):
+        connect(tmp_path, decoder=decoder).sql(sql).to_arrow()
