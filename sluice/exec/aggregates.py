@@ -378,15 +378,20 @@ class MomentsAcc(Accumulator):
             v = v / (10 ** self.arg_type.scale)
         return v
 
-    def update(self, arg, ids, g, rows):
+    def _centered(self, arg, ids, g):
+        """(the group of each non-NULL value, its deviation from its group's mean, the groups'
+        counts, their means): the first pass of the moments."""
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
         v = self._values(arg)
         if valid is not None:
             ids, v = ids[valid], v[valid]
         n = count_by(ids, g)
         mean = _sum_by(ids, g, v) / n.clamp(min=1).to(torch.float64)
-        m2 = _sum_by(ids, g, (v - mean[ids]) ** 2)
-        return self._state(n, mean, m2)
+        return ids, v - mean[ids], n, mean
+
+    def update(self, arg, ids, g, rows):
+        ids, d, n, mean = self._centered(arg, ids, g)
+        return self._state(n, mean, _sum_by(ids, g, d ** 2))
 
     def _state(self, n, mean, m2):
         return {self.name("n"): Column(n, INT64), self.name("mean"): Column(mean, _F64),
@@ -427,13 +432,7 @@ class SkewnessAcc(MomentsAcc):
     spread, an error where it is not finite."""
 
     def update(self, arg, ids, g, rows):
-        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
-        v = self._values(arg)
-        if valid is not None:
-            ids, v = ids[valid], v[valid]
-        n = count_by(ids, g)
-        mean = _sum_by(ids, g, v) / n.clamp(min=1).to(torch.float64)
-        d = v - mean[ids]
+        ids, d, n, mean = self._centered(arg, ids, g)
         return self._state3(n, mean, _sum_by(ids, g, d * d), _sum_by(ids, g, d * d * d))
 
     def _state3(self, n, mean, m2, m3):
