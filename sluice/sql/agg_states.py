@@ -32,7 +32,9 @@ from sqlglot import exp
 from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.dialect import Product, Sluice
 from sluice.expr import build as E
-from sluice.expr.nodes import Expr, Lit
+from sluice.expr.nodes import Col, Expr, Lit
+from sluice.plan.logical import Project
+from sluice.sql.scope import Rel
 from sluice.types import BOOL, FLOAT64, STATE_TAG, LType, is_aggregate_state
 
 TAG = STATE_TAG
@@ -345,9 +347,6 @@ def printed(e: Expr) -> Expr:
 def printed_states(rel):
     """The query's result with each state column printed as DuckDB prints it (:func:`printed`);
     a state inside a LIST, STRUCT or MAP is refused."""
-    from sluice.expr.nodes import Col
-    from sluice.plan.logical import Project
-    from sluice.sql.scope import Rel
     schema = rel.plan.schema
     if not any(_holds_state(t) for t in schema.values()):
         return rel

@@ -17,7 +17,7 @@ import decimal
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.sql.agg_states import _parents
+from sluice.sql.agg_states import _parents, _template
 from sluice.types import LType
 
 #: More bounds than this are refused (each is one COUNT of the aggregation).
@@ -80,7 +80,6 @@ def _bins(node: exp.Expression, arg_type: LType):
 
 def binned_histogram(node: exp.Anonymous, arg_type: LType) -> exp.Expression:
     """The tree of HISTOGRAM(x, bins) as counts per bin in a MAP."""
-    from sluice.sql.agg_states import _template
     x, bins = node.expressions
     keys, over, type_name = _bins(bins, arg_type)
     v = f"CAST(__sluice_x AS {type_name})"

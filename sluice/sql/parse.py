@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from sluice.errors import PlanError, SqlError, UnsupportedError
+from sluice.sql.agg_states import export_state
 from sluice.sql.dialect import Sluice, wrong_arguments
 from sluice.sql.coverage import KNOWN_CALLS
 from sluice.sql.syntax import is_aggregate_call
@@ -200,7 +201,6 @@ def _unwrap_finalized(tree: exp.Expression) -> exp.Expression:
 
     def unwrap(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Anonymous) and str(n.this).lower() == _EXPORTED:
-            from sluice.sql.agg_states import export_state
             return export_state(n.expressions[0])
         if isinstance(n, exp.Anonymous) and str(n.this).lower() == _FINALIZED:
             arg = n.expressions[0] if len(n.expressions) == 1 else None
