@@ -33,6 +33,16 @@ _MICROS = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_
            "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
 
 
+#: The units DATE_TRUNC and DATE_DIFF take.
+_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+
+
+def _unit(n: exp.Expression, default: str) -> str:
+    """The unit a DATE_TRUNC / DATE_DIFF names, in its singular spelling."""
+    unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else default
+    return _TIME_UNITS.get(unit, unit)
+
+
 class TemporalCalls:
     """Translator methods of dates, timestamps and intervals."""
 
@@ -114,10 +124,8 @@ class TemporalCalls:
 
     @handles(exp.TimestampTrunc, exp.DateTrunc)
     def _x_timestamptrunc(self, n, ctx):
-        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else ""
-        unit = _TIME_UNITS.get(unit, unit)
-        if unit not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
-                        "microsecond"):
+        unit = _unit(n, "")
+        if unit not in _UNITS:
             raise UnsupportedError(f"DATE_TRUNC to {unit.upper() or 'this unit'}")
         a = self.expr(n.this, ctx)
         if a.type.kind == "date":  # DuckDB: DATE_TRUNC of a date is a timestamp, whatever the unit
@@ -126,10 +134,8 @@ class TemporalCalls:
 
     @handles(exp.DateDiff)
     def _x_datediff(self, n, ctx):
-        unit = n.args["unit"].name.lower() if n.args.get("unit") is not None else "day"
-        unit = _TIME_UNITS.get(unit, unit)
-        if unit not in ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
-                        "microsecond"):
+        unit = _unit(n, "day")
+        if unit not in _UNITS:
             raise UnsupportedError(f"DATE_DIFF in {unit.upper()}")
         return E.make_func("date_diff", [self.expr(n.expression, ctx), self.expr(n.this, ctx)], (unit,))
 

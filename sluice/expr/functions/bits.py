@@ -141,6 +141,15 @@ def _row_count(args) -> int:
     return max((len(a) for a in args if not a.is_const), default=1)
 
 
+def _check_index(rows, i, ok) -> None:
+    """DuckDB's error for a bit index outside its row's bits (0 .. length - 1)."""
+    length = pc.utf8_length(rows.fill_null("")).to_numpy(zero_copy_only=False).astype(np.int64)
+    out_of = ok & ((i < 0) | (i >= length))
+    if out_of.any():
+        k = int(np.flatnonzero(out_of)[0])
+        raise ExecutionError(f"bit index {i[k]} out of valid range (0..{length[k] - 1})")
+
+
 @register("get_bit", bind=_bind_bits("GET_BIT", INT32))
 def get_bit(e, args, chunk) -> Column:
     n = _row_count(args)
@@ -148,11 +157,7 @@ def get_bit(e, args, chunk) -> Column:
     rows = _rows(b)
     i, ok = _int_rows(args[1], n)
     ok = ok & rows.is_valid().to_numpy(zero_copy_only=False)
-    length = pc.utf8_length(rows.fill_null("")).to_numpy(zero_copy_only=False).astype(np.int64)
-    out_of = ok & ((i < 0) | (i >= length))
-    if out_of.any():
-        k = int(np.flatnonzero(out_of)[0])
-        raise ExecutionError(f"bit index {i[k]} out of valid range (0..{length[k] - 1})")
+    _check_index(rows, i, ok)
     chars, offs = B._chars(rows.fill_null(""))
     pos = np.where(ok, offs[:-1] + i, 0)
     bit = (chars[pos] - ord("0")).astype(np.int32) if len(chars) else np.zeros(n, np.int32)
@@ -169,11 +174,7 @@ def set_bit(e, args, chunk) -> Column:
     ok = ok_i & ok_v & rows.is_valid().to_numpy(zero_copy_only=False)
     if (ok & (v != 0) & (v != 1)).any():
         raise ExecutionError("The new bit must be 1 or 0")
-    length = pc.utf8_length(rows.fill_null("")).to_numpy(zero_copy_only=False).astype(np.int64)
-    out_of = ok & ((i < 0) | (i >= length))
-    if out_of.any():
-        k = int(np.flatnonzero(out_of)[0])
-        raise ExecutionError(f"bit index {i[k]} out of valid range (0..{length[k] - 1})")
+    _check_index(rows, i, ok)
     chars, offs = B._chars(rows.fill_null(""))
     chars = chars.copy()
     hit = np.flatnonzero(ok)
