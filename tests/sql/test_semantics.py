@@ -248,6 +248,9 @@ QUERIES = {
     "arg_min_all_null": "select k, arg_min(w, v), arg_max(v, w) from u group by k",
     "cast_dates_one_digit": "select cast('1999-2-01' as date), cast(x as date), cast(x as date) < date '2001-02-01' "
                             "from (values ('2001-1-9'), (null), ('2001-10-19')) v(x)",
+    "cast_dates_from_timestamp_text": "select cast(x as date) from (values ('2022-01-01 12:34:56'), ('2022-1-5T10:00'), "
+                                      "(' 2022-01-01 23:59:59-05:00 '), ('2022-01-01 24:00:00'), ('2022-01-01 12:05:07.5 UTC'), "
+                                      "('2022-01-01 1:05'), ('2021-03-04'), (null)) v(x)",
     "cast_all_null_strings": "select cast(x as date), cast(x as int) from (select cast(null as varchar) as x "
                              "union all select s from t where s is null)",
     "count_distinct_no_rows": "select count(distinct a), sum(distinct b), count(*) from t where b > 1000",
@@ -454,6 +457,17 @@ def test_guards_hold_when_checks_are_deferred(sql, mixed_dir, connect, monkeypat
     compare(ours, duckdb_connect(mixed_dir).sql(sql).to_arrow_table())
     with pytest.raises(ExecutionError, match="out of range"):  # deferred, still raised
         connect(mixed_dir).sql("select cast(f as integer) from m").to_arrow()
+
+
+@pytest.mark.parametrize("text", ["2022-01-01 24:30:00", "2022-01-01 12:60:00", "2022-01-01 12:59:60",
+                                  "2022-01-01 12", "2022-01-01 x"])
+def test_dates_from_timestamp_text_out_of_range_raise(text, small_dir, connect):
+    # DuckDB drops a valid time (and zone) after a date; a time out of range is its conversion error
+    sql = f"select cast(x as date) from (values ('2022-01-01'), ('{text}')) v(x)"
+    with pytest.raises(Exception):
+        duckdb_connect(small_dir).sql(sql).fetchall()
+    with pytest.raises(ExecutionError):
+        connect(small_dir).sql(sql).to_arrow()
 
 
 @pytest.mark.parametrize("sql", [

@@ -519,15 +519,30 @@ def _reading_infinities(convert, target: pa.DataType, is_date: bool):
     return run
 
 
+#: A date as DuckDB reads one: ``YYYY-M-D``, then optionally a time (``T`` or blanks, ``H:MM``,
+#: seconds and a fraction) and a zone (``Z``, an offset, or a name) that the date ignores.
+_DATE_TEXT = (r"^\s*(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+              r"(?:(?:T|\s+)(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.\d*)?)?"
+              r"(?:Z|\s*[+-]\d{2}(?::?\d{2})?|\s+\S+)?)?\s*$")
+
+
 def _strings_to_dates(arr: pa.Array) -> pa.Array:
-    """Strings as dates, as DuckDB reads them: ISO ``YYYY-MM-DD``, and also one-digit months
-    and days (``1999-2-01``, which TPC-DS queries write); anything else raises ArrowInvalid."""
+    """Strings as dates, as DuckDB reads them: ISO ``YYYY-MM-DD``, also one-digit months and
+    days (``1999-2-01``, which TPC-DS queries write), and a timestamp's text, whose time and
+    zone are checked and dropped (``'2022-01-01 23:59:59-05:00'`` is 2022-01-01, as in DuckDB;
+    up to 24:00:00); anything else raises ArrowInvalid."""
     try:
         return arr.cast(pa.date32())
     except pa.ArrowInvalid:
-        parts = pc.extract_regex(arr, r"^\s*(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\s*$")
+        parts = pc.extract_regex(arr, _DATE_TEXT)
         if parts.null_count > arr.null_count:
             raise
+        clock = [pc.cast(pc.replace_substring_regex(pc.fill_null(parts.field(k), ""), "^$", "0"), pa.int32())
+                 for k in ("H", "M", "S")]  # (a part not there is "")
+        beyond = pc.or_(pc.greater(clock[0], 24), pc.or_(pc.greater_equal(clock[1], 60), pc.greater_equal(clock[2], 60)))
+        beyond = pc.or_(beyond, pc.and_(pc.equal(clock[0], 24), pc.greater(pc.add(clock[1], clock[2]), 0)))
+        if pc.any(beyond).as_py():
+            raise pa.ArrowInvalid("a time of day out of range in a date")
         y, m, d = (parts.field(k) for k in ("y", "m", "d"))
         iso = pc.binary_join_element_wise(y, pc.utf8_lpad(m, 2, "0"), pc.utf8_lpad(d, 2, "0"), "-")
         return iso.cast(pa.date32())
