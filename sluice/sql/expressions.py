@@ -347,6 +347,9 @@ class Expressions:
         esc = n.expression
         if not isinstance(like, (exp.Like, exp.ILike)):
             raise UnsupportedError(f"ESCAPE with {construct_name(like)}")
+        if isinstance(esc, exp.Null):  # (DuckDB: NULL, whatever the strings)
+            self.expr(like, ctx)  # (still checked: its names must exist)
+            return Lit(None, BOOL)
         if not (isinstance(esc, exp.Literal) and esc.is_string and len(esc.this) <= 1):
             raise PlanError("ESCAPE needs a constant string of at most one character")
         return self._like(like, ctx, "ilike" if isinstance(like, exp.ILike) else "like", esc.this or None)

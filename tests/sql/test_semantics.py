@@ -251,6 +251,7 @@ QUERIES = {
     "cast_dates_from_timestamp_text": "select cast(x as date) from (values ('2022-01-01 12:34:56'), ('2022-1-5T10:00'), "
                                       "(' 2022-01-01 23:59:59-05:00 '), ('2022-01-01 24:00:00'), ('2022-01-01 12:05:07.5 UTC'), "
                                       "('2022-01-01 1:05'), ('2021-03-04'), (null)) v(x)",
+    "like_escape_null": "select s, s like 'a%' escape null, s ilike '%E%' escape NULL, (s like 'x') is null from t",
     "cast_all_null_strings": "select cast(x as date), cast(x as int) from (select cast(null as varchar) as x "
                              "union all select s from t where s is null)",
     "count_distinct_no_rows": "select count(distinct a), sum(distinct b), count(*) from t where b > 1000",
