@@ -32,6 +32,7 @@ from sluice.chunk import Column
 from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
                                     ProductAcc, SkewnessAcc, StringMinMaxAcc, SumAcc)
+from sluice.exec.bit_aggregates import BitwiseAcc
 from sluice.plan.aggregate_types import RESULT_TYPES
 from sluice.types import LType
 
@@ -139,3 +140,12 @@ def _skewness(prefix, arg_type):
 @aggregate_function("approx_count_distinct", counts=True)
 def _approx_count_distinct(prefix, arg_type):
     return HyperLogLogAcc(prefix, arg_type)
+
+
+def _bitwise(op: str):
+    return lambda prefix, arg_type: BitwiseAcc(prefix, arg_type, op)
+
+
+# (the binder takes integers only: sql/aggregation.py)
+for _op in ("and", "or", "xor"):
+    aggregate_function(f"bit_{_op}", rolls_up=f"bit_{_op}")(_bitwise(_op))
