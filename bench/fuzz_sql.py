@@ -1186,8 +1186,22 @@ def distinct_limit_query():
     return f"select count(*), count(distinct {key}) from ({inner}) x"
 
 
+_BR = random.Random(150_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def bit_aggregate_query():  # BIT_AND / BIT_OR / BIT_XOR of n's integers (their ends, the sign bit), merged states
+    aggs = ", ".join(f"{_BR.choice(['bit_and', 'bit_or', 'bit_xor'])}({_BR.choice(['', 'distinct '])}"
+                     f"{_BR.choice(['n.i8', 'n.i16', 'n.i64', 'n.o', 'cast(n.i16 as integer)'])})"
+                     for _ in range(_BR.randint(1, 3)))
+    where = _BR.choice(["", " where n.k > 0", " where n.i64 < 0", " where n.k > 9"])
+    if _BR.random() < .5:
+        return f"select n.k, {aggs} from n{where} group by {_BR.choice(['n.k', 'rollup(n.k)'])}"
+    return f"select {aggs} from n{where}"
+
+
 def query():
     global _LAST_SIM, _LAST_NULL
+    if _BR.random() < 0.03: return bit_aggregate_query()
     _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
