@@ -140,7 +140,8 @@ KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_s
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
                          "formatreadabledecimalsize", "isfinite", "bit_count", "octet_length", "set_bit",
                          "bit_position", "bitstring", "finalize", "combine", "combine_aggr",
-                         "__sluice_state_field", "__sluice_state_number"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "__sluice_state_field", "__sluice_state_number", "round_even", "roundbankers",
+                         "nextafter", "regexp_escape"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
