@@ -381,6 +381,14 @@ def regexp_escape(tr, n: exp.Anonymous, ctx) -> Expr:
     return E.make_func("regexp_escape", [a])
 
 
+def regexp_split_to_array(tr, n: exp.Anonymous, ctx) -> Expr:
+    """REGEXP_SPLIT_TO_ARRAY: DuckDB's other name of STRING_SPLIT_REGEX."""
+    if not 2 <= len(n.expressions) <= 3:
+        raise PlanError("REGEXP_SPLIT_TO_ARRAY takes a string, a pattern and options")
+    args = n.expressions
+    return tr.expr(exp.RegexpSplit(this=args[0], expression=args[1], limit=args[2] if len(args) > 2 else None), ctx)
+
+
 def nextafter_call(tr, n: exp.Anonymous, ctx) -> Expr:
     if len(n.expressions) != 2:
         raise PlanError("NEXTAFTER takes two numbers")
@@ -392,7 +400,7 @@ CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translat
                **bit_calls.CLASS_CALLS}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"), "parse_path": parse_path,
                "round_even": round_even, "roundbankers": round_even, "nextafter": nextafter_call,
-               "regexp_escape": regexp_escape,
+               "regexp_escape": regexp_escape, "regexp_split_to_array": regexp_split_to_array,
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),

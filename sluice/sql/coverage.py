@@ -141,7 +141,7 @@ KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_s
                          "formatreadabledecimalsize", "isfinite", "bit_count", "octet_length", "set_bit",
                          "bit_position", "bitstring", "finalize", "combine", "combine_aggr",
                          "__sluice_state_field", "__sluice_state_number", "round_even", "roundbankers",
-                         "nextafter", "regexp_escape"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "nextafter", "regexp_escape", "regexp_split_to_array"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -366,6 +366,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                            "parameters": READ,  # 'c' / 'i' (sql/nested.py)
                            "position": refuse("REGEXP_EXTRACT_ALL with a position"),
                            "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
+    exp.RegexpSplit: {"this": READ, "expression": READ, "limit": READ, "mode": refuse("STRING_SPLIT_REGEX with a mode")},
     exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
                 "null_returns_null": refuse("SPLIT returning NULL for a NULL separator"),
                 "empty_delimiter_returns_whole": refuse("SPLIT of an empty separator as the whole string")},
