@@ -33,6 +33,7 @@ from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
                                     ProductAcc, SkewnessAcc, StringMinMaxAcc, SumAcc)
 from sluice.exec.bit_aggregates import BitwiseAcc
+from sluice.exec.decimal_average import decimal_average
 from sluice.plan.aggregate_types import RESULT_TYPES
 from sluice.types import LType
 
@@ -94,6 +95,7 @@ def _count(prefix, arg_type):
     return CountAcc(prefix, arg_type)
 
 
+@aggregate_function("decimal_average", state="sum", result=decimal_average)  # (a DECIMAL: the binder)
 @aggregate_function("sum", rolls_up="sum", numeric=True)
 @aggregate_function("avg", state="sum", numeric=True,
                     result=lambda acc, state, t: acc.finalize(state, t, average=True))

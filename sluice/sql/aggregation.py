@@ -498,6 +498,8 @@ class Aggregation:
                                    f"{e.type.kind.upper()} column")
         if func in _BITWISE:
             return AggCall(func, _bitwise_argument(e, node), distinct)
+        if func == "decimal_average" and e.type.kind != "decimal":
+            raise PlanError(f"DECIMAL_AVERAGE requires a DECIMAL argument, got {e.type}")
         numeric = registered(func).numeric
         e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
         if numeric and e.type.kind == "interval":

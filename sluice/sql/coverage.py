@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from sluice.sql.syntax import is_named_holistic
 from sluice.sql.series import is_series
-from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, DecimalAverage, Product
 
 from sluice.errors import UnsupportedError
 
@@ -452,7 +452,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
     exp.ArrayAgg: {"this": READ, "nulls_excluded": refuse("LIST / ARRAY_AGG ... IGNORE NULLS")},
-    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY,
+    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY, DecimalAverage: _UNARY,
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},
