@@ -366,6 +366,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                            "parameters": READ,  # 'c' / 'i' (sql/nested.py)
                            "position": refuse("REGEXP_EXTRACT_ALL with a position"),
                            "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
+    exp.DateBin: {"this": READ, "expression": READ, "unit": READ, "zone": READ, "origin": READ},
     exp.RegexpSplit: {"this": READ, "expression": READ, "limit": READ, "mode": refuse("STRING_SPLIT_REGEX with a mode")},
     exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
                 "null_returns_null": refuse("SPLIT returning NULL for a NULL separator"),
