@@ -133,7 +133,10 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
 
 #: Functions refused because answering them as DuckDB does needs what sluice lacks: the reason.
 WHY_NOT = {"parse_formatted_bytes": "its result is a UBIGINT, up to 2^64 - 1; sluice's integers are signed "
-                                    "64-bit, and a BIGINT result would type and overflow unlike DuckDB's"}
+                                    "64-bit, and a BIGINT result would type and overflow unlike DuckDB's",
+           "decimal_division": "its result's scale is max(6, s1 + p2 + 1) and its errors follow the widths: both "
+                               "read the operands' precisions, which sluice's DECIMAL type does not carry; "
+                               "CAST(a AS DOUBLE) / b divides approximately"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",

@@ -53,3 +53,9 @@ def test_as_duckdb(sql, data, connect, edge_settings):
 def test_one_line_errors(sql, error, data, connect):
     with pytest.raises(error):
         connect(str(data)).sql(sql).to_arrow()
+
+
+def test_decimal_division_refused_with_its_reason(data, connect):
+    """DECIMAL_DIVISION's scale reads the divisor's precision, which sluice's DECIMAL lacks."""
+    with pytest.raises(UnsupportedError, match="precision"):
+        connect(str(data)).sql("select decimal_division(d, d) from t").to_arrow()
