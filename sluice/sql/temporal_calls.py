@@ -96,13 +96,14 @@ class TemporalCalls:
         months, days, micros = width
         if months == 0 and days * _MICROS["day"] + micros > 0:
             return E.make_func("time_bucket", [a], ("micros", days * _MICROS["day"] + micros, origin_us, offset_us))
-        if months != 0 and days == 0 and micros == 0:
-            if months < 0:
-                raise ExecutionError("Period must be greater than 0")
+        if months > 0 and days == 0 and micros == 0:
             return E.make_func("time_bucket", [a], ("months", months, origin_us, offset_us))
-        if months == 0:
-            raise ExecutionError("Period must be greater than 0")
-        raise ExecutionError("Month intervals cannot have day or time component")
+        # DuckDB's errors, raised by a row that is not NULL (a NULL value's bucket is NULL)
+        if isinstance(a, Lit) and a.value is None:
+            return Lit(None, a.type)
+        why = "Period must be greater than 0" if months == 0 or (days == 0 and micros == 0) else \
+            "Month intervals cannot have day or time component"
+        return E.make_func("time_bucket", [a], ("error", why, None, 0))
 
     def _interval_by_column(self, a: Expr, node: exp.Expression, unit_s: str, sign: int, ctx) -> Expr:
         """date / timestamp +- ``INTERVAL (x) unit`` of an integer expression ``x``: days and

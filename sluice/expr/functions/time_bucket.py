@@ -89,10 +89,13 @@ def _bucket_months(months: torch.Tensor, width: int, origin: int, valid) -> torc
 
 @register("time_bucket", bind=_bind)
 def time_bucket(e, args, chunk) -> Column:
-    """``e.params``: (mode "micros" | "months", width, origin in microseconds or None for the
-    default, offset in microseconds)."""
+    """``e.params``: (mode "micros" | "months" | "error", width (or the error's message), origin
+    in microseconds or None for the default, offset in microseconds)."""
     a, = args
     mode, width, origin_us, offset_us = e.params
+    if mode == "error":  # a width DuckDB refuses (``width`` holds its message): for any row not NULL
+        fail_if(torch.ones_like(a.data, dtype=torch.bool), width, a.valid)
+        return Column(a.data, e.type, a.valid)
     is_date = a.type.kind == "date"
     data = a.data
     inf = infinite_mask(data, is_date)
