@@ -32,10 +32,10 @@ from sluice.chunk import Column
 from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
                                     ProductAcc, SkewnessAcc, StringMinMaxAcc, SumAcc)
-from sluice.exec.bit_aggregates import BitwiseAcc
+from sluice.exec.bit_aggregates import BitStringAcc, BitwiseAcc
 from sluice.exec.decimal_average import decimal_average
 from sluice.plan.aggregate_types import RESULT_TYPES
-from sluice.types import LType
+from sluice.types import LType, is_bit
 
 
 @dataclass(frozen=True)
@@ -145,9 +145,9 @@ def _approx_count_distinct(prefix, arg_type):
 
 
 def _bitwise(op: str):
-    return lambda prefix, arg_type: BitwiseAcc(prefix, arg_type, op)
+    return lambda prefix, arg_type: (BitStringAcc if is_bit(arg_type) else BitwiseAcc)(prefix, arg_type, op)
 
 
-# (the binder takes integers only: sql/aggregation.py)
+# (the binder takes integers and BIT values only: sql/aggregation.py)
 for _op in ("and", "or", "xor"):
     aggregate_function(f"bit_{_op}", rolls_up=f"bit_{_op}")(_bitwise(_op))

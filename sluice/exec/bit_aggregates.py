@@ -1,5 +1,6 @@
-"""BIT_AND / BIT_OR / BIT_XOR as aggregates over integers: the bitwise AND, OR or XOR of each
-group's non-NULL values, in the argument's type (DuckDB's), NULL for a group with none.
+"""BIT_AND / BIT_OR / BIT_XOR as aggregates over integers and BIT values: the bitwise AND, OR or
+XOR of each group's non-NULL values, in the argument's type (DuckDB's), NULL for a group with
+none. (BIT values: :class:`BitStringAcc`.)
 
 torch has no bitwise scatter-reduction, so a group's result is built one bit position at a
 time: per position, the count of the group's values with that bit set (one ``scatter_add``
@@ -11,10 +12,15 @@ partial results combine by the same operation, so chunks, spills and ranks merge
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 import torch
 
-from sluice.chunk import Column
+from sluice.chunk import Column, _compacted, host_tensor, to_device
+from sluice.errors import ExecutionError
 from sluice.exec.aggregates import Accumulator, _sum_by, count_by
+from sluice.kernels import bits as B
+from sluice.kernels.buffers import positions
 from sluice.types import INT64, LType
 
 #: Bits of each integer type.
@@ -74,3 +80,72 @@ class BitwiseAcc(Accumulator):
         n = self._n(state)
         valid = None if bool((n > 0).all()) else n > 0
         return Column(state[self.name("v")].data.to(out_type.torch_dtype), out_type, valid)
+
+
+class BitStringAcc(Accumulator):
+    """BIT_AND / BIT_OR / BIT_XOR over BIT values (text of '0' / '1', :mod:`sluice.kernels.bits`):
+    per group the bitwise result of its strings, which must all be as long (DuckDB's error
+    otherwise). The dictionary's entries become a 0/1 matrix once, the rows gather theirs, and
+    each character position is reduced by group in one scatter (min: AND, max: OR, sum's
+    parity: XOR). The state is the group's result string, so states merge alike."""
+
+    def __init__(self, prefix: str, arg_type: LType | None, op: str) -> None:
+        super().__init__(prefix, arg_type)
+        self.op = op
+
+    def _reduce(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
+        dev = ids.device
+        d, codes = _compacted(col)
+        codes = codes.long().reshape(-1)
+        if codes.numel() != ids.numel():
+            codes = codes.expand(ids.shape)
+        if valid is not None:
+            rows = positions(valid)
+            ids, codes = ids[rows], codes[rows]
+        chars, offs = B._chars(d.fill_null("") if d.null_count else d)
+        lens = np.diff(offs)
+        width = int(lens.max()) if len(lens) else 0
+        entries = np.zeros((len(lens), width), dtype=np.int64)
+        if len(chars):
+            entry = np.repeat(np.arange(len(lens)), lens)
+            entries[entry, np.arange(len(chars)) - offs[entry]] = chars.astype(np.int64) - 48
+        bits = to_device(host_tensor(entries), dev)[codes]
+        length = to_device(host_tensor(lens.astype(np.int64)), dev)[codes]
+        zeros = torch.zeros(g, dtype=torch.int64, device=dev)
+        shortest = zeros.clone().scatter_reduce_(0, ids, length, reduce="amin", include_self=False)
+        longest = zeros.clone().scatter_reduce_(0, ids, length, reduce="amax", include_self=False)
+        if bool((shortest != longest).any()):
+            raise ExecutionError(f"Cannot {self.op.upper()} bit strings of different sizes")
+        out = torch.zeros((g, width), dtype=torch.int64, device=dev)
+        where = ids.unsqueeze(1).expand(-1, width)
+        if self.op == "xor":
+            out = out.scatter_add_(0, where, bits) & 1
+        else:
+            out = out.scatter_reduce_(0, where, bits, reduce="amin" if self.op == "and" else "amax",
+                                      include_self=False)
+        keep = torch.arange(width, device=dev).unsqueeze(0) < longest.unsqueeze(1)
+        text = (out[keep] + 48).to(torch.uint8).cpu().numpy()
+        text_offs = np.zeros(g + 1, dtype=np.int64)
+        np.cumsum(longest.cpu().numpy(), out=text_offs[1:])
+        return Column(torch.arange(g, dtype=torch.int32, device=dev), self.arg_type, None, B._strings(text, text_offs))
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        n = rows if valid is None else count_by(ids, g, valid)
+        return {self.name("v"): self._reduce(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        n = self._n(state)
+        return {self.name("v"): self._reduce(state[self.name("v")], ids, g, n > 0),
+                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("v"): Column(torch.zeros(g, dtype=torch.int32, device=dev), self.arg_type, None,
+                                       pa.array([""], pa.string())),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, out_type):
+        n = self._n(state)
+        valid = None if bool((n > 0).all()) else n > 0
+        v = state[self.name("v")]
+        return Column(v.data, out_type, valid, v.dictionary)

@@ -533,13 +533,11 @@ _BITWISE = ("bit_and", "bit_or", "bit_xor")
 
 
 def _bitwise_argument(e: Expr, node) -> Expr:
-    """BIT_AND / BIT_OR / BIT_XOR's argument: an integer (DuckDB binds NULL as a BIGINT); BIT
-    strings are refused, every other type is DuckDB's binder error."""
+    """BIT_AND / BIT_OR / BIT_XOR's argument: an integer (DuckDB binds NULL as a BIGINT) or a
+    BIT value; every other type is DuckDB's binder error."""
     if e.type.kind == "null":
         return E.coerce(e, INT64)
-    if is_bit(e.type):
-        raise UnsupportedError(f"{node.sql('duckdb').split('(')[0].upper()} of BIT values (sluice has it for integers)")
-    if not e.type.is_integer:
+    if not (e.type.is_integer or is_bit(e.type)):
         raise PlanError(f"{node.sql('duckdb').split('(')[0].upper()} needs an integer, got {e.type}")
     return e
 
