@@ -1211,10 +1211,24 @@ def bool_agg_query():
     return f"select {', '.join(aggs)} from t" + (" where t.a > 100" if _BR.random() < .2 else "")
 
 
+_BAR = random.Random(160_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def bit_aggregate_query():  # BIT_AND / BIT_OR / BIT_XOR of n's integers (their ends, the sign bit), merged states
+    aggs = ", ".join(f"{_BAR.choice(['bit_and', 'bit_or', 'bit_xor'])}({_BAR.choice(['', 'distinct '])}"
+                     f"{_BAR.choice(['n.i8', 'n.i16', 'n.i64', 'n.o', 'cast(n.i16 as integer)'])})"
+                     for _ in range(_BAR.randint(1, 3)))
+    where = _BAR.choice(["", " where n.k > 0", " where n.i64 < 0", " where n.k > 9"])
+    if _BAR.random() < .5:
+        return f"select n.k, {aggs} from n{where} group by {_BAR.choice(['n.k', 'rollup(n.k)'])}"
+    return f"select {aggs} from n{where}"
+
+
 def query():
     global _LAST_SIM, _LAST_NULL, _LAST_BOOL
     _LAST_BOOL = _BR.random() < 0.03  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_BOOL: return bool_agg_query()
+    if _BAR.random() < 0.03: return bit_aggregate_query()
     _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)

@@ -32,8 +32,10 @@ from sluice.chunk import Column
 from sluice.errors import InternalError
 from sluice.exec.aggregates import (Accumulator, CountAcc, HyperLogLogAcc, MinMaxAcc, MomentsAcc, NestedPickAcc,
                                     ProductAcc, SkewnessAcc, StringMinMaxAcc, SumAcc)
+from sluice.exec.bit_aggregates import BitStringAcc, BitwiseAcc
+from sluice.exec.decimal_average import decimal_average
 from sluice.plan.aggregate_types import RESULT_TYPES
-from sluice.types import LType
+from sluice.types import LType, is_bit
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ def _count(prefix, arg_type):
     return CountAcc(prefix, arg_type)
 
 
+@aggregate_function("decimal_average", state="sum", result=decimal_average)  # (a DECIMAL: the binder)
 @aggregate_function("sum", rolls_up="sum", numeric=True)
 @aggregate_function("avg", state="sum", numeric=True,
                     result=lambda acc, state, t: acc.finalize(state, t, average=True))
@@ -139,3 +142,12 @@ def _skewness(prefix, arg_type):
 @aggregate_function("approx_count_distinct", counts=True)
 def _approx_count_distinct(prefix, arg_type):
     return HyperLogLogAcc(prefix, arg_type)
+
+
+def _bitwise(op: str):
+    return lambda prefix, arg_type: (BitStringAcc if is_bit(arg_type) else BitwiseAcc)(prefix, arg_type, op)
+
+
+# (the binder takes integers and BIT values only: sql/aggregation.py)
+for _op in ("and", "or", "xor"):
+    aggregate_function(f"bit_{_op}", rolls_up=f"bit_{_op}")(_bitwise(_op))

@@ -9,7 +9,7 @@ which decides per function, in one place, what DuckDB does:
   those that know the infinities themselves (CAST, ISINF / ISFINITE, STRFTIME) run as they are;
 - the calendar's parts and names (``extract`` / ``year`` ..., ``dayname``, ``last_day``,
   ``date_diff``) are NULL on an infinity;
-- adding to or subtracting from one (a number of days, an interval, months) and ``date_trunc``
+- adding to or subtracting from one (a number of days, an interval, months), ``date_trunc`` and ``time_bucket``
   leave it as it is;
 - subtracting two timestamps where one is infinite raises DuckDB's error;
 - any other function over an infinity is refused in one line (never a value computed from the
@@ -41,7 +41,7 @@ AS_THEY_ARE = frozenset({
 #: Functions that are NULL where an argument is infinite (DuckDB).
 NULL_ON_INFINITY = frozenset({"extract", "dayname", "monthname", "last_day", "date_diff"})
 #: Functions whose (first, temporal) argument's infinity is their result (DuckDB).
-KEEP_INFINITY = frozenset({"+", "-", "add_months", "date_trunc"})
+KEEP_INFINITY = frozenset({"+", "-", "add_months", "date_trunc", "time_bucket"})
 
 
 def call_over_infinities(e, kernel, args: list[Column], chunk) -> Column:

@@ -48,6 +48,7 @@ RESULT_TYPES: dict[str, Callable[[LType | None], LType]] = {
     "sum": _sum, "min": _same, "max": _same,
     "avg": _double, "product": _double,
     "var_samp": _double, "var_pop": _double, "stddev_samp": _double, "stddev_pop": _double, "skewness": _double,
+    "bit_and": _same, "bit_or": _same, "bit_xor": _same, "decimal_average": _same,
 }
 
 

@@ -19,7 +19,7 @@ from sluice.expr.nodes import NULL_TYPE, Col, Expr, Lit
 from sluice.plan.logical import (Aggregate, AggCall, PlanNode, Project, Window, WindowCall,
                                  Shared, SortKey, Union)
 from sluice.physical.key_ranges import column_statistics_range
-from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING
+from sluice.types import BOOL, FLOAT64, INT32, INT64, STRING, is_bit
 from sluice.sql.scope import Ctx
 from sluice.exec.aggregate_functions import registered
 from sluice.sql.syntax import AGG_FUNCS, _BOOL_AGGS, HOLISTIC, is_bitstring_agg, is_entropy, is_histogram, is_mad, is_named_holistic, _outer_aggs, _set_members, _grouping_sets
@@ -496,6 +496,10 @@ class Aggregation:
         if e.type.is_nested and func != "count":  # COUNT (DISTINCT: by order keys) only
             raise UnsupportedError(f"aggregate {func.upper()}{' DISTINCT' if distinct else ''} of a "
                                    f"{e.type.kind.upper()} column")
+        if func in _BITWISE:
+            return AggCall(func, _bitwise_argument(e, node), distinct)
+        if func == "decimal_average" and e.type.kind != "decimal":
+            raise PlanError(f"DECIMAL_AVERAGE requires a DECIMAL argument, got {e.type}")
         numeric = registered(func).numeric
         e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
         if numeric and e.type.kind == "interval":
@@ -523,6 +527,19 @@ class Aggregation:
         if bad:
             raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
         return e
+
+
+_BITWISE = ("bit_and", "bit_or", "bit_xor")
+
+
+def _bitwise_argument(e: Expr, node) -> Expr:
+    """BIT_AND / BIT_OR / BIT_XOR's argument: an integer (DuckDB binds NULL as a BIGINT) or a
+    BIT value; every other type is DuckDB's binder error."""
+    if e.type.kind == "null":
+        return E.coerce(e, INT64)
+    if not (e.type.is_integer or is_bit(e.type)):
+        raise PlanError(f"{node.sql('duckdb').split('(')[0].upper()} needs an integer, got {e.type}")
+    return e
 
 
 def _typed_null_argument(e: Expr, numeric: bool, boolean: bool) -> Expr:

@@ -352,10 +352,55 @@ def _combine(tr, n: exp.Anonymous, ctx) -> Expr:
     return agg_states.combine(tr.expr(n.expressions[0], ctx), tr.expr(n.expressions[1], ctx))
 
 
+def round_even(tr, n: exp.Anonymous, ctx) -> Expr:
+    """ROUND_EVEN / ROUNDBANKERS(x, n): DuckDB takes a constant integer n (no default); a NULL
+    x or n gives NULL (of x's type)."""
+    if len(n.expressions) != 2:
+        raise PlanError(f"{str(n.this).upper()} takes a number and a constant precision")
+    x = tr.expr(n.expressions[0], ctx)
+    digits = tr.expr(n.expressions[1], ctx)
+    if not isinstance(digits, Lit):  # DuckDB's error for a decimal; it takes a column for others
+        if x.type.kind == "decimal":
+            raise PlanError(f'the "precision" argument of {str(n.this).upper()} must be a constant expression')
+        raise UnsupportedError(f"{str(n.this).upper()} with a precision that is not a constant")
+    if digits.value is not None and not digits.type.is_integer:
+        raise PlanError(f"{str(n.this).upper()} needs an integer precision, got {digits.type}")
+    if not (x.type.is_numeric or x.type.kind == "null"):
+        raise PlanError(f"{str(n.this).upper()} needs a number, got {x.type}")
+    if x.type.kind == "null" or digits.value is None:
+        return Lit(None, INT32 if x.type.kind == "null" else x.type)
+    return E.make_func("round_even", [x], (int(digits.value),))
+
+
+def regexp_escape(tr, n: exp.Anonymous, ctx) -> Expr:
+    if len(n.expressions) != 1:
+        raise PlanError("REGEXP_ESCAPE takes one string")
+    a = tr.expr(n.expressions[0], ctx)
+    if a.type.kind == "null":
+        return Lit(None, STRING)
+    return E.make_func("regexp_escape", [a])
+
+
+def regexp_split_to_array(tr, n: exp.Anonymous, ctx) -> Expr:
+    """REGEXP_SPLIT_TO_ARRAY: DuckDB's other name of STRING_SPLIT_REGEX."""
+    if not 2 <= len(n.expressions) <= 3:
+        raise PlanError("REGEXP_SPLIT_TO_ARRAY takes a string, a pattern and options")
+    args = n.expressions
+    return tr.expr(exp.RegexpSplit(this=args[0], expression=args[1], limit=args[2] if len(args) > 2 else None), ctx)
+
+
+def nextafter_call(tr, n: exp.Anonymous, ctx) -> Expr:
+    if len(n.expressions) != 2:
+        raise PlanError("NEXTAFTER takes two numbers")
+    return E.make_func("nextafter", [tr.expr(a, ctx) for a in n.expressions])
+
+
 CLASS_CALLS = {exp.Overlay: overlay, exp.Typeof: typeof, exp.Translate: translate, exp.Chr: chr_call,
                exp.Ascii: ascii_call, exp.Transform: lambdas.transform_class, exp.ArrayFilter: lambdas.filter_class,
                **bit_calls.CLASS_CALLS}
 NAMED_CALLS = {"parse_filename": _path_part("filename", "parse_filename"), "parse_path": parse_path,
+               "round_even": round_even, "roundbankers": round_even, "nextafter": nextafter_call,
+               "regexp_escape": regexp_escape, "regexp_split_to_array": regexp_split_to_array,
                "parse_dirname": _path_part("dirname", "parse_dirname"),
                "parse_dirpath": _path_part("dirpath", "parse_dirpath"), "bar": bar,
                "equi_width_bins": equi_width_bins, "format_bytes": _format_bytes(1024),

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from sluice.sql.syntax import is_named_holistic
 from sluice.sql.series import is_series
-from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, DecimalAverage, Product
 
 from sluice.errors import UnsupportedError
 
@@ -133,14 +133,18 @@ LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "
 
 #: Functions refused because answering them as DuckDB does needs what sluice lacks: the reason.
 WHY_NOT = {"parse_formatted_bytes": "its result is a UBIGINT, up to 2^64 - 1; sluice's integers are signed "
-                                    "64-bit, and a BIGINT result would type and overflow unlike DuckDB's"}
+                                    "64-bit, and a BIGINT result would type and overflow unlike DuckDB's",
+           "decimal_division": "its result's scale is max(6, s1 + p2 + 1) and its errors follow the widths: both "
+                               "read the operands' precisions, which sluice's DECIMAL type does not carry; "
+                               "CAST(a AS DOUBLE) / b divides approximately"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",
                          "bar", "equi_width_bins", "format_bytes", "pg_size_pretty", "formatreadablesize",
                          "formatreadabledecimalsize", "isfinite", "bit_count", "octet_length", "set_bit",
                          "bit_position", "bitstring", "finalize", "combine", "combine_aggr",
-                         "__sluice_state_field", "__sluice_state_number"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
+                         "__sluice_state_field", "__sluice_state_number", "round_even", "roundbankers",
+                         "nextafter", "regexp_escape", "regexp_split_to_array"}) | frozenset(NESTED_CALLS) | frozenset(LAMBDA_CALLS)
 
 _JOIN_KINDS = {"INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _JOIN_SIDES = {"LEFT", "RIGHT", "FULL"}
@@ -365,6 +369,8 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
                            "parameters": READ,  # 'c' / 'i' (sql/nested.py)
                            "position": refuse("REGEXP_EXTRACT_ALL with a position"),
                            "occurrence": refuse("REGEXP_EXTRACT_ALL with an occurrence")},
+    exp.DateBin: {"this": READ, "expression": READ, "unit": READ, "zone": READ, "origin": READ},
+    exp.RegexpSplit: {"this": READ, "expression": READ, "limit": READ, "mode": refuse("STRING_SPLIT_REGEX with a mode")},
     exp.Split: {"this": READ, "expression": READ, "limit": refuse("STRING_SPLIT with a limit"),
                 "null_returns_null": refuse("SPLIT returning NULL for a NULL separator"),
                 "empty_delimiter_returns_whole": refuse("SPLIT of an empty separator as the whole string")},
@@ -437,6 +443,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Variance: _UNARY,
     exp.VariancePop: _UNARY,
     exp.Skewness: _UNARY,
+    exp.BitwiseAndAgg: _UNARY,
+    exp.BitwiseOrAgg: _UNARY,
+    exp.BitwiseXorAgg: _UNARY,
     exp.Median: _UNARY,
     exp.PercentileCont: {"this": READ, "expression": READ},
     exp.PercentileDisc: {"this": READ, "expression": READ},
@@ -447,7 +456,7 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArgMin: {"this": READ, "expression": READ, "count": refuse("ARG_MIN(x, y, n)")},
     exp.ArgMax: {"this": READ, "expression": READ, "count": refuse("ARG_MAX(x, y, n)")},
     exp.ArrayAgg: {"this": READ, "nulls_excluded": refuse("LIST / ARRAY_AGG ... IGNORE NULLS")},
-    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY,
+    ArgMinNull: _BINARY, ArgMaxNull: _BINARY, Product: _UNARY, DecimalAverage: _UNARY,
     exp.GroupConcat: {"this": READ, "separator": READ, "on_overflow": refuse("LISTAGG ... ON OVERFLOW")},
     exp.Mode: {"this": READ, "deterministic": refuse("MODE(x, deterministic)")},
     exp.First: {"this": READ, "expression": refuse("FIRST with several arguments")},

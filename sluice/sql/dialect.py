@@ -10,7 +10,8 @@
   dropped ``y``): a wrong number of arguments is a one-line error here, as in DuckDB;
 - ARG_MIN_NULL / ARG_MAX_NULL are ARG_MIN / ARG_MAX that keep rows whose value is NULL
   (:class:`ArgMinNull`, read by the aggregation translator);
-- PRODUCT is an aggregate (:class:`Product`), not an unknown function;
+- PRODUCT and DECIMAL_AVERAGE are aggregates (:class:`Product`, :class:`DecimalAverage`), not
+  unknown functions;
 - VARCHAR's parameters were dropped unchecked (``varchar(1.5)`` read as VARCHAR).
 - ``WITH RECURSIVE t USING KEY (k, min(v) AS v)`` took column names only (an aggregate, with or
   without an alias, was a syntax error): the key list is read as expressions here, and the
@@ -60,6 +61,20 @@ class Product(exp.Expression, exp.AggFunc):
 
     arg_types = {"this": True}
     _sql_names = ["PRODUCT"]
+
+
+class DecimalAverage(exp.Expression, exp.AggFunc):
+    """DECIMAL_AVERAGE(x): the average of a group's DECIMAL values in their own type, halves
+    to even (DuckDB's)."""
+
+    arg_types = {"this": True}
+    _sql_names = ["DECIMAL_AVERAGE"]
+
+
+def _decimal_average(args):
+    if len(args) != 1:
+        raise wrong_arguments("DECIMAL_AVERAGE")
+    return DecimalAverage(this=args[0])
 
 
 def _product(args):
@@ -126,6 +141,7 @@ class Sluice(DuckDB):
             "ANY_VALUE": _any_value,
             "ARG_MIN_NULL": _two_arguments(ArgMinNull, "ARG_MIN_NULL"),
             "PRODUCT": _product,
+            "DECIMAL_AVERAGE": _decimal_average,
             "ARG_MAX_NULL": _two_arguments(ArgMaxNull, "ARG_MAX_NULL"),
             "JARO_WINKLER_SIMILARITY": lambda args: exp.Anonymous(this="jaro_winkler_similarity", expressions=args),
             # DuckDB's REDUCE(list, lambda[, initial]) (sqlglot's Reduce needs other arguments)

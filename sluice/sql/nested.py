@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from sluice.sql.agg_states import is_state
@@ -23,8 +25,16 @@ from sluice.sql.expressions import handles
 from sluice.sql.lambdas import comprehension
 from sluice.sql.scope import Ctx, Source
 from sluice.expr.functions.string_lists import check_regex_group
+from sluice.expr.functions.strings import _check_regex as check_regex
 from sluice.plan.logical import Project, Unnest
 from sluice.sql.syntax import AGG_FUNCS
+
+
+def _context_assertions(pattern: str) -> bool:
+    """Whether ``pattern`` holds an assertion that looks before the match's position: ``^``
+    (not a class's negation), ``\\A``, ``\\b``, ``\\B``."""
+    plain = re.sub(r"\\.", lambda m: m.group(0) if m.group(0) in ("\\A", "\\b", "\\B") else "", pattern)
+    return any(x in plain for x in ("\\A", "\\b", "\\B")) or "^" in plain.replace("[^", "[")
 
 class NestedExpressions:
     """Translator methods for nested values (mixed into :class:`sluice.sql.translate.Translator`)."""
@@ -206,6 +216,25 @@ class NestedExpressions:
         if sep.value == "":
             raise UnsupportedError("STRING_SPLIT with an empty separator")
         return E.make_func("string_split", [self.expr(n.this, ctx)], (sep.value,))
+
+    @handles(exp.RegexpSplit)
+    def _x_string_split_regex(self, n: exp.RegexpSplit, ctx):
+        """STRING_SPLIT_REGEX / STR_SPLIT_REGEX(s, pattern) with a constant pattern (NULL: a NULL
+        list); options other than 'c' (the default) are refused."""
+        option = n.args.get("limit")
+        if option is not None and not (isinstance(option, exp.Literal) and option.is_string and option.this == "c"):
+            raise UnsupportedError("STRING_SPLIT_REGEX with options")
+        pattern = self.expr(n.expression, ctx)
+        if not isinstance(pattern, Lit) or pattern.type.kind not in ("string", "null"):
+            raise UnsupportedError("STRING_SPLIT_REGEX with a pattern that is not a string constant")
+        s = self.expr(n.this, ctx)
+        if pattern.value is None:  # DuckDB: the string whole, as STRING_SPLIT with a NULL separator
+            return E.make_func("string_split", [s], (None,))
+        check_regex("string_split_regex", pattern.value)
+        if _context_assertions(pattern.value):
+            raise UnsupportedError("STRING_SPLIT_REGEX with ^, \\A, \\b or \\B in the pattern (DuckDB matches "
+                                   "them against the whole string, sluice against what is left)")
+        return E.make_func("string_split_regex", [s], (pattern.value,))
 
     @handles(exp.RegexpExtractAll)
     def _x_regexp_extract_all(self, n: exp.RegexpExtractAll, ctx):

@@ -10,7 +10,7 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
+from sluice.sql.dialect import ArgMaxNull, ArgMinNull, DecimalAverage, Product
 
 
 AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min", exp.Max: "max",
@@ -18,7 +18,9 @@ AGG_FUNCS = {exp.Sum: "sum", exp.Avg: "avg", exp.Count: "count", exp.Min: "min",
              exp.Variance: "var_samp", exp.VariancePop: "var_pop",
              # BOOL_AND / BOOL_OR: MIN / MAX of a boolean (false < true), NULLs ignored alike.
              exp.LogicalAnd: "min", exp.LogicalOr: "max", exp.ApproxDistinct: "approx_count_distinct",
-             Product: "product", exp.Skewness: "skewness"}
+             Product: "product", exp.Skewness: "skewness",
+             exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
+             DecimalAverage: "decimal_average"}
 
 
 _BOOL_AGGS = (exp.LogicalAnd, exp.LogicalOr)

@@ -7,6 +7,7 @@ DATE_DIFF, STRFTIME, EXTRACT and the date-part functions (YEAR(x) ...). A mixin 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 
 from sqlglot import exp
 
@@ -54,6 +55,55 @@ class TemporalCalls:
         if unit_s not in _MICROS:
             raise UnsupportedError(f"comparing an interval with INTERVAL {k} {unit_s.upper()}")
         return Lit(k * _MICROS[unit_s], INTERVAL)
+
+    @handles(exp.DateBin)
+    def _x_time_bucket(self, n: exp.DateBin, ctx) -> Expr:
+        """TIME_BUCKET(width, date | timestamp [, offset | origin]) with a constant width and
+        third argument (``functions/time_bucket.py``); a NULL one gives NULL, as DuckDB. A width
+        of months with days or time, or not above zero, is DuckDB's error; a time zone is refused."""
+        if n.args.get("zone") is not None or n.args.get("origin") is not None:
+            raise UnsupportedError("TIME_BUCKET with a time zone")
+        a = self.expr(n.expression, ctx)
+        if a.type.kind == "timestamptz":
+            raise UnsupportedError("TIME_BUCKET of a TIMESTAMP WITH TIME ZONE")
+        if a.type.kind == "null":
+            a = Lit(None, TIMESTAMP)
+        if a.type.kind not in ("date", "timestamp"):
+            raise PlanError(f"TIME_BUCKET needs a DATE or TIMESTAMP, got {a.type}")
+        width = _interval_constant(n.this, "TIME_BUCKET's width")
+        third = n.args.get("unit")
+        offset_us, origin_us = 0, None
+        if third is not None:
+            if _is_interval_node(third):
+                offset = _interval_constant(third, "TIME_BUCKET's offset")
+                if offset is None:
+                    return Lit(None, a.type)
+                if offset[0]:
+                    raise UnsupportedError("TIME_BUCKET with an offset of months")
+                offset_us = offset[1] * _MICROS["day"] + offset[2]
+            else:
+                o = self.expr(third, ctx)
+                if not isinstance(o, Lit) or o.type.kind not in ("date", "timestamp", "null"):
+                    raise UnsupportedError("TIME_BUCKET with an origin that is not a DATE or TIMESTAMP constant")
+                if o.value is None:
+                    return Lit(None, a.type)
+                raw = E.make_func("cast", [o], (TIMESTAMP,)) if o.type.kind == "date" else o
+                if not isinstance(raw, Lit) or abs(int(raw.value)) == 2 ** 63 - 1:  # infinite origin: NULL
+                    return Lit(None, a.type)
+                origin_us = int(raw.value)
+        if width is None:
+            return Lit(None, a.type)
+        months, days, micros = width
+        if months == 0 and days * _MICROS["day"] + micros > 0:
+            return E.make_func("time_bucket", [a], ("micros", days * _MICROS["day"] + micros, origin_us, offset_us))
+        if months > 0 and days == 0 and micros == 0:
+            return E.make_func("time_bucket", [a], ("months", months, origin_us, offset_us))
+        # DuckDB's errors, raised by a row that is not NULL (a NULL value's bucket is NULL)
+        if isinstance(a, Lit) and a.value is None:
+            return Lit(None, a.type)
+        why = "Period must be greater than 0" if months == 0 or (days == 0 and micros == 0) else \
+            "Month intervals cannot have day or time component"
+        return E.make_func("time_bucket", [a], ("error", why, None, 0))
 
     def _interval_by_column(self, a: Expr, node: exp.Expression, unit_s: str, sign: int, ctx) -> Expr:
         """date / timestamp +- ``INTERVAL (x) unit`` of an integer expression ``x``: days and
@@ -200,3 +250,53 @@ def _interval_amount(iv: exp.Interval) -> tuple[int, str]:
             (unit_s in _MICROS and not -2 ** 63 <= k * _MICROS[unit_s] < 2 ** 63):
         raise ExecutionError(f"INTERVAL {k} {unit_s.upper()} is out of range")
     return k, unit_s
+
+
+#: DuckDB's interval text units: months, days or microseconds each.
+_TEXT_UNITS = {"year": (12, 0, 0), "y": (12, 0, 0), "yr": (12, 0, 0), "quarter": (3, 0, 0), "month": (1, 0, 0),
+               "mon": (1, 0, 0), "week": (0, 7, 0), "w": (0, 7, 0), "day": (0, 1, 0), "d": (0, 1, 0),
+               "hour": (0, 0, 3_600_000_000), "h": (0, 0, 3_600_000_000), "minute": (0, 0, 60_000_000),
+               "min": (0, 0, 60_000_000), "m": (0, 0, 60_000_000), "mins": (0, 0, 60_000_000), "second": (0, 0, 1_000_000),
+               "sec": (0, 0, 1_000_000), "s": (0, 0, 1_000_000), "millisecond": (0, 0, 1_000),
+               "ms": (0, 0, 1_000), "microsecond": (0, 0, 1), "us": (0, 0, 1)}
+
+
+def _is_interval_node(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Interval) or (isinstance(node, exp.Cast) and node.to.is_type("interval"))
+
+
+def interval_text(text: str) -> tuple[int, int, int]:
+    """(months, days, microseconds) of DuckDB's interval text ``'1 month 2 days'``,
+    ``'1 day -3600 seconds'``: integer amounts, a minus sign attached, each with its unit;
+    other forms ('1.5 days', '01:00:00') are refused."""
+    parts = re.findall(r"\s*(-?\d+)\s*([a-zA-Z]+)\s*", text)
+    if not parts or "".join(a + u for a, u in parts) != re.sub(r"\s+", "", text):
+        raise UnsupportedError(f"the interval {text!r} (sluice reads integer amounts with units)")
+    total = [0, 0, 0]
+    for amount, unit in parts:
+        unit = unit.lower()
+        unit = unit if unit in _TEXT_UNITS else unit[:-1] if unit.endswith("s") and unit[:-1] in _TEXT_UNITS else None
+        if unit is None:
+            raise UnsupportedError(f"the interval {text!r} (sluice reads integer amounts with units)")
+        for k, per in enumerate(_TEXT_UNITS[unit]):
+            total[k] += int(amount) * per
+    if not (-2 ** 31 <= total[0] < 2 ** 31 and -2 ** 31 <= total[1] < 2 ** 31 and -2 ** 63 <= total[2] < 2 ** 63):
+        raise ExecutionError(f"interval {text!r} out of range")
+    return total[0], total[1], total[2]
+
+
+def _interval_constant(node: exp.Expression, what: str) -> tuple[int, int, int] | None:
+    """An interval constant as (months, days, microseconds); None for a NULL."""
+    if isinstance(node, exp.Cast) and node.to.is_type("interval"):
+        if isinstance(node.this, exp.Null):
+            return None
+        if isinstance(node.this, exp.Literal) and node.this.is_string:
+            return interval_text(node.this.this)
+    if isinstance(node, exp.Interval):
+        k, unit_s = _interval_amount(node)
+        if unit_s not in _TEXT_UNITS:
+            raise UnsupportedError(f"{what} of unit {unit_s.upper()}")
+        return tuple(k * per for per in _TEXT_UNITS[unit_s])
+    if isinstance(node, exp.Null):
+        return None
+    raise UnsupportedError(f"{what} that is not an interval constant")

@@ -27,9 +27,9 @@ def test_every_aggregate_the_planner_makes_is_registered():
 
 def test_states_shared_where_one_state_serves():
     state = {f: AGGREGATE_FUNCTIONS[f].state for f in AGGREGATE_FUNCTIONS}
-    assert state["sum"] == state["avg"] and state["count"] == state["count_star"]
+    assert state["sum"] == state["avg"] == state["decimal_average"] and state["count"] == state["count_star"]
     assert len({state[f] for f in MOMENTS}) == 1
-    shared = {"avg", "count_star"} | set(sorted(MOMENTS)[1:])
+    shared = {"avg", "decimal_average", "count_star"} | set(sorted(MOMENTS)[1:])
     others = [state[f] for f in state if f not in shared]
     assert len(set(others)) == len(others)  # MIN, MAX, PRODUCT, ...: each its own
 

@@ -236,13 +236,14 @@ def _two_product(a: torch.Tensor, b: float) -> tuple[torch.Tensor, torch.Tensor]
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
+def _round_half_away(x: torch.Tensor, digits: int = 0, even: bool = False) -> torch.Tensor:
     """ROUND of floats as DuckDB 2.0 gives it: the double's exact binary value rounded to
     ``digits`` decimals, halves away from zero. ``0.075`` is 0.07499999999999999722... and
     rounds to 0.07, though ``0.075 * 100`` is exactly 7.5 in floating point: a product or
     quotient that lands on a half is checked against its exact value (Dekker's product)
     before it rounds away. Infinities and NaN stay; a finite value whose result is not
-    finite gives back ``x`` (0 for negative ``digits``: ``round(42.0, -1000)`` is 0)."""
+    finite gives back ``x`` (0 for negative ``digits``: ``round(42.0, -1000)`` is 0). ``even``:
+    an exact half goes to the even neighbour instead (ROUND_EVEN)."""
     v = x.double()
     m = 10.0 ** abs(digits) if abs(digits) <= 308 else float("inf")
     exact = abs(digits) <= 22  # 10^22 is the largest power of ten a double holds exactly
@@ -256,6 +257,8 @@ def _round_half_away(x: torch.Tensor, digits: int = 0) -> torch.Tensor:
     t = torch.trunc(y)
     frac = (y - t).abs()
     up = (frac > 0.5) | ((frac == 0.5) & ~(torch.sign(err) * torch.sign(y) < 0))
+    if even:  # an exact half (no error left): the even one of t and t +- 1
+        up = torch.where((frac == 0.5) & (err == 0), torch.fmod(t, 2) != 0, up)
     r = t + torch.sign(y) * up.double()
     r = r / m if digits >= 0 else r * m
     # not finite: x itself, or for negative digits 0 where it is NaN (42 / 10^1000 * 10^1000)

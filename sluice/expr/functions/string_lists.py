@@ -89,6 +89,83 @@ def string_split(e, args, chunk) -> Column:
     return _list_per_entry(a, lists, e.type)
 
 
+@register("string_split_regex", bind=_bind_string("string_split_regex"))
+def string_split_regex(e, args, chunk) -> Column:
+    """STRING_SPLIT_REGEX(s, pattern): DuckDB's splitter, which matches the pattern again in what
+    is left after each piece (so ``^`` anchors there too): a piece before each match; an empty
+    match at the start of what is left takes its first character as a piece instead (none left
+    after it: what is left is the last piece); the rest is the last piece. Run for every
+    dictionary entry at once, one round per piece (the first match of all remainders, marked
+    by RE2's replace), never a loop over rows. An empty pattern splits into characters ('' into
+    none). NULL for a NULL string; the translator refuses assertions that look behind the
+    remainder's start (``^``, ``\\b``), which DuckDB matches in the whole string."""
+    a, = args
+    pattern, = e.params
+    d = _entries(a).fill_null("")
+    if pc.any(pc.match_substring_regex(d, f"[{_OPEN}{_CLOSE}]")).as_py():
+        raise UnsupportedError("STRING_SPLIT_REGEX of strings holding the bytes \\x01 or \\x02")
+    n = len(d)
+    rows, pieces = [], []  # (entry, round) of each piece, and its text
+    live = np.arange(n)
+    rest = d
+    while True:
+        if len(live):
+            going = np.asarray(pc.greater(pc.binary_length(rest), 0).to_numpy(zero_copy_only=False), dtype=bool)
+        if not len(live) or not going.any():
+            rows.append(live)
+            pieces.append(rest)
+            break
+        done = ~going
+        rows.append(live[done])  # nothing left: the remainder ('') is the last piece
+        pieces.append(rest.filter(pa.array(done)))
+        live, rest = live[going], rest.filter(pa.array(going))
+        try:
+            marked = pc.replace_substring_regex(rest, pattern=pattern, replacement=f"{_OPEN}\\0{_CLOSE}",
+                                                max_replacements=1)
+        except pa.ArrowInvalid as err:  # (RE2's replace refusing a match it found)
+            raise UnsupportedError(f"STRING_SPLIT_REGEX with the pattern {pattern!r}: {err}") from None
+        head = pc.split_pattern(marked, pattern=_OPEN, max_splits=1)
+        found = np.asarray(pc.equal(pc.list_value_length(head), 2).to_numpy(zero_copy_only=False), dtype=bool)
+        before = pc.list_element(head, 0)
+        tail = pc.split_pattern(pc.list_element(head.filter(pa.array(found)), 1), pattern=_CLOSE, max_splits=1)
+        pre_f = before.filter(pa.array(found))
+        match_len = np.asarray(pc.binary_length(pc.list_element(tail, 0)).to_numpy(zero_copy_only=False))
+        after = pc.list_element(tail, 1)
+        pre_len = np.asarray(pc.binary_length(pre_f).to_numpy(zero_copy_only=False))
+        rest_f = rest.filter(pa.array(found))
+        # an empty match where the remainder starts: its first character is the piece
+        step = (match_len == 0) & (pre_len == 0)
+        first_char = pc.utf8_slice_codeunits(rest_f, 0, 1)
+        after_char = pc.utf8_slice_codeunits(rest_f, 1)
+        stepped_out = step & np.asarray(pc.equal(pc.binary_length(after_char), 0).to_numpy(zero_copy_only=False), dtype=bool)
+        step_mask, last_mask = pa.array(step & ~stepped_out), pa.array(stepped_out)
+        piece = pc.if_else(step_mask, first_char, pre_f)
+        nxt = pc.if_else(step_mask, after_char, after)
+        # no match, or one character left after an empty match: the remainder is the last piece
+        ends = ~found
+        rows.append(live[ends])
+        pieces.append(rest.filter(pa.array(ends)))
+        f_live = live[found]
+        rows.append(f_live[stepped_out])
+        pieces.append(rest_f.filter(last_mask))
+        keep = ~stepped_out
+        rows.append(f_live[keep])
+        pieces.append(piece.filter(pa.array(keep)))
+        live, rest = f_live[keep], nxt.filter(pa.array(keep))
+    # pieces in entry order, each entry's in the order made (a stable sort by entry)
+    entry = np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])
+    text = pa.concat_arrays([p.cast(pa.string()) for p in pieces])
+    if pattern == "":  # DuckDB splits '' by characters: '' has none, so no piece
+        empty = np.asarray(pc.equal(pc.binary_length(d), 0).to_numpy(zero_copy_only=False), dtype=bool)
+        keep = ~empty[entry]
+        entry, text = entry[keep], text.filter(pa.array(keep))
+    order = np.argsort(entry, kind="stable")
+    counts = np.bincount(entry, minlength=n)
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    return _list_of_children(a, offs, _string_child(text.take(pa.array(order)), a.data.device), e.type)
+
+
 def _bind_extract_all(args, params):
     args, _ = _bind_string("regexp_extract_all")(args, params)
     names = params[2]

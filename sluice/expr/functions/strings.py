@@ -396,6 +396,14 @@ def _reverse_graphemes(d: pa.Array) -> pa.Array:
     return pc.replace_with_mask(out, mask, pa.array(clusters, pa.string()))
 
 
+def _regexp_escape(d: pa.Array) -> pa.Array:
+    """REGEXP_ESCAPE as RE2's QuoteMeta (DuckDB's): a backslash before every ASCII byte but
+    letters, digits and '_'; bytes of non-ASCII characters kept; NUL as ``\\x00``."""
+    out = pc.replace_substring_regex(d, pattern=r"([\x01-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f])",
+                                     replacement=r"\\\1")
+    return pc.replace_substring(out, pattern="\x00", replacement="\\x00")
+
+
 #: name -> (result type, per-entry function of the dictionary and the constant parameters).
 PER_ENTRY = {
     "starts_with": (BOOL, lambda d, p: pc.starts_with(d, pattern=p)),
@@ -411,6 +419,7 @@ PER_ENTRY = {
     "lpad": (STRING, _pad(pc.utf8_lpad)),
     "rpad": (STRING, _pad(pc.utf8_rpad)),
     "reverse": (STRING, lambda d: _reverse_graphemes(d)),
+    "regexp_escape": (STRING, _regexp_escape),
     "left": (STRING, lambda d, n: pc.utf8_slice_codeunits(d, 0, n)),  # negative n drops from the end
     "right": (STRING, _right),
     "repeat": (STRING, lambda d, n: pc.binary_repeat(d, max(n, 0))),
