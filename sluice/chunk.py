@@ -159,11 +159,24 @@ def row_values(col: Column) -> NestedValues:
     sizes = v.sizes(codes)
     if col.valid is not None:
         sizes = sizes * col.valid.reshape(-1).expand(codes.shape)
+    if _in_row_order(codes, v, sizes):  # (as read) the values are already what is asked
+        return v
     starts = v.offsets[codes]
     offsets = torch.zeros(codes.numel() + 1, dtype=torch.int64, device=codes.device)
     torch.cumsum(sizes, 0, out=offsets[1:])
     idx = child_positions(starts, sizes, offsets)
     return NestedValues(tuple(c.take(idx) for c in v.children), offsets, int(codes.numel()))
+
+
+def _in_row_order(codes: torch.Tensor, v: NestedValues, sizes: torch.Tensor) -> bool:
+    """Whether LIST / MAP values ``v`` are row by row ``codes``' values already: codes 0..n-1,
+    children starting at 0 with no rows unused, and every NULL row's entry empty."""
+    n = codes.numel()
+    if n != v.size or not n or int(v.offsets[0]) != 0 or any(len(c) != int(v.offsets[-1]) for c in v.children):
+        return False
+    if not torch.equal(codes, torch.arange(n, dtype=codes.dtype, device=codes.device)):
+        return False
+    return bool(torch.equal(sizes, v.offsets[1:] - v.offsets[:-1]))
 
 
 def child_positions(starts: torch.Tensor, sizes: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
