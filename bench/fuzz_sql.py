@@ -316,7 +316,12 @@ def nested_value():
         "list_reduce(scores, lambda a, x, i: a + x * i, 0.5)", "[x + event_id for x in scores if x is not null]",
         "list_transform(tags, lambda t: list_filter(scores, lambda s: s > length(t)))",
         "map(map_keys(attrs), map_values(attrs))", "map_entries(attrs)", "map {'id': event_id, 'k': len(tags)}",
-        "map_from_entries(list_transform(scores, lambda s, i: {'k': i, 'v': s}))"])
+        "map_from_entries(list_transform(scores, lambda s, i: {'k': i, 'v': s}))",
+        # the empty list [] meets the other side's type; lists of numbers compared element by element
+        "case when event_id % 2 = 0 then [] else tags end", "coalesce(scores, [])", "list_concat([], scores)",
+        f"scores {_NR.choice(['=', '<>', '<', '<=', '>', '>='])} {_NR.choice(['[]', '[500]', '[null]', '[100, null, 3]'])}",
+        f"[{_NR.randint(0, 900)}, null] {_NR.choice(['<', '>='])} scores", "list_contains([], event_id)",
+        "list_reduce(list_transform(items, lambda it: it.price), lambda a, p: a + p, 0)"])
 
 
 def nested_pred():

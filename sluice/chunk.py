@@ -159,11 +159,24 @@ def row_values(col: Column) -> NestedValues:
     sizes = v.sizes(codes)
     if col.valid is not None:
         sizes = sizes * col.valid.reshape(-1).expand(codes.shape)
+    if _in_row_order(codes, v, sizes):  # (as read) the values are already what is asked
+        return v
     starts = v.offsets[codes]
     offsets = torch.zeros(codes.numel() + 1, dtype=torch.int64, device=codes.device)
     torch.cumsum(sizes, 0, out=offsets[1:])
     idx = child_positions(starts, sizes, offsets)
     return NestedValues(tuple(c.take(idx) for c in v.children), offsets, int(codes.numel()))
+
+
+def _in_row_order(codes: torch.Tensor, v: NestedValues, sizes: torch.Tensor) -> bool:
+    """Whether LIST / MAP values ``v`` are row by row ``codes``' values already: codes 0..n-1,
+    children starting at 0 with no rows unused, and every NULL row's entry empty."""
+    n = codes.numel()
+    if n != v.size or not n or int(v.offsets[0]) != 0 or any(len(c) != int(v.offsets[-1]) for c in v.children):
+        return False
+    if not torch.equal(codes, torch.arange(n, dtype=codes.dtype, device=codes.device)):
+        return False
+    return bool(torch.equal(sizes, v.offsets[1:] - v.offsets[:-1]))
 
 
 def child_positions(starts: torch.Tensor, sizes: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
@@ -191,8 +204,26 @@ def nested_column(t: LType, values: NestedValues, valid: torch.Tensor | None) ->
 
 
 def _concat_nested(cols: list[Column], unify: bool) -> Column:
-    """Row-ordered values of each column, end to end (offsets moved by the child rows before)."""
-    parts = [row_values(c) for c in cols]
+    """Each column's values end to end (offsets moved by the child rows before, codes by the
+    entries before). A column's values are first gathered to row order (only the child rows its
+    rows use) unless its rows share entries: then its values are kept as they are, so that rows
+    pointing at one entry (a window's list per partition, a repeated constant) still point at
+    one entry and are never copied out once per row."""
+    parts, codes = [], []
+    for c in cols:
+        v = c.dictionary
+        shared_cost = len(v) if v.offsets is None else int(v.offsets[-1]) + len(v)
+        if v.offsets is None:
+            row_cost = len(c)
+        else:
+            used = v.sizes(c.data.reshape(-1))
+            row_cost = int((used if c.valid is None else used * c.valid.reshape(-1)).sum()) + len(c)
+        if row_cost <= shared_cost:
+            parts.append(row_values(c))
+            codes.append(torch.arange(len(c), dtype=torch.int64, device=c.data.device))
+        else:
+            parts.append(v)
+            codes.append(c.data.reshape(-1))
     t = cols[0].type
     kids = tuple(concat_columns([p.children[i] for p in parts], unify) for i in range(len(parts[0].children)))
     offsets = None
@@ -202,12 +233,16 @@ def _concat_nested(cols: list[Column], unify: bool) -> Column:
             pieces.append(p.offsets[1:] + base)
             base += int(p.offsets[-1])
         offsets = torch.cat(pieces)
-    values = NestedValues(kids, offsets, sum(p.size for p in parts))
+    entries, base = [], 0
+    for p, k in zip(parts, codes):
+        entries.append(k + base)
+        base += p.size
+    values = NestedValues(kids, offsets, base)
     valid = None
     if any(c.valid is not None for c in cols):
         valid = torch.cat([c.valid.reshape(-1).expand(len(c)) if c.valid is not None
                            else torch.ones(len(c), dtype=torch.bool, device=c.data.device) for c in cols])
-    return nested_column(t, values, valid)
+    return Column(torch.cat(entries), t, valid, values)
 
 
 def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, Column]:

@@ -205,6 +205,8 @@ def from_arrow(t: pa.DataType) -> LType:
         return from_arrow(t.value_type)
     if pa.types.is_boolean(t):
         return BOOL
+    if pa.types.is_null(t):  # the elements of [] (DuckDB's "NULL"[]), spilled and read back
+        return NULL
     for k in INT_KINDS:
         if t == getattr(pa, k)():
             return LType(k)
@@ -313,6 +315,17 @@ def supertype(types: list[LType], what: str, strings_win: bool = False) -> LType
         else:
             raise PlanError(f"{what} mixes {t} and {u}")
     return t
+
+
+def has_null_leaf(t: LType) -> bool:
+    """Whether a nested type holds the NULL type somewhere (``[]`` is a ``"NULL"[]``, as
+    DuckDB's): such a value takes the type of what it meets."""
+    if t.kind == "null":
+        return True
+    if not t.is_nested:
+        return False
+    kids = [u for _, u in t.args] if t.kind == "struct" else [t.element] if t.kind == "list" else list(t.args)
+    return any(has_null_leaf(u) for u in kids)
 
 
 def _nested_supertype(t: LType, u: LType, what: str) -> LType:

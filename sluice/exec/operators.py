@@ -318,13 +318,17 @@ class UnnestOp(Operator):
             offsets = torch.zeros(n + 1, dtype=torch.int64, device=longest.device)
             torch.cumsum(longest, 0, out=offsets[1:])
             rows = entry_rows(offsets)
+            # (once per chunk, not per slice: whether a list is as long as the longest everywhere,
+            # so that no position past its end needs a NULL -- one list alone always is)
+            full = [len(sizes) == 1 and not self.keep or bool(torch.equal(size, longest)) for size in sizes]
             for start in range(0, int(rows.numel()), step):
                 r = rows[start: start + step]
                 k = torch.arange(start, start + int(r.numel()), device=r.device) - offsets[:-1][r]
                 part = chunk.take(r)
                 cols = dict(part.columns)
-                for v, size, out in zip(values, sizes, self.outs):
-                    cols[out] = _element_or_null(v.children[0], v.offsets[:-1][r] + k, k < size[r])
+                for v, size, out, whole in zip(values, sizes, self.outs, full):
+                    idx = v.offsets[:-1][r] + k
+                    cols[out] = v.children[0].take(idx) if whole else _element_or_null(v.children[0], idx, k < size[r])
                 if self.ordinality is not None:
                     cols[self.ordinality] = Column(k + 1, INT64)
                 yield Chunk(cols, part.num_rows, part.seq, part.home)
@@ -335,8 +339,6 @@ class UnnestOp(Operator):
 
 def _element_or_null(child: Column, idx: torch.Tensor, ok: torch.Tensor) -> Column:
     """``child``'s rows at ``idx`` where ``ok``, NULL elsewhere (``idx`` may be out of range there)."""
-    if bool(ok.all()):
-        return child.take(idx)
     if len(child) == 0:
         return literal_column(Lit(None, child.type), idx.device).expand(int(idx.numel()))
     got = child.take(idx.clamp(0, len(child) - 1))

@@ -23,7 +23,7 @@ from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Func, Lit, substitute
 from sluice.sql.coverage import LAMBDA_CALLS
 from sluice.sql.scope import Ctx, Scope, Source
-from sluice.types import BOOL, FLOAT64, INT64, list_of
+from sluice.types import BOOL, FLOAT64, INT64, LType, list_of
 
 
 
@@ -126,6 +126,19 @@ def filter_(tr, lst: Expr, lam: exp.Lambda, ctx: Ctx, what: str = "LIST_FILTER")
     return Func("list_filter", (lst, *captured), lst.type, (body, names, cap_names, lst.type))
 
 
+def _differs(u: LType, t: LType) -> bool:
+    """Whether a value of type ``u`` must be cast to ``t`` (a DECIMAL's precision counts here:
+    the types' equality leaves it out)."""
+    return u != t or (u.kind == "decimal" and u.precision != t.precision)
+
+
+def _cast_checked(e: Expr, t: LType) -> Expr:
+    """CAST(e AS t), a DECIMAL's declared precision checked (DuckDB: "value is out of range")."""
+    if t.kind == "decimal" and t.precision:
+        return Func("cast", (e,), t, (t, t.precision))
+    return cast_expr(e, t)
+
+
 def reduce_(tr, lst: Expr, lam: exp.Lambda, initial: Expr | None, ctx: Ctx) -> Expr:
     params = _params(lam)
     if not 2 <= len(params) <= 3:
@@ -134,16 +147,16 @@ def reduce_(tr, lst: Expr, lam: exp.Lambda, initial: Expr | None, ctx: Ctx) -> E
     acc_t = initial.type if initial is not None else elem
     types = (acc_t, elem, INT64)
     body, names = bind_body(tr, lam.this, list(zip(params, types)), ctx)
-    if body.type != acc_t:  # the accumulator takes the body's type (DuckDB: 1 + 2 + 0.5 is a DECIMAL)
-        acc_t = body.type
+    if _differs(body.type, acc_t):  # the accumulator takes the body's type (DuckDB: 1 + 2 + 0.5 is a
+        acc_t = body.type            # DECIMAL; DECIMAL(4,1) + DECIMAL(4,1) a DECIMAL(5,1), each step's
         body, names = bind_body(tr, lam.this, list(zip(params, (acc_t, elem, INT64))), ctx)
-        if body.type != acc_t:
-            body = cast_expr(body, acc_t)
+        if _differs(body.type, acc_t):  # value cast to it: beyond its precision an error, as DuckDB)
+            body = _cast_checked(body, acc_t)
     if acc_t.is_nested:
         raise UnsupportedError(f"LIST_REDUCE to a {acc_t} value")
     body, cap_names, captured = captures(tr, body, names)
-    first_cast = cast_expr(Col(names[1], elem), acc_t) if elem != acc_t else Col(names[1], elem)
-    args = (lst, *captured) + ((cast_expr(initial, acc_t) if initial.type != acc_t else initial,)
+    first_cast = cast_expr(Col(names[1], elem), acc_t) if _differs(elem, acc_t) else Col(names[1], elem)
+    args = (lst, *captured) + ((cast_expr(initial, acc_t) if _differs(initial.type, acc_t) else initial,)
                                if initial is not None else ())
     return Func("list_reduce", args, acc_t, (body, names, cap_names, initial is not None, first_cast, acc_t))
 

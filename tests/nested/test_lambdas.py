@@ -62,6 +62,11 @@ QUERIES = [
     "select kind, count(*), sum(list_reduce(scores, lambda a, x: a + coalesce(x, 0), 0)) from events "
     "where len(list_filter(tags, lambda t: t = 'red')) > 0 group by kind order by 1",
     "select list_transform(tags, lambda t: length(t)) as l, count(*) from events group by l",
+    # LIST_REDUCE over decimals: DuckDB's result type (the body's, precision too) and values
+    "select event_id, list_reduce(list_transform(items, lambda x: x.price), lambda a, x: a + x), "
+    "list_reduce(list_transform(items, lambda x: x.price), lambda a, x: a + x, 0), "
+    "list_reduce(list_transform(items, lambda x: x.price), lambda a, x: a * x) "
+    "from events where len(items) > 0 order by 1",
 ]
 
 
@@ -87,6 +92,13 @@ CONSTANTS = [
     "select list_reduce(['a', 'b'], lambda x, y: x || y), list_reduce([1, 2], lambda x, y: x + y + 0.5), "
     "list_reduce([1, 2], lambda x, y: x + y, 0.5), reduce([1, 2], lambda x, y: x + y)",
     "select [x + 1 for x in [1, 2, 3] if x > 1], [x * 2 for x, i in [1, 2, 3] if i > 1]",
+    "select typeof(list_reduce([1.5::decimal(4,1), 2.25::decimal(4,1)], lambda a, x: a + x)), "
+    "list_reduce([1.5::decimal(4,1), 2.25::decimal(4,1)], lambda a, x: a + x), "
+    "typeof(list_reduce([1.5::decimal(4,1)], lambda a, x: a * x)), "
+    "list_reduce([1.5::decimal(4,1), 2.5, 3.5], lambda a, x: a * x), "
+    "typeof(list_reduce([1.5::decimal(4,1)], lambda a, x: a + x, 0)), "
+    "typeof(list_reduce([1.5::decimal(4,1), 2.5], lambda a, x: a + x, 1.25)), "
+    "typeof(list_reduce([1::decimal(3,1)], lambda a, x: a + x + x)), typeof(list_reduce([1::int], lambda a, x: a + x))",
     "select list_transform([1, 2], lambda x: list_transform([x, x + 1], lambda y: y * x)), "
     "list_transform([{'a': 1}], lambda x: x.a), list_filter([[1], [2, 3]], lambda x: len(x) > 1)",
 ]
@@ -106,6 +118,10 @@ def test_constant_lambdas(sql, duck, events_dir):
     # a DECIMAL's precision inside a nested cast (equal types but for it: the cast was dropped)
     ("select list_transform(items, lambda s: s.price)::decimal(4,2)[] from events", ExecutionError),
     ("select {'a': 900.00}::struct(a decimal(4,2)) from events", ExecutionError),
+    # LIST_REDUCE's steps beyond the result's DECIMAL precision (DuckDB: "value is out of range")
+    ("select list_reduce([9.5::decimal(2,1), 9.5, 9.5], lambda a, x: a * x) from events", ExecutionError),
+    ("select list_reduce([99.5::decimal(3,1), 99.5, 99.5, 99.5, 99.5, 99.5, 99.5, 99.5, 99.5, 99.5, 99.5], "
+     "lambda a, x: a + x) from events", ExecutionError),
     ("select length(kind), list_transform([1], lambda x: x + length(kind) + event_id) from events "
      "group by length(kind)", PlanError),
 ])

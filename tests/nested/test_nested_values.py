@@ -65,6 +65,8 @@ QUERIES = [
     "select kind, array_agg(user.address order by event_id), list(tags order by event_id desc) from events "
     "group by kind order by 1",
     "select tags, list(event_id order by event_id) from events group by tags",
+    "select kind, len(list(event_id order by event_id)), list(event_id order by event_id desc)[1] "
+    "from events group by kind",  # two orders: a window's shared list per partition, then a sort
     "select user.address, list(distinct kind order by kind), array_agg(event_id order by event_id desc) "
     "from events group by 1",
     "select list(event_id order by event_id) from events where event_id < 0",

@@ -23,6 +23,10 @@ QUERIES = {
     "unnest_structs": "select u.it.sku, sum(u.it.qty) q from events, unnest(items) as u(it) group by 1 order by 1",
     "sorted_by_a_field": "select event_id, user.name, scores from events order by user.name nulls first, event_id",
     "map_values_grouped": "select attrs['k1'] k, count(*) c from events group by 1 order by 1 nulls first",
+    "lists_two_orders": "select kind, len(list(event_id order by event_id)), list(tags order by event_id desc)[1] "
+                        "from events group by kind order by kind",
+    "empty_list_typed": "select event_id, case when event_id % 3 = 0 then [] else tags end, scores = [] "
+                        "from events order by event_id",
     "distinct_fields": "select count(distinct user.name), count(distinct tags[1]) from events",
 }
 

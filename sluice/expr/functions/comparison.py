@@ -13,6 +13,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr
 from sluice.expr.functions.registry import DEFAULT_SEL, register
 from sluice.expr.functions.common import and_valid, dictionary_rank, fold_literal, gather_bool, numeric_pair
+from sluice.expr.functions.nested import typed_alike
+from sluice.kernels.list_compare import list_order_sign
 from sluice.kernels.nested_keys import key_column, order_key_type_ok
 from sluice.types import BOOL, TIMESTAMP, TIMESTAMPTZ, LType, common_numeric
 from sluice.expr.nodes import Col, Lit
@@ -30,6 +32,8 @@ def bind_compare(args, params):
     a, b = args
     ka, kb = a.type.kind, b.type.kind
     if a.type.is_nested or b.type.is_nested:
+        if a.type.is_nested and b.type.is_nested:  # [] meets the other side's type
+            a, b = typed_alike([a, b], "a comparison")
         _check_nested_pair(a.type, b.type)
         return [a, b], BOOL
     if ka == "string" or kb == "string":
@@ -93,6 +97,9 @@ def compare(e, args, chunk) -> Column:
         if a.type.kind == "null" or b.type.kind == "null":
             return Column(torch.zeros((), dtype=torch.bool, device=a.data.device), BOOL,
                           torch.zeros((), dtype=torch.bool, device=a.data.device))
+        sign = list_order_sign(a, b)  # lists of numbers: element by element, no keys
+        if sign is not None:
+            return Column(_CMP[e.op](sign, 0), BOOL, valid)
         a, b = key_column(a), key_column(b)
         return Column(_compare_strings(e.op, a, b), BOOL, valid)
     if a.type.kind == "string":

@@ -9,13 +9,13 @@ the body needs, and the body never names a column of the plan). A kernel evaluat
 once over a chunk of all the elements of the chunk's lists -- the element, its position and
 each captured value taken to its element's row -- so the work is whole-column, never a loop
 over rows. LIST_REDUCE folds position by position (a loop over list positions, each step over
-every row still holding that many elements)."""
+the rows still holding that many elements: a prefix of the rows ordered longest first)."""
 
 from __future__ import annotations
 
 import torch
 
-from sluice.chunk import Chunk, Column, NestedValues, entry_rows, nested_column, row_values, unify_dictionaries
+from sluice.chunk import Chunk, Column, NestedValues, concat_columns, entry_rows, nested_column, row_values
 from sluice.errors import ExecutionError
 from sluice.expr.constants import literal_column
 from sluice.expr.functions import registry
@@ -82,16 +82,21 @@ def list_reduce(e, args, chunk) -> Column:
     """The body folded over the elements left to right: the accumulator starts at the first
     element (or the initial value, then every element is folded in); an empty list without an
     initial value is an error (DuckDB's), a NULL list gives NULL. ``params``: (body, (acc, x[, i])
-    names, captured names, whether an initial value is the last argument, result type)."""
+    names, captured names, whether an initial value is the last argument, result type).
+
+    The rows are ordered longest list first, so the rows still folding at position k are a
+    prefix of that order that only shrinks: each step evaluates the body over that prefix, and
+    the rows that have ended keep their value -- the work is the elements', not rows times the
+    longest list (one list of 10,000 among a million short ones is 10,000 short steps)."""
     body, names, capture_names, has_initial, first_cast, _ = e.params
     n = chunk.num_rows
     lst = args[0].expand(n)
-    captured = list(args[1:len(args) - 1] if has_initial else args[1:])
+    captured = [c.expand(n) for c in (args[1:len(args) - 1] if has_initial else args[1:])]
     rv = row_values(lst)
     child = rv.children[0]
     dev = rv.offsets.device
     starts, sizes = rv.offsets[:-1], rv.offsets[1:] - rv.offsets[:-1]
-    live = torch.ones(n, dtype=torch.bool, device=dev) if lst.valid is None else lst.valid.clone()
+    live = torch.ones(n, dtype=torch.bool, device=dev) if lst.valid is None else lst.valid.reshape(-1).expand(n)
     if has_initial:
         acc = args[-1].expand(n)
         first = 0
@@ -101,20 +106,35 @@ def list_reduce(e, args, chunk) -> Column:
         firsts = Chunk({names[1]: _take_clamped(child, starts, n)}, n, home=dev)
         acc = _evaluate_body(first_cast, firsts)
         first = 1
-    longest = int(sizes.max()) if n else 0
-    for k in range(first, longest):  # over list positions; each step covers every row still going
-        rows = (live & (sizes > k)).nonzero().squeeze(1)
-        if not int(rows.numel()):
-            break
-        cols = {names[0]: acc.take(rows), names[1]: child.take(starts[rows] + k)}
+    steps = torch.where(live, sizes, 0)
+    order = torch.argsort(steps, descending=True, stable=True)
+    # rows still folding at each position k: how many lists are longer than k (one sync)
+    longest = int(steps.max()) if n else 0
+    going = torch.zeros(longest + 1, dtype=torch.int64, device=dev)
+    going.index_add_(0, steps, torch.ones_like(steps))
+    going = (going.flip(0).cumsum(0).flip(0)[1:]).tolist() if longest else []
+    active, done, done_rows = acc.take(order), [], []
+    for k in range(first, longest):  # over list positions; each step over the rows still going
+        c = going[k]
+        if c < len(active):  # rows whose lists ended: their values are final
+            done.append(active.take(torch.arange(c, len(active), device=dev)))
+            done_rows.append(order[c:len(active)])
+            active = active.take(torch.arange(c, device=dev))
+        rows = order[:c]
+        cols = {names[0]: active, names[1]: child.take(starts[rows] + k)}
         if len(names) > 2:
-            cols[names[2]] = Column(torch.full((int(rows.numel()),), k + 1, dtype=torch.int64, device=dev), INT64)
-        for name, c in zip(capture_names, captured):
-            cols[name] = c.expand(n).take(rows)
-        step = _evaluate_body(body, Chunk(cols, int(rows.numel()), home=dev))
-        acc = _scatter_into(acc, rows, step)
-    valid = live if acc.valid is None else acc.valid & live
-    return Column(acc.data, acc.type, valid, acc.dictionary)
+            cols[names[2]] = Column(torch.full((c,), k + 1, dtype=torch.int64, device=dev), INT64)
+        for name, col in zip(capture_names, captured):
+            cols[name] = col.take(rows)
+        active = _as_type(_evaluate_body(body, Chunk(cols, c, home=dev)), acc)
+    done.append(active)
+    done_rows.append(order[:len(active)])
+    out = concat_columns(done) if len(done) > 1 else done[0]
+    back = torch.empty(n, dtype=torch.int64, device=dev)
+    back[torch.cat(done_rows)] = torch.arange(n, device=dev)
+    out = out.take(back)
+    valid = live if out.valid is None else out.valid & live
+    return Column(out.data, out.type, valid, out.dictionary)
 
 
 def _take_clamped(child: Column, idx: torch.Tensor, n: int) -> Column:
@@ -123,17 +143,6 @@ def _take_clamped(child: Column, idx: torch.Tensor, n: int) -> Column:
     return child.take(idx.clamp(0, len(child) - 1))
 
 
-def _scatter_into(acc: Column, rows: torch.Tensor, step: Column) -> Column:
-    """``acc`` with rows ``rows`` replaced by ``step`` (strings: both dictionaries unified)."""
-    if acc.type.kind == "string":
-        d, (a, s) = unify_dictionaries([acc, step])
-        data = a.clone()
-        data[rows] = s
-        dictionary = d
-    else:
-        data = acc.data.clone()
-        data[rows] = step.data
-        dictionary = acc.dictionary
-    valid = torch.ones_like(data, dtype=torch.bool) if acc.valid is None else acc.valid.clone()
-    valid[rows] = True if step.valid is None else step.valid
-    return Column(data, acc.type, valid, dictionary)
+def _as_type(step: Column, acc: Column) -> Column:
+    """A step's value as a column of the accumulator's type (a constant body: its rows)."""
+    return Column(step.data, acc.type, step.valid, step.dictionary, step.wide)

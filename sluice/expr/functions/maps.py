@@ -46,6 +46,8 @@ def _bind_from_lists(args, params):
             raise PlanError(f"MAP needs a list of {what}, got {a.type}")
     if k.type.element.is_nested:
         raise UnsupportedError(f"MAP with {k.type.element} keys")
+    if k.type.element.kind == "null":
+        raise UnsupportedError("MAP with keys of no type (an empty list [] of keys)")
     return list(args), map_of(k.type.element, v.type.element)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from sluice.chunk import (Column, NestedValues, child_positions, concat_columns, entry_rows, nested_column,
+from sluice.chunk import (Column, NestedValues, child_positions, concat_columns, empty_column, entry_rows, nested_column,
                           row_values, unify_dictionaries)
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr, coerce
@@ -21,7 +21,7 @@ from sluice.kernels.checks import fail_if
 from sluice.kernels.keys import sortable
 from sluice.kernels.values import to_type
 from sluice.expr.nodes import Lit, common_type
-from sluice.types import BOOL, FLOAT64, INT32, INT64, LType, list_of, struct_of, supertype
+from sluice.types import BOOL, FLOAT64, INT32, INT64, NULL, LType, has_null_leaf, list_of, struct_of, supertype
 from sluice.expr.constants import literal_column
 
 
@@ -68,12 +68,22 @@ def _comparable(t: LType, what: str) -> None:
         raise UnsupportedError(f"{what} of nested elements ({t})")
 
 
+def typed_alike(args: list, what: str) -> list:
+    """``args`` (nested values that meet: compared, concatenated) with each holding the NULL type
+    (``[]``, ``[[]]``) cast to the type they meet at -- DuckDB's ``"NULL"[]`` takes the other
+    side's type; others are left to the caller's own rules."""
+    if not any(has_null_leaf(a.type) for a in args) or len({a.type for a in args}) == 1:
+        return list(args)
+    t = supertype([a.type for a in args], what)
+    return [cast_expr(a, t) if a.type != t and has_null_leaf(a.type) else a for a in args]
+
+
 # ---------------------------------------------------------------- constructors
 
 
 def _bind_list_value(args, params):
-    if not args:
-        raise UnsupportedError("an empty list constant [] (its element type is unknown)")
+    if not args:  # DuckDB's "NULL"[]: the other side's element type where it meets one
+        return [], list_of(NULL)
     nested = [a.type for a in args if a.type.is_nested]  # (a string beside them is cast to their type)
     t = common_type(list(args), "list elements") if not nested else supertype(nested, "list elements")
     if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] an INTEGER[] (DuckDB's NULL[] stores so)
@@ -87,6 +97,9 @@ def list_value(e, args, chunk) -> Column:
     """``[a, b, ...]``: the arguments interleaved row by row as the child."""
     n, k = _n(chunk), len(args)
     device = chunk.device
+    if not k:  # []: every row the one empty list
+        values = NestedValues((empty_column(e.type.element, device),), torch.zeros(2, dtype=torch.int64, device=device), 1)
+        return Column(torch.zeros(n, dtype=torch.int64, device=device), e.type, None, values)
     cols = [a.expand(n) for a in args]
     child = concat_columns(cols)
     idx = (torch.arange(k, device=device).reshape(1, k) * n + torch.arange(n, device=device).reshape(n, 1)).reshape(-1)
@@ -227,6 +240,8 @@ def _equal(a: Column, b: Column) -> torch.Tensor:
 def _bind_contains(args, params):
     lst, x = args
     _need(lst.type, "list", "LIST_CONTAINS")
+    if has_null_leaf(lst.type.element) and not _is_null(x):  # []: a list of the needle's type
+        lst = cast_expr(lst, list_of(x.type))
     t = lst.type.element
     _comparable(t, "LIST_CONTAINS")
     if _is_null(x):
@@ -287,6 +302,9 @@ def _bind_list_agg(op: str):
         if op in ("list_min", "list_max"):
             _comparable(t, op.upper())
             return list(args), t
+        if t.kind == "null":  # [] (DuckDB's "NULL"[]): summed as integers, to NULL
+            lst, t = cast_expr(lst, list_of(INT32)), INT32
+            args = [lst]
         if not t.is_numeric:
             raise PlanError(f"{op.upper()} needs a list of numbers, got {lst.type}")
         if op == "list_avg" or t.is_float:
@@ -397,6 +415,7 @@ def _bind_concat(args, params):
         b = Lit(None, a.type)
     _need(a.type, "list", "LIST_CONCAT")
     _need(b.type, "list", "LIST_CONCAT")
+    a, b = typed_alike([a, b], "LIST_CONCAT")
     if a.type != b.type:
         raise UnsupportedError(f"LIST_CONCAT of lists of different types ({a.type}, {b.type})")
     return [a, b], a.type

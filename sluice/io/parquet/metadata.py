@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from sluice.catalog import RowGroup, TableInfo
 from sluice.errors import DataError, PlanError, UnsupportedError
-from sluice.types import LType, from_arrow
+from sluice.types import LType, from_arrow, has_null_leaf
 import glob
 import datetime as dt
 import decimal as dec
@@ -304,7 +304,12 @@ def _types(schema: pa.Schema) -> tuple[dict[str, LType], dict[str, str]]:
     types, unsupported = {}, {}
     for fld in schema:
         try:
-            types[fld.name] = from_arrow(fld.type)
+            t = from_arrow(fld.type)
         except UnsupportedError:
             unsupported[fld.name] = str(fld.type)
+            continue
+        if has_null_leaf(t):  # (the NULL type maps for spilled pages of [], not for files)
+            unsupported[fld.name] = str(fld.type)
+        else:
+            types[fld.name] = t
     return types, unsupported
