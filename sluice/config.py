@@ -349,12 +349,14 @@ class Config:
     a check of the transport on one rank (``--ranks 1`` on one GPU then moves every exchanged
     row through NCCL). Slower; answers are the same."""
 
-    exchange_receive: str = "pipelined"
-    """How an exchange's received rows reach their consumer: ``pipelined`` (one exchange of a plan
-    whose consumer streams -- a join's probe side, an aggregate, a filter -- is handed each
-    round's rows as they land, so they are probed while the next round is on the wire; every
-    rank still takes part in every round, draining what nobody reads) or ``materialized``
-    (every exchange runs to completion and its rows are held before the consumer starts)."""
+    exchange_receive: str = "materialized"
+    """How an exchange's received rows reach their consumer: ``materialized`` (every exchange
+    runs to completion and its rows are held before the consumer starts) or ``pipelined`` (one
+    exchange of a plan whose consumer streams -- a join's probe side, an aggregate, a filter --
+    is handed each round's rows as they land, so they are probed while the next round is on the
+    wire; every rank still takes part in every round, draining what nobody reads). Pipelined
+    was 1.1-1.2x faster on a link throttled to 50-100 Mbit/s, but not shown to be no slower
+    where compute is the bottleneck: bench/results/2026-12-07-pipelined-receive-2core-cpu.md."""
 
     exchange_batch_bytes: int = 4 << 20
     """Bytes buffered for one destination rank before a round of transfers goes out (smaller

@@ -218,8 +218,11 @@ def mark_pipelined(root: Operator) -> None:
         above = ancestors(e)
         if not all(later in above for later in order[i + 1:]):
             continue
-        up = parents.get(e, [])
-        if (e.kind == "range" or e.ordered or e.publishes or len(up) != 1 or getattr(up[0], "build", None) is e
+        node, up = e, parents.get(e, [])
+        while len(up) == 1 and isinstance(up[0], OffRankOp):  # rank 0 has no stand-in: look through it
+            node, up = up[0], parents.get(up[0], [])
+        # the same answer on every rank (the plan's root streams to the driver: no parent is fine)
+        if (e.kind == "range" or e.ordered or e.publishes or len(up) > 1 or (up and getattr(up[0], "build", None) is node)
                 or any(isinstance(a, (RecursiveUnionOp, KeyedRecursiveUnionOp)) for a in above)):
             continue
         e.pipelined = True

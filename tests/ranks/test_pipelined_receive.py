@@ -55,10 +55,13 @@ QUERIES = {
 }
 
 
+PIPELINED = {"exchange_receive": "pipelined"}
+
+
 @pytest.mark.parametrize("ranks, settings", [
-    (2, {"broadcast_bytes": 0, "chunk_rows": 1000, "exchange_batch_bytes": 8192}),
-    (3, {"broadcast_bytes": 0, "force_spill": True, "chunk_rows": 4000}),
-    (2, {"broadcast_bytes": 0, "exchange": "blocking"}),
+    (2, {**PIPELINED, "broadcast_bytes": 0, "chunk_rows": 1000, "exchange_batch_bytes": 8192}),
+    (3, {**PIPELINED, "broadcast_bytes": 0, "force_spill": True, "chunk_rows": 4000}),
+    (2, {**PIPELINED, "broadcast_bytes": 0, "exchange": "blocking"}),
     (2, {"exchange_receive": "materialized", "broadcast_bytes": 0, "chunk_rows": 1000,
          "exchange_batch_bytes": 8192}),
 ], ids=["2 ranks tiny chunks and batches", "3 ranks spilled", "2 ranks blocking", "2 ranks materialized"])
@@ -72,7 +75,7 @@ def test_an_error_on_one_rank_ends_every_rank(small):
     sql = ("select sum(cast(case when f.id = 12345 then 'x' else '1' end as integer)) from fact f "
            "join dim d on f.k = d.k")
     job = {"kind": "queries", "data": str(small), "queries": [sql],
-           "settings": {"device": "cpu", "dist_timeout_s": 30, "broadcast_bytes": 0, "chunk_rows": 1000,
+           "settings": {"device": "cpu", "dist_timeout_s": 30, **PIPELINED, "broadcast_bytes": 0, "chunk_rows": 1000,
                         "exchange_batch_bytes": 8192}}
     t0 = time.monotonic()
     with pytest.raises(SluiceError, match="'x'"):
@@ -88,16 +91,16 @@ def _plan(data, sql: str, **settings):
 def test_one_streaming_exchange_is_pipelined(tpch_spread):
     """q03: the exchange under the final aggregate (fed by the join's probe side) is pipelined,
     no build side and nothing else; with broadcast_bytes=0 the probe side's exchange below the
-    join is, not the build side's; materialized: none."""
+    join is, not the build side's; materialized (the default): none."""
     q03 = tpch_queries()["q03"]
-    order = exchanges_in_order(_plan(tpch_spread, q03))
+    order = exchanges_in_order(_plan(tpch_spread, q03, **PIPELINED))
     assert [e.pipelined for e in order].count(True) == 1
     chosen = next(e for e in order if e.pipelined)
     assert chosen.kind == "hash" and "l_orderkey" in chosen.describe()
 
-    root = _plan(tpch_spread, q03, broadcast_bytes=0)
+    root = _plan(tpch_spread, q03, broadcast_bytes=0, **PIPELINED)
     pipelined = [e for e in exchanges_in_order(root) if e.pipelined]
     assert len(pipelined) == 1
     builds = {o.build for o in root.walk() if hasattr(o, "build")}
     assert pipelined[0] not in builds
-    assert not any(e.pipelined for e in exchanges_in_order(_plan(tpch_spread, q03, exchange_receive="materialized")))
+    assert not any(e.pipelined for e in exchanges_in_order(_plan(tpch_spread, q03)))  # the default
