@@ -80,6 +80,7 @@ SEMANTICS_CASES = {
                                                     "exchange": "chunked"}),
     "3 ranks tensor wire in 2-row chunks, partitioned": (3, {"exchange_wire": "tensor", "chunk_rows": 2,
                                                             "broadcast_bytes": 0}),
+    "2 ranks pipelined receive, partitioned": (2, {"exchange_receive": "pipelined", "broadcast_bytes": 0}),
 }
 
 
