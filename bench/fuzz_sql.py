@@ -1437,7 +1437,10 @@ for i in range(N):
 
 RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {"chunk_rows": 7, "exchange": "blocking"},
             {"broadcast_bytes": -1, "exchange": "chunked"}, {"host_memory_limit": 4 << 20, "chunk_rows": 3, "broadcast_bytes": 0},
-            {"chunk_rows": 7, "coalesce_rows": 100}]  # (merging what happens to be loaded: the workers do not wait)
+            {"chunk_rows": 7, "coalesce_rows": 100},  # (merging what happens to be loaded: the workers do not wait)
+            # one exchange's rows handed to its consumer round by round (every rank drains its rounds)
+            {"exchange_receive": "pipelined", "broadcast_bytes": 0, "chunk_rows": 5, "exchange_batch_bytes": 256},
+            {"exchange_receive": "pipelined", "force_spill": True, "chunk_rows": 16}]
 
 
 def on_ranks(batch, ranks, cfg):

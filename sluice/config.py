@@ -58,7 +58,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -349,6 +349,15 @@ class Config:
     a check of the transport on one rank (``--ranks 1`` on one GPU then moves every exchanged
     row through NCCL). Slower; answers are the same."""
 
+    exchange_receive: str = "materialized"
+    """How an exchange's received rows reach their consumer: ``materialized`` (every exchange
+    runs to completion and its rows are held before the consumer starts) or ``pipelined`` (one
+    exchange of a plan whose consumer streams -- a join's probe side, an aggregate, a filter --
+    is handed each round's rows as they land, so they are probed while the next round is on the
+    wire; every rank still takes part in every round, draining what nobody reads). Pipelined
+    was 1.1-1.2x faster on a link throttled to 50-100 Mbit/s, but not shown to be no slower
+    where compute is the bottleneck: bench/results/2026-12-07-pipelined-receive-2core-cpu.md."""
+
     exchange_batch_bytes: int = 4 << 20
     """Bytes buffered for one destination rank before a round of transfers goes out (smaller
     messages fall below the network's bandwidth); all destinations together buffer at most a
@@ -398,6 +407,8 @@ class Config:
             raise ConfigError(f"exchange must be deferred, chunked or blocking, not {self.exchange!r}")
         if self.exchange_wire not in ("auto", "tensor", "arrow"):
             raise ConfigError(f"exchange_wire must be auto, tensor or arrow, not {self.exchange_wire!r}")
+        if self.exchange_receive not in ("pipelined", "materialized"):
+            raise ConfigError(f"exchange_receive must be pipelined or materialized, not {self.exchange_receive!r}")
         if self.exchange_compression not in ("auto", "none", "lz4", "zstd"):
             raise ConfigError(f"exchange_compression must be auto, none, lz4 or zstd, not {self.exchange_compression!r}")
         if self.exchange_batch_bytes < 1:

@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
-from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges, wire_of
+from sluice.exec.exchange import (close_pipelined, drain_pipelined, plan_fingerprint, rank_summary, run_exchanges,
+                                  wire_of)
 from sluice.exec.operators import Operator
 from sluice.arrow import result_array, result_field
 from sluice.ranks import liveness
@@ -37,6 +38,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
                 with liveness.waiting():  # the caller's time (a terminal, a file) is not a hang here
                     yield pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
             if ctx.dist is not None:  # per-rank counts to rank 0 (and every rank finished)
+                drain_pipelined(ctx, keep=False)  # a pipelined exchange's rounds end on every rank
                 ctx.rank_stats.extend(ctx.dist.gather_objects(rank_summary(op, ctx)) or ())
         except BaseException:
             if ctx.dist is not None:
@@ -44,6 +46,7 @@ def run_batches(op: Operator, ctx: ExecContext, names: list[str], out_names: lis
             checks.raise_pending()  # a failure caused by an overflowed value is the overflow
             raise
         finally:
+            close_pipelined(ctx)
             ctx.recorder.finish()
             ctx.close()
         checks.raise_pending()

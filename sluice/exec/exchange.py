@@ -8,6 +8,18 @@ operators skip for its data (a join whose build side is empty on one rank, a LIM
 early), and each stage's received rows are held in a Materializer -- the same budget as local
 state, spilled when it must be.
 
+One exchange of a plan may instead be *pipelined* (``exchange_receive=pipelined``, chosen when
+lowered: :func:`sluice.physical.distribute.mark_pipelined`): it is no stage, its rounds run as
+its consumer pulls, and each round's rows are handed on once the next round's transfer is
+issued, so the consumer probes or aggregates them while it flies (PystachIO §3.3:
+:class:`PipelinedReceive`). At most one round's decoded rows wait for the consumer, counted
+against the budget. Its rounds still pair up on every rank: before any other collective (another
+exchange's round or splitter sample, the final gather of statistics) a rank runs the pipelined
+exchange's remaining rounds to their end (:func:`drain_pipelined`) -- rows it may still need
+held in its Materializer, rows of a finished result dropped -- so every rank's collectives come
+in the same order whatever its consumer did (stopped at a LIMIT, skipped an empty build side,
+never pulled at all).
+
 Sending is chunked: each input chunk is split by destination and serialised
 (:mod:`sluice.ranks.wire`); once the bytes buffered for one destination reach
 ``exchange_batch_bytes`` (a few MiB: smaller messages fall below the network's bandwidth,
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
@@ -119,6 +132,9 @@ class ExchangeOp(Operator):
     #: kind "gather": rank 0 hands on every rank's rows in rank order, each rank's as it sent
     #: them (the sorted ranges of a range-partitioned sort)
     ordered: bool = False
+    #: its received rows handed to the consumer round by round (:class:`PipelinedReceive`), not
+    #: run as a stage (set by physical/distribute.py's mark_pipelined)
+    pipelined: bool = False
     label = "Exchange"
 
     def __post_init__(self):
@@ -141,6 +157,9 @@ class ExchangeOp(Operator):
 
     def execute(self, ctx) -> Iterator[Chunk]:
         mat = ctx.run(self).result
+        if isinstance(mat, PipelinedReceive):
+            yield from mat.pages()
+            return
         if mat is None:
             raise InternalError("an exchange was pulled before its stage ran")
         try:
@@ -168,7 +187,9 @@ class ExchangeOp(Operator):
         run.result = mat
         t0 = time.perf_counter()
         try:
-            self._shuffle(ctx, g, mat, stats)
+            for pages in self._shuffle(ctx, g, stats, lambda src, page: _store(mat, src, page)):
+                for src, page in pages:
+                    _store(mat, src, page)
             for slot in self.publishes:  # the whole build side's keys, on every rank
                 ctx.runtime_filter(slot.spec).publish_across(g.group)
         except SluiceError:
@@ -198,7 +219,10 @@ class ExchangeOp(Operator):
             start += c
         return out
 
-    def _shuffle(self, ctx, g, mat: Materializer, st: ExchangeStats) -> None:
+    def _shuffle(self, ctx, g, st: ExchangeStats, local) -> Iterator[list[tuple[int, Chunk]]]:
+        """Send this rank's input in rounds, yielding each round's received pages (with their
+        sender) once the next round's transfer is issued. Rows for this rank go to ``local``
+        (sender, page) at once, or, where it is None (pipelined), with the round's pages."""
         world, rank = g.world, g.rank
         variant = ctx.config.exchange
         batch_bytes = ctx.config.exchange_batch_bytes
@@ -224,6 +248,8 @@ class ExchangeOp(Operator):
         if variant != "blocking" and not tensors:  # a round of host bytes: about its cap, not a whole chunk
             source = sliced(source, cap)
         local_done = False
+        mine: list = []  # pipelined: this rank's rows for itself, handed on with the round
+        mine_bytes = 0
         try:
             while True:
                 t0 = time.perf_counter()
@@ -242,7 +268,13 @@ class ExchangeOp(Operator):
                     for d, part in self._destinations(chunk, world, cuts):
                         st.rows_to[d] += part.num_rows
                         if d == rank and not loopback:  # rows for this rank skip the wire
-                            _store(mat, rank, part)
+                            if local is not None:
+                                local(rank, part)
+                            else:  # held until the round goes: a round's worth at most
+                                mine.append((rank, part))
+                                to_dest[d] += part.nbytes
+                                mine_bytes += part.nbytes
+                                res.force(part.nbytes)
                             continue
                         if self.kind != "broadcast" or wire is None:
                             tp = time.perf_counter()
@@ -265,13 +297,16 @@ class ExchangeOp(Operator):
                 header = torch.tensor([[s, ds, 0 if local_done else 1] for s, ds in zip(sizes, dsizes)],
                                       dtype=torch.int64)
                 got = torch.empty_like(header)
+                drain_pipelined(ctx, keep=True, before=self)  # its rounds end first on every rank
                 t1 = time.perf_counter()
                 _all_to_all(got, header, g.group)
                 t_header = time.perf_counter()
                 st.network_s += t_header - t1
                 ctx.recorder.add("wait", t1, t_header, 0, f"{self.label} counts")
+                received = mine
+                mine = []
                 if inflight is not None:  # deferred: the previous transfer flew meanwhile
-                    self._receive(ctx, inflight, mat, st)
+                    received += self._receive(ctx, inflight, st)
                     inflight = None
                 recv_sizes, recv_dsizes = got[:, 0].tolist(), got[:, 1].tolist()
                 # The round's wire buffers (the joined send buffer, the receive buffer) count
@@ -301,20 +336,23 @@ class ExchangeOp(Operator):
                 st.bytes_raw += raw
                 level, raw, pack_s = (codec.level if codec else 0), 0, 0.0
                 pending = [[] for _ in range(world)]
-                res.shrink(held)
+                res.shrink(held + mine_bytes)
+                mine_bytes = 0
                 if dres is not None:
                     dres.shrink(dheld)
                 held = dheld = 0
                 to_dest = [0] * world
                 if variant != "deferred":
-                    self._receive(ctx, inflight, mat, st)
+                    received += self._receive(ctx, inflight, st)
                     inflight = None
+                if received:  # handed on while the round just issued flies
+                    yield received
                 more = bool(got[:, 2].any()) or not local_done
                 if not more:
                     break
             if inflight is not None:
                 pending_round, inflight = inflight, None
-                self._receive(ctx, pending_round, mat, st)
+                yield self._receive(ctx, pending_round, st)
         finally:
             if inflight is not None:  # an error between issuing a round and receiving it
                 inflight.free()
@@ -322,7 +360,8 @@ class ExchangeOp(Operator):
             if dres is not None:
                 dres.free()
 
-    def _receive(self, ctx, rnd: "_Round", mat: Materializer, st: ExchangeStats) -> None:
+    def _receive(self, ctx, rnd: "_Round", st: ExchangeStats) -> list[tuple[int, Chunk]]:
+        """Wait for a round's transfer and decode it: (sender, page) for each page received."""
         t0 = time.perf_counter()
         with liveness.waiting():
             rnd.work.wait()
@@ -338,6 +377,7 @@ class ExchangeOp(Operator):
         ctx.recorder.add("wait", t0, t1, 0, f"{self.label} transfer")  # this thread blocked on it
         ctx.recorder.add("network", rnd.issued, t1, nbytes + sent, self.label)
         st.bytes_received += nbytes
+        out = []
         try:
             pos = dpos = 0
             for src, size in enumerate(rnd.recv_sizes):  # each sender's bytes in turn
@@ -350,9 +390,10 @@ class ExchangeOp(Operator):
                 pos += size
                 for page in pages:
                     st.rows_received += page.num_rows
-                    _store(mat, src, page)
+                    out.append((src, page))
         finally:
             rnd.free()
+        return out
 
 
     def _ranged_input(self, ctx, g, st: ExchangeStats):
@@ -373,6 +414,7 @@ class ExchangeOp(Operator):
         st.input_s += time.perf_counter() - ti
         mine = sampler.sample()
         got: list = [None] * g.world
+        drain_pipelined(ctx, keep=True, before=self)
         t0 = time.perf_counter()
         with liveness.waiting():
             dist.all_gather_object(got, None if mine is None else chunk_to_bytes(mine), group=g.group)
@@ -487,15 +529,119 @@ def plan_fingerprint(root: Operator) -> str:
     """What must be the same on every rank: the exchanges in stage order with the runtime
     filters each merges (collectives), and the row groups each scan shares out (a rank with
     other files or another layout would read some rows twice and others never)."""
-    lines = [f"{e.describe()} filters={len(e.publishes)}" for e in exchanges_in_order(root)]
+    lines = [f"{e.describe()} filters={len(e.publishes)}{' pipelined' if e.pipelined else ''}"
+             for e in exchanges_in_order(root)]
     lines += sorted(str(getattr(o, "shared_from", "")) for o in root.walk() if getattr(o, "shared_from", None))
     return "\n".join(lines)
 
 
 def run_exchanges(root: Operator, ctx) -> None:
-    """Run every exchange stage of the plan (see the module docstring)."""
-    for ex in exchanges_in_order(root):
-        ex.run_stage(ctx)
+    """Run every exchange stage of the plan (see the module docstring); a pipelined exchange is
+    set up to run as it is pulled (before any stage: a stage's first collective drains it)."""
+    order = exchanges_in_order(root)
+    for i, ex in enumerate(order):
+        if ex.pipelined:
+            ctx.run(ex).result = PipelinedReceive(ex, ctx, order[i + 1:])
+    for ex in order:
+        if not ex.pipelined:
+            ex.run_stage(ctx)
+
+
+class PipelinedReceive:
+    """The receive side of a pipelined exchange: its rounds run as its consumer pulls
+    (:meth:`pages`), one round's pages handed on while the next round flies -- at most that
+    round's pages wait, counted against the budget. :meth:`drain` runs the rounds left (every
+    rank must take part in each); their rows are kept in a Materializer for a consumer that may
+    still read them, or dropped once the result is complete."""
+
+    def __init__(self, op: ExchangeOp, ctx, later: list) -> None:
+        if op.ordered or op.publishes:  # an ordered gather holds senders apart; filters merge at a stage's end
+            raise InternalError(f"{op.describe()} cannot be pipelined")
+        g = ctx.dist
+        self.op, self.ctx = op, ctx
+        #: the exchanges after it in stage order: their collectives come after all its rounds
+        #: (those before it have run to their end before it starts: its input may read them)
+        self.later = set(later)
+        self.stats = ctx.run(op).exchange = ExchangeStats(rows_to=[0] * g.world, bytes_sent=[0] * g.world)
+        self.mat = Materializer(ctx, f"{op.label} received", _hash_rows, stats=ctx.memory_stats(op))
+        self.res = ctx.memory.reservation(f"{op.label} received, not yet consumed")
+        self.queue: deque = deque()
+        self.rounds = op._shuffle(ctx, g, self.stats, None)  # starts on the first pull or drain
+        self.started: float | None = None
+        self.done = False
+
+    def _step(self) -> list | None:
+        """The next round's (sender, page)s, or None once every rank's rounds are over."""
+        if self.done:
+            return None
+        if self.started is None:
+            self.started = time.perf_counter()
+        try:
+            got = next(self.rounds, None)
+        except SluiceError:
+            raise
+        except RuntimeError as e:  # a collective failed: a peer died, hung or aborted
+            raise self.ctx.dist.fail(e) from None
+        if got is None:
+            self.done = True
+            self.mat.finish()
+            self.stats.stage_s = time.perf_counter() - self.started
+        return got
+
+    def pages(self) -> Iterator[Chunk]:
+        """The received pages for the consumer: round by round, then any a drain kept."""
+        while True:
+            if self.queue:
+                page = self.queue.popleft()
+                self.res.shrink(page.nbytes)
+                yield page
+                continue
+            got = self._step()
+            if got is None:
+                break
+            for _, page in got:
+                if page.num_rows:
+                    self.res.force(page.nbytes)
+                    self.queue.append(page)
+        for part in self.mat.partitions():
+            yield from part.stream()
+            self.mat.release(part.index)
+
+    def drain(self, keep: bool) -> None:
+        """Run the rounds left to their end: their pages kept for the consumer (``keep``), or
+        dropped with any still waiting (the result is complete)."""
+        while (got := self._step()) is not None:
+            if keep:
+                for _, page in got:
+                    self.mat.add(page)
+        if not keep:
+            self.queue.clear()
+            self.res.free()
+
+    def close(self) -> None:
+        self.rounds.close()  # an in-flight round's buffers are released
+        self.queue.clear()
+        self.res.free()
+        self.mat.close()
+
+
+def _pipelined(ctx) -> list[PipelinedReceive]:
+    return [r.result for r in list(ctx.runs.values()) if isinstance(r.result, PipelinedReceive)]
+
+
+def drain_pipelined(ctx, keep: bool, before: ExchangeOp | None = None) -> None:
+    """Before a collective of exchange ``before`` (None: the end of the run): a pipelined
+    exchange earlier in stage order runs its rounds to their end on this rank (as on every
+    other), kept for its consumer (``keep``) or dropped."""
+    for p in _pipelined(ctx):
+        if before is None or before in p.later:
+            p.drain(keep)
+
+
+def close_pipelined(ctx) -> None:
+    """Release what a pipelined exchange holds (on success, error or interrupt)."""
+    for p in _pipelined(ctx):
+        p.close()
 
 
 @dataclass(eq=False)

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import hashlib
 
-from sluice.exec.exchange import ExchangeOp, OffRankOp
+from sluice.exec.exchange import ExchangeOp, OffRankOp, exchanges_in_order
 from sluice.exec.hash_join import _key_type
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.exec.operators import Operator
+from sluice.exec.recursive import RecursiveUnionOp
+from sluice.exec.recursive_key import KeyedRecursiveUnionOp
 from sluice.physical.joins import JoinChoice
 from sluice.physical.properties import ANY, BROADCAST, SINGLE, hashed
 from sluice.plan.estimate import estimate
@@ -187,3 +189,41 @@ def partitioned_output(c: JoinChoice):
     if c.mode in (JoinMode.BUILD_OUTER, JoinMode.BUILD_SEMI, JoinMode.BUILD_ANTI):
         return hashed(c.build_keys)
     return ANY
+
+
+def mark_pipelined(root: Operator) -> None:
+    """Choose the exchange whose received rows go to their consumer round by round
+    (``exchange_receive=pipelined``: :class:`sluice.exec.exchange.PipelinedReceive`): at most
+    one per plan, the deepest that qualifies among the exchanges every later stage lies above
+    (each later stage then pulls it as it runs, rather than draining it first), whose consumer
+    streams: not a join's build side (built whole before any probe), not an ordered gather (its
+    senders are held apart), not one whose build keys become a runtime filter (merged when its
+    stage ends), not one read by two parents or in a recursion (pulled more than once)."""
+    order = exchanges_in_order(root)
+    parents: dict = {}
+    for op in root.walk():
+        for c in op.children:
+            parents.setdefault(c, []).append(op)
+
+    def ancestors(op: Operator) -> set:
+        out, stack = set(), list(parents.get(op, ()))
+        while stack:
+            a = stack.pop()
+            if a not in out:
+                out.add(a)
+                stack.extend(parents.get(a, ()))
+        return out
+
+    for i, e in enumerate(order):
+        above = ancestors(e)
+        if not all(later in above for later in order[i + 1:]):
+            continue
+        node, up = e, parents.get(e, [])
+        while len(up) == 1 and isinstance(up[0], OffRankOp):  # rank 0 has no stand-in: look through it
+            node, up = up[0], parents.get(up[0], [])
+        # the same answer on every rank (the plan's root streams to the driver: no parent is fine)
+        if (e.kind == "range" or e.ordered or e.publishes or len(up) > 1 or (up and getattr(up[0], "build", None) is node)
+                or any(isinstance(a, (RecursiveUnionOp, KeyedRecursiveUnionOp)) for a in above)):
+            continue
+        e.pipelined = True
+        return

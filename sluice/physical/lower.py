@@ -40,7 +40,7 @@ from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import asof_choice, choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
-from sluice.physical.distribute import (exchange, gather, ordered_gather, place_asof_join, place_join, placed, range_exchange, share,
+from sluice.physical.distribute import (exchange, gather, mark_pipelined, ordered_gather, place_asof_join, place_join, placed, range_exchange, share,
                                        shared_fingerprint)
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
@@ -90,6 +90,8 @@ def lower_plan(plan: PlanNode, cfg: Config, rank: int = 0, world: int = 1, in_jo
             attach_runtime_filters(op, bloom=cfg.scan_mode in ("pushdown", "staging", "auto"))
         if cfg.on("topk_filters"):
             attach_topk_filters(op)
+        if state.distributed and cfg.exchange_receive == "pipelined":  # after the filters: they stay stages
+            mark_pipelined(op)
         _finish_scans(op, state)
         return op
     except SluiceError:

@@ -1,7 +1,9 @@
 """Distributed answers equal DuckDB's: the 22 TPC-H and 13 SSB queries, the semantics suite and
 TPC-DS at SF 0.1 on 1, 2 and 3 local ranks (gloo on loopback), with each exchange variant,
 with joins forced to partition or to broadcast, in tiny chunks and spilling under a tiny budget.
-Each case is one job: the ranks start once and answer every query of the suite."""
+The cases named "pipelined receive" hand one exchange's received rows to its consumer round by
+round (``exchange_receive=pipelined``). Each case is one job: the ranks start once and answer
+every query of the suite."""
 
 from __future__ import annotations
 
@@ -33,6 +35,10 @@ TPCH = {
                                                           "chunk_rows": 5000, "exchange_batch_bytes": 65536}),
     "2 ranks spilled": (2, {"force_spill": True, "chunk_rows": 20000}),
     "2 ranks 48 MiB budget": (2, {"host_memory_limit": 48 << 20, "broadcast_bytes": 0}),
+    "2 ranks pipelined receive": (2, {"exchange_receive": "pipelined"}),
+    "3 ranks pipelined receive, partitioned, tiny batches": (3, {"exchange_receive": "pipelined",
+                                                                   "broadcast_bytes": 0, "chunk_rows": 5000,
+                                                                   "exchange_batch_bytes": 65536}),
 }
 
 
@@ -47,6 +53,9 @@ SSB = {
     "3 ranks partitioned joins, blocking": (3, {"broadcast_bytes": 0, "exchange": "blocking"}),
     "2 ranks tensor wire, spilled": (2, {"exchange_wire": "tensor", "force_spill": True, "chunk_rows": 20000}),
     "2 ranks loopback, partitioned": (2, {"exchange_loopback": True, "broadcast_bytes": 0}),
+    "2 ranks pipelined receive, partitioned": (2, {"exchange_receive": "pipelined", "broadcast_bytes": 0}),
+    "3 ranks pipelined receive, spilled": (3, {"exchange_receive": "pipelined", "force_spill": True,
+                                              "chunk_rows": 20000}),
 }
 
 
@@ -71,6 +80,7 @@ SEMANTICS_CASES = {
                                                     "exchange": "chunked"}),
     "3 ranks tensor wire in 2-row chunks, partitioned": (3, {"exchange_wire": "tensor", "chunk_rows": 2,
                                                             "broadcast_bytes": 0}),
+    "2 ranks pipelined receive, partitioned": (2, {"exchange_receive": "pipelined", "broadcast_bytes": 0}),
 }
 
 
