@@ -614,8 +614,16 @@ def query2():
     if k < 0.75:
         return (f"select date_trunc('{R.choice(['month','year','quarter','week'])}', t.dt) m, count(*), sum(t.b) from t "
                 f"where t.dt between date '1996-01-01' and date '2003-01-01' group by 1")
-    if k < 0.85:
+    if k < 0.80:
         return (f"select t.s, string_agg(t.b::varchar, ',' order by t.b) from t where {pred('t')} group by t.s")
+    if k < 0.85:  # ORDER BY in an aggregate's call (sluice.sql.aggregation): the rows tied on the
+        # ORDER BY keys are alike in the values taken, so DuckDB's answer is one
+        o = R.choice(["t.b, t.a, t.s, t.d, t.dt", "t.b desc, t.a, t.s, t.d, t.dt",
+                      "t.a nulls first, t.b, t.s, t.d, t.dt", "t.s desc nulls last, t.b, t.a, t.d, t.dt"])
+        f = R.choice([f"any_value(t.s order by {o})", f"arbitrary(t.a order by {o})", f"mode(t.s order by {o})",
+                      f"mode(t.a order by {o})", f"arg_min(t.s, t.g order by {o})", f"max_by(t.dt, t.g order by {o})",
+                      f"sum(t.b order by {o})", f"median(t.a order by {o})"])
+        return (f"select t.g, {f}, count(*) from t" + (f" where {pred('t')}" if R.random() < .5 else "") + " group by t.g")
     if k < 0.88:
         return "select distinct on (t.g) t.g, t.b, t.s from t order by t.g, t.b desc"
     if k < 0.92:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from sluice.sql.syntax import is_named_holistic
+from sluice.sql.syntax import AGG_FUNCS, is_named_holistic
 from sluice.sql.series import is_series
 from sluice.sql.dialect import ArgMaxNull, ArgMinNull, Product
 
@@ -204,10 +204,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Grouping: {"expressions": READ},
     exp.Group: {"expressions": READ, "all": READ, "rollup": refuse("ROLLUP"),
                 "cube": refuse("CUBE"), "grouping_sets": refuse("GROUPING SETS"), "totals": refuse("WITH TOTALS")},
-    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST, LIST.
+    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for the aggregates
+    # (sluice.sql.aggregation: the order-sensitive ones follow it, the others drop it as DuckDB)
+    # and for the aggregates over a window that drop it.
     exp.Order: {"expressions": READ,
-                "this": only(lambda v: isinstance(v.parent, exp.Order)
-                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg)),
+                "this": only(lambda v: isinstance(v.parent, exp.Order) and _ordered_call(v.parent),
                              "ORDER BY inside this function's arguments"),
                 "siblings": refuse("ORDER SIBLINGS BY")},
     exp.Ordered: {"this": READ, "desc": READ, "nulls_first": READ, "with_fill": refuse("WITH FILL")},
@@ -547,6 +548,27 @@ def _function_name(node: exp.Func) -> str:
     if head and "(" in text and head.replace("_", "").isalnum():
         return head.upper()
     return node.sql_name()
+
+
+#: Aggregates whose call may hold an ORDER BY (``agg(x ORDER BY k)``): the order-sensitive
+#: ones follow it; the others answer the same in any order and drop it, as DuckDB does.
+_ORDERED_AGGREGATES = (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg, exp.Mode, exp.ArgMin, exp.ArgMax,
+                       ArgMinNull, ArgMaxNull, exp.Median, exp.Quantile, exp.PercentileCont,
+                       exp.PercentileDisc)
+#: Of those, the aggregates over a window that drop it (order-insensitive: sluice.sql.windows).
+_ORDER_FREE_WINDOW_AGGREGATES = (exp.Sum, exp.Avg, exp.Count, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp,
+                                 exp.StddevPop, exp.Variance, exp.VariancePop)
+
+
+def _ordered_call(order: exp.Order) -> bool:
+    """Whether ``f(x ORDER BY ...)`` is read: an aggregate's call (its argument; ARG_MIN /
+    ARG_MAX: its key), not over a window -- there only the order-free aggregates."""
+    f = order.parent
+    if isinstance(f, exp.Window) or f is None:
+        return False
+    if isinstance(f.parent, exp.Window) or (isinstance(f.parent, exp.Filter) and isinstance(f.parent.parent, exp.Window)):
+        return isinstance(f, _ORDER_FREE_WINDOW_AGGREGATES)
+    return isinstance(f, _ORDERED_AGGREGATES + tuple(AGG_FUNCS)) or is_named_holistic(f)
 
 
 def _present(v: Any) -> bool:

@@ -93,6 +93,10 @@ class Windows:
             if func not in WINDOW_AGGREGATES:
                 raise UnsupportedError(f"{func.upper()} over a window")
             arg = f.this
+            if isinstance(arg, exp.Order):  # sum(x ORDER BY k) OVER (...): the same in any order, as DuckDB
+                for o in arg.expressions:
+                    tr(o.this)  # (still bound: a wrong name stays an error)
+                arg = arg.this
             if isinstance(arg, exp.Distinct):
                 raise UnsupportedError("DISTINCT in a window aggregate")
             if func == "count" and (arg is None or isinstance(arg, exp.Star)):

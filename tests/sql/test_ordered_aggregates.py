@@ -1,0 +1,55 @@
+"""ORDER BY inside an aggregate's call, as DuckDB answers it: ANY_VALUE (the first non-NULL value
+in that order), ARBITRARY (FIRST: NULL too), MODE (of the values tied on count, the one seen first),
+ARG_MIN / ARG_MAX (of the rows tied on the key, the first); the aggregates whose answer no order
+changes (SUM, COUNT, MIN, MEDIAN, QUANTILE, MAD, HISTOGRAM, ENTROPY, over a window too) drop it.
+Grouped and not, with NULL values and keys, against DuckDB at default, tiny chunks and spilled."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.errors import PlanError
+from sluice.testing.oracle import compare, duckdb_tables
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ordered_aggregates")
+    # o is unique (the order is total); v ties in count within groups 1 and 2, k ties too
+    g = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 4]
+    o = [5, 1, 4, 2, 3, 12, 7, 8, 11, 10, 9, 13, None, 14]
+    v = ["b", "a", "a", "b", None, "z", "y", "y", "z", None, "x", None, "q", None]
+    k = [1, 1, 2, 1, None, 3, 3, 1, 1, 2, 1, 4, 4, None]
+    i = [2, None, 1, 2, 1, 3, 3, None, 5, 5, 4, 7, None, None]
+    pq.write_table(pa.table({"g": pa.array(g, pa.int32()), "o": pa.array(o, pa.int64()), "v": v,
+                             "k": pa.array(k, pa.int32()), "i": pa.array(i, pa.int64())}),
+                   root / "t.parquet", row_group_size=4)
+    return root
+
+
+QUERIES = [
+    "select g, any_value(v order by o), any_value(v order by o desc), arbitrary(v order by o), "
+    "arbitrary(i order by o desc nulls first) from t group by g",
+    "select any_value(i order by o), any_value(i order by o desc), arbitrary(v order by o desc) from t",
+    "select g, mode(v order by o), mode(v order by o desc), mode(i order by o desc nulls first), "
+    "mode(distinct v order by v desc) from t group by g",
+    "select mode(v order by o), mode(v order by o desc), mode(k order by o) from t",
+    "select g, arg_min(v, k order by o), arg_min(v, k order by o desc), max_by(i, k order by o), "
+    "arg_max(v, k order by o desc) from t group by g",
+    "select g, sum(i order by o), count(v order by o desc), min(v order by o), median(i order by o), "
+    "quantile_disc(i, 0.5 order by o), mad(i order by o), entropy(v order by o), "
+    "avg(distinct i order by i) from t group by g",
+    "select g, sum(i order by o) over (partition by g), max(v order by o desc) over (order by o) from t",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_as_duckdb(sql, data, connect, edge_settings):
+    compare(connect(str(data), **edge_settings).sql(sql).to_arrow(), duckdb_tables(data).sql(sql).to_arrow_table())
+
+
+@pytest.mark.parametrize("sql", ["select sum(distinct i order by o) from t", "select sum(i order by nope) from t",
+                                 "select mode(distinct v order by o) from t"])
+def test_errors_as_duckdb(sql, data, connect):
+    with pytest.raises(PlanError):
+        connect(str(data)).sql(sql).to_arrow()
