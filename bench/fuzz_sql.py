@@ -625,6 +625,9 @@ def query2():
                       f"sum(t.b order by {o})", f"median(t.a order by {o})"])
         return (f"select t.g, {f}, count(*) from t" + (f" where {pred('t')}" if R.random() < .5 else "") + " group by t.g")
     if k < 0.88:
+        if R.random() < .5:  # COLUMNS(...) expanded (sluice.sql.select_list)
+            cols = R.choice(["columns('^[gbs]$')", "columns(['s', 'g'])", "columns(* exclude (d, f, dt))"])
+            return f"select distinct on ({cols}) t.g, t.b, t.s from t order by t.g, t.s, t.b desc"
         return "select distinct on (t.g) t.g, t.b, t.s from t order by t.g, t.b desc"
     if k < 0.92:
         return (f"select x.g, x.n, y.m from (select t.g, count(*) n from t where {pred('t')} group by t.g) x "

@@ -217,6 +217,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.LimitOptions: {"percent": refuse("LIMIT ... PERCENT"), "rows": SAME, "with_ties": refuse("WITH TIES")},
     exp.Offset: {"expression": READ, "this": refuse("OFFSET on this expression"), "expressions": refuse("OFFSET BY")},
     exp.Distinct: {"expressions": READ, "on": READ},
+    # COLUMNS(*), COLUMNS('regex'), COLUMNS(['a', 'b']): expanded to the columns it names as a
+    # select-list item or a DISTINCT ON key (sluice.sql.select_list); inside an expression refused.
+    exp.Columns: {"this": only(lambda v: _expanded_columns(v.parent), "COLUMNS(...) inside an expression or aliased"),
+                  "unpack": refuse("*COLUMNS(...) unpacked")},
     exp.Star: {"except_": READ, "replace": READ, "rename": refuse("SELECT * RENAME"), "ilike": refuse("SELECT * ILIKE")},
     # ---- names and constants
     exp.Alias: {"this": READ, "alias": READ},
@@ -569,6 +573,17 @@ def _ordered_call(order: exp.Order) -> bool:
     if isinstance(f.parent, exp.Window) or (isinstance(f.parent, exp.Filter) and isinstance(f.parent.parent, exp.Window)):
         return isinstance(f, _ORDER_FREE_WINDOW_AGGREGATES)
     return isinstance(f, _ORDERED_AGGREGATES + tuple(AGG_FUNCS)) or is_named_holistic(f)
+
+
+def _expanded_columns(node: exp.Columns) -> bool:
+    """Whether ``COLUMNS(...)`` stands where it is expanded: a select-list item of its own or a
+    DISTINCT ON key."""
+    p = node.parent
+    if isinstance(p, exp.Select):
+        return node.arg_key == "expressions"
+    if isinstance(p, exp.Tuple):
+        p = p.parent
+    return isinstance(p, exp.Distinct) and node.arg_key in ("on", "expressions")
 
 
 def _present(v: Any) -> bool:

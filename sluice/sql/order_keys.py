@@ -22,7 +22,8 @@ class OrderKeys:
         on = distinct.args["on"]
         by_alias = {u.lower(): e for u, _, e in reversed(st.outputs)}
         on_keys = []
-        for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+        written = on.expressions if isinstance(on, exp.Tuple) else [on]
+        for k in [c for w in written for c in (self._expand_columns(w, st.scope) if isinstance(w, exp.Columns) else [w])]:
             if isinstance(k, exp.Literal) and not k.is_string:  # a position in the select list
                 pos = int(k.this) if k.this.isdigit() else 0
                 if not 1 <= pos <= len(st.outputs):
