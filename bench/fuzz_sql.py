@@ -623,6 +623,8 @@ def query2():
         f = R.choice([f"any_value(t.s order by {o})", f"arbitrary(t.a order by {o})", f"mode(t.s order by {o})",
                       f"mode(t.a order by {o})", f"arg_min(t.s, t.g order by {o})", f"max_by(t.dt, t.g order by {o})",
                       f"sum(t.b order by {o})", f"median(t.a order by {o})"])
+        if R.random() < .4:  # FILTER on a holistic aggregate: its own window partition
+            f += f" filter (where {pred('t')})"
         return (f"select t.g, {f}, count(*) from t" + (f" where {pred('t')}" if R.random() < .5 else "") + " group by t.g")
     if k < 0.88:
         if R.random() < .5:  # COLUMNS(...) expanded (sluice.sql.select_list)

@@ -254,7 +254,7 @@ class Aggregation:
         name = node.sql(dialect="duckdb")
         what = name.split("(")[0].upper()
         if isinstance(node, exp.Filter):
-            raise UnsupportedError(f"FILTER on {what}")
+            return self._filtered_holistic(plan, node, keys, grouping_sets, ctx)
         if grouping_sets:
             raise UnsupportedError(f"{what} with ROLLUP / CUBE / GROUPING SETS")
         args = list(node.this.iter_expressions()) + [node.expression] if isinstance(node, exp.WithinGroup) \
@@ -383,6 +383,27 @@ class Aggregation:
         call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
         plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
+
+    def _filtered_holistic(self, plan, node: exp.Filter, keys, grouping_sets: bool, ctx: Ctx):
+        """``agg(x) FILTER (WHERE c)`` of a holistic aggregate: its window partitioned by the
+        group keys and ``c IS TRUE`` too, so the rows passing c are a partition of their own;
+        the aggregation takes the result of those rows only (NULL where none passes, as
+        DuckDB). HISTOGRAM / ENTROPY / BITSTRING_AGG (other answers over no row) are refused."""
+        inner = node.this
+        what = node.this.sql(dialect="duckdb").split("(")[0].upper()
+        if not isinstance(inner, (exp.Mode, exp.Median, exp.Quantile, exp.PercentileCont, exp.PercentileDisc,
+                                  exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.ArrayAgg, exp.First,
+                                  exp.Last)) and not is_mad(inner):
+            raise UnsupportedError(f"FILTER on {what}")
+        if _outer_aggs(node.expression):
+            raise PlanError("aggregate functions cannot be nested")
+        cond = self.expr(node.expression.this, ctx)
+        cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
+        if cond.type.kind != "bool":
+            raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+        passes = E.make_func("coalesce", [cond, Lit(False, BOOL)])
+        plan, call = self._holistic(plan, inner, [*keys, (self.fresh("filter"), passes)], grouping_sets, ctx)
+        return plan, AggCall(call.func, E.make_func("case", [passes, call.arg, Lit(None, call.arg.type)]))
 
     def _order_free(self, arg, ctx: Ctx):
         """The argument of an aggregate whose answer does not depend on the order of its rows,

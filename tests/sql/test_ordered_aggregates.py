@@ -1,7 +1,8 @@
 """ORDER BY inside an aggregate's call, as DuckDB answers it: ANY_VALUE (the first non-NULL value
 in that order), ARBITRARY (FIRST: NULL too), MODE (of the values tied on count, the one seen first),
 ARG_MIN / ARG_MAX (of the rows tied on the key, the first); the aggregates whose answer no order
-changes (SUM, COUNT, MIN, MEDIAN, QUANTILE, MAD, HISTOGRAM, ENTROPY, over a window too) drop it.
+changes (SUM, COUNT, MIN, MEDIAN, QUANTILE, MAD, HISTOGRAM, ENTROPY, over a window too) drop it;
+FILTER (WHERE c) on those holistic aggregates.
 Grouped and not, with NULL values and keys, against DuckDB at default, tiny chunks and spilled."""
 
 import pyarrow as pa
@@ -40,6 +41,13 @@ QUERIES = [
     "quantile_disc(i, 0.5 order by o), mad(i order by o), entropy(v order by o), "
     "avg(distinct i order by i) from t group by g",
     "select g, sum(i order by o) over (partition by g), max(v order by o desc) over (order by o) from t",
+    # FILTER on the holistic aggregates: the rows passing, NULL where none does
+    "select g, mode(v order by o) filter (where k = 1), mode(k) filter (where o < 12), median(i) filter (where k > 1), "
+    "arg_min(v, k order by o) filter (where o <> 2), string_agg(v, '|' order by o) filter (where k < 3), "
+    "list(i order by o) filter (where v is not null), first(v order by o) filter (where k > 1), "
+    "any_value(i order by o desc) filter (where o < 10), mad(i) filter (where k <> 4) from t group by g",
+    "select list(v order by o) filter (where o > 100), mode(v) filter (where null), "
+    "quantile_disc(i, 0.25) filter (where k = 1) from t",
 ]
 
 
