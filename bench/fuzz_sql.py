@@ -606,6 +606,13 @@ def query2():
         return (f"select {R.choice(['t.g','t.s'])}, {agg('t')}, {agg('t')} from t "
                 f"group by {R.choice(['rollup','cube','grouping sets'])} (t.g, t.s)")
     if k < 0.55:
+        if R.random() < .3:  # subqueries in QUALIFY / ORDER BY, joined as values first (rows tied alike)
+            return R.choice([
+                f"select t.b, t.g from t qualify row_number() over (partition by t.g order by t.b, t.s, t.a) "
+                f"<= (select count(*) from u where u.g = t.g and {pred('u')})",
+                f"select t.b, t.s from t where {pred('t')} order by (select max(u.b) from u where u.a = t.a) "
+                f"{R.choice(['', 'desc nulls first'])}, t.b",
+                f"select t.g, sum(t.b) from t group by t.g order by (select count(*) from u where u.g = t.g), 2"])
         return (f"select t.s, (select count(*) from u where u.g = t.g and u.b > t.b), "
                 f"(select min(u.s) from u where u.a = t.a) from t where {pred('t')}")
     if k < 0.65:

@@ -63,6 +63,10 @@ class OrderKeys:
                     raise UnsupportedError(f"ORDER BY {t.name}: several select-list items have that name")
                 target = Col(internal, e.type)
             else:
+                # its subqueries (``ORDER BY (SELECT ... WHERE t2.k = t.k)``) joined as values first
+                if st.distinct is not None and t.find(exp.Subquery, exp.Exists, exp.Select) is not None:
+                    raise UnsupportedError("a subquery in ORDER BY with DISTINCT")
+                st.plan = self._join_subqueries(t, st.plan, st.post_ctx)
                 e = self._post_or_expr(t, st)
                 for (_, internal, oe) in outputs:
                     if oe == e:
