@@ -612,7 +612,7 @@ def query2():
                 f"<= (select count(*) from u where u.g = t.g and {pred('u')})",
                 f"select t.b, t.s from t where {pred('t')} order by (select max(u.b) from u where u.a = t.a) "
                 f"{R.choice(['', 'desc nulls first'])}, t.b",
-                f"select t.g, sum(t.b) from t group by t.g order by (select count(*) from u where u.g = t.g), 2"])
+                "select t.g, sum(t.b) from t group by t.g order by (select count(*) from u where u.g = t.g), 2"])
         return (f"select t.s, (select count(*) from u where u.g = t.g and u.b > t.b), "
                 f"(select min(u.s) from u where u.a = t.a) from t where {pred('t')}")
     if k < 0.65:
