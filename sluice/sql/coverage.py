@@ -566,10 +566,15 @@ _ORDER_FREE_WINDOW_AGGREGATES = (exp.Sum, exp.Avg, exp.Count, exp.Min, exp.Max, 
 
 def _ordered_call(order: exp.Order) -> bool:
     """Whether ``f(x ORDER BY ...)`` is read: an aggregate's call (its argument; ARG_MIN /
-    ARG_MAX: its key), not over a window -- there only the order-free aggregates."""
+    ARG_MAX: its key), not over a window -- there only the order-free aggregates, and
+    FIRST_VALUE / LAST_VALUE / NTH_VALUE over a window with no ORDER BY or frame of its own."""
     f = order.parent
     if isinstance(f, exp.Window) or f is None:
         return False
+    win = f.parent.parent if isinstance(f.parent, exp.IgnoreNulls) else f.parent
+    if isinstance(f, (exp.FirstValue, exp.LastValue, exp.NthValue)) and isinstance(win, exp.Window):
+        # FIRST_VALUE(x ORDER BY k) OVER (PARTITION BY p): over the whole partition only
+        return win.args.get("order") is None and win.args.get("spec") is None
     if isinstance(f.parent, exp.Window) or (isinstance(f.parent, exp.Filter) and isinstance(f.parent.parent, exp.Window)):
         return isinstance(f, _ORDER_FREE_WINDOW_AGGREGATES)
     return isinstance(f, _ORDERED_AGGREGATES + tuple(AGG_FUNCS)) or is_named_holistic(f)

@@ -2,14 +2,15 @@
 in that order), ARBITRARY (FIRST: NULL too), MODE (of the values tied on count, the one seen first),
 ARG_MIN / ARG_MAX (of the rows tied on the key, the first); the aggregates whose answer no order
 changes (SUM, COUNT, MIN, MEDIAN, QUANTILE, MAD, HISTOGRAM, ENTROPY, over a window too) drop it;
-FILTER (WHERE c) on those holistic aggregates.
+FILTER (WHERE c) on those holistic aggregates; FIRST_VALUE / LAST_VALUE / NTH_VALUE (x ORDER BY k)
+over a whole partition (a window with its own ORDER BY or frame refused).
 Grouped and not, with NULL values and keys, against DuckDB at default, tiny chunks and spilled."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sluice.errors import PlanError
+from sluice.errors import PlanError, UnsupportedError
 from sluice.testing.oracle import compare, duckdb_tables
 
 
@@ -41,6 +42,10 @@ QUERIES = [
     "quantile_disc(i, 0.5 order by o), mad(i order by o), entropy(v order by o), "
     "avg(distinct i order by i) from t group by g",
     "select g, sum(i order by o) over (partition by g), max(v order by o desc) over (order by o) from t",
+    # FIRST_VALUE / LAST_VALUE / NTH_VALUE (x ORDER BY k) over a whole partition
+    "select g, o, first_value(i order by o desc) over (partition by g), last_value(v order by o) over (partition by g), "
+    "nth_value(i, 2 order by o) over (partition by g), first_value(i order by o ignore nulls) over (), "
+    "last_value(v order by o desc nulls first ignore nulls) over (partition by g) from t",
     # FILTER on the holistic aggregates: the rows passing, NULL where none does
     "select g, mode(v order by o) filter (where k = 1), mode(k) filter (where o < 12), median(i) filter (where k > 1), "
     "arg_min(v, k order by o) filter (where o <> 2), string_agg(v, '|' order by o) filter (where k < 3), "
@@ -54,6 +59,11 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES)
 def test_as_duckdb(sql, data, connect, edge_settings):
     compare(connect(str(data), **edge_settings).sql(sql).to_arrow(), duckdb_tables(data).sql(sql).to_arrow_table())
+
+
+def test_value_order_over_a_framed_window_refused(data, connect):
+    with pytest.raises(UnsupportedError, match="ORDER BY inside this function's arguments"):
+        connect(str(data)).sql("select first_value(i order by o) over (order by k) from t").to_arrow()
 
 
 @pytest.mark.parametrize("sql", ["select sum(distinct i order by o) from t", "select sum(i order by nope) from t",
