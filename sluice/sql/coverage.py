@@ -167,7 +167,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
         "side": only(lambda v: _text(v) in _JOIN_SIDES, lambda v: f"{_text(v)} JOIN"),
         "kind": only(lambda v: _text(v) in _JOIN_KINDS, lambda v: f"{_text(v)} JOIN"),
         "using": READ,
-        "method": only(lambda v: _text(v) in ("NATURAL", "ASOF"), lambda v: f"{_text(v)} JOIN"),
+        # POSITIONAL pairs rows by their place in each side's stream; sluice's rows carry none
+        # (row groups pruned, split across ranks, decoded in parallel): refused with a way round
+        "method": only(lambda v: _text(v) in ("NATURAL", "ASOF"), lambda v: _POSITIONAL if _text(v) == "POSITIONAL"
+                       else f"{_text(v)} JOIN"),
         "global_": refuse("GLOBAL JOIN"), "hint": refuse("join hints"),
         "match_condition": refuse("ASOF JOIN"), "nearest": refuse("ASOF JOIN"),
         "directed": refuse("DIRECTED JOIN"), "expressions": refuse("JOIN ... USING"),
@@ -578,6 +581,10 @@ def _ordered_call(order: exp.Order) -> bool:
     if isinstance(f.parent, exp.Window) or (isinstance(f.parent, exp.Filter) and isinstance(f.parent.parent, exp.Window)):
         return isinstance(f, _ORDER_FREE_WINDOW_AGGREGATES)
     return isinstance(f, _ORDERED_AGGREGATES + tuple(AGG_FUNCS)) or is_named_holistic(f)
+
+
+_POSITIONAL = ("POSITIONAL JOIN (sluice's rows carry no place in their file to pair by; "
+               "join each side's row_number() OVER (ORDER BY a key) instead)")
 
 
 def _expanded_columns(node: exp.Columns) -> bool:
