@@ -14,10 +14,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.testing.oracle import compare, duckdb_tables
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ordered_aggregates")
-    # o is unique (the order is total); v ties in count within groups 1 and 2, k ties too
+def write_tables(root, row_group_size=4) -> None:
+    """t: o is unique (the order is total); v ties in count within groups 1 and 2, k too."""
     g = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 4]
     o = [5, 1, 4, 2, 3, 12, 7, 8, 11, 10, 9, 13, None, 14]
     v = ["b", "a", "a", "b", None, "z", "y", "y", "z", None, "x", None, "q", None]
@@ -25,7 +23,13 @@ def data(tmp_path_factory):
     i = [2, None, 1, 2, 1, 3, 3, None, 5, 5, 4, 7, None, None]
     pq.write_table(pa.table({"g": pa.array(g, pa.int32()), "o": pa.array(o, pa.int64()), "v": v,
                              "k": pa.array(k, pa.int32()), "i": pa.array(i, pa.int64())}),
-                   root / "t.parquet", row_group_size=4)
+                   root / "t.parquet", row_group_size=row_group_size)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ordered_aggregates")
+    write_tables(root)
     return root
 
 
