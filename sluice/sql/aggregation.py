@@ -552,6 +552,7 @@ class Aggregation:
                 return AggCall("count", E.make_func("case", [cond, Lit(1, INT64), Lit(None, NULL_TYPE)]))
             return AggCall(call.func, E.make_func("case", [cond, call.arg, Lit(None, NULL_TYPE)]), call.distinct)
         func = AGG_FUNCS[type(node)]
+        ordered = isinstance(node.this, exp.Order)
         arg = self._order_free(node.this, ctx)
         distinct = False
         if isinstance(arg, exp.Distinct):
@@ -566,6 +567,8 @@ class Aggregation:
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)
+        if ordered:
+            refuse_float_order(func, e)
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
@@ -599,6 +602,21 @@ class Aggregation:
         if bad:
             raise PlanError(f"column {sorted(bad)[0]} must appear in GROUP BY or be used in an aggregate")
         return e
+
+
+#: Aggregates computed in floating point whatever their argument: their answer depends on the
+#: order rows are added in.
+_FLOAT_ACCUMULATING = ("product", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "skewness")
+
+
+def refuse_float_order(func: str, e: Expr) -> None:
+    """``sum(x ORDER BY k)`` over floating-point values: DuckDB adds them in that order (2^53 + 1
+    + 1 is 2^53 one way, 2^53 + 2 the other), sluice's sums are pairwise and merged across chunks
+    and ranks, so the ORDER BY cannot be honoured: refused. Exact sums (integers, decimals),
+    COUNT, MIN, MAX and the holistic ones are the same in any order and drop it."""
+    if func in _FLOAT_ACCUMULATING or (func in ("sum", "avg") and e.type.is_float):
+        raise UnsupportedError(f"{func.upper()} of {e.type} with ORDER BY (floating-point sums follow the order "
+                               "rows are added in, which sluice does not keep; drop the ORDER BY)")
 
 
 def _typed_null_argument(e: Expr, numeric: bool, boolean: bool) -> Expr:

@@ -17,6 +17,7 @@ from sluice.plan.logical import (DISTRIBUTION, OFFSETS, RANKING, Aggregate, AggC
 from sluice.sql.coverage import construct_name
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, WINDOW_FUNCS
+from sluice.sql.aggregation import refuse_float_order
 from sluice.types import INT64
 
 
@@ -107,7 +108,8 @@ class Windows:
             if func not in WINDOW_AGGREGATES:
                 raise UnsupportedError(f"{func.upper()} over a window")
             arg = f.this
-            if isinstance(arg, exp.Order):  # sum(x ORDER BY k) OVER (...): the same in any order, as DuckDB
+            ordered = isinstance(arg, exp.Order)
+            if ordered:  # sum(x ORDER BY k) OVER (...): the same in any order (exact sums), as DuckDB
                 for o in arg.expressions:
                     tr(o.this)  # (still bound: a wrong name stays an error)
                 arg = arg.this
@@ -116,6 +118,8 @@ class Windows:
             if func == "count" and (arg is None or isinstance(arg, exp.Star)):
                 return WindowCall("count_star", (), (), frame)
             e = tr(arg)
+            if ordered:
+                refuse_float_order(func, e)
             if e.type.is_nested and func != "count":  # (its values' order is not the codes')
                 raise UnsupportedError(f"{func.upper()} of a {e.type.kind.upper()} value over a window")
             if func in ("sum", "avg") and e.type.kind == "interval":
