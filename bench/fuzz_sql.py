@@ -613,6 +613,13 @@ def query2():
         return (f"select {R.choice(['t.g','t.s'])}, {agg('t')}, {agg('t')} from t "
                 f"group by {R.choice(['rollup','cube','grouping sets'])} (t.g, t.s)")
     if k < 0.55:
+        if R.random() < .3:  # subqueries in QUALIFY / ORDER BY, joined as values first (rows tied alike)
+            return R.choice([
+                f"select t.b, t.g from t qualify row_number() over (partition by t.g order by t.b, t.s, t.a) "
+                f"<= (select count(*) from u where u.g = t.g and {pred('u')})",
+                f"select t.b, t.s from t where {pred('t')} order by (select max(u.b) from u where u.a = t.a) "
+                f"{R.choice(['', 'desc nulls first'])}, t.b",
+                "select t.g, sum(t.b) from t group by t.g order by (select count(*) from u where u.g = t.g), 2"])
         return (f"select t.s, (select count(*) from u where u.g = t.g and u.b > t.b), "
                 f"(select min(u.s) from u where u.a = t.a) from t where {pred('t')}")
     if k < 0.65:
@@ -621,9 +628,24 @@ def query2():
     if k < 0.75:
         return (f"select date_trunc('{R.choice(['month','year','quarter','week'])}', t.dt) m, count(*), sum(t.b) from t "
                 f"where t.dt between date '1996-01-01' and date '2003-01-01' group by 1")
-    if k < 0.85:
+    if k < 0.80:
         return (f"select t.s, string_agg(t.b::varchar, ',' order by t.b) from t where {pred('t')} group by t.s")
+    if k < 0.85:  # ORDER BY in an aggregate's call (sluice.sql.aggregation): the rows tied on the
+        # ORDER BY keys are alike in the values taken, so DuckDB's answer is one
+        o = R.choice(["t.b, t.a, t.s, t.d, t.dt", "t.b desc, t.a, t.s, t.d, t.dt",
+                      "t.a nulls first, t.b, t.s, t.d, t.dt", "t.s desc nulls last, t.b, t.a, t.d, t.dt"])
+        f = R.choice([f"any_value(t.s order by {o})", f"arbitrary(t.a order by {o})", f"mode(t.s order by {o})",
+                      f"mode(t.a order by {o})", f"arg_min(t.s, t.g order by {o})", f"max_by(t.dt, t.g order by {o})",
+                      f"sum(t.b order by {o})", f"median(t.a order by {o})",
+                      # floats added in an order DuckDB keeps and sluice cannot: refused, never answered
+                      f"sum(t.f * 9007199254740992 order by {o})::bigint"])
+        if R.random() < .4:  # FILTER on a holistic aggregate: its own window partition
+            f += f" filter (where {pred('t')})"
+        return (f"select t.g, {f}, count(*) from t" + (f" where {pred('t')}" if R.random() < .5 else "") + " group by t.g")
     if k < 0.88:
+        if R.random() < .5:  # COLUMNS(...) expanded (sluice.sql.select_list)
+            cols = R.choice(["columns('^[gbs]$')", "columns(['s', 'g'])", "columns(* exclude (d, f, dt))"])
+            return f"select distinct on ({cols}) t.g, t.b, t.s from t order by t.g, t.s, t.b desc"
         return "select distinct on (t.g) t.g, t.b, t.s from t order by t.g, t.b desc"
     if k < 0.92:
         return (f"select x.g, x.n, y.m from (select t.g, count(*) n from t where {pred('t')} group by t.g) x "

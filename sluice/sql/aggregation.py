@@ -214,10 +214,12 @@ class Aggregation:
         cond = None
         if isinstance(node, exp.Filter):  # agg(x) FILTER (WHERE c): agg(CASE WHEN c THEN x END)
             cond, node = node.expression.this, node.this
-        if not isinstance(node, (exp.Min, exp.Max)) or node.this is None or isinstance(node.this, exp.Distinct) \
-                or _outer_aggs(node.this):
+        if not isinstance(node, (exp.Min, exp.Max)) or node.this is None:
             return None
-        value = self.expr(node.this, ctx)
+        arg = self._order_free(node.this, ctx)
+        if isinstance(arg, exp.Distinct) or _outer_aggs(arg):
+            return None
+        value = self.expr(arg, ctx)
         if not value.type.is_nested:
             return None
         if cond is not None:
@@ -252,7 +254,7 @@ class Aggregation:
         name = node.sql(dialect="duckdb")
         what = name.split("(")[0].upper()
         if isinstance(node, exp.Filter):
-            raise UnsupportedError(f"FILTER on {what}")
+            return self._filtered_holistic(plan, node, keys, grouping_sets, ctx)
         if grouping_sets:
             raise UnsupportedError(f"{what} with ROLLUP / CUBE / GROUPING SETS")
         args = list(node.this.iter_expressions()) + [node.expression] if isinstance(node, exp.WithinGroup) \
@@ -262,14 +264,19 @@ class Aggregation:
         part = tuple(k for _, k in keys)
         wname = self.fresh(name)
         if isinstance(node, (exp.ArgMin, exp.ArgMax)):
-            value, key = self.expr(node.this, ctx), self.expr(node.expression, ctx)
+            # ARG_MIN(x, k ORDER BY o): of the rows tied on k, the first by o (DuckDB's order)
+            key_ast, ties = node.expression, ()
+            if isinstance(key_ast, exp.Order):
+                ties = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in key_ast.expressions)
+                key_ast = key_ast.this
+            value, key = self.expr(node.this, ctx), self.expr(key_ast, ctx)
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedError(f"DISTINCT in {what}")
             if isinstance(node, (ArgMinNull, ArgMaxNull)):  # a NULL value is an answer; a NULL key is skipped
                 missing = E.make_func("is_null", [key])
             else:
                 missing = E.make_bool("or", [E.make_func("is_null", [value]), E.make_func("is_null", [key])])
-            order = (SortKey(missing, True, False), SortKey(key, isinstance(node, exp.ArgMin), False))
+            order = (SortKey(missing, True, False), SortKey(key, isinstance(node, exp.ArgMin), False)) + ties
             # the first row after sorting; NULL when every row misses its value or key
             value = E.make_func("case", [missing, Lit(None, value.type), value])
             call = WindowCall("first_value", (value,), (), ("rows", ("unbounded", 0), ("unbounded", 0)))
@@ -297,7 +304,7 @@ class Aggregation:
         if is_histogram(node):
             # HISTOGRAM: the group's rows sorted by the value; each run of equal non-NULL
             # values is a map entry (the value, its count), keys ascending as DuckDB's
-            e = self.expr(node.expressions[0], ctx)
+            e = self.expr(self._order_free(node.expressions[0], ctx), ctx)
             if e.type.kind == "null":
                 raise UnsupportedError("HISTOGRAM of an untyped NULL")
             call = WindowCall("histogram", (e,))
@@ -306,7 +313,7 @@ class Aggregation:
         if is_entropy(node):
             # ENTROPY: the group's rows sorted by the value; each run of equal non-NULL values
             # of count c among N adds -(c/N) log2(c/N) (NULLs skipped; -0.0 is 0.0, as DuckDB's map)
-            e = self.expr(node.expressions[0], ctx)
+            e = self.expr(self._order_free(node.expressions[0], ctx), ctx)
             if e.type.kind == "null":
                 e = Lit(None, INT32)
             if e.type.is_float:
@@ -317,7 +324,7 @@ class Aggregation:
         if is_mad(node):
             # MAD: the median of the distances from the median (decimals and REALs in their
             # own type, other numbers as DOUBLE, as DuckDB)
-            e = self.expr(node.expressions[0], ctx)
+            e = self.expr(self._order_free(node.expressions[0], ctx), ctx)
             if not e.type.is_numeric:
                 raise UnsupportedError(f"MAD of {e.type}")
             m1, dev = self.fresh("median"), self.fresh("deviation")
@@ -334,13 +341,15 @@ class Aggregation:
             # partition sorted by the value: its longest run of peers.
             if node.this is None:
                 raise wrong_arguments("MODE")
+            if isinstance(node.this, exp.Order):
+                return self._ordered_mode(plan, node.this, part, wname, ctx)
             if isinstance(node.this, exp.Distinct):
                 raise UnsupportedError("DISTINCT in MODE")
             e = self.expr(node.this, ctx)
             call = WindowCall("mode", (e,))
             plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
             return plan, AggCall("min", Col(wname, call.type))
-        distinct_arg = node.this.this if isinstance(node, exp.WithinGroup) else node.this
+        distinct_arg = node.this.this if isinstance(node, exp.WithinGroup) else self._order_free(node.this, ctx)
         if isinstance(distinct_arg, exp.Distinct):
             raise UnsupportedError(f"DISTINCT in {what}")
         if isinstance(node, exp.WithinGroup):
@@ -355,14 +364,14 @@ class Aggregation:
             arg, q_ast = order.expressions[0].this, inner.this
         else:
             cont = isinstance(node, (exp.Median, exp.PercentileCont))
-            arg = node.this
+            arg = self._order_free(node.this, ctx)
             q_ast = None if isinstance(node, exp.Median) else node.args.get(
                 "quantile" if isinstance(node, exp.Quantile) else "expression")
             if q_ast is None and not isinstance(node, exp.Median):
                 raise wrong_arguments(what)  # (quantile_cont(x) took 0.5: DuckDB has no default)
         q = 0.5
         if q_ast is not None:
-            qe = self.expr(q_ast, ctx)
+            qe = self.expr(self._order_free(q_ast, ctx), ctx)  # quantile(x, q ORDER BY k): its Order holds q
             if not isinstance(qe, Lit) or qe.value is None or not qe.type.is_numeric:
                 raise UnsupportedError(f"a quantile that is not one constant number in {name}")
             q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
@@ -373,6 +382,73 @@ class Aggregation:
             raise UnsupportedError(f"{what} of {e.type}")
         call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
         plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+        return plan, AggCall("min", Col(wname, call.type))
+
+    def _filtered_holistic(self, plan, node: exp.Filter, keys, grouping_sets: bool, ctx: Ctx):
+        """``agg(x) FILTER (WHERE c)`` of a holistic aggregate: its window partitioned by the
+        group keys and ``c IS TRUE`` too, so the rows passing c are a partition of their own;
+        the aggregation takes the result of those rows only (NULL where none passes, as
+        DuckDB). HISTOGRAM / ENTROPY / BITSTRING_AGG (other answers over no row) are refused."""
+        inner = node.this
+        what = node.this.sql(dialect="duckdb").split("(")[0].upper()
+        if not isinstance(inner, (exp.Mode, exp.Median, exp.Quantile, exp.PercentileCont, exp.PercentileDisc,
+                                  exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.ArrayAgg, exp.First,
+                                  exp.Last)) and not is_mad(inner):
+            raise UnsupportedError(f"FILTER on {what}")
+        if _outer_aggs(node.expression):
+            raise PlanError("aggregate functions cannot be nested")
+        cond = self.expr(node.expression.this, ctx)
+        cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
+        if cond.type.kind != "bool":
+            raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+        passes = E.make_func("coalesce", [cond, Lit(False, BOOL)])
+        plan, call = self._holistic(plan, inner, [*keys, (self.fresh("filter"), passes)], grouping_sets, ctx)
+        return plan, AggCall(call.func, E.make_func("case", [passes, call.arg, Lit(None, call.arg.type)]))
+
+    def _order_free(self, arg, ctx: Ctx):
+        """The argument of an aggregate whose answer does not depend on the order of its rows,
+        an ORDER BY in its call (``sum(x ORDER BY k)``) dropped as DuckDB drops it; its keys are
+        still bound (a wrong name stays an error) and under DISTINCT must be the argument, as
+        DuckDB requires."""
+        if not isinstance(arg, exp.Order):
+            return arg
+        for o in arg.expressions:
+            if _outer_aggs(o.this):
+                raise PlanError("aggregate functions cannot be nested")
+            self.expr(o.this, ctx)
+        inner = arg.this
+        if isinstance(inner, exp.Distinct) and any(o.this not in inner.expressions for o in arg.expressions):
+            raise PlanError("in a DISTINCT aggregate, ORDER BY expressions must appear in the argument list")
+        return inner
+
+    def _ordered_mode(self, plan, order: exp.Order, part, wname: str, ctx: Ctx) -> tuple[PlanNode, AggCall]:
+        """MODE(x ORDER BY k): the most frequent non-NULL value, of those tied the one seen first
+        in that order (DuckDB's). Three windows: each row's position by k; per (group, value)
+        its count and first position; per group the value with the largest count, then the
+        least first position. MODE(DISTINCT x ORDER BY ...) gives each value one vote: the
+        first non-NULL value in that order."""
+        arg = order.this
+        keys = tuple(self._sort_key(o, self.expr(o.this, ctx)) for o in order.expressions)
+        whole = ("rows", ("unbounded", 0), ("unbounded", 0))
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise wrong_arguments("MODE")
+            if any(o.this not in arg.expressions for o in order.expressions):
+                raise PlanError("in a DISTINCT aggregate, ORDER BY expressions must appear in the argument list")
+            e = self.expr(arg.expressions[0], ctx)
+            call = WindowCall("first_value", (e,), (), whole)
+            plan = Window(plan, part, (SortKey(E.make_func("is_null", [e]), True, False),) + keys, ((wname, call),))
+            return plan, AggCall("min", Col(wname, call.type))
+        e = self.expr(arg, ctx)
+        pos, count, first = self.fresh("position"), self.fresh("value_count"), self.fresh("first_position")
+        number = WindowCall("row_number", (), (), ("rows", ("unbounded", 0), ("current", 0)))
+        plan = Window(plan, part, keys, ((pos, number),))
+        counted = (WindowCall("count", (e,), (), whole), WindowCall("min", (Col(pos, number.type),), (), whole))
+        plan = Window(plan, part + (e,), (), ((count, counted[0]), (first, counted[1])))
+        best = (SortKey(E.make_func("is_null", [e]), True, False), SortKey(Col(count, counted[0].type), False, True),
+                SortKey(Col(first, counted[1].type), True, False))
+        call = WindowCall("first_value", (e,), (), whole)
+        plan = Window(plan, part, best, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
     def _ordered_argument(self, node, ctx: Ctx):
@@ -476,7 +552,8 @@ class Aggregation:
                 return AggCall("count", E.make_func("case", [cond, Lit(1, INT64), Lit(None, NULL_TYPE)]))
             return AggCall(call.func, E.make_func("case", [cond, call.arg, Lit(None, NULL_TYPE)]), call.distinct)
         func = AGG_FUNCS[type(node)]
-        arg = node.this
+        ordered = isinstance(node.this, exp.Order)
+        arg = self._order_free(node.this, ctx)
         distinct = False
         if isinstance(arg, exp.Distinct):
             distinct = True
@@ -490,6 +567,8 @@ class Aggregation:
         if _outer_aggs(arg):
             raise PlanError("aggregate functions cannot be nested")
         e = self.expr(arg, ctx)
+        if ordered:
+            refuse_float_order(func, e)
         if _only_outer(e, ctx):
             raise UnsupportedError(f"{node.sql('duckdb')} aggregates only columns of an enclosing query inside a "
                                    "subquery (SQL makes it an aggregate of that query)")
@@ -540,6 +619,21 @@ def _bitwise_argument(e: Expr, node) -> Expr:
     if not (e.type.is_integer or is_bit(e.type)):
         raise PlanError(f"{node.sql('duckdb').split('(')[0].upper()} needs an integer, got {e.type}")
     return e
+
+
+#: Aggregates computed in floating point whatever their argument: their answer depends on the
+#: order rows are added in.
+_FLOAT_ACCUMULATING = ("product", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "skewness")
+
+
+def refuse_float_order(func: str, e: Expr) -> None:
+    """``sum(x ORDER BY k)`` over floating-point values: DuckDB adds them in that order (2^53 + 1
+    + 1 is 2^53 one way, 2^53 + 2 the other), sluice's sums are pairwise and merged across chunks
+    and ranks, so the ORDER BY cannot be honoured: refused. Exact sums (integers, decimals),
+    COUNT, MIN, MAX and the holistic ones are the same in any order and drop it."""
+    if func in _FLOAT_ACCUMULATING or (func in ("sum", "avg") and e.type.is_float):
+        raise UnsupportedError(f"{func.upper()} of {e.type} with ORDER BY (floating-point sums follow the order "
+                               "rows are added in, which sluice does not keep; drop the ORDER BY)")
 
 
 def _typed_null_argument(e: Expr, numeric: bool, boolean: bool) -> Expr:

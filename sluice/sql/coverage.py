@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from sluice.sql.syntax import is_named_holistic
+from sluice.sql.syntax import AGG_FUNCS, is_named_holistic
 from sluice.sql.series import is_series
 from sluice.sql.dialect import ArgMaxNull, ArgMinNull, DecimalAverage, Product
 
@@ -171,7 +171,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
         "side": only(lambda v: _text(v) in _JOIN_SIDES, lambda v: f"{_text(v)} JOIN"),
         "kind": only(lambda v: _text(v) in _JOIN_KINDS, lambda v: f"{_text(v)} JOIN"),
         "using": READ,
-        "method": only(lambda v: _text(v) in ("NATURAL", "ASOF"), lambda v: f"{_text(v)} JOIN"),
+        # POSITIONAL pairs rows by their place in each side's stream; sluice's rows carry none
+        # (row groups pruned, split across ranks, decoded in parallel): refused with a way round
+        "method": only(lambda v: _text(v) in ("NATURAL", "ASOF"), lambda v: _POSITIONAL if _text(v) == "POSITIONAL"
+                       else f"{_text(v)} JOIN"),
         "global_": refuse("GLOBAL JOIN"), "hint": refuse("join hints"),
         "match_condition": refuse("ASOF JOIN"), "nearest": refuse("ASOF JOIN"),
         "directed": refuse("DIRECTED JOIN"), "expressions": refuse("JOIN ... USING"),
@@ -208,10 +211,11 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.Grouping: {"expressions": READ},
     exp.Group: {"expressions": READ, "all": READ, "rollup": refuse("ROLLUP"),
                 "cube": refuse("CUBE"), "grouping_sets": refuse("GROUPING SETS"), "totals": refuse("WITH TOTALS")},
-    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for STRING_AGG, FIRST, LAST, LIST.
+    # ``f(x ORDER BY y)`` puts an Order holding x in f's argument: read for the aggregates
+    # (sluice.sql.aggregation: the order-sensitive ones follow it, the others drop it as DuckDB)
+    # and for the aggregates over a window that drop it.
     exp.Order: {"expressions": READ,
-                "this": only(lambda v: isinstance(v.parent, exp.Order)
-                             and isinstance(v.parent.parent, (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg)),
+                "this": only(lambda v: isinstance(v.parent, exp.Order) and _ordered_call(v.parent),
                              "ORDER BY inside this function's arguments"),
                 "siblings": refuse("ORDER SIBLINGS BY")},
     exp.Ordered: {"this": READ, "desc": READ, "nulls_first": READ, "with_fill": refuse("WITH FILL")},
@@ -220,6 +224,10 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.LimitOptions: {"percent": refuse("LIMIT ... PERCENT"), "rows": SAME, "with_ties": refuse("WITH TIES")},
     exp.Offset: {"expression": READ, "this": refuse("OFFSET on this expression"), "expressions": refuse("OFFSET BY")},
     exp.Distinct: {"expressions": READ, "on": READ},
+    # COLUMNS(*), COLUMNS('regex'), COLUMNS(['a', 'b']): expanded to the columns it names as a
+    # select-list item or a DISTINCT ON key (sluice.sql.select_list); inside an expression refused.
+    exp.Columns: {"this": only(lambda v: _expanded_columns(v.parent), "COLUMNS(...) inside an expression or aliased"),
+                  "unpack": refuse("*COLUMNS(...) unpacked")},
     exp.Star: {"except_": READ, "replace": READ, "rename": refuse("SELECT * RENAME"), "ilike": refuse("SELECT * ILIKE")},
     # ---- names and constants
     exp.Alias: {"this": READ, "alias": READ},
@@ -556,6 +564,47 @@ def _function_name(node: exp.Func) -> str:
     if head and "(" in text and head.replace("_", "").isalnum():
         return head.upper()
     return node.sql_name()
+
+
+#: Aggregates whose call may hold an ORDER BY (``agg(x ORDER BY k)``): the order-sensitive
+#: ones follow it; the others answer the same in any order and drop it, as DuckDB does.
+_ORDERED_AGGREGATES = (exp.GroupConcat, exp.First, exp.Last, exp.ArrayAgg, exp.Mode, exp.ArgMin, exp.ArgMax,
+                       ArgMinNull, ArgMaxNull, exp.Median, exp.Quantile, exp.PercentileCont,
+                       exp.PercentileDisc)
+#: Of those, the aggregates over a window that drop it (order-insensitive: sluice.sql.windows).
+_ORDER_FREE_WINDOW_AGGREGATES = (exp.Sum, exp.Avg, exp.Count, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp,
+                                 exp.StddevPop, exp.Variance, exp.VariancePop)
+
+
+def _ordered_call(order: exp.Order) -> bool:
+    """Whether ``f(x ORDER BY ...)`` is read: an aggregate's call (its argument; ARG_MIN /
+    ARG_MAX: its key), not over a window -- there only the order-free aggregates, and
+    FIRST_VALUE / LAST_VALUE / NTH_VALUE over a window with no ORDER BY or frame of its own."""
+    f = order.parent
+    if isinstance(f, exp.Window) or f is None:
+        return False
+    win = f.parent.parent if isinstance(f.parent, exp.IgnoreNulls) else f.parent
+    if isinstance(f, (exp.FirstValue, exp.LastValue, exp.NthValue)) and isinstance(win, exp.Window):
+        # FIRST_VALUE(x ORDER BY k) OVER (PARTITION BY p): over the whole partition only
+        return win.args.get("order") is None and win.args.get("spec") is None
+    if isinstance(f.parent, exp.Window) or (isinstance(f.parent, exp.Filter) and isinstance(f.parent.parent, exp.Window)):
+        return isinstance(f, _ORDER_FREE_WINDOW_AGGREGATES)
+    return isinstance(f, _ORDERED_AGGREGATES + tuple(AGG_FUNCS)) or is_named_holistic(f)
+
+
+_POSITIONAL = ("POSITIONAL JOIN (sluice's rows carry no place in their file to pair by; "
+               "join each side's row_number() OVER (ORDER BY a key) instead)")
+
+
+def _expanded_columns(node: exp.Columns) -> bool:
+    """Whether ``COLUMNS(...)`` stands where it is expanded: a select-list item of its own or a
+    DISTINCT ON key."""
+    p = node.parent
+    if isinstance(p, exp.Select):
+        return node.arg_key == "expressions"
+    if isinstance(p, exp.Tuple):
+        p = p.parent
+    return isinstance(p, exp.Distinct) and node.arg_key in ("on", "expressions")
 
 
 def _present(v: Any) -> bool:

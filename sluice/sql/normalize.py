@@ -134,13 +134,24 @@ def _any_value(x: exp.Expression) -> exp.Min:
     return node
 
 
+def _ordered_any_value(order: exp.Order, skip_nulls: bool) -> exp.First:
+    """ANY_VALUE(x ORDER BY k) / ARBITRARY(x ORDER BY k) as FIRST(x ORDER BY ...): DuckDB's
+    ARBITRARY is FIRST (the first row's value, NULL too); its ANY_VALUE the first non-NULL
+    value in that order, so ``x IS NULL`` leads the keys (a group of NULLs still gives NULL)."""
+    keys = [o.copy() for o in order.expressions]
+    if skip_nulls:
+        keys.insert(0, exp.Ordered(this=exp.Is(this=exp.Paren(this=order.this.copy()), expression=exp.Null()),
+                                   nulls_first=False))
+    return exp.First(this=exp.Order(this=order.this.copy(), expressions=keys))
+
+
 def _respelled(n: exp.Expression) -> exp.Expression | None:
     """The form the translator reads of a spelling it does not, or None:
 
     - ``COUNT_IF(c)`` is ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (as DuckDB: NULL
       over no row whose condition is TRUE or FALSE);
     - ``ANY_VALUE(x)`` / ``ARBITRARY(x)`` is ``MIN(x)`` (any non-NULL value of the group is a
-      right answer; MIN is one);
+      right answer; MIN is one); with an ORDER BY in the call it is a FIRST (``_ordered_any_value``);
     - ``NOW()`` / ``GET_CURRENT_TIMESTAMP()`` is ``CURRENT_TIMESTAMP``;
     - ``f(x RESPECT NULLS)`` / ``f(x) RESPECT NULLS`` is ``f(x)`` (RESPECT NULLS is the default);
     - ``agg(x) FILTER (WHERE c) OVER (...)`` is ``agg(CASE WHEN c THEN x END) OVER (...)``
@@ -153,10 +164,14 @@ def _respelled(n: exp.Expression) -> exp.Expression | None:
     if isinstance(n, exp.RespectNulls):  # the default of every function that takes it
         return n.this.copy()
     if isinstance(n, exp.IgnoreNulls) and isinstance(n.this, exp.AnyValue):
-        return _any_value(n.this.this)
+        n = n.this
     if isinstance(n, exp.AnyValue):
+        if isinstance(n.this, exp.Order) and n.this.this is not None:
+            return _ordered_any_value(n.this, skip_nulls=True)
         return _any_value(n.this)
     if isinstance(n, exp.Anonymous) and len(n.expressions) == 1 and str(n.this).lower() == "arbitrary":
+        if isinstance(n.expressions[0], exp.Order) and n.expressions[0].this is not None:
+            return _ordered_any_value(n.expressions[0], skip_nulls=False)
         return _any_value(n.expressions[0])
     if isinstance(n, exp.Anonymous) and not n.expressions and str(n.this).lower() in ("now", "get_current_timestamp"):
         return exp.CurrentTimestamp()

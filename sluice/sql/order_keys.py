@@ -22,7 +22,8 @@ class OrderKeys:
         on = distinct.args["on"]
         by_alias = {u.lower(): e for u, _, e in reversed(st.outputs)}
         on_keys = []
-        for k in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+        written = on.expressions if isinstance(on, exp.Tuple) else [on]
+        for k in [c for w in written for c in (self._expand_columns(w, st.scope) if isinstance(w, exp.Columns) else [w])]:
             if isinstance(k, exp.Literal) and not k.is_string:  # a position in the select list
                 pos = int(k.this) if k.this.isdigit() else 0
                 if not 1 <= pos <= len(st.outputs):
@@ -62,6 +63,10 @@ class OrderKeys:
                     raise UnsupportedError(f"ORDER BY {t.name}: several select-list items have that name")
                 target = Col(internal, e.type)
             else:
+                # its subqueries (``ORDER BY (SELECT ... WHERE t2.k = t.k)``) joined as values first
+                if st.distinct is not None and t.find(exp.Subquery, exp.Exists, exp.Select) is not None:
+                    raise UnsupportedError("a subquery in ORDER BY with DISTINCT")
+                st.plan = self._join_subqueries(t, st.plan, st.post_ctx)
                 e = self._post_or_expr(t, st)
                 for (_, internal, oe) in outputs:
                     if oe == e:

@@ -1,12 +1,14 @@
-"""The select list's stars and aliases: ``*`` and ``t.*`` (less EXCLUDE, with REPLACE) expanded
-over the query's sources, and select-list aliases checked to be defined before they are used
+"""The select list's stars and aliases: ``*`` and ``t.*`` (less EXCLUDE, with REPLACE) and
+``COLUMNS(...)`` expanded over the query's sources, and select-list aliases checked to be defined before they are used
 (mixed into :class:`sluice.sql.translate.Translator`)."""
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
-from sluice.errors import PlanError
+from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.scope import Scope
 
 
@@ -17,6 +19,9 @@ class SelectList:
         """``*`` and ``t.*`` as column references, less ``EXCLUDE (...)``, with ``REPLACE (e AS c)``."""
         out = []
         for it in sel.expressions:
+            if isinstance(it, exp.Columns):
+                out += self._expand_columns(it, scope)
+                continue
             star = it if isinstance(it, exp.Star) else it.this if isinstance(it, exp.Column) else None
             if not isinstance(star, exp.Star):
                 out.append(it)
@@ -57,6 +62,35 @@ class SelectList:
                 raise PlanError(f"column {c!r} in * EXCLUDE/REPLACE is not in the FROM clause"
                                 + (f" table {t!r}" if t else ""))
         return out
+
+
+    def _expand_columns(self, node: exp.Columns, scope: Scope) -> list[exp.Expression]:
+        """DuckDB's ``COLUMNS(...)`` as the columns it names, in the order ``*`` gives them:
+        ``COLUMNS(*)`` (with EXCLUDE / REPLACE) is ``*``; ``COLUMNS('re')`` those whose name the
+        regular expression matches anywhere (as regexp_matches); ``COLUMNS(['a', 'b'])`` those
+        names (in the FROM clause's order, as DuckDB). Naming none is an error, as in DuckDB."""
+        arg = node.this
+        if isinstance(arg, exp.Star):
+            return self._expand_star(exp.Select(expressions=[arg.copy()]), scope)
+        every = self._expand_star(exp.Select(expressions=[exp.Star()]), scope)
+        if isinstance(arg, exp.Literal) and arg.is_string:
+            try:
+                pattern = re.compile(arg.this)
+            except re.error as e:
+                raise PlanError(f"COLUMNS: invalid regular expression {arg.this!r}: {e}") from None
+            out = [c for c in every if pattern.search(c.alias_or_name)]
+            if not out:
+                raise PlanError(f"COLUMNS: no column matches the regular expression {arg.this!r}")
+            return out
+        if isinstance(arg, exp.Array) and arg.expressions and \
+                all(isinstance(a, exp.Literal) and a.is_string for a in arg.expressions):
+            names = {c.alias_or_name.lower() for c in every}
+            for a in arg.expressions:
+                if a.this.lower() not in names:
+                    raise PlanError(f"COLUMNS: column {a.this!r} is not in the FROM clause")
+            wanted = {a.this.lower() for a in arg.expressions}
+            return [c for c in every if c.alias_or_name.lower() in wanted]
+        raise UnsupportedError("COLUMNS(...) of other than *, a regular expression or a list of names")
 
 
 def _star_sources(scope: Scope, table: str | None) -> list:

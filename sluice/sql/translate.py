@@ -421,6 +421,8 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
                 raise UnsupportedError("window functions in a correlated subquery")
             st.plan = self._windows(st.plan, windows, st.post_ctx, st.aggregated)
         if qualify is not None:
+            # its subqueries (``QUALIFY row_number() OVER w = (SELECT ...)``) joined as values first
+            st.plan = self._join_subqueries(qualify.this, st.plan, st.post_ctx)
             c = self._post_or_expr(qualify.this, st)
             c = E.coerce(c, BOOL) if c.type.kind == "null" else as_boolean(c)
             if c.type.kind != "bool":

@@ -17,7 +17,17 @@ from sluice.plan.logical import (DISTRIBUTION, OFFSETS, RANKING, Aggregate, AggC
 from sluice.sql.coverage import construct_name
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, WINDOW_FUNCS
+from sluice.sql.aggregation import refuse_float_order
 from sluice.types import INT64
+
+
+def _value_order(f: exp.Expression) -> exp.Order | None:
+    """The ORDER BY in a FIRST_VALUE / LAST_VALUE / NTH_VALUE call (``first_value(x ORDER BY k)``;
+    NTH_VALUE's holds its n), or None."""
+    if not isinstance(f, (exp.FirstValue, exp.LastValue, exp.NthValue)):
+        return None
+    held = f.args.get("offset") if isinstance(f, exp.NthValue) else f.this
+    return held if isinstance(held, exp.Order) else None
 
 
 class Windows:
@@ -47,6 +57,11 @@ class Windows:
             part = tuple(column(tr(p)) for p in w.args.get("partition_by") or [])
             order = w.args.get("order")
             keys = tuple(self._sort_key(o, column(tr(o.this))) for o in (order.expressions if order else []))
+            inner = _value_order(f)
+            if inner is not None:
+                # FIRST_VALUE(x ORDER BY k) OVER (PARTITION BY p) (coverage: no ORDER BY or frame
+                # of the window's own): the whole partition in k's order
+                keys = tuple(self._sort_key(o, column(tr(o.this))) for o in inner.expressions)
             call = self._window_call(w, tr, column, keys)
             name = self.fresh(w.sql(dialect="duckdb"))
             specs.setdefault((part, keys), []).append((name, call))
@@ -93,11 +108,18 @@ class Windows:
             if func not in WINDOW_AGGREGATES:
                 raise UnsupportedError(f"{func.upper()} over a window")
             arg = f.this
+            ordered = isinstance(arg, exp.Order)
+            if ordered:  # sum(x ORDER BY k) OVER (...): the same in any order (exact sums), as DuckDB
+                for o in arg.expressions:
+                    tr(o.this)  # (still bound: a wrong name stays an error)
+                arg = arg.this
             if isinstance(arg, exp.Distinct):
                 raise UnsupportedError("DISTINCT in a window aggregate")
             if func == "count" and (arg is None or isinstance(arg, exp.Star)):
                 return WindowCall("count_star", (), (), frame)
             e = tr(arg)
+            if ordered:
+                refuse_float_order(func, e)
             if e.type.is_nested and func != "count":  # (its values' order is not the codes')
                 raise UnsupportedError(f"{func.upper()} of a {e.type.kind.upper()} value over a window")
             if func in ("sum", "avg") and e.type.kind == "interval":
@@ -107,6 +129,13 @@ class Windows:
                 raise PlanError(f"{func.upper()} needs a number, got {e.type} in {f.sql()}")
             return WindowCall(func, (column(e),), (), frame)
         func = WINDOW_FUNCS[type(f)]
+        if _value_order(f) is not None:  # x ORDER BY k: over the whole partition sorted by k
+            f = f.copy()
+            if isinstance(f.this, exp.Order):
+                f.set("this", f.this.this)
+            else:
+                f.set("offset", f.args["offset"].this)
+            frame = ("rows", ("unbounded", 0), ("unbounded", 0))
         if func in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist"):
             return WindowCall(func, (), (), frame)
         if func == "ntile":

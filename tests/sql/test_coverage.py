@@ -41,7 +41,8 @@ STRUCTURAL = {exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except, ex
               exp.Unnest,  # read as a FROM item (sluice.sql.nested.UnnestSources)
               exp.Lateral,  # read by sluice.sql.dependent
               exp.Lambda, exp.Comprehension,  # read by the lambda calls and lists (sluice.sql.lambdas)
-              exp.ColumnDef}  # a STRUCT type's field, read with its DataType (sluice.sql.literals.sql_type)
+              exp.ColumnDef,  # a STRUCT type's field, read with its DataType (sluice.sql.literals.sql_type)
+              exp.Columns}  # expanded as a select-list item or DISTINCT ON key (sluice.sql.select_list)
 
 
 @pytest.mark.parametrize("cls", sorted(SUPPORTED, key=lambda c: c.__name__), ids=lambda c: c.__name__)
