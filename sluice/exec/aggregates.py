@@ -252,7 +252,37 @@ class MinMaxAcc(Accumulator):
                       out_type, valid)
 
 
-class StringMinMaxAcc(MinMaxAcc):
+class StringStateAcc(Accumulator):
+    """An aggregate whose state per group is one string (a dictionary-coded column) and a count of
+    the values it saw; rows and states are folded by ``_combine`` (MIN / MAX of strings, the bit
+    aggregates of BIT values), NULL where a group saw none."""
+
+    def _combine(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
+        raise NotImplementedError
+
+    def update(self, arg, ids, g, rows):
+        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
+        n = rows if valid is None else count_by(ids, g, valid)
+        return {self.name("v"): self._combine(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
+
+    def merge(self, state, ids, g):
+        n = self._n(state)
+        return {self.name("v"): self._combine(state[self.name("v")], ids, g, n > 0),
+                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
+
+    def identity(self, g, dev):
+        return {self.name("v"): Column(torch.zeros(g, dtype=torch.int32, device=dev), self.arg_type, None,
+                                       pa.array([""], pa.string())),
+                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
+
+    def finalize(self, state, out_type):
+        n = self._n(state)
+        valid = None if bool((n > 0).all()) else n > 0
+        v = state[self.name("v")]
+        return Column(v.data, out_type, valid, v.dictionary)
+
+
+class StringMinMaxAcc(StringStateAcc, MinMaxAcc):
     """MIN / MAX of strings: the winning string per group (its state is a string column).
 
     Per group, an 8-byte prefix of each string (compared as an unsigned number) picks the
@@ -299,26 +329,7 @@ class StringMinMaxAcc(MinMaxAcc):
             if len(order) else pa.array([""] * g)
         return Column(torch.arange(g, dtype=torch.int32, device=dev), self.arg_type, None, values)
 
-    def update(self, arg, ids, g, rows):
-        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
-        n = rows if valid is None else count_by(ids, g, valid)
-        return {self.name("v"): self._winners(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
-
-    def merge(self, state, ids, g):
-        n = self._n(state)
-        return {self.name("v"): self._winners(state[self.name("v")], ids, g, n > 0),
-                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
-
-    def identity(self, g, dev):
-        return {self.name("v"): Column(torch.zeros(g, dtype=torch.int32, device=dev), self.arg_type, None,
-                                       pa.array([""], pa.string())),
-                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
-
-    def finalize(self, state, out_type):
-        n = self._n(state)
-        valid = None if bool((n > 0).all()) else n > 0
-        v = state[self.name("v")]
-        return Column(v.data, out_type, valid, v.dictionary)
+    _combine = _winners
 
 
 class NestedPickAcc(Accumulator):

@@ -13,12 +13,11 @@ partial results combine by the same operation, so chunks, spills and ranks merge
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from sluice.chunk import Column, _compacted, host_tensor, to_device
 from sluice.errors import ExecutionError
-from sluice.exec.aggregates import Accumulator, _sum_by, count_by
+from sluice.exec.aggregates import Accumulator, StringStateAcc, _sum_by, count_by
 from sluice.kernels import bits as B
 from sluice.kernels.buffers import positions
 from sluice.types import INT64, LType
@@ -82,7 +81,7 @@ class BitwiseAcc(Accumulator):
         return Column(state[self.name("v")].data.to(out_type.torch_dtype), out_type, valid)
 
 
-class BitStringAcc(Accumulator):
+class BitStringAcc(StringStateAcc):
     """BIT_AND / BIT_OR / BIT_XOR over BIT values (text of '0' / '1', :mod:`sluice.kernels.bits`):
     per group the bitwise result of its strings, which must all be as long (DuckDB's error
     otherwise). The dictionary's entries become a 0/1 matrix once, the rows gather theirs, and
@@ -129,23 +128,4 @@ class BitStringAcc(Accumulator):
         np.cumsum(longest.cpu().numpy(), out=text_offs[1:])
         return Column(torch.arange(g, dtype=torch.int32, device=dev), self.arg_type, None, B._strings(text, text_offs))
 
-    def update(self, arg, ids, g, rows):
-        valid = None if arg.valid is None else arg.valid.expand(ids.shape)
-        n = rows if valid is None else count_by(ids, g, valid)
-        return {self.name("v"): self._reduce(arg, ids, g, valid), self.name("n"): Column(n, INT64)}
-
-    def merge(self, state, ids, g):
-        n = self._n(state)
-        return {self.name("v"): self._reduce(state[self.name("v")], ids, g, n > 0),
-                self.name("n"): Column(_sum_by(ids, g, n), INT64)}
-
-    def identity(self, g, dev):
-        return {self.name("v"): Column(torch.zeros(g, dtype=torch.int32, device=dev), self.arg_type, None,
-                                       pa.array([""], pa.string())),
-                self.name("n"): Column(torch.zeros(g, dtype=torch.int64, device=dev), INT64)}
-
-    def finalize(self, state, out_type):
-        n = self._n(state)
-        valid = None if bool((n > 0).all()) else n > 0
-        v = state[self.name("v")]
-        return Column(v.data, out_type, valid, v.dictionary)
+    _combine = _reduce
