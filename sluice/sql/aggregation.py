@@ -384,6 +384,16 @@ class Aggregation:
         plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
+    def _filter_condition(self, node: exp.Filter, ctx: Ctx) -> Expr:
+        """The boolean of ``agg(...) FILTER (WHERE c)`` (a NULL constant as a boolean)."""
+        if _outer_aggs(node.expression):
+            raise PlanError("aggregate functions cannot be nested")
+        cond = self.expr(node.expression.this, ctx)
+        cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
+        if cond.type.kind != "bool":
+            raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+        return cond
+
     def _filtered_holistic(self, plan, node: exp.Filter, keys, grouping_sets: bool, ctx: Ctx):
         """``agg(x) FILTER (WHERE c)`` of a holistic aggregate: its window partitioned by the
         group keys and ``c IS TRUE`` too, so the rows passing c are a partition of their own;
@@ -395,12 +405,7 @@ class Aggregation:
                                   exp.ArgMin, exp.ArgMax, exp.GroupConcat, exp.ArrayAgg, exp.First,
                                   exp.Last)) and not is_mad(inner):
             raise UnsupportedError(f"FILTER on {what}")
-        if _outer_aggs(node.expression):
-            raise PlanError("aggregate functions cannot be nested")
-        cond = self.expr(node.expression.this, ctx)
-        cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
-        if cond.type.kind != "bool":
-            raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+        cond = self._filter_condition(node, ctx)
         passes = E.make_func("coalesce", [cond, Lit(False, BOOL)])
         plan, call = self._holistic(plan, inner, [*keys, (self.fresh("filter"), passes)], grouping_sets, ctx)
         return plan, AggCall(call.func, E.make_func("case", [passes, call.arg, Lit(None, call.arg.type)]))
@@ -542,12 +547,7 @@ class Aggregation:
         if isinstance(node, exp.Filter):
             # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
             call = self._agg_call(node.this, ctx)
-            if _outer_aggs(node.expression):
-                raise PlanError("aggregate functions cannot be nested")
-            cond = self.expr(node.expression.this, ctx)
-            cond = E.coerce(cond, BOOL) if cond.type.kind == "null" else as_boolean(cond)
-            if cond.type.kind != "bool":
-                raise PlanError(f"FILTER needs a boolean condition, got {cond.type}")
+            cond = self._filter_condition(node, ctx)
             if call.func == "count_star":
                 return AggCall("count", E.make_func("case", [cond, Lit(1, INT64), Lit(None, NULL_TYPE)]))
             return AggCall(call.func, E.make_func("case", [cond, call.arg, Lit(None, NULL_TYPE)]), call.distinct)
