@@ -118,9 +118,7 @@ class Windows:
             default = f.args.get("default")
             if default is not None and not isinstance(default, exp.Null):
                 d = tr(default)
-                if d.type != value.type:
-                    if (d.type.kind == "string") != (value.type.kind == "string"):
-                        raise PlanError(f"{func.upper()} default {d.type} does not match {value.type}")
+                if d.type != value.type:  # DuckDB casts the default to the value's type
                     d = E.make_func("cast", [d], (value.type,))
                 args = (value, column(d))
             return WindowCall(func, args, (offset,), frame)
