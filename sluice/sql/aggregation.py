@@ -182,6 +182,16 @@ class Aggregation:
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
             elif (got := self._nested_extreme(plan, node, keys, bool(set_keys), ctx)) is not None:
                 plan, call = got
+            elif (halves := self._timestamp_halves(node, ctx)) is not None:
+                cols = []
+                for part in halves:  # AVG of timestamps: two exact sums and a count (timestamp_average)
+                    if part not in seen:
+                        name = self.fresh(node.sql(dialect="duckdb"))
+                        aggs.append((name, part))
+                        seen[part] = Col(name, part.type)
+                    cols.append(seen[part])
+                agg_cols[id(node)] = E.make_func("timestamp_average", cols, (halves[0].arg.args[0].type,))
+                continue
             else:
                 call = self._agg_call(node, ctx)
             if call not in seen:
@@ -462,6 +472,17 @@ class Aggregation:
         plan = Window(plan, part, order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
+    def _timestamp_halves(self, node, ctx: Ctx) -> tuple[AggCall, AggCall, AggCall] | None:
+        """AVG(ts) of TIMESTAMP / TIMESTAMPTZ values as the sums of their high and low halves
+        and their count (``expr/functions/timestamp_average.py``); None for every other call."""
+        if not isinstance(node, exp.Avg) or isinstance(node.this, exp.Distinct) or _outer_aggs(node.this):
+            return None
+        e = self.expr(node.this, ctx)
+        if e.type.kind not in ("timestamp", "timestamptz"):
+            return None
+        return (AggCall("sum", E.make_func("timestamp_half", [e], ("high",))),
+                AggCall("sum", E.make_func("timestamp_half", [e], ("low",))), AggCall("count", e))
+
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
         if isinstance(node, exp.Filter):
             # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
@@ -502,6 +523,10 @@ class Aggregation:
             raise PlanError(f"DECIMAL_AVERAGE requires a DECIMAL argument, got {e.type}")
         numeric = registered(func).numeric
         e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
+        if func == "avg" and e.type.kind in ("timestamp", "timestamptz"):  # (plain AVG: _timestamp_halves)
+            raise UnsupportedError(f"{node.sql('duckdb')} of {e.type.kind.upper()} values with DISTINCT or FILTER")
+        if func == "avg" and e.type.kind == "date":
+            raise UnsupportedError("AVG of DATE values (DuckDB answers a TIMESTAMP_NS, a type sluice does not have)")
         if numeric and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if numeric and not (e.type.is_numeric or e.type.kind == "bool"):
