@@ -376,13 +376,16 @@ class Aggregation:
             if not isinstance(qe, Lit) or qe.value is None or not qe.type.is_numeric:
                 raise UnsupportedError(f"a quantile that is not one constant number in {name}")
             q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
-            if not 0 <= q <= 1:
-                raise PlanError(f"the quantile must be between 0 and 1 in {name}")
+            if not -1 <= q <= 1:
+                raise PlanError(f"the quantile must be between -1 and 1 in {name}")
+            if q < 0 and cont:
+                raise UnsupportedError(f"a negative quantile in {name}")
         e = self.expr(arg, ctx)
         if cont and not e.type.is_numeric:
             raise UnsupportedError(f"{what} of {e.type}")
-        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
-        plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+        # DuckDB: a negative quantile counts from the top -- |q| of the values sorted descending
+        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (abs(q),))
+        plan = Window(plan, part, (SortKey(e, q >= 0, False),), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
     def _ordered_argument(self, node, ctx: Ctx):
