@@ -43,6 +43,8 @@ value (in the select list, under OR), and subqueries in an aggregate's FILTER an
 ``keyed_recursive_query`` (its own RNG) writes WITH RECURSIVE ... USING KEY: MIN distances over a
 join (UNION), aggregates over UNION ALL, last values of floats until they stop changing (NaN,
 -0.0, NULL), ``recurring.r``.
+``timestamp_average_query`` (its own RNG) averages timestamps far from today (exact sums, DuckDB's
+rounding) and names a select-list alias in HAVING.
 ``bool_agg_query`` (its own RNG) aggregates booleans: where DuckDB does not bind the aggregate (AVG, PRODUCT,
 the moments of a BOOLEAN), sluice must reject it too -- it once answered AVG of booleans with TRUE as 1.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
@@ -1251,11 +1253,28 @@ def bit_aggregate_query():  # BIT_AND / BIT_OR / BIT_XOR of n's integers (their 
     return f"select {aggs} from n{where}"
 
 
+_AVR = random.Random(170_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def timestamp_average_query():
+    """AVG of dd's timestamps (years before 1 to past 9999: the exact 96-bit sum, DuckDB's rounding)
+    by group and filtered, and HAVING naming a select-list alias that is no group key."""
+    x = _AVR.choice(["dd.ts", "cast(dd.ts as timestamptz)", "dd.ts + interval 1 day"])
+    where = _AVR.choice(["", " where dd.i % 3 = 0", " where dd.ts > timestamp '1970-01-01'", " where dd.i > 100"])
+    if _AVR.random() < .3:
+        return (f"select dd.i % 4 as k, avg({x}) as i from dd{where} group by dd.i % 4 "
+                f"having i {_AVR.choice(['>', '<'])} timestamp '1990-01-01' order by k")
+    if _AVR.random() < .5:
+        return f"select dd.i % {_AVR.randint(1, 6)} as k, avg({x}), count(*) from dd{where} group by k order by k"
+    return f"select avg({x}), min({x}) from dd{where}"
+
+
 def query():
     global _LAST_SIM, _LAST_NULL, _LAST_BOOL
     _LAST_BOOL = _BR.random() < 0.03  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_BOOL: return bool_agg_query()
     if _BAR.random() < 0.03: return bit_aggregate_query()
+    if _AVR.random() < 0.03: return timestamp_average_query()
     _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)

@@ -182,6 +182,16 @@ class Aggregation:
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
             elif (got := self._nested_extreme(plan, node, keys, bool(set_keys), ctx)) is not None:
                 plan, call = got
+            elif (halves := self._timestamp_halves(node, ctx)) is not None:
+                cols = []
+                for part in halves:  # AVG of timestamps: two exact sums and a count (timestamp_average)
+                    if part not in seen:
+                        name = self.fresh(node.sql(dialect="duckdb"))
+                        aggs.append((name, part))
+                        seen[part] = Col(name, part.type)
+                    cols.append(seen[part])
+                agg_cols[id(node)] = E.make_func("timestamp_average", cols, (halves[0].arg.args[0].type,))
+                continue
             else:
                 call = self._agg_call(node, ctx)
             if call not in seen:
@@ -375,13 +385,16 @@ class Aggregation:
             if not isinstance(qe, Lit) or qe.value is None or not qe.type.is_numeric:
                 raise UnsupportedError(f"a quantile that is not one constant number in {name}")
             q = float(qe.value) / (10 ** qe.type.scale if qe.type.kind == "decimal" else 1)
-            if not 0 <= q <= 1:
-                raise PlanError(f"the quantile must be between 0 and 1 in {name}")
+            if not -1 <= q <= 1:
+                raise PlanError(f"the quantile must be between -1 and 1 in {name}")
+            if q < 0 and cont:
+                raise UnsupportedError(f"a negative quantile in {name}")
         e = self.expr(arg, ctx)
         if cont and not e.type.is_numeric:
             raise UnsupportedError(f"{what} of {e.type}")
-        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (q,))
-        plan = Window(plan, part, (SortKey(e, True, False),), ((wname, call),))
+        # DuckDB: a negative quantile counts from the top -- |q| of the values sorted descending
+        call = WindowCall("quantile_cont" if cont else "quantile_disc", (e,), (abs(q),))
+        plan = Window(plan, part, (SortKey(e, q >= 0, False),), ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
     def _filter_condition(self, node: exp.Filter, ctx: Ctx) -> Expr:
@@ -543,6 +556,17 @@ class Aggregation:
         plan = Window(plan, part, order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
 
+    def _timestamp_halves(self, node, ctx: Ctx) -> tuple[AggCall, AggCall, AggCall] | None:
+        """AVG(ts) of TIMESTAMP / TIMESTAMPTZ values as the sums of their high and low halves
+        and their count (``expr/functions/timestamp_average.py``); None for every other call."""
+        if not isinstance(node, exp.Avg) or isinstance(node.this, exp.Distinct) or _outer_aggs(node.this):
+            return None
+        e = self.expr(node.this, ctx)
+        if e.type.kind not in ("timestamp", "timestamptz"):
+            return None
+        return (AggCall("sum", E.make_func("timestamp_half", [e], ("high",))),
+                AggCall("sum", E.make_func("timestamp_half", [e], ("low",))), AggCall("count", e))
+
     def _agg_call(self, node, ctx: Ctx) -> AggCall:
         if isinstance(node, exp.Filter):
             # agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): rows failing c count as NULL.
@@ -581,6 +605,10 @@ class Aggregation:
             raise PlanError(f"DECIMAL_AVERAGE requires a DECIMAL argument, got {e.type}")
         numeric = registered(func).numeric
         e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
+        if func == "avg" and e.type.kind in ("timestamp", "timestamptz"):  # (plain AVG: _timestamp_halves)
+            raise UnsupportedError(f"{node.sql('duckdb')} of {e.type.kind.upper()} values with DISTINCT or FILTER")
+        if func == "avg" and e.type.kind == "date":
+            raise UnsupportedError("AVG of DATE values (DuckDB answers a TIMESTAMP_NS, a type sluice does not have)")
         if numeric and e.type.kind == "interval":
             raise UnsupportedError(f"{func.upper()} of INTERVAL values")
         if numeric and not (e.type.is_numeric or e.type.kind == "bool"):

@@ -86,7 +86,7 @@ class Expressions:
                 raise UnsupportedError("schema-qualified column names")
             return got
         if not n.table and ctx.aliases is not None and name in ctx.aliases and name not in self._expanding \
-                and not ctx.scope.has_local(name):
+                and (id(n) in ctx.alias_columns or not ctx.scope.has_local(name)):
             # A select-list alias of this query before a column of an enclosing one, as DuckDB binds it.
             self._expanding.add(name)
             try:

@@ -155,3 +155,4 @@ class Ctx:
     group_map: dict[Expr, Col] | None = None  # group key expr -> key output (post-agg)
     subs: dict[int, Col] = field(default_factory=dict)  # id(subquery AST) -> value column
     aliases: dict[str, exp.Expression] | None = None  # select-list aliases -> their expressions
+    alias_columns: frozenset[int] = frozenset()  # id(Column AST) that reads its alias (HAVING: having_names)

@@ -14,7 +14,7 @@ from sluice.errors import PlanError
 from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Func, Lit
 from sluice.plan.logical import (Filter, Join, JoinKind, PlanNode, Project, Shared)
-from sluice.types import BOOL
+from sluice.types import BOOL, INT32
 from sluice.sql.dependent import Correlated, null_safe_keys, scalar_aggregate, unwrap
 from sluice.sql.scope import Scope, Correlation, Ctx
 from sluice.sql.syntax import _level_nodes
@@ -83,6 +83,16 @@ class Subqueries:
         if lhs:
             out = rel.outputs[0][1]
             v = Col(out, sch[out])
+            if lhs[0].type.kind == "null" or v.type.kind == "null":
+                # an untyped NULL on either side takes the other's type (INTEGER where both are)
+                t = v.type if v.type.kind != "null" else lhs[0].type if lhs[0].type.kind != "null" else INT32
+                lhs = [E.coerce(lhs[0], t)]
+                if v.type != t:
+                    plan = Project(rel.plan, tuple((k, E.coerce(Col(k, u), t) if k == out else Col(k, u))
+                                                   for k, u in sch.items()))
+                    rel = replace(rel, plan=plan)
+                    sch = plan.schema
+                    v = Col(out, t)
             if (lhs[0].type.kind == "string") != (v.type.kind == "string"):
                 raise PlanError(f"IN compares {lhs[0].type} with {v.type}")
             if null_aware and lk:

@@ -15,10 +15,12 @@ The translator only translates: join order is the ``order_joins`` plan rule's de
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
 
 from typing import Callable
+
 
 from sqlglot import exp
 
@@ -33,6 +35,7 @@ from sluice.plan.logical import (Aggregate, Filter, Limit, OneRow, PlanNode, Pro
                                  Sort, SortKey)
 from sluice.types import BOOL, INT64
 from sluice.sql.limits import limit_value
+from sluice.sql.having_names import having_names
 from sluice.sql.scope import Catalog, Scope, Correlation, Rel, Ctx, Source, Domain, EmptyGroup
 from sluice.exec.aggregate_functions import registered
 from sluice.sql.agg_states import combined_states, is_combine_aggr, printed_states
@@ -372,6 +375,8 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
         having = sel.args.get("having")
         order = st.order = _order_by_all(sel.args.get("order"), len(select_items))
         group = _group_by_all(sel.args.get("group"), select_items)
+        if having is not None and sel.args.get("group") is not None and sel.args["group"].args.get("all"):
+            group = self._group_by_all_having(having, group, select_items, ctx)
         rewritten = [*select_items, having, *(order.expressions if order is not None else [])]
         combined_states(self, rewritten, ctx)
         binned_histograms(self, rewritten, ctx)
@@ -398,6 +403,11 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
         st.plan, st.post_ctx = self._aggregate(st.plan, ctx, select_items, group, agg_nodes, alias_map, corr,
                                                grouping_nodes,
                                                domain_keys=list(domain.cols.values()) if domain else [])
+        if having is not None:
+            post = st.post_ctx
+            ids, _ = having_names(lambda n: self.expr(n, post), having,
+                                  lambda e: e in (post.group_map or {}), post.aliases)
+            st.post_ctx = dataclasses.replace(post, alias_columns=frozenset(ids))
         for c in _split_and(having) if having is not None else []:
             if _contains_subquery(c):
                 if st.empty is not None:
@@ -407,6 +417,21 @@ class Translator(FromClause, OuterJoinPairs, RecursiveKeys, SetOperations, Aggre
                 st.having_flag = E.and_all([st.having_flag, self._post(c, st.post_ctx)])
             else:
                 st.plan = Filter(st.plan, self._post(c, st.post_ctx))
+
+    def _group_by_all_having(self, having, group, select_items, ctx: Ctx):
+        """GROUP BY ALL groups by HAVING's plain columns too (outside aggregates, not a select
+        item's key, not an alias), as DuckDB's HavingBinder adds them."""
+        keys = list(group.expressions) if group is not None else []
+        key_exprs = set()
+        for k in keys:
+            it = select_items[int(k.this) - 1]
+            try:
+                key_exprs.add(self.expr(it.this if isinstance(it, exp.Alias) else it, ctx))
+            except (PlanError, UnsupportedError):
+                pass
+        aliases = {it.alias.lower() for it in select_items if isinstance(it, exp.Alias)}
+        _, plain = having_names(lambda n: self.expr(n, ctx), having, lambda e: e in key_exprs, aliases)
+        return exp.Group(expressions=keys + [c.copy() for c in plain]) if keys or plain else group
 
     def _windows_qualify(self, st: "_Select") -> None:
         """Window functions (after grouping and HAVING), then QUALIFY on their results."""

@@ -147,9 +147,7 @@ class Windows:
             default = f.args.get("default")
             if default is not None and not isinstance(default, exp.Null):
                 d = tr(default)
-                if d.type != value.type:
-                    if (d.type.kind == "string") != (value.type.kind == "string"):
-                        raise PlanError(f"{func.upper()} default {d.type} does not match {value.type}")
+                if d.type != value.type:  # DuckDB casts the default to the value's type
                     d = E.make_func("cast", [d], (value.type,))
                 args = (value, column(d))
             return WindowCall(func, args, (offset,), frame)
@@ -174,7 +172,7 @@ class Windows:
         Each bound is (unbounded|preceding|current|following, offset). ROWS and GROUPS
         offsets count rows and peer groups (integer constants); a RANGE offset is a distance
         in the one ORDER BY key's units (a number; for a date key days or an INTERVAL of
-        days), kept as a float in the key's stored units (a decimal key's scaled integers)."""
+        days; for a timestamp key an INTERVAL of fixed units, in microseconds), kept as a float in the key's stored units (a decimal key's scaled integers)."""
         if spec is None:
             return ("range", ("unbounded", 0), ("current", 0) if keys else ("unbounded", 0))
         kind = str(spec.args["kind"]).lower()
@@ -189,6 +187,8 @@ class Windows:
             if len(keys) != 1:
                 raise PlanError("a RANGE frame with an offset needs exactly one ORDER BY expression")
             kt = keys[0].expr.type
+            if kt.kind == "timestamp" and isinstance(v, exp.Interval):
+                return _interval_micros(v)
             if not (kt.is_numeric or kt.kind == "date"):
                 raise PlanError(f"a RANGE frame with an offset needs a numeric or date ORDER BY, got {kt}")
             if isinstance(v, exp.Interval) and kt.kind == "date":
@@ -268,3 +268,22 @@ def null_safe_zero(t):
     if t.is_numeric:
         return E.make_func("cast", [Lit(0, INT64)], (t,))
     return None
+
+
+_MICROS = {"week": 7 * 86_400_000_000, "day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000,
+           "second": 1_000_000, "millisecond": 1_000, "microsecond": 1}
+
+
+def _interval_micros(v: exp.Interval) -> int:
+    """A RANGE offset over a TIMESTAMP key: an INTERVAL of whole fixed units (weeks to
+    microseconds; a day is 24 hours, as DuckDB adds one to a TIMESTAMP) in microseconds, the
+    key's stored units; months and years have no one length and are refused."""
+    unit = (v.args.get("unit").name if v.args.get("unit") is not None else "").lower().rstrip("s")
+    text = v.this.name if isinstance(v.this, exp.Literal) else ""
+    parts = text.split()
+    if len(parts) == 2 and not unit:
+        text, unit = parts[0], parts[1].lower().rstrip("s")
+    if unit not in _MICROS or not text.isdigit():
+        raise UnsupportedError("RANGE frame offsets over a TIMESTAMP other than whole weeks, days, hours, "
+                               "minutes, seconds, milliseconds or microseconds")
+    return int(text) * _MICROS[unit]

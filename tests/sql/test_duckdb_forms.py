@@ -99,6 +99,8 @@ FORMS = [
     "select bar(1, 0, 5, 10), bar(1.3, 0, 5, 10), bar(1, 0, 5, 10.5), bar(1, 0, 5, 10.9), bar(6, 0, 5, 10), "
     "bar(-1, 0, 5, 10), bar(5, 5, 5, 10), bar('nan'::double, 0, 5, 10), bar(1, 0, 5), bar(1, 0, 5, 1)",
     "select bar(0.3125, 0, 5, 10), bar(NULL, 0, 5, 10), bar(1, 0, 'inf'::double, 10), bar(6, 0, 5, 10.9), bar(1, 0, 5, 2.99)",
+    "select bar(1, 'nan'::double, 10), bar(1, 0, 'nan'::double), bar(x, 'nan'::double, 'nan'::double, 3), "
+    "bar(1, 'inf'::double, 10), bar(x, 'inf'::double, 'inf'::double) from t",
     # path functions
     "select p, parse_filename(p), parse_filename(p, true), parse_filename(p, false, 'forward_slash') from p",
     "select p, parse_filename(p, true, 'backslash'), parse_filename(p, 'system'), parse_dirname(p) from p",

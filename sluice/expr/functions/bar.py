@@ -5,6 +5,8 @@ result a string column of codes into those drawings."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import torch
@@ -28,6 +30,8 @@ def bar(e, args, chunk) -> Column:
     a, = args
     lo, hi, width = e.params
     x = to_type(a, FLOAT64).double()
+    if math.isnan(lo) or math.isnan(hi):  # DuckDB: a NaN bound draws an empty bar
+        x = torch.full_like(x, math.nan)
     w = torch.where(torch.isnan(x) | (x <= lo), torch.zeros_like(x),
                     torch.where(x >= hi, torch.full_like(x, width), width * (x - lo) / (hi - lo)))
     fail_if(~torch.isfinite(w), "Bar width must not be NaN or infinity", a.valid)
