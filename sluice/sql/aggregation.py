@@ -559,8 +559,8 @@ class Aggregation:
     def _timestamp_halves(self, node, ctx: Ctx) -> tuple[AggCall, AggCall, AggCall] | None:
         """AVG(ts) of TIMESTAMP / TIMESTAMPTZ values as the sums of their high and low halves
         and their count (``expr/functions/timestamp_average.py``); None for every other call."""
-        if not isinstance(node, exp.Avg) or isinstance(node.this, exp.Distinct) or _outer_aggs(node.this):
-            return None
+        if not isinstance(node, exp.Avg) or isinstance(node.this, (exp.Distinct, exp.Order)) or _outer_aggs(node.this):
+            return None  # (AVG(x ORDER BY k): the ordered-aggregate rules, :meth:`_agg_call`)
         e = self.expr(node.this, ctx)
         if e.type.kind not in ("timestamp", "timestamptz"):
             return None
@@ -606,7 +606,7 @@ class Aggregation:
         numeric = registered(func).numeric
         e = _typed_null_argument(e, numeric, isinstance(node, _BOOL_AGGS))
         if func == "avg" and e.type.kind in ("timestamp", "timestamptz"):  # (plain AVG: _timestamp_halves)
-            raise UnsupportedError(f"{node.sql('duckdb')} of {e.type.kind.upper()} values with DISTINCT or FILTER")
+            raise UnsupportedError(f"{node.sql('duckdb')} of {e.type.kind.upper()} values with DISTINCT, FILTER or ORDER BY")
         if func == "avg" and e.type.kind == "date":
             raise UnsupportedError("AVG of DATE values (DuckDB answers a TIMESTAMP_NS, a type sluice does not have)")
         if numeric and e.type.kind == "interval":
