@@ -136,7 +136,15 @@ WHY_NOT = {"parse_formatted_bytes": "its result is a UBIGINT, up to 2^64 - 1; sl
                                     "64-bit, and a BIGINT result would type and overflow unlike DuckDB's",
            "decimal_division": "its result's scale is max(6, s1 + p2 + 1) and its errors follow the widths: both "
                                "read the operands' precisions, which sluice's DECIMAL type does not carry; "
-                               "CAST(a AS DOUBLE) / b divides approximately"}
+                               "CAST(a AS DOUBLE) / b divides approximately",
+           "approx_quantile": "DuckDB answers from its T-Digest sketch, approximately, and sluice would not give "
+                              "the same numbers; QUANTILE_CONT / QUANTILE_DISC answer exactly",
+           "approx_top_k": "DuckDB answers from a sketch, approximately; GROUP BY x ORDER BY count(*) DESC "
+                           "LIMIT k answers exactly",
+           "reservoir_quantile": "DuckDB answers from a random sample; QUANTILE_DISC answers exactly",
+           "nextval": "sequences come from CREATE SEQUENCE; sluice runs SELECT queries over files "
+                      "(row_number() OVER () numbers rows)",
+           "currval": "sequences come from CREATE SEQUENCE; sluice runs SELECT queries over files"}
 
 KNOWN_CALLS = frozenset({"damerau_levenshtein", "hamming", "mismatches", "jaro_similarity",
                          "jaro_winkler_similarity", "jaccard", "parse_filename", "parse_dirname", "parse_dirpath", "parse_path",
@@ -538,9 +546,10 @@ def construct_name(node: exp.Expression) -> str:
             return f"table function {name}"
         if isinstance(node, exp.Anonymous) and name in _UNIT_FIRST:  # see sluice.sql.dialect
             return f"{name} with a unit that is not a string constant"
-        if isinstance(node, exp.Anonymous) and name.lower() in WHY_NOT:
-            return f"function {name} ({WHY_NOT[name.lower()]})"
-        return f"aggregate {name}" if isinstance(node, exp.AggFunc) else f"function {name}"
+        kind = "aggregate" if isinstance(node, exp.AggFunc) else "function"
+        if name.lower() in WHY_NOT:
+            return f"{kind} {name} ({WHY_NOT[name.lower()]})"
+        return f"{kind} {name}"
     if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge)):
         return f"{node.key.upper()} statements (only SELECT queries run)"
     return node.key.upper().replace("_", " ")

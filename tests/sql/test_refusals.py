@@ -27,6 +27,9 @@ CASES: list[tuple[str, str | None]] = [
     ("select trim(both 'A' from n_name) from nation", None),
     ("select count(*) from lineitem using sample 10 percent", "SAMPLE"),
     ("select count(*) from lineitem limit 10%", "PERCENT"),
+    # approximate aggregates: refused with the reason and the exact way round
+    ("select approx_quantile(l_quantity, 0.5) from lineitem", "QUANTILE_CONT / QUANTILE_DISC answer exactly"),
+    ("select approx_top_k(l_shipmode, 2) from lineitem", "ORDER BY count(*) DESC"),
     ("select n.n_name, r.r_name from nation n asof join region r on n.n_regionkey >= r.r_regionkey", None),
     ("select * from read_parquet('nation.parquet', union_by_name = true)", "read_parquet option union_by_name"),
     ("select * from generate_series(1, 3)", None),
