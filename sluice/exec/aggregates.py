@@ -257,8 +257,21 @@ class StringStateAcc(Accumulator):
     the values it saw; rows and states are folded by ``_combine`` (MIN / MAX of strings, the bit
     aggregates of BIT values), NULL where a group saw none."""
 
+    @abc.abstractmethod
     def _combine(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
-        raise NotImplementedError
+        """Each group's string from its rows (or states) of ``col``: a column of ``g`` strings."""
+
+    @staticmethod
+    def _valid_codes(col: Column, ids: torch.Tensor, valid: torch.Tensor | None):
+        """``col``'s dictionary and, for its valid rows, their group ids and dictionary codes."""
+        d, codes = _compacted(col)
+        codes = codes.long().reshape(-1)
+        if codes.numel() != ids.numel():
+            codes = codes.expand(ids.shape)
+        if valid is not None:
+            rows = positions(valid)
+            return d, ids[rows], codes[rows]
+        return d, ids, codes
 
     def update(self, arg, ids, g, rows):
         valid = None if arg.valid is None else arg.valid.expand(ids.shape)
@@ -295,15 +308,7 @@ class StringMinMaxAcc(StringStateAcc, MinMaxAcc):
     def _winners(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
         dev = ids.device
         # Dictionary entries need not be unique here (equal strings tie on rank): no hashing.
-        d, codes = _compacted(col)
-        codes = codes.long().reshape(-1)
-        if codes.numel() != ids.numel():
-            codes = codes.expand(ids.shape)
-        if valid is not None:
-            rows = positions(valid)
-            ids_v, codes_v = ids[rows], codes[rows]
-        else:
-            ids_v, codes_v = ids, codes
+        d, ids_v, codes_v = self._valid_codes(col, ids, valid)
         red = "amax" if self.largest else "amin"
         if self.first_byte and _first_byte_pays(len(d), codes_v.numel(), g):
             ids_v, codes_v, pre = _first_byte_rows(d, ids_v, codes_v, g, self.largest)

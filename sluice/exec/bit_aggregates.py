@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sluice.chunk import Column, _compacted, host_tensor, to_device
+from sluice.chunk import Column, host_tensor, to_device
 from sluice.errors import ExecutionError
 from sluice.exec.aggregates import Accumulator, StringStateAcc, _sum_by, count_by
 from sluice.kernels import bits as B
-from sluice.kernels.buffers import positions
 from sluice.types import INT64, LType
 
 #: Bits of each integer type.
@@ -94,13 +93,7 @@ class BitStringAcc(StringStateAcc):
 
     def _reduce(self, col: Column, ids: torch.Tensor, g: int, valid: torch.Tensor | None) -> Column:
         dev = ids.device
-        d, codes = _compacted(col)
-        codes = codes.long().reshape(-1)
-        if codes.numel() != ids.numel():
-            codes = codes.expand(ids.shape)
-        if valid is not None:
-            rows = positions(valid)
-            ids, codes = ids[rows], codes[rows]
+        d, ids, codes = self._valid_codes(col, ids, valid)
         chars, offs = B._chars(d.fill_null("") if d.null_count else d)
         lens = np.diff(offs)
         width = int(lens.max()) if len(lens) else 0
