@@ -15,7 +15,7 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.sql.agg_states import is_state, printed
 from sluice.sql.calls import CLASS_CALLS
 from sluice.sql.row_values import is_row, row_compare, row_in
-from sluice.sql.coverage import construct_name
+from sluice.sql.construct_names import construct_name
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Func, Lit
 from sluice.types import BOOL, INT64, STRING

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sluice.errors import PlanError, SluiceError, UnsupportedError
-from sluice.sql.coverage import construct_name
+from sluice.sql.construct_names import construct_name
 from sluice.catalog import TableInfo
 from sluice.expr import build as E
 from sluice.expr.functions.logic import as_boolean

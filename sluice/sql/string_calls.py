@@ -12,7 +12,8 @@ from sluice.errors import PlanError, UnsupportedError
 from sluice.expr import build as E
 from sluice.expr.nodes import NULL_TYPE, Expr, Lit
 from sluice.sql.calls import NAMED_CALLS, formatted_value, printf_spec
-from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS, construct_name
+from sluice.sql.coverage import KNOWN_CALLS, NESTED_CALLS
+from sluice.sql.construct_names import construct_name
 from sluice.sql.dialect import wrong_arguments
 from sluice.sql.expressions import _cutoff, handles
 from sluice.sql.literals import _const_int, _const_str, _int_lit

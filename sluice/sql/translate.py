@@ -25,7 +25,8 @@ from typing import Callable
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
-from sluice.sql.coverage import check_supported, construct_name
+from sluice.sql.coverage import check_supported
+from sluice.sql.construct_names import construct_name
 from sluice.sql.normalize import JOIN_GROUP, normalize
 from sluice.catalog import TableInfo
 from sluice.expr import build as E

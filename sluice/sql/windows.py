@@ -14,7 +14,7 @@ from sluice.expr import build as E
 from sluice.expr.nodes import Col, Expr, Lit
 from sluice.plan.logical import (DISTRIBUTION, OFFSETS, RANKING, Aggregate, AggCall, Join, JoinKind, MOMENTS, PlanNode, Project, Shared, SortKey,
                                  Window, WindowCall, WINDOW_AGGREGATES)
-from sluice.sql.coverage import construct_name
+from sluice.sql.construct_names import construct_name
 from sluice.sql.scope import Ctx
 from sluice.sql.syntax import AGG_FUNCS, WINDOW_FUNCS
 from sluice.sql.aggregation import refuse_float_order

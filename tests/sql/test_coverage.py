@@ -11,7 +11,8 @@ import pytest
 from sqlglot import exp
 
 from sluice.errors import UnsupportedError
-from sluice.sql.coverage import SUPPORTED, check_supported, construct_name
+from sluice.sql.coverage import SUPPORTED, check_supported
+from sluice.sql.construct_names import construct_name
 from sluice.sql.parse import parse_sql
 from sluice.sql.expressions import HANDLERS
 from sluice.sql.translate import AGG_FUNCS, HOLISTIC, WINDOW_FUNCS
