@@ -270,7 +270,7 @@ class SortOp(Operator):
             v = v.to(torch.int8)
         valid = col.valid
         pool = v if valid is None else v[valid]
-        if pool.numel() == 0:  # all NULL: the later keys decide
+        if pool.numel() < keep:  # the NULLs take the places left (NULLS LAST too), ordered by the later keys
             return chunk
         kth = torch.topk(pool, min(keep, pool.numel()), largest=not k0.ascending, sorted=True).values[-1]
         mask = (v <= kth) if k0.ascending else (v >= kth)
@@ -294,7 +294,7 @@ def _string_candidates_mask(col, keep: int, k0) -> torch.Tensor | None:
     v = pre.index_select(0, codes)
     valid = col.valid
     pool = v if valid is None else v[valid]
-    if pool.numel() == 0:
+    if pool.numel() < keep:  # fewer values than places: the NULLs are candidates too
         return None
     kth = torch.topk(pool, min(keep, pool.numel()), largest=not k0.ascending, sorted=True).values[-1]
     mask = (v <= kth) if k0.ascending else (v >= kth)
