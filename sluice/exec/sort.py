@@ -34,6 +34,7 @@ from typing import Iterator
 import torch
 
 from sluice.chunk import Chunk, _compacted, compact_strings, concat_chunks, to_device
+from sluice.exec.list_topk import list_candidates_mask
 from sluice.exec.string_prefix import string_prefix_keys
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import sortable
@@ -265,6 +266,9 @@ class SortOp(Operator):
             mask = _string_candidates_mask(col, keep, k0)
             if mask is not None:
                 return chunk.filter(mask)
+        if col.type.is_nested:  # a LIST: cut by first elements (exec/list_topk.py), else keyed whole
+            mask = list_candidates_mask(col, keep, k0.ascending, k0.nulls_first)
+            return chunk if mask is None else chunk.filter(mask)
         v = sortable(col)
         if v.dtype == torch.bool:
             v = v.to(torch.int8)
