@@ -26,6 +26,8 @@ doubles, REALs and decimals at their ends (it found MAD of -1e308 and 1e308 NaN,
 ``asof_query`` (one query in about sixteen, from its own RNG) writes ASOF joins of t and u:
 every inequality and join kind, USING, keys of every type (IS NOT DISTINCT FROM too), one
 side's conditions in the ON, values of mixed types, NULLs, NaN and ties (it shows only what DuckDB's pick among tied right rows cannot change).
+``sparse_topk_query`` (one in about sixteen, its own RNG) orders table sp by a key NULL in almost every row
+under a LIMIT (the top-k cut once dropped the NULL rows that fill the limit: 5 rows answered to LIMIT 60).
 ``text_cast_query`` (one query in twenty, its own RNG) casts random texts of lists, structs and maps
 (quotes, escapes, blanks, brackets, a character changed) and ev's nested columns as text to nested types.
 ``row_subquery_query`` (one query in about 33, its own RNG) compares row values ``(a, b)`` with
@@ -158,6 +160,20 @@ _I64 = (-(2 ** 63), 2 ** 63 - 1)
 _XR = random.Random(40_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 pq.write_table(pa.table({"v": pa.array([_XR.choice([_I64[0], _I64[0] + 1, _I64[0] + 3, _I64[1], _I64[1] - 1, _I64[1] - 3, 0, None])
                                         for _ in range(300)], pa.int64())}), root/"xk.parquet", row_group_size=40)
+# A table whose sort keys are NULL in almost every row (sparse_topk_query): ORDER BY x LIMIT k
+# cuts each chunk to its candidates, and with fewer than k values there the NULL rows must stay
+# (NULLS LAST too); the cut once dropped them (5 rows answered to LIMIT 10).
+_TKR = random.Random(185_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+_SPN = 1200
+_SPHAS = set(_TKR.sample(range(_SPN), _TKR.randint(0, 12)))
+pq.write_table(pa.table({"id": pa.array(range(_SPN), pa.int64()),
+                         "x": pa.array([_TKR.randint(-5, 5) if i in _SPHAS else None for i in range(_SPN)], pa.int64()),
+                         "s": pa.array([_TKR.choice(["", "a", "abcdefghij", "abcdefghik", "zz"]) if i in _SPHAS else None
+                                        for i in range(_SPN)], pa.string()),
+                         "f": pa.array([_TKR.choice([-0.0, 0.0, 1.5, float("nan"), -1e300]) if i in _SPHAS else None
+                                        for i in range(_SPN)], pa.float64()),
+                         "g": pa.array([i % 4 for i in range(_SPN)], pa.int32())}),
+               root/"sp.parquet", row_group_size=_TKR.choice([100, 300, 1200]))
 for _name, _end, _step in (("dmin", _I64[0], 1), ("dmax", _I64[1], -1)):
     pq.write_table(pa.table({"v": pa.array([_end, _end + 3 * _step], pa.int64()), "name": ["end", "near"]}), root/f"{_name}.parquet")
 # Columns whose values sit where a constant of another type converts inexactly: 2**53 + 1 as a
@@ -1217,6 +1233,16 @@ def distinct_limit_query():
     return f"select count(*), count(distinct {key}) from ({inner}) x"
 
 
+def sparse_topk_query():
+    """ORDER BY a key NULL in almost every row LIMIT k (table sp): the NULL rows fill the places
+    the values leave, in the later keys' order -- under every setting (tiny chunks cut each)."""
+    key = _TKR.choice(["sp.x", "sp.s", "sp.f", "sp.x + sp.g", "upper(sp.s)"])
+    order = f"{key}{_TKR.choice(['', ' desc'])}{_TKR.choice(['', ' nulls first', ' nulls last'])}"
+    where = _TKR.choice(["", " where sp.g <> 1", " where sp.id % 7 <> 3"])
+    return (f"select {key}, sp.id from sp{where} order by {order}, sp.id{_TKR.choice(['', ' desc'])} "
+            f"limit {_TKR.choice([1, 3, 10, 25, 60])}" + (f" offset {_TKR.randint(1, 5)}" if _TKR.random() < .2 else ""))
+
+
 _BR = random.Random(150_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
 _LAST_BOOL = False
 _BOOL_ARGS = ["t.a > 2", "t.s like '%a%'", "t.f = t.f", "t.d is null", "t.g = 1 or t.a < 0", "not (t.b > 5000)",
@@ -1286,6 +1312,7 @@ def query():
     if _WR.random() < 0.04: return row_subquery_query() if _WR.random() < .75 else right_using_query()
     if _JR.random() < 0.04: return pair_on_query()
     if _DR.random() < 0.03: return distinct_limit_query()
+    if _TKR.random() < 0.06: return sparse_topk_query()
     if R.random() < 0.08: return narrow_query()
     if R.random() < 0.06: return mixed_compare_query()
     if R.random() < 0.04: return like_query()
