@@ -381,7 +381,10 @@ class Config:
     more, is sorted where the rows are: every rank samples its sort keys, the ranges between
     the sampled splitters are exchanged, each rank sorts one range and rank 0 gathers the
     sorted ranges in order. Below it every row is gathered to rank 0 and sorted there (fewer
-    bytes on the wire). 0 always sorts by ranges, -1 never."""
+    bytes on the wire). A window with ORDER BY and no PARTITION BY whose functions carry across
+    ranks (ranking, PERCENT_RANK / CUME_DIST, running COUNT / SUM / AVG / MIN / MAX) runs by
+    ranges from the same size, each rank adding the earlier ranks' totals. 0 always sorts by
+    ranges, -1 never."""
 
     rank_data: str = "shared"
     """Where the ranks' data is: ``shared`` (default) -- every rank reads the same copy of the
