@@ -58,7 +58,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "hot_keys", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -385,6 +385,13 @@ class Config:
     ranks (ranking, PERCENT_RANK / CUME_DIST, running COUNT / SUM / AVG / MIN / MAX) runs by
     ranges from the same size, each rank adding the earlier ranks' totals. 0 always sorts by
     ranges, -1 never."""
+
+    hot_keys: bool = True
+    """A join hashing both sides over several ranks on one integer key samples the probe
+    table's key column (a few row groups) when lowered; a value holding 1/(2 x ranks) of the
+    sample or more is hot: its probe rows stay on the rank that read them and its build rows go
+    to every rank, so no rank receives that key's rows alone (inner, left, semi and anti joins;
+    the others keep the plain hash). False: every row by its hash."""
 
     rank_data: str = "shared"
     """Where the ranks' data is: ``shared`` (default) -- every rank reads the same copy of the

@@ -174,3 +174,13 @@ def test_carry_checks_the_total_of_every_rank():
     _Carry([row(0)], 0, ((name, call),))
     with pytest.raises(ExecutionError, match="overflow"):
         _Carry([row(1), row(0)], 0, ((name, call),))
+
+
+def test_global_windows_on_tpch(tpch_spread):
+    queries = {"running": "select l_orderkey, l_linenumber, rank() over (order by l_shipdate) r, "
+                          "sum(l_quantity) over (order by l_shipdate) s, avg(l_extendedprice) over (order by l_shipdate) a, "
+                          "cume_dist() over (order by l_shipdate) c from lineitem where l_orderkey < 30000",
+               "over_join": "select o_orderkey, dense_rank() over (order by c_nationkey, o_orderdate desc) d, "
+                            "max(o_orderdate) over (order by c_nationkey) m from customer join orders on c_custkey = o_custkey "
+                            "where o_totalprice > 300000"}
+    check_on_ranks(tpch_spread, queries, 3, {"range_sort_rows": 0, "exchange": "blocking"}, final_order)
