@@ -1489,7 +1489,10 @@ RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {
             {"exchange_receive": "pipelined", "broadcast_bytes": 0, "chunk_rows": 5, "exchange_batch_bytes": 256},
             {"exchange_receive": "pipelined", "force_spill": True, "chunk_rows": 16},
             # sorts and global windows by ranges of their keys, whatever the size (range_sort_rows)
-            {"range_sort_rows": 0, "chunk_rows": 7}, {"range_sort_rows": 0, "force_spill": True, "exchange_receive": "pipelined"}]
+            {"range_sort_rows": 0, "chunk_rows": 7}, {"range_sort_rows": 0, "force_spill": True, "exchange_receive": "pipelined"},
+            # joins' hot keys (any value with a tenth of the sampled probe rows) kept on their rank,
+            # their build rows sent to every rank (exec/hot_keys.py)
+            {"hot_key_share": 0.1, "broadcast_bytes": 0, "chunk_rows": 7}]
 
 
 def on_ranks(batch, ranks, cfg):

@@ -58,7 +58,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "hot_keys", "rank_data", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "hot_keys", "hot_key_share", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -393,6 +393,10 @@ class Config:
     to every rank, so no rank receives that key's rows alone (inner, left, semi and anti joins;
     the others keep the plain hash). False: every row by its hash."""
 
+    hot_key_share: float = 0.0
+    """With ``hot_keys``: the share of the sampled probe rows a key value must hold to be hot
+    (at most 8 values are). 0: 1/(2 x ranks), and 64 sampled rows at least."""
+
     rank_data: str = "shared"
     """Where the ranks' data is: ``shared`` (default) -- every rank reads the same copy of the
     tables (one file system, or a copy on every node) and the ranks share out its row groups;
@@ -425,6 +429,8 @@ class Config:
             raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
         if self.broadcast_bytes < -1:
             raise ConfigError(f"broadcast_bytes must be -1 (always), 0 (never) or a size, not {self.broadcast_bytes}")
+        if not 0 <= self.hot_key_share <= 1:
+            raise ConfigError(f"hot_key_share must be a share from 0 to 1, not {self.hot_key_share}")
         if self.range_sort_rows < -1:
             raise ConfigError(f"range_sort_rows must be -1 (never), 0 (always) or a row count, not {self.range_sort_rows}")
         if self.rank_data not in ("shared", "local"):

@@ -195,7 +195,7 @@ def _hot_values(c: JoinChoice, probe: Operator, state) -> tuple[int, ...]:
         return ()
     if not (c.probe_keys[0].type.is_integer and c.build_keys[0].type.is_integer):
         return ()
-    return hot_key_values(probe, c.probe_keys[0], state.world)
+    return hot_key_values(probe, c.probe_keys[0], state.world, state.config.hot_key_share)
 
 
 def partitioned_output(c: JoinChoice):

@@ -13,6 +13,9 @@ files (``rank_data=local``: their samples would differ).
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,8 +34,9 @@ MAX_HOT = 8
 MIN_SEEN = 64
 
 
-def hot_key_values(probe: Operator, key, world: int) -> tuple[int, ...]:
-    """The hot values of ``key`` on ``probe``'s rows (empty: none, or not knowable)."""
+def hot_key_values(probe: Operator, key, world: int, share: float = 0.0) -> tuple[int, ...]:
+    """The hot values of ``key`` on ``probe``'s rows (empty: none, or not knowable): those
+    holding ``share`` of the sample or more (0: ``1 / (2 * world)`` and :data:`MIN_SEEN` rows)."""
     if not isinstance(key, Col) or not key.type.is_integer:
         return ()
     found = scan_column(probe, key.name)
@@ -44,21 +48,33 @@ def hot_key_values(probe: Operator, key, world: int) -> tuple[int, ...]:
         return ()
     picks = sorted({round(i * (len(groups) - 1) / max(1, SAMPLE_GROUPS - 1)) for i in range(SAMPLE_GROUPS)})
     per_group = SAMPLE_ROWS // len(picks)
-    parts = []
-    for i in picks:
-        g = groups[i]
-        try:  # (a Hive partition column is in no file: nothing to sample)
-            values = pq.ParquetFile(g.path).read_row_group(g.index, columns=[column]).column(0)
-        except (pa.ArrowException, KeyError, OSError):
-            return ()
-        parts.append(values.slice(0, per_group).drop_null())
-    values = np.concatenate([np.asarray(p.to_numpy(), dtype=np.int64) for p in parts if len(p)] or
-                            [np.zeros(0, np.int64)])
+    try:  # (a Hive partition column is in no file: nothing to sample)
+        parts = [_first_values(groups[i].path, groups[i].index, column, per_group) for i in picks]
+    except (pa.ArrowException, KeyError, OSError, ValueError):
+        return ()
+    values = np.concatenate(parts)
     if not len(values):
         return ()
     uniq, counts = np.unique(values, return_counts=True)
-    need = max(MIN_SEEN, len(values) / (2 * world))
+    need = share * len(values) if share > 0 else max(MIN_SEEN, len(values) / (2 * world))
     hot = uniq[counts >= need]
     order = np.argsort(-counts[counts >= need], kind="stable")[:MAX_HOT]
     return tuple(int(v) for v in sorted(hot[order]))
 
+
+
+@lru_cache(maxsize=64)
+def _sampled(path: str, stamp: tuple, index: int, column: str, rows: int) -> np.ndarray:
+    f = pq.ParquetFile(path)
+    batch = next(f.iter_batches(batch_size=rows, row_groups=[index], columns=[column]), None)
+    if batch is None:
+        return np.zeros(0, np.int64)
+    values = batch.column(0).drop_null()
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _first_values(path: str, index: int, column: str, rows: int) -> np.ndarray:
+    """The first ``rows`` non-NULL values of a row group's column (each file's sample read once
+    while it is unchanged)."""
+    st = os.stat(path)
+    return _sampled(path, (st.st_mtime_ns, st.st_size), index, column, rows)

@@ -60,6 +60,15 @@ def test_hot_keys_small_chunks_spilled_pipelined(hot_dir):
                                          "exchange_receive": "pipelined", "exchange_batch_bytes": 8192})
 
 
+def test_many_hot_keys_equal_duckdb(hot_dir):
+    """Eight hot values (the most a join routes apart), most of them rare: NULLs, misses and
+    the build side's repeated keys around them."""
+    lines = _explain(hot_dir, QUERIES["inner_by_name"], 3, hot_key_share=0.0002, **PARTITIONED)
+    (line,) = [ln for ln in lines if ln.startswith("Exchange hash(f.k)")]
+    assert line.count(",") >= 7 and "[0," in line, line
+    check_on_ranks(hot_dir, QUERIES, 3, {**PARTITIONED, "hot_key_share": 0.0002})
+
+
 def _explain(data, sql: str, world: int, **settings) -> list[str]:
     con = sluice.connect(data, device="cpu", **settings)
     return [ln.strip() for ln in explain_ops(lower_plan(con.sql(sql).plan, con.config, 0, world))]
@@ -98,5 +107,7 @@ def test_received_rows_balanced(hot_dir):
     assert max(split) / sum(split) < 0.56, split
 
 
-def test_setting_documented():
+def test_settings():
     assert sluice.connect(device="cpu", hot_keys=False).config.hot_keys is False
+    with pytest.raises(sluice.errors.ConfigError, match="hot_key_share"):
+        sluice.connect(device="cpu", hot_key_share=1.5)
