@@ -1376,7 +1376,13 @@ def query():
         w = R.choice(["row_number() over (partition by t.g order by t.b)", "rank() over (partition by t.s order by t.a)",
                       "dense_rank() over (order by t.g)", "sum(t.b) over (partition by t.g)", "sum(t.a) over (partition by t.g order by t.b)",
                       "min(t.d) over (partition by t.s)", "count(t.a) over (partition by t.g order by t.b rows between 2 preceding and current row)",
-                      "lag(t.a) over (partition by t.g order by t.b)", "lead(t.s, 2) over (order by t.b)", "avg(t.f) over (partition by t.g)"])
+                      "lag(t.a) over (partition by t.g order by t.b)", "lead(t.s, 2) over (order by t.b)", "avg(t.f) over (partition by t.g)",
+                      # global windows that carry across ranks (exec/window_carry.py: ranges of the
+                      # ORDER BY keys, ties on one rank, earlier ranks' totals added)
+                      "rank() over (order by t.g)", "dense_rank() over (order by t.s desc nulls first)",
+                      "percent_rank() over (order by t.a desc)", "cume_dist() over (order by t.dt nulls first)",
+                      "sum(t.a) over (order by t.g)", "avg(t.d) over (order by t.a nulls first)", "count(*) over (order by t.s)",
+                      "min(t.dt) over (order by t.g desc)", "max(t.b) over (order by t.a)", "count(t.d) over (order by t.dt desc)"])
         return f"select t.b, {w} from t" + (f" where {pred('t')}" if R.random()<.5 else "")
     # set ops
     op = R.choice(["union", "union all", "except", "intersect"])
@@ -1508,7 +1514,12 @@ RANK_CFG = [{}, {"force_spill": True, "chunk_rows": 16, "broadcast_bytes": 0}, {
             {"chunk_rows": 7, "coalesce_rows": 100},  # (merging what happens to be loaded: the workers do not wait)
             # one exchange's rows handed to its consumer round by round (every rank drains its rounds)
             {"exchange_receive": "pipelined", "broadcast_bytes": 0, "chunk_rows": 5, "exchange_batch_bytes": 256},
-            {"exchange_receive": "pipelined", "force_spill": True, "chunk_rows": 16}]
+            {"exchange_receive": "pipelined", "force_spill": True, "chunk_rows": 16},
+            # sorts and global windows by ranges of their keys, whatever the size (range_sort_rows)
+            {"range_sort_rows": 0, "chunk_rows": 7}, {"range_sort_rows": 0, "force_spill": True, "exchange_receive": "pipelined"},
+            # joins' hot keys (any value with a tenth of the sampled probe rows) kept on their rank,
+            # their build rows sent to every rank (exec/hot_keys.py)
+            {"hot_key_share": 0.1, "broadcast_bytes": 0, "chunk_rows": 7}]
 
 
 def on_ranks(batch, ranks, cfg):

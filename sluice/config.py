@@ -58,7 +58,7 @@ AREAS: dict[str, tuple[str, ...]] = {
     "spill": ("spill_dir", "force_spill", "spill_compression", "page_dictionaries"),
     "adapt": ("scan_mode", "adapt_min_slices", "runtime_filters", "topk_filters", "selective_filters",
               "disjoint_groups", "distinct_counts", "minmax_bounds", "minmax_first_byte"),
-    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "rank_data", "dist_timeout_s"),
+    "dist": ("ranks", "exchange", "exchange_wire", "exchange_loopback", "exchange_receive", "exchange_batch_bytes", "exchange_compression", "broadcast_bytes", "range_sort_rows", "hot_keys", "hot_key_share", "rank_data", "dist_timeout_s"),
 }
 #: The plan rewrites ``disabled_rules`` may name: pure optimizations whose plans answer the same
 #: without them (the other rules place filters and columns where later rules and lowering
@@ -381,7 +381,21 @@ class Config:
     more, is sorted where the rows are: every rank samples its sort keys, the ranges between
     the sampled splitters are exchanged, each rank sorts one range and rank 0 gathers the
     sorted ranges in order. Below it every row is gathered to rank 0 and sorted there (fewer
-    bytes on the wire). 0 always sorts by ranges, -1 never."""
+    bytes on the wire). A window with ORDER BY and no PARTITION BY whose functions carry across
+    ranks (ranking, PERCENT_RANK / CUME_DIST, running COUNT / SUM / AVG / MIN / MAX) runs by
+    ranges from the same size, each rank adding the earlier ranks' totals. 0 always sorts by
+    ranges, -1 never."""
+
+    hot_keys: bool = True
+    """A join hashing both sides over several ranks on one integer key samples the probe
+    table's key column (a few row groups) when lowered; a value holding 1/(2 x ranks) of the
+    sample or more is hot: its probe rows stay on the rank that read them and its build rows go
+    to every rank, so no rank receives that key's rows alone (inner, left, semi and anti joins;
+    the others keep the plain hash). False: every row by its hash."""
+
+    hot_key_share: float = 0.0
+    """With ``hot_keys``: the share of the sampled probe rows a key value must hold to be hot
+    (at most 8 values are). 0: 1/(2 x ranks), and 64 sampled rows at least."""
 
     rank_data: str = "shared"
     """Where the ranks' data is: ``shared`` (default) -- every rank reads the same copy of the
@@ -415,6 +429,8 @@ class Config:
             raise ConfigError(f"exchange_batch_bytes must be positive, not {self.exchange_batch_bytes}")
         if self.broadcast_bytes < -1:
             raise ConfigError(f"broadcast_bytes must be -1 (always), 0 (never) or a size, not {self.broadcast_bytes}")
+        if not 0 <= self.hot_key_share <= 1:
+            raise ConfigError(f"hot_key_share must be a share from 0 to 1, not {self.hot_key_share}")
         if self.range_sort_rows < -1:
             raise ConfigError(f"range_sort_rows must be -1 (never), 0 (always) or a row count, not {self.range_sort_rows}")
         if self.rank_data not in ("shared", "local"):

@@ -49,6 +49,13 @@ def coerce_setting(name: str, value: Any, typ: Any) -> Any:
             return int(str(value).replace("_", ""))
         except ValueError:
             raise ConfigError(f"{name} must be an integer, not {value!r}") from None
+    if tname == "float":
+        if isinstance(value, bool):
+            raise ConfigError(f"{name} must be a number, not {value!r}")
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(f"{name} must be a number, not {value!r}") from None
     return str(value)
 
 

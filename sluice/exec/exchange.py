@@ -135,6 +135,9 @@ class ExchangeOp(Operator):
     #: its received rows handed to the consumer round by round (:class:`PipelinedReceive`), not
     #: run as a stage (set by physical/distribute.py's mark_pipelined)
     pipelined: bool = False
+    #: kind "hash": a join's hot key values routed apart (:class:`sluice.exec.hot_keys.HotKeys`:
+    #: set by physical/distribute.py when lowered), None: every row by its hash
+    hot: object = None
     label = "Exchange"
 
     def __post_init__(self):
@@ -145,7 +148,8 @@ class ExchangeOp(Operator):
 
     def describe(self) -> str:
         if self.kind == "hash":
-            return f"Exchange hash({', '.join(map(str, self.keys))})"
+            hot = f", {self.hot.describe()}" if self.hot is not None else ""
+            return f"Exchange hash({', '.join(map(str, self.keys))}){hot}"
         if self.kind == "range":
             keys = ", ".join(f"{k.expr} {'ASC' if k.ascending else 'DESC'}" for k in self.keys)
             return f"Exchange range({keys})"
@@ -199,7 +203,7 @@ class ExchangeOp(Operator):
         mat.finish()
         stats.stage_s = time.perf_counter() - t0
 
-    def _destinations(self, chunk: Chunk, world: int, cuts=None) -> list[tuple[int, Chunk]]:
+    def _destinations(self, chunk: Chunk, world: int, cuts=None, rank: int = 0) -> list[tuple[int, Chunk]]:
         n = chunk.num_rows
         if self.kind == "gather":
             return [(0, chunk)]
@@ -210,6 +214,8 @@ class ExchangeOp(Operator):
         else:
             h = hash_columns([evaluate(k, chunk).expand(n) for k in self.keys], n, list(self.key_types))
             dest = (_srl(h, _DEST_SHIFT) & 0xFFFF) % world
+            if self.hot is not None:
+                return self.hot.destinations(chunk, dest, world, rank)
         counts = torch.bincount(dest, minlength=world).tolist()
         order = torch.argsort(dest, stable=True)
         out, start = [], 0
@@ -265,7 +271,7 @@ class ExchangeOp(Operator):
                     for slot in self.publishes:
                         ctx.runtime_filter(slot.spec).add(evaluate(slot.key, chunk), chunk.num_rows)
                     wire = None
-                    for d, part in self._destinations(chunk, world, cuts):
+                    for d, part in self._destinations(chunk, world, cuts, rank):
                         st.rows_to[d] += part.num_rows
                         if d == rank and not loopback:  # rows for this rank skip the wire
                             if local is not None:

@@ -31,10 +31,12 @@ import hashlib
 
 from sluice.exec.exchange import ExchangeOp, OffRankOp, exchanges_in_order
 from sluice.exec.hash_join import _key_type
+from sluice.exec.hot_keys import HotKeys
 from sluice.exec.join_mode import BUILD_EMITTING, JoinMode
 from sluice.exec.operators import Operator
 from sluice.exec.recursive import RecursiveUnionOp
 from sluice.exec.recursive_key import KeyedRecursiveUnionOp
+from sluice.physical.hot_keys import hot_key_values
 from sluice.physical.joins import JoinChoice
 from sluice.physical.properties import ANY, BROADCAST, SINGLE, hashed
 from sluice.plan.estimate import estimate
@@ -172,8 +174,28 @@ def _place(c: JoinChoice, global_build: bool, probe: Operator, build: Operator, 
     if broadcasts(c, state.config.broadcast_bytes, state.world) and not emits_build:
         return probe, broadcast(build), probe.distribution
     types = tuple(_key_type(p.type, b.type) for p, b in zip(c.probe_keys, c.build_keys))
-    return exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state), \
-        partitioned_output(c)
+    probe_ex, build_ex = exchange(probe, c.probe_keys, types, state), exchange(build, c.build_keys, types, state)
+    hot = _hot_values(c, probe, state)
+    if hot:  # a hot key's probe rows stay, its build rows go to every rank (exec/hot_keys.py)
+        probe_ex.hot = HotKeys(c.probe_keys[0], hot, "stay")
+        build_ex.hot = HotKeys(c.build_keys[0], hot, "all")
+        probe_ex.distribution = build_ex.distribution = ANY
+        return probe_ex, build_ex, ANY
+    return probe_ex, build_ex, partitioned_output(c)
+
+
+#: Join modes whose rows are exact with a hot key's probe rows anywhere and its build rows on
+#: every rank: each probe row's matches, or a probe row decided alone.
+_HOT_SPLITTABLE = (JoinMode.INNER, JoinMode.PROBE_OUTER, JoinMode.SEMI, JoinMode.ANTI)
+
+
+def _hot_values(c: JoinChoice, probe: Operator, state) -> tuple[int, ...]:
+    """The probe key's hot values where a join may route them apart (``hot_keys``)."""
+    if not state.config.hot_keys or state.world < 2 or c.mode not in _HOT_SPLITTABLE or len(c.probe_keys) != 1:
+        return ()
+    if not (c.probe_keys[0].type.is_integer and c.build_keys[0].type.is_integer):
+        return ()
+    return hot_key_values(probe, c.probe_keys[0], state.world, state.config.hot_key_share)
 
 
 def partitioned_output(c: JoinChoice):

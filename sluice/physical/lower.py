@@ -36,11 +36,12 @@ from sluice.exec.recursive import RecursiveUnionOp, WorkTableOp
 from sluice.exec.recursive_key import KeyedRecursiveUnionOp
 from sluice.exec.sort import SortOp
 from sluice.exec.window import WindowOp
+from sluice.exec.window_carry import WindowCarryOp, WindowSummaryOp, carries, local_calls
 from sluice.io.parquet.metadata import MetadataCache
 from sluice.io.parquet.pruning import prune_row_groups
 from sluice.physical.joins import asof_choice, choose_build_side
 from sluice.physical.minmax_bounds import attach_minmax_bound
-from sluice.physical.distribute import (exchange, gather, mark_pipelined, ordered_gather, place_asof_join, place_join, placed, range_exchange, share,
+from sluice.physical.distribute import (broadcast, exchange, gather, mark_pipelined, ordered_gather, place_asof_join, place_join, placed, range_exchange, share,
                                        shared_fingerprint)
 from sluice.physical.properties import ANY, SINGLE, Distribution, hashed
 from sluice.physical.filter_placement import attach_runtime_filters, attach_topk_filters
@@ -217,6 +218,8 @@ def _(plan: Window, state):
         if plan.partition:  # a partition's rows on one rank
             types = tuple(e.type for e in plan.partition)
             child = exchange(child, tuple(plan.partition), types, state)
+        elif carries(plan.order, plan.calls) and _by_ranges(plan.child, state):
+            return _ranged_window(plan, child, state)
         else:
             child = gather(child, state)
     keys = tuple(SortKey(e, True, True) for e in plan.partition) + plan.order
@@ -242,7 +245,7 @@ def _(plan: Unnest, state):
 def _(plan: Sort, state):
     child = lower(plan.child, state)
     cap = plan.limit + plan.offset if plan.limit is not None else None
-    if child.distribution != SINGLE and cap is None and _by_ranges(plan, state):
+    if child.distribution != SINGLE and cap is None and _by_ranges(plan.child, state):
         return _range_sort(plan, child, state)
     if child.distribution != SINGLE:
         if cap is not None:  # each rank's top rows first: the gather carries k rows a rank
@@ -252,10 +255,22 @@ def _(plan: Sort, state):
     return _estimated(op, plan.child, cap)
 
 
-def _by_ranges(plan: Sort, state: LoweringState) -> bool:
-    """Whether a sort without LIMIT over several ranks runs by ranges (``range_sort_rows``)."""
+def _by_ranges(rows: PlanNode, state: LoweringState) -> bool:
+    """Whether a sort without LIMIT (or a window without PARTITION BY) of ``rows`` over several
+    ranks runs by ranges (``range_sort_rows``)."""
     limit = state.config.range_sort_rows
-    return state.distributed and limit >= 0 and estimate(plan.child)[0] >= limit
+    return state.distributed and limit >= 0 and estimate(rows)[0] >= limit
+
+
+def _ranged_window(plan: Window, child: Operator, state: LoweringState) -> Operator:
+    """A window with ORDER BY and no PARTITION BY without a rank-0 funnel: the rows exchanged
+    by ranges of the ORDER BY keys and sorted, each rank's window computed over its range, then
+    the earlier ranks' totals (one row a rank, broadcast) added (:mod:`sluice.exec.window_carry`)."""
+    ranked = _dist(_estimated(SortOp(range_exchange(child, plan.order), plan.order, None, 0), plan.child), ANY)
+    local = _dist(WindowOp(ranked, (), plan.order, local_calls(plan.calls)), ANY)
+    shared = _dist(_estimated(SharedOp(local), plan), ANY)
+    totals = broadcast(_dist(WindowSummaryOp(shared, plan.calls), ANY))
+    return _dist(WindowCarryOp(shared, totals, plan.calls), ANY)
 
 
 def _range_sort(plan: Sort, child: Operator, state: LoweringState) -> Operator:
