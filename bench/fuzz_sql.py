@@ -47,6 +47,11 @@ join (UNION), aggregates over UNION ALL, last values of floats until they stop c
 -0.0, NULL), ``recurring.r``.
 ``timestamp_average_query`` (its own RNG) averages timestamps far from today (exact sums, DuckDB's
 rounding) and names a select-list alias in HAVING.
+``cut_query`` (one query in twenty, its own RNG) aims at what decides early which rows cannot matter
+(top-k candidates and filters, MIN / MAX bounds, row-group pruning, join runtime filters, DISTINCT ...
+LIMIT) over ``ct`` / ``cf``: 2,400 rows, enough to switch them on, with a row group of only NULLs, one of
+one value, NaN / -0.0 groups, files without statistics, constants at the statistics' edges ('nan' against
+a float was an internal error) and sums past 64 bits ordered or grouped by (computed as zeros: wrong).
 ``bool_agg_query`` (its own RNG) aggregates booleans: where DuckDB does not bind the aggregate (AVG, PRODUCT,
 the moments of a BOOLEAN), sluice must reject it too -- it once answered AVG of booleans with TRUE as 1.
 Internal errors (a Python exception, or sluice's InternalError) are counted apart. Queries DuckDB rejects are skipped;
@@ -283,6 +288,42 @@ def mk_minmax(n, rising):
                      "dt": pa.array([None if r[2] is None else dt.date(2000, 1, 1) + dt.timedelta(days=r[2]) for r in rows], pa.date32())})
 pq.write_table(mk_minmax(120, False), root/"mm.parquet", row_group_size=_MR.choice([7, 10, 13]))  # MAX skips
 pq.write_table(mk_minmax(120, True), root/"mr.parquet", row_group_size=_MR.choice([7, 10, 13]))   # MIN skips
+
+# Rows cut early (ct, and the folder cf: its files with statistics and without): top-k candidates,
+# the top-k and join runtime filters, MIN / MAX bounds, row-group pruning and DISTINCT ... LIMIT
+# decide which rows / row groups cannot matter before the exact computation, and each assumes an
+# edge -- more than 4 x k rows a chunk, a row group of only NULLs, one of a single value, one of
+# NaN and NULL, one of -0.0 and 0.0, statistics on some files only. The tables are large enough
+# to switch them on (cut_query, from its own RNG).
+_XR = random.Random(195_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+def mk_cut(n, seed):
+    r = random.Random(seed)
+    words = ["", "a", "a\x00", "ab", "abcdefgh", "abcdefghi", "b", "zz", "\u00e9", "~"]
+    def x(i):
+        g = i // 300
+        return None if g == 2 else (7 if i % 300 == 150 else None) if g == 4 else None if r.random() < .4 else r.randint(-40, 40)
+    def f(i):
+        g = i // 300
+        if g == 1: return float("nan") if i % 3 else None
+        if g == 3: return -0.0 if i % 2 else 0.0
+        return None if r.random() < .2 else r.choice([0.0, -0.0, float("nan"), float("inf"), float("-inf"), r.uniform(-50, 50)])
+    return pa.table({
+        "i": pa.array(range(n), pa.int64()), "x": pa.array([x(i) for i in range(n)], pa.int64()),
+        "g": pa.array([r.randint(0, 3) for _ in range(n)], pa.int32()), "f": pa.array([f(i) for i in range(n)], pa.float64()),
+        "r": pa.array([None if r.random() < .1 else r.choice([16777216.0, 16777218.0, 0.1, -1.5]) for _ in range(n)], pa.float32()),
+        "s": pa.array([None if i // 300 == 5 or r.random() < .2 else r.choice(words) for i in range(n)], pa.string()),
+        "d": pa.array([None if r.random() < .1 else dt.date(2000, 1, 1) + dt.timedelta(days=i // 300 * 50 + r.randint(0, 40)) for i in range(n)], pa.date32()),
+        "dec": pa.array([None if r.random() < .1 else decimal.Decimal(r.randint(-9999, 9999)) / 100 for _ in range(n)], pa.decimal128(9, 2)),
+        "b": pa.array([None if r.random() < .1 else r.random() < .3 for _ in range(n)], pa.bool_()),
+        "big": pa.array([r.choice([2 ** 53, 2 ** 53 + 2, 2 ** 63 - 1, -2 ** 63, 5, None]) for _ in range(n)], pa.int64()),
+        # sums past 64 bits (DuckDB's HUGEINT): output only -- as a key they were zeros
+        "hv": pa.array([decimal.Decimal(r.choice([9 * 10 ** 17, -9 * 10 ** 17, 8 * 10 ** 17, 1])) for _ in range(n)], pa.decimal128(18, 0)),
+    })
+CUT = mk_cut(2400, _XR.randrange(1000))
+pq.write_table(CUT, root/"ct.parquet", row_group_size=300)
+(root/"cf").mkdir(exist_ok=True)
+for _j in range(3):
+    pq.write_table(CUT.slice(_j * 800, 800), root/"cf"/f"p{_j}.parquet", row_group_size=250, write_statistics=_j != 1)
 
 # Narrow integers near their ends (z): arithmetic with small integer literals, which DuckDB types
 # as the column's type where they fit (INTEGER_LITERAL: i8 + 1 overflows at 127, i8 + 1000 is an
@@ -1295,12 +1336,57 @@ def timestamp_average_query():
     return f"select avg({x}), min({x}) from dd{where}"
 
 
+_CUT_COLS = ["x", "f", "r", "s", "d", "dec", "b", "big"]
+_CUT_CONST = {"x": ["7", "40", "-40", "41", "7.5", "6.5", "40.0", "'nan'"], "f": ["0", "-0.0", "'nan'", "'inf'", "'-inf'", "49.9", "1e308"],
+              "r": ["16777217", "16777216", "0.1", "-1.5", "'nan'"], "s": ["''", "'a'", "'abcdefgh'", "'zz'", "'~'", "'\u00e9'"],
+              "d": ["date '2000-01-01'", "'2000-12-31'", "timestamp '2000-06-01 12:00:00'", "date '2000-04-20'"],
+              "dec": ["0", "99.99", "-99.99", "1.505", "100", "0.5::double"], "b": ["true", "false"],
+              "big": ["9007199254740993", "9007199254740992.0", "9223372036854775807", "-9223372036854775808", "5"]}
+
+
+def cut_query():
+    """Queries whose answer an early cut could change over ct / cf: ORDER BY c LIMIT k (any NULL
+    placement, k below and above a chunk's quarter, OFFSET), MIN / MAX by group, comparisons
+    with constants at the statistics' edges, joins on a few keys, DISTINCT ... LIMIT."""
+    tab = _XR.choice(["ct", "ct", "cf"])
+    c = _XR.choice(_CUT_COLS)
+    w = _XR.choice(_CUT_COLS)  # a comparison with a constant at the statistics' edges, or none
+    where = "" if _XR.random() < .5 else \
+        f" where {tab}.{w} {_XR.choice(['=', '<', '<=', '>', '>=', '<>'])} {_XR.choice(_CUT_CONST[w])}"
+    k = _XR.choice(["top", "top", "minmax", "count", "join", "distinct", "wide"])
+    if k == "wide":  # a SUM past 64 bits printed, or ordered / grouped / compared by (refused: it computed with zeros)
+        sums = f"(select {tab}.g, {tab}.b, sum({tab}.hv) s from {tab}{where} group by {tab}.g, {tab}.b) q"
+        return _XR.choice([f"select * from {sums} order by q.g, q.b limit {_XR.choice([1, 3, 30])}",
+                           f"select * from {sums} order by q.s desc, q.g, q.b limit {_XR.choice([1, 3, 30])}",
+                           f"select count(distinct q.s), max(q.s) from {sums}", f"select q.s, count(*) from {sums} group by q.s",
+                           f"select q.g, q.b, rank() over (order by q.s) from {sums}"])
+    if k == "top":
+        order = _XR.choice(["", " desc", " nulls first", " desc nulls first", " nulls last", " desc nulls last"])
+        lim = f" limit {_XR.choice([1, 3, 10, 60, 200, 700])}" + (f" offset {_XR.randint(1, 300)}" if _XR.random() < .3 else "")
+        return f"select {tab}.{c}, {tab}.i from {tab}{where} order by {tab}.{c}{order}, {tab}.i{lim}"
+    if k == "minmax":
+        args = ", ".join(f"{_XR.choice(['min', 'max'])}({tab}.{_XR.choice(_CUT_COLS)})" for _ in range(_XR.randint(1, 2)))
+        if _XR.random() < .4:
+            return f"select {args}, count(*) from {tab}{where}"
+        key = _XR.choice(["g", "b", "s", "x", "f"])
+        return f"select {tab}.{key}, {args} from {tab}{where} group by {tab}.{key}"
+    if k == "count":
+        return f"select count(*), sum({tab}.i) from {tab}{where or f' where {tab}.{c} = {_XR.choice(_CUT_CONST[c])}'}"
+    if k == "join":
+        key = _XR.choice(["x", "d", "dec", "big"])
+        jt = _XR.choice(["join", "left join", "right join"])
+        return (f"select count(*), sum({tab}.i), count(q.i) from {tab} {jt} (select * from ct where ct.i % 331 = "
+                f"{_XR.randint(0, 330)}) q on {tab}.{key} = q.{key}{where}")
+    return f"select count(*) from (select distinct {tab}.{c} from {tab}{where} limit {_XR.choice([1, 5, 30, 3000])}) q"
+
+
 def query():
     global _LAST_SIM, _LAST_NULL, _LAST_BOOL
     _LAST_BOOL = _BR.random() < 0.03  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_BOOL: return bool_agg_query()
     if _BAR.random() < 0.03: return bit_aggregate_query()
     if _AVR.random() < 0.03: return timestamp_average_query()
+    if _XR.random() < 0.05: return cut_query()
     _LAST_NULL = _NR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)
     if _LAST_NULL: return null_query()
     _LAST_SIM = _SR.random() < 0.06  # (its own RNG: the other queries of a seed are unchanged)

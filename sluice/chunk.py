@@ -21,6 +21,21 @@ from sluice.types import LType
 from sluice.errors import ExecutionError, InternalError, UnsupportedError
 
 
+#: A SUM beyond 64 bits (``Column.wide``) is an answer to print, not a value to compute with.
+WIDE_SUM = ("a SUM exceeding 64 bits used as a sort, group, join or window key or an aggregate's argument "
+            "(it can only be output)")
+
+
+def computable(col: "Column") -> "Column":
+    """``col`` itself, or refused where it is a SUM beyond 64 bits: its ``data`` holds
+    zeros (the exact values ride along for output only), so a sort, group, join or window key,
+    an aggregate's or a window function's argument over it would compute with zeros -- ORDER BY
+    such a sum ordered every group as equal, COUNT(DISTINCT) of it counted one value."""
+    if col.wide is not None:
+        raise UnsupportedError(WIDE_SUM)
+    return col
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     """One column of a chunk.
@@ -487,8 +502,13 @@ def concat_columns(cols: list[Column], unify: bool = True) -> Column:
         dictionary, datas = unify_dictionaries(cols) if unify else _appended_dictionaries(cols)
     else:
         datas = [c.data for c in cols]
+    wide = None
     if any(c.wide is not None for c in cols):
-        raise ExecutionError("a SUM exceeding 64 bits can only be output, not processed further")
+        # A SUM beyond 64 bits among them: the exact values one after another (the others' from
+        # their data), zeros as the data -- rows moved together (a top-k's best rows and the
+        # next chunk's) stay printable; what computes with them is refused (``computable``).
+        wide = tuple(v for c in cols for v in (c.wide if c.wide is not None else c.data.reshape(-1).tolist()))
+        datas = [torch.zeros_like(d) for d in datas]
     data = torch.cat(datas) if len(datas) > 1 else datas[0]
     if any(c.valid is not None for c in cols):
         valid = torch.cat([c.valid if c.valid is not None
@@ -496,7 +516,7 @@ def concat_columns(cols: list[Column], unify: bool = True) -> Column:
                            for c in cols])
     else:
         valid = None
-    return Column(data, t, valid, dictionary)
+    return Column(data, t, valid, dictionary, wide)
 
 
 def _appended_dictionaries(cols: list[Column]) -> tuple[pa.Array, list[torch.Tensor]]:

@@ -36,7 +36,7 @@ from typing import Iterator
 
 import torch
 
-from sluice.chunk import Chunk, Column, concat_chunks, used_strings
+from sluice.chunk import Chunk, Column, computable, concat_chunks, used_strings
 from sluice.exec.aggregate_functions import make_accumulator, registered, result
 from sluice.exec.aggregates import Accumulator, StringMinMaxAcc, count_by
 from sluice.expr.evaluate import evaluate
@@ -263,7 +263,7 @@ class HashAggregateOp(Operator):
             if distinct or key in self.skipped:
                 cols.update(acc.identity(g, dev))
                 continue
-            col = evaluate(arg, chunk, memo).expand(n) if arg is not None else None
+            col = computable(evaluate(arg, chunk, memo)).expand(n) if arg is not None else None
             cols.update(acc.update(col, ids, g, rows))
         dpages = {}
         for arg in self.distinct_args:

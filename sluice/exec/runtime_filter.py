@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from sluice.chunk import Column
+from sluice.chunk import Column, computable
 from sluice.kernels.keys import GOLDEN, bit_set, packed_bits
 from sluice.metrics import fmt_bytes
 from sluice.ranks import liveness
@@ -55,6 +55,7 @@ DEFER_FLUSH_BYTES = 64 << 20
 
 
 def _keys64(col: Column) -> tuple[torch.Tensor, torch.Tensor | None]:
+    col = computable(col)
     return col.data.to(torch.int64).reshape(-1), None if col.valid is None else col.valid.reshape(-1)
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from sluice.chunk import Chunk, Column, NestedValues, concat_columns, lookup, unify_dictionaries
+from sluice.chunk import Chunk, Column, NestedValues, computable, concat_columns, lookup, unify_dictionaries
 from sluice.errors import ExecutionError, InternalError, UnsupportedError
 from sluice.expr.evaluate import evaluate
 from sluice.expr.functions.common import dictionary_rank, to_type
@@ -47,7 +47,7 @@ class Rows:
     @cached_property
     def x(self) -> Column | None:
         """The first argument, evaluated over every row."""
-        return evaluate(self.call.args[0], self.data).expand(self.n) if self.call.args else None
+        return computable(evaluate(self.call.args[0], self.data)).expand(self.n) if self.call.args else None
 
     @cached_property
     def count(self) -> torch.Tensor:

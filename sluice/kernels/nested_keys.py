@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, entry_rows, row_values
+from sluice.chunk import Column, computable, entry_rows, row_values
 from sluice.kernels.buffers import host_tensor, string_buffers, to_device
 from sluice.kernels.values import float_order_key
 from sluice.types import STRING, LType
@@ -66,9 +66,9 @@ def order_key_type_ok(t: LType) -> str | None:
 
 def key_column(col: Column) -> Column:
     """``col`` itself, or for a nested column its order key: a STRING column, NULL where the
-    value is."""
+    value is. A SUM beyond 64 bits has none (every key kernel asks here: an error, not zeros)."""
     if not col.type.is_nested:
-        return col
+        return computable(col)
     if col.is_const:  # one value, kept a constant (it broadcasts against the other side)
         k = order_key(col.expand(1))
         v = None if k.valid is None else k.valid.reshape(())

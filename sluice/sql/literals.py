@@ -176,9 +176,9 @@ def _coerce_compare(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     if b.type.kind == "date" and isinstance(a, Lit) and a.type.kind == "string":
         return _date_lit(a.value), b
     if a.type.is_numeric and isinstance(b, Lit) and b.type.kind == "string" and b.value is not None:
-        return a, _number_lit(b.value)
+        return a, _number_lit(b.value, a.type)
     if b.type.is_numeric and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
-        return _number_lit(a.value), b
+        return _number_lit(a.value, b.type), b
     if a.type.kind == "bool" and isinstance(b, Lit) and b.type.kind == "string" and b.value is not None:
         return a, _bool_lit(b.value)
     if b.type.kind == "bool" and isinstance(a, Lit) and a.type.kind == "string" and a.value is not None:
@@ -203,13 +203,19 @@ def _bool_lit(s: str) -> Lit:
     return Lit(value, BOOL)
 
 
-def _number_lit(s: str) -> Lit:
-    """A string constant compared with a number is read as a number (DuckDB casts it)."""
+def _number_lit(s: str, other: LType) -> Lit:
+    """A string constant compared with a number is read as a number (DuckDB casts it): 'nan',
+    'inf', '-Infinity' only against a float (a float there, as DuckDB's cast reads them; they
+    met int() here: an internal error), against an integer or decimal an error, as DuckDB's."""
     text = s.strip()
     try:
-        dec.Decimal(text)
+        d = dec.Decimal(text)
     except dec.InvalidOperation:
         raise PlanError(f"cannot compare a number with {s!r}: it is not a number") from None
+    if not d.is_finite():
+        if not other.is_float:
+            raise PlanError(f"cannot compare {other} with {s!r}: it is not a finite number")
+        return Lit(float(text), FLOAT64)
     return literal(exp.Literal.number(text))
 
 
