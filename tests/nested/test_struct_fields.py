@@ -42,6 +42,16 @@ QUERIES = [
     "select s.c.e, s.c from t group by all order by 1 nulls first, 2 nulls first",
     "select events.s.a, count(*) from t as events group by 1 order by 1 nulls first",
     "select id, coalesce(s.c, {'d': -1, 'e': 'none'}).e from t order by id",
+    # keys on a STRUCT of scalar fields: its fields' columns (NULL fields equal, a NULL struct no match)
+    "select count(*) from t a join t b on {'x': a.s.a::int, 'y': a.s.b} = {'x': b.s.a, 'y': b.s.b}",
+    "select s.c, count(*) from t group by 1 order by 1 nulls first",
+    "select count(distinct s.c), count(distinct {'a': s.a, 'b': s.c}) from t",
+    "select count(*) from t a join t b on a.s = b.s",
+    "select count(*) from t a join t b on {'f': a.s.a / 4} = {'f': b.s.a / 4}",
+    "select count(*), count(b.id) from t a left join t b on a.s.c = b.s.c and b.id < 50",
+    "select id from t where s.c in (select s.c from t where id < 100) order by id",
+    "select id from t where s.c not in (select s.c from t where id < 100 and s.c is not null) order by id",
+    "select x, count(*) from (select {'k': s.c, 'b': s.a > 4} as x from t) group by x order by x nulls first",
 ]
 
 
