@@ -175,3 +175,19 @@ def test_never_pruned_on_a_field(events_dir, duck):
         compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), None)
     (st,) = _scan_stats(con, "select id from t where id > 10000")  # (a top-level column: pruned)
     assert st.pruned == st.row_groups > 0
+
+
+def test_field_names_case_blanks_and_a_column_named_like_the_path(tmp_path):
+    """Fields are found case-insensitively and read by their own names (blanks too); a top-level
+    column named like a path (``"s.Low"``) keeps the struct whole (the path would be ambiguous)."""
+    typ = pa.struct([("Big Field", pa.int64()), ("Low", pa.string())])
+    s = pa.array([{"Big Field": 1, "Low": "x"}, None, {"Big Field": None, "Low": "y"}, {"Big Field": 4, "Low": None}], typ)
+    pq.write_table(pa.table({"id": [1, 2, 3, 4], "s": s}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": [1, 2, 3, 4], "s": s, "s.Low": ["a", "b", "c", "d"]}), tmp_path / "b.parquet")
+    duck = duckdb_connect(tmp_path)
+    con = sluice.connect(str(tmp_path), device="cpu")
+    for sql in ('select id, s."Big Field", s.low, s.LOW from a order by id', 'select id, "s.Low", s.Low from b order by id',
+                'select s.low, count(*) from b group by 1 order by 1 nulls first'):
+        compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), [0])
+    assert 'Scan a [id, s.Big Field, s.Low]' in con.sql('select id, s."Big Field", s.low from a').explain()
+    assert 'Scan b [id, s]' in con.sql("select id, s.low from b").explain()

@@ -156,7 +156,7 @@ def _targets(plan: PlanNode, uses: dict) -> dict[str, dict[tuple[str, ...], tupl
                     or "." in file_col:
                 continue
             kept = []
-            for p in sorted(paths, key=len):
+            for p in sorted(paths, key=lambda p: (len(p), p)):  # (one order: every rank plans alike)
                 if not any(p[:len(q)] == q for q in kept):
                     kept.append(p)
             split = {}
