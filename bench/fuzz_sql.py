@@ -395,7 +395,38 @@ def nested_query():
     # nested values as values and lists made by aggregation (issue 51's second slice): from
     # their own RNG, drawn after the query above so _NR's stream is unchanged
     q = nested_value_query() if _VR.random() < 0.5 else q
+    q = struct_key_query() if _SR.random() < 0.2 else q
     return lambda_form_query() if _LR.random() < 0.3 else q
+
+
+_SR = random.Random(130_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+#: STRUCT keys of scalar fields (keyed by their fields: kernels/nested_keys.equality_keys) with
+#: NULL structs and fields, inner structs, integer fields of two widths; and struct fields read
+#: alone by the scan (plan/rules/struct_fields.py). ``{p}``: the table's alias.
+_STRUCT_KEYS = ["{{'c': ({p}user).address.city, 'i': {p}user.id}}", "{p}user.address", "{p}user",
+                "{{'i': {p}user.id::int, 'z': ({p}user).address.zip}}", "{{'i': {p}user.id, 'z': ({p}user).address.zip::smallint}}",
+                "{{'a': {{'k': {p}kind, 'n': {p}user.name}}, 'b': {p}event_id % 3 = 0}}",
+                "{{'x': {p}tags[1], 'y': {p}scores[1]}}", "{{'d': {p}ts::date, 'n': {p}user.name}}"]
+
+
+def struct_key_query():
+    """Joins, GROUP BY, DISTINCT and IN on STRUCT keys (a NULL struct never matches; NULL fields
+    are equal, in joins too, as DuckDB has them)."""
+    r = _SR
+    k = r.choice(_STRUCT_KEYS)
+    a, b = k.format(p="a."), k.format(p="b.") if r.random() < .8 else r.choice(_STRUCT_KEYS).format(p="b.")
+    u = k.format(p="")
+    f = r.random()
+    if f < .35:
+        return f"select count(*), count(b.event_id) from ev a {r.choice(['', 'left', 'right', 'full'])} join ev b on {a} = {b}"
+    if f < .55:
+        return f"select {u}, count(*), sum(event_id) from ev group by 1"
+    if f < .7:
+        return f"select count(distinct {u}), count(*) from ev" if r.random() < .5 else f"select distinct {u} from ev"
+    if f < .85:
+        return f"select event_id from ev where {u} {r.choice(['in', 'not in'])} (select {u} from ev where event_id % 3 = 0)"
+    return (f"select user.address.city, user.id, count(*) from ev where user.address.zip {r.choice(['>', '<', '='])} "
+            f"{r.randint(1000, 99999)} group by all")
 
 
 _LR = random.Random(120_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

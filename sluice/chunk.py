@@ -149,9 +149,17 @@ class NestedValues:
         return NestedValues(kids, None if self.offsets is None else self.offsets.to(device), self.size)
 
     def sizes(self, codes: torch.Tensor) -> torch.Tensor:
-        """The number of child rows of each entry in ``codes`` (int64)."""
+        """The number of child rows of each entry in ``codes`` (int64). Codes 0..n-1 over n
+        entries (a column as read) are the offsets' differences; others are gathered by
+        ``index_select`` (advanced indexing took 189 ms for a million codes, against 72 and 13)."""
         o = self.offsets
-        return o[codes + 1] - o[codes]
+        if codes.dim() != 1:
+            return o[codes + 1] - o[codes]
+        n = codes.numel()
+        if n == self.size and n and int(codes[0]) == 0 and int(codes[-1]) == n - 1 and \
+                torch.equal(codes, torch.arange(n, dtype=codes.dtype, device=codes.device)):
+            return o[1:] - o[:-1]
+        return o.index_select(0, codes + 1) - o.index_select(0, codes)
 
 
 def empty_values(t: LType, device: torch.device) -> NestedValues:

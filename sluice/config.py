@@ -64,7 +64,7 @@ AREAS: dict[str, tuple[str, ...]] = {
 #: without them (the other rules place filters and columns where later rules and lowering
 #: expect them). ``plan.rules`` checks each is one of its rules.
 OPTIONAL_RULES = ("push_semi_joins", "semi_join_reduction", "filter_shared_ctes", "sum_offsets",
-                  "dependent_group_keys")
+                  "dependent_group_keys", "struct_fields")
 #: The optimisation switches: each read through :meth:`Config.on` only (a test checks the source), so
 #: ``pipeline=blocking`` -- the papers' baseline -- turns every one of them off. Settings that pick
 #: a mechanism rather than switch an optimisation on (``kvikio``, ``page_dictionaries``,

@@ -49,7 +49,9 @@ def _any_null_key(cols: list[Column], n: int) -> bool:
 
 
 def _key_type(a: LType, b: LType) -> LType:
-    if a.kind in ("string", "date", "timestamp", "timestamptz", "interval", "bool") or a == b:
+    # (nested values of any integer widths key alike: order keys write every integer as int64,
+    # a struct's split fields compare as stored -- kernels/nested_keys.py)
+    if a.kind in ("string", "date", "timestamp", "timestamptz", "interval", "bool") or a == b or a.is_nested:
         return a
     return common_numeric(a, b)
 

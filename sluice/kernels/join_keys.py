@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from sluice.chunk import Column, host_tensor, lookup, to_device, unify_dictionaries
-from sluice.kernels.nested_keys import key_column
+from sluice.errors import InternalError
+from sluice.kernels.nested_keys import equality_keys, key_column, splits
 from sluice.kernels.keys import (_LIMIT, DIRECT_RANGE_FACTOR, DIRECT_RANGE_MIN, bit_set, hash_slot, packed_bits,
                                  sortable)
 from sluice.types import LType
@@ -38,13 +39,24 @@ RANK_JOIN_FACTOR = 128
 _POPCOUNT = [bin(i).count("1") for i in range(256)]
 
 
+def _keyed(cols: list[Column], types: list[LType], n: int) -> tuple[list[Column], list, tuple[bool, ...]]:
+    """The key columns a join codes for ``cols``: a STRUCT of scalar fields as its fields' columns
+    (:func:`~sluice.kernels.nested_keys.struct_key_columns`: its values compared as stored, no
+    type to convert to), any other column as it is; and which columns were split so."""
+    out, src = equality_keys([c.expand(n) for c in cols], n)
+    split = tuple(splits(c.type) for c in cols)
+    return out, [None if split[i] else types[i] for i in src], split
+
+
 class BuildKeys:
     """Per-column coding of the build side's join keys, reused for every probe chunk."""
 
     def __init__(self, cols: list[Column], types: list[LType]) -> None:
+        n = len(cols[0]) if cols else 0
+        self.key_types = types
+        cols, types, self.split = _keyed(cols, types, n)
         self.types = types
         self.specs = []  # per column: ("range", lo, k) | ("values", sorted uniq) | ("dict", dictionary)
-        n = len(cols[0]) if cols else 0
         valid = None
         codes_all = []
         for c, t in zip(cols, types):
@@ -97,6 +109,9 @@ class BuildKeys:
         """(codes, ok): probe rows' codes in the build's code space; ok=False never matches."""
         ok = None
         codes_all = []
+        cols, _, split = _keyed(cols, self.key_types, n)
+        if split != self.split or len(cols) != len(self.specs):  # (never zipped short: a wrong join)
+            raise InternalError(f"join keys {[str(c.type) for c in cols]} probe a build keyed otherwise")
         for c, t, spec in zip(cols, self.types, self.specs):
             c = key_column(c.expand(n))
             if c.valid is not None:

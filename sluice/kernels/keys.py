@@ -16,7 +16,7 @@ import torch
 from sluice.chunk import Column, lookup, positions, to_device, unify_dictionaries
 from sluice.errors import DataError
 from sluice.kernels.checks import fail_if
-from sluice.kernels.nested_keys import key_column
+from sluice.kernels.nested_keys import equality_keys, key_column
 from sluice.kernels.values import (dictionary_rank, float_from_order_key, float_order_key,  # noqa: F401 - re-exported
                                     to_type)
 from sluice.types import LType
@@ -181,8 +181,10 @@ def group_ids(cols: list[Column], n: int, device: torch.device | None = None,
     range is then not read back from the device: :func:`_int_codes`)."""
     if not cols:
         return torch.zeros(1, dtype=torch.int64, device=device).expand(n), 1
-    cols = [key_column(c) for c in cols]
     known = tuple(known) if known is not None else (None,) * len(cols)
+    # (a STRUCT of scalar fields: its fields' columns, grouped as any multi-column key)
+    cols, src = equality_keys(cols, n)
+    known = tuple(known[i] if src.count(i) == 1 else None for i in src)
     if determining and (state is None or state.shortcut) and len(cols) > 1 and \
             any(c.type.kind == "string" for c in cols):
         got = _by_determining_key(cols, n, known)

@@ -46,7 +46,7 @@ def column_statistics_range(plan, name: str) -> tuple[int, int] | None:
 def _from_statistics(scan: Scan, name: str) -> tuple[int, int] | None:
     t = scan.table
     col = scan.columns.get(name)
-    if col is None or t.format != "parquet" or col in t.partitions:
+    if col is None or t.format != "parquet" or col in t.partitions or col not in t.arrow_schema.names:
         return None
     lt = t.types[col]
     if lt.kind not in KINDS or not statistics_in_sql_order(t.arrow_schema.field(col).type, lt):

@@ -48,7 +48,8 @@ def attach_minmax_bound(op: HashAggregateOp) -> None:
         if col is None:
             return
         scan = scans[0]
-        if scan.table.format != "parquet" or col in scan.table.partitions or not statistics_in_sql_order(
+        if scan.table.format != "parquet" or col in scan.table.partitions or \
+                col not in scan.table.arrow_schema.names or not statistics_in_sql_order(
                 scan.table.arrow_schema.field(col).type, scan.table.types[col], strings=True):
             return
         aggs.append((acc_key, kind, col))

@@ -40,7 +40,7 @@ def statistics_aggregate(plan: Aggregate) -> Operator | None:
             return None
         hit = scan_column(plan.child, call.arg.name)
         file_col = hit[0].columns.get(hit[1]) if hit is not None else None
-        if file_col is None or not statistics_in_sql_order(scan.table.arrow_schema.field(file_col).type,
+        if file_col is None or file_col not in scan.table.arrow_schema.names or not statistics_in_sql_order(scan.table.arrow_schema.field(file_col).type,
                                                            scan.table.types[file_col]):
             return None
         bounds = [rg.stats.get(file_col) for rg in groups]

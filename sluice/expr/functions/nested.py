@@ -10,6 +10,7 @@ gathers over the children -- never a loop over rows. Results are new nested valu
 
 from __future__ import annotations
 
+import pyarrow.compute as pc
 import torch
 
 from sluice.chunk import (Column, NestedValues, child_positions, concat_columns, empty_column, entry_rows, nested_column,
@@ -17,6 +18,7 @@ from sluice.chunk import (Column, NestedValues, child_positions, concat_columns,
 from sluice.errors import PlanError, UnsupportedError
 from sluice.expr.functions.cast import cast_expr, coerce
 from sluice.expr.functions.registry import register
+from sluice.kernels.buffers import lookup
 from sluice.kernels.checks import fail_if
 from sluice.kernels.keys import sortable
 from sluice.kernels.values import to_type
@@ -462,15 +464,30 @@ def _bind_map_lookup(op: str):
     return bind
 
 
-def _lookup(m: Column, k: Column, n: int):
-    """(the matching entry's child row, whether one matched) per row."""
+def _key_matches(keys: Column, key: Column, rows: torch.Tensor, n: int) -> torch.Tensor:
+    """Whether each map entry's key equals its row's lookup ``key``. A constant string key
+    (``m['k1']``: the usual lookup) is compared with each entry of the keys' dictionary once, by
+    Arrow's kernel, then gathered by code -- not by unifying the two dictionaries, which hashed
+    every key string of the chunk again (1.7 s of the 2.2 of ``sum(attrs['k1'])`` over a
+    million maps of plain strings)."""
+    if key.is_const and key.type.kind == "string" and keys.type.kind == "string" and key.valid is None:
+        hit = pc.equal(keys.dictionary, key.dictionary[int(key.data)]).fill_null(False)
+        table = torch.from_numpy(hit.to_numpy(zero_copy_only=False)).to(keys.data.device)
+        return lookup(table, keys.data) if table.numel() else torch.zeros_like(keys.data, dtype=torch.bool)
+    return _equal(keys, key.expand(n).take(rows))
+
+
+def _lookup(m: Column, key: Column, n: int):
+    """(the matching entry's child row, whether one matched) per row (``key``: a column or a
+    constant)."""
     rv = row_values(m)
     keys, rows = rv.children[0], entry_rows(rv.offsets)
     total = keys.data.numel()
     device = rv.offsets.device
+    k = key.expand(n)
     pos = torch.full((n,), total, dtype=torch.int64, device=device)
     if total:
-        eq = _equal(keys, k.take(rows))
+        eq = _key_matches(keys, key, rows, n)
         if keys.valid is not None:
             eq = eq & keys.valid
         cand = torch.where(eq, torch.arange(total, device=device), total)
@@ -486,8 +503,8 @@ def _lookup(m: Column, k: Column, n: int):
 def map_extract_value(e, args, chunk) -> Column:
     """``m[k]``: the value of key k, NULL where it is missing (DuckDB 2.0)."""
     n = _n(chunk)
-    m, k = args[0].expand(n), args[1].expand(n)
-    rv, pos, found = _lookup(m, k, n)
+    m = args[0].expand(n)
+    rv, pos, found = _lookup(m, args[1], n)
     return _take_or_null(rv.children[1], pos, found, n)
 
 
@@ -495,8 +512,8 @@ def map_extract_value(e, args, chunk) -> Column:
 def map_extract(e, args, chunk) -> Column:
     """ELEMENT_AT / MAP_EXTRACT: the value of key k as a one-element list, [] where missing."""
     n = _n(chunk)
-    m, k = args[0].expand(n), args[1].expand(n)
-    rv, pos, found = _lookup(m, k, n)
+    m = args[0].expand(n)
+    rv, pos, found = _lookup(m, args[1], n)
     sizes = found.to(torch.int64)
     offsets = torch.zeros(n + 1, dtype=torch.int64, device=sizes.device)
     torch.cumsum(sizes, 0, out=offsets[1:])

@@ -43,7 +43,7 @@ from sluice.catalog import RowGroup
 from sluice.chunk import Column, concat_columns
 from sluice.errors import DataError
 from sluice.io.column_cache import ColumnCache, Entry, cuda_event
-from sluice.io.parquet.decoders import DecodeContext, read_as_dictionary
+from sluice.io.parquet.decoders import DecodeContext, is_field_path, read_as_dictionary
 from sluice.io.pinned import decode_stream, to_device
 
 #: A string column is kept only with at most one dictionary entry per this many rows (as the
@@ -81,7 +81,8 @@ class CachedDecoder:
         ident = file_identity(path)
         self.cache.seen(path, ident)
         types = s.table.types
-        forms = {c: self._forms(md, c, task) if types[c].kind == "string" else [""] * len(task) for c in stored}
+        forms = {c: (["plain"] * len(task) if is_field_path(s.table, c) else self._forms(md, c, task))
+                 if types[c].kind == "string" else [""] * len(task) for c in stored}  # (a field: never a dictionary)
         # Plain strings are never kept: straight to the decoder (with the selection).
         direct = [c for c in stored if "plain" in forms[c]]
         cached = [c for c in stored if c not in direct]

@@ -23,6 +23,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import torch
 
@@ -50,6 +51,25 @@ DICTIONARY_SHARE_MAX = 0.10
 #: The device decoder's temporary tensors for one column of a read task take at most this share
 #: of the decode budget (more pages are decoded in batches; a page alone goes ahead anyway).
 DECODE_SHARE = 8
+
+
+def is_field_path(table: TableInfo, column: str) -> bool:
+    """Whether a scan's file column is a struct field's path (``user.address.city``, split off its
+    struct by :mod:`sluice.plan.rules.struct_fields`) rather than a top-level column."""
+    return column not in table.arrow_schema.names and column not in table.partitions
+
+
+def field_array(t: pa.Table, column: str) -> pa.ChunkedArray:
+    """Column ``column`` of a table pyarrow read: a top-level one, or a struct field's path read
+    as that path's leaves -- the field with every enclosing struct's NULLs applied (a field
+    of a NULL struct is NULL, as ``s.a`` is)."""
+    if column in t.column_names:
+        return t.column(column)
+    top, *fields = column.split(".")
+    arr = t.column(top)
+    for f in fields:
+        arr = pc.struct_field(arr, f)
+    return arr
 
 
 def read_as_dictionary(md: pq.FileMetaData, column: str, row_groups: list[int]) -> bool:
@@ -110,6 +130,27 @@ def _integer_decimal(arr, t) -> Column:
     return Column(raw.data.to(torch.int64), t, raw.valid)
 
 
+def _dictionary_fields(path: str, md: pq.FileMetaData, rg_idx: list[int], fields: list[str], alone: bool
+                       ) -> dict[str, pa.ChunkedArray]:
+    """Struct string fields (paths) as dictionaries, a row group at a time: pyarrow hands a
+    nested column's dictionary over only while it does not change within one read ("Nested
+    data conversions not implemented for chunked array outputs" across row groups), so each
+    row group is its own read. Codes, not a million strings to hash again in every GROUP BY or
+    join above (``select user.address.city, count(*) ... group by 1``). A row group whose
+    dictionary changes within it (pages that fell back to plain) is that error again: then
+    none of them is read here, and the caller reads them as plain strings."""
+    f = pq.ParquetFile(path, metadata=md, read_dictionary=fields, pre_buffer=not alone)
+    try:
+        parts = [f.read_row_group(i, columns=fields, use_threads=not alone) for i in rg_idx]
+    except pa.ArrowNotImplementedError:
+        return {}
+    out = {}
+    for c in fields:
+        arrays = [field_array(p, c) for p in parts]
+        out[c] = pa.chunked_array([ch for a in arrays for ch in a.chunks], arrays[0].type)
+    return out
+
+
 class ArrowDecoder:
     name = "arrow"
 
@@ -125,6 +166,8 @@ class ArrowDecoder:
         path = task[0].path
         rg_idx = [rg.index for rg in task]
         strings = [c for c in stored if s.table.types[c].kind == "string" and read_as_dictionary(md, c, rg_idx)]
+        fields = [c for c in strings if is_field_path(s.table, c)]  # read on their own, below
+        strings = [c for c in strings if c not in fields]
         t0 = time.perf_counter()
         try:
             ranges = column_chunk_ranges(md, rg_idx, stored) if stored else []
@@ -145,12 +188,13 @@ class ArrowDecoder:
             alone = s.device.type == "cpu" and s.config.on("decode_in_task") and s.busy()
             f = pq.ParquetFile(path, metadata=md if ints is None else ints[0], read_dictionary=strings,
                                pre_buffer=not alone)
-            t = f.read_row_groups(rg_idx, columns=stored, use_threads=not alone)
+            got = _dictionary_fields(path, md, rg_idx, fields, alone) if fields else {}
+            t = f.read_row_groups(rg_idx, columns=[c for c in stored if c not in got], use_threads=not alone)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read {path}: {str(e).splitlines()[0]}") from None
         as_int = ints[1] if ints is not None else ()
         cols = {c: _integer_decimal(t.column(c), s.table.types[c]) if c in as_int else
-                arrow_to_column(t.column(c), s.table.types[c]) for c in stored}
+                arrow_to_column(got[c] if c in got else field_array(t, c), s.table.types[c]) for c in stored}
         if keep is not None:
             cols = filter_columns(cols, torch.from_numpy(keep))
         s.record("decode", t1, time.perf_counter(), columns_nbytes(cols))
@@ -320,6 +364,8 @@ class KernelDecoder:
         spec = self.specs.get(key)
         if spec is None:
             t = self.ctx.table
+            if is_field_path(t, c):  # a leaf of a nested column: pyarrow assembles its levels
+                raise NotDecodable("nested column")
             spec = self.specs[key] = column_spec(md, c, t.arrow_schema.field(c).type, t.types[c])
         return spec
 
