@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
+from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values, shared_entries
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite
@@ -327,11 +327,6 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
-#: A page's nested column whose rows use more child rows than this (and twice what its distinct
-#: entries hold) is written as those entries once and a code per row (:func:`page_nested`).
-SHARED_ENTRIES_MIN = 4096
-
-
 def page_nested(col: Column, dictionaries: bool = True) -> pa.Array:
     """A nested column in the page form, whose cost is its entries' elements, never rows x list
     length: a LIST / MAP column whose rows share entries (a window's list per partition, which
@@ -341,34 +336,12 @@ def page_nested(col: Column, dictionaries: bool = True) -> pa.Array:
     Otherwise by value, as Arrow's nested array; either way its children take this form in turn
     (strings as in :func:`page_to_batch`). :func:`arrow_to_column` reads both forms."""
     mask = None if col.valid is None else ~col.valid.reshape(-1).expand(len(col)).cpu().numpy()
-    shared = None if col.type.kind == "struct" else _shared_entries(col)
+    shared = None if col.type.kind == "struct" else shared_entries(col)
     if shared is None:
         return _page_nested_values(col, mask, dictionaries)
     entries, codes = shared
     values = _page_nested_values(Column(entries, col.type, None, col.dictionary), None, dictionaries)
     return pa.DictionaryArray.from_arrays(numpy_to_arrow(codes.cpu().numpy(), pa.int32(), mask), values)
-
-
-def _shared_entries(col: Column) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(the distinct entries ``col``'s valid rows use, each row's position among them: int32)
-    where writing those entries once costs less than half of writing every row's child rows;
-    else None. Only a page with more than :data:`SHARED_ENTRIES_MIN` child rows is looked at
-    (the distinct entries cost a sort of its codes)."""
-    codes = col.data.reshape(-1).expand(len(col))
-    sizes = col.dictionary.sizes(codes)
-    valid = None if col.valid is None else col.valid.reshape(-1).expand(len(col))
-    if valid is not None:
-        sizes = sizes * valid
-    by_rows = int(sizes.sum())
-    if by_rows <= SHARED_ENTRIES_MIN:
-        return None
-    keyed = codes if valid is None else torch.where(valid, codes, torch.full_like(codes, -1))
-    entries, where = torch.unique(keyed, return_inverse=True)
-    if valid is not None and entries.numel() and int(entries[0]) < 0:  # NULL rows: no entry
-        entries, where = entries[1:], (where - 1).clamp_(min=0)
-    if 2 * (int(col.dictionary.sizes(entries).sum()) + entries.numel()) >= by_rows:
-        return None
-    return entries, where.to(torch.int32)
 
 
 def _page_nested_values(col: Column, mask: np.ndarray | None, dictionaries: bool) -> pa.Array:
