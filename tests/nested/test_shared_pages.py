@@ -123,3 +123,24 @@ def test_spill_file_and_both_wires_keep_entries_shared(tmp_path):
     (got,) = unpack(torch.from_numpy(np.ascontiguousarray(packed.host)), dev, torch.device("cpu"))
     _same(page["s"], got["s"])
     assert torch.equal(got["n"].data, torch.arange(ROWS))
+
+
+def test_deleting_a_file_whose_write_failed_does_not_raise_again(tmp_path, monkeypatch):
+    """A spill write that failed (the 6 GiB page) is the query's error once; the cleanup that
+    deletes the file in its wake (a Sort's generator closing) raised it again, and Python
+    printed 'Exception ignored in' with a traceback."""
+    import sluice.io.spill as spill
+    from sluice.errors import ResourcesExhausted
+
+    def fail(page, dictionaries=True):
+        raise MemoryError("you tried to allocate 6437462472 bytes")
+    monkeypatch.setattr(spill, "page_to_batch", fail)
+    mgr = SpillManager([str(tmp_path)], SpillCodec("none"))
+    try:
+        f = mgr.new_file("t")
+        f.append(Chunk({"n": Column(torch.arange(3), INT64)}, 3))
+        with pytest.raises(ResourcesExhausted, match="cannot write spill file"):
+            f.flush()
+        f.delete()
+    finally:
+        mgr.close()
