@@ -160,3 +160,19 @@ def test_rows_sharing_lists_get_one_order_key_per_list():
     mine = [None if not ok else k.dictionary[int(c)].as_py() for c, ok in zip(k.data[rows], k.valid[rows])]
     theirs = [None if not ok else few.dictionary[int(c)].as_py() for c, ok in zip(few.data, few.valid)]
     assert mine == theirs
+
+
+def test_received_pages_with_nested_columns_stay_whole_at_the_first_spill_level():
+    """An exchange's received rows spill partitioned by their hash; split 64 ways, a page of rows
+    sharing one list wrote the list once per piece (over 40 GB for an ordered LIST at a million
+    events on 2 ranks). Such a page now goes whole to one partition; deeper levels still split."""
+    from sluice.exec.exchange import _hash_rows
+    from sluice.exec.materialize import PARTITION_BITS
+    from sluice.kernels.hash import partition_of
+
+    page = Chunk({"c": _lists(), "n": Column(torch.arange(ROWS), INT64)}, ROWS)
+    h = _hash_rows(page)
+    assert partition_of(h, PARTITION_BITS, 0).unique().numel() == 1
+    assert partition_of(h, PARTITION_BITS, 1).unique().numel() > 32
+    flat = _hash_rows(Chunk({"n": Column(torch.arange(ROWS), INT64)}, ROWS))
+    assert partition_of(flat, PARTITION_BITS, 0).unique().numel() > 32  # no nested column: as before
