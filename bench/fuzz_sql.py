@@ -380,7 +380,13 @@ def nested_value():
         "case when event_id % 2 = 0 then [] else tags end", "coalesce(scores, [])", "list_concat([], scores)",
         f"scores {_NR.choice(['=', '<>', '<', '<=', '>', '>='])} {_NR.choice(['[]', '[500]', '[null]', '[100, null, 3]'])}",
         f"[{_NR.randint(0, 900)}, null] {_NR.choice(['<', '>='])} scores", "list_contains([], event_id)",
-        "list_reduce(list_transform(items, lambda it: it.price), lambda a, p: a + p, 0)"])
+        "list_reduce(list_transform(items, lambda it: it.price), lambda a, p: a + p, 0)",
+        # set tests of two lists (NULL elements take no part) and DuckDB's "NULL"[] ([NULL])
+        "list_has_any(tags, " + _NR.choice(["['red', null]", "[]", "[null]", "tags", "null"]) + ")",
+        f"list_has_all(scores, {_NR.choice(['[]', '[null]', f'[{_NR.randint(0, 900)}]', 'list_sort(scores)[1:2]'])})",
+        f"{_NR.choice(['scores', '[1, null]'])} {_NR.choice(['&&', '@>', '<@'])} {_NR.choice(['scores', '[100, 1]', '[null]'])}",
+        f"list_has_any(items, {_NR.choice(['items', '[null]'])})", f"scores {_NR.choice(['=', '<'])} [null]",
+        "coalesce(scores, [null])"])
 
 
 def nested_pred():
@@ -536,8 +542,13 @@ def _nested_query():
         return f"select e.event_id, {f} from ev e, unnest({lst}) as u(x)" + (f" where {nested_pred()}" if _NR.random() < .4 else "")
     agg = _NR.choice(["count(*)", "sum(list_sum(scores))", "count(tags[1])", "max(len(items))", "min(user.address.zip)",
                       "sum(attrs['k1'])", "count(user)"])
-    if _NR.random() < .5:
+    if _NR.random() < .4:
         return f"select kind, {agg} from ev{where} group by kind"
+    if _NR.random() < .5:  # rows sharing one list (a window's per group; a join's build row): spilled and on the wire
+        lst = _NR.choice(["list(event_id order by event_id desc)", "list(user order by event_id)",
+                          "list(tags order by event_id)"])
+        return (f"select e.event_id, len(g.l), g.l[{_idx()}], g.l[-1] from ev e join (select kind, {lst} as l "
+                "from ev group by kind) g on e.kind = g.kind")
     return "select x.sku, count(*), sum(x.qty) from ev e, unnest(e.items) as u(x) group by x.sku"
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values
+from sluice.chunk import Chunk, Column, NestedValues, host_tensor, row_values, shared_entries
 from sluice.errors import DataError, UnsupportedError
 from sluice.kernels.checks import fail_if
 from sluice.kernels.infinite import TIMESTAMP_INFINITY, widen_infinite
@@ -100,6 +100,10 @@ def arrow_to_column(arr: pa.Array | pa.ChunkedArray, t: LType | None = None,
     valid = _validity(arr)
     at = arr.type
     if t.is_nested:
+        if pa.types.is_dictionary(at):  # a page's rows sharing entries (:func:`page_nested`)
+            codes = host_tensor(np.ascontiguousarray(_numbers(arr.indices, None if valid is None else valid.numpy()),
+                                                     dtype=np.int64))
+            return _placed(Column(codes, t, valid, _nested_values(arr.dictionary, t)), device)
         return _placed(Column(torch.arange(len(arr), dtype=torch.int64), t, valid, _nested_values(arr, t)), device)
     if t.kind == "string":
         if not pa.types.is_dictionary(at):
@@ -305,8 +309,8 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
         meta = {"k": c.type.kind, "s": str(c.type.scale), "p": str(c.type.precision)}
         if is_bit(c.type):
             meta["a"] = "bit"
-        if c.type.is_nested:  # by value: Arrow's nested array, its type the column's
-            arr = column_to_arrow(c)
+        if c.type.is_nested:  # Arrow's nested array (shared entries once), its type the column's
+            arr = page_nested(c, dictionaries)
             meta["n"] = "1"
         elif c.wide is not None:  # a SUM beyond 64 bits: its exact values, as decimal digits
             arr = pa.array([str(v) for v in c.wide], pa.string(), mask=mask)
@@ -321,6 +325,53 @@ def page_to_batch(page: Chunk, dictionaries: bool = True) -> pa.RecordBatch:
     if not arrays:  # rows without columns (SELECT 1 IN (...)'s probe side): keep their count
         arrays, fields = [pa.nulls(n)], [pa.field(_ROWS_ONLY, pa.null())]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def page_nested(col: Column, dictionaries: bool = True) -> pa.Array:
+    """A nested column in the page form, whose cost is its entries' elements, never rows x list
+    length: a LIST / MAP column whose rows share entries (a window's list per partition, which
+    every row of the partition points at; a constant) is Arrow's dictionary array of the distinct
+    entries the rows use and a code per row, where writing each row's elements would cost more
+    than twice that (an ordered LIST over a million events once asked a spill write for 6 GiB).
+    Otherwise by value, as Arrow's nested array; either way its children take this form in turn
+    (strings as in :func:`page_to_batch`). :func:`arrow_to_column` reads both forms."""
+    mask = None if col.valid is None else ~col.valid.reshape(-1).expand(len(col)).cpu().numpy()
+    shared = None if col.type.kind == "struct" else shared_entries(col)
+    if shared is None:
+        return _page_nested_values(col, mask, dictionaries)
+    entries, codes = shared
+    values = _page_nested_values(Column(entries, col.type, None, col.dictionary), None, dictionaries)
+    return pa.DictionaryArray.from_arrays(numpy_to_arrow(codes.cpu().numpy(), pa.int32(), mask), values)
+
+
+def _page_nested_values(col: Column, mask: np.ndarray | None, dictionaries: bool) -> pa.Array:
+    """``col``'s rows by value (:func:`_nested_to_arrow`'s layout), its children in the page form."""
+    t = col.type
+    v = row_values(col)
+    m = None if mask is None else pa.array(mask)
+    kids = [_page_child(c, dictionaries) for c in v.children]
+    if t.kind == "struct":
+        fields = [pa.field(n, a.type) for (n, _), a in zip(t.args, kids)]
+        return pa.StructArray.from_arrays(kids, fields=fields, mask=m)
+    o = v.offsets.cpu().numpy()
+    if t.kind == "map":
+        if o[-1] >= 2 ** 31:
+            raise UnsupportedError("a MAP column with more than 2**31 entries in one page")
+        return pa.MapArray.from_arrays(numpy_to_arrow(o.astype(np.int32), pa.int32()), kids[0], kids[1], mask=m)
+    if o[-1] >= 2 ** 31:
+        return pa.LargeListArray.from_arrays(numpy_to_arrow(o, pa.int64()), kids[0], mask=m)
+    return pa.ListArray.from_arrays(numpy_to_arrow(o.astype(np.int32), pa.int32()), kids[0], mask=m)
+
+
+def _page_child(c: Column, dictionaries: bool) -> pa.Array:
+    """A child column of nested values in the page form: nested ones as :func:`page_nested`,
+    low-cardinality strings as their dictionary and codes, the rest by value."""
+    if c.type.is_nested:
+        return page_nested(c, dictionaries)
+    if c.type.kind == "string" and not is_bit(c.type) and len(c):
+        mask = None if c.valid is None else ~c.valid.cpu().numpy()
+        return _page_strings(c, len(c), mask, dictionaries)
+    return column_to_arrow(c)
 
 
 #: A page's string column travels as its dictionary and int32 codes when the dictionary has at

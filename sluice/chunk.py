@@ -226,13 +226,54 @@ def nested_column(t: LType, values: NestedValues, valid: torch.Tensor | None) ->
     return Column(codes, t, valid, values)
 
 
+#: A LIST / MAP column whose rows use more child rows than this is looked at for entries its
+#: rows share (:func:`shared_entries`: a sort of its codes).
+SHARED_ENTRIES_MIN = 4096
+
+
+def shared_entries(col: Column) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(the distinct entries a LIST / MAP column's valid rows use, each row's position among them:
+    int32) where those entries hold less than half the child rows of every row's entry one after
+    another -- rows sharing entries: a window's list per partition, which every row of the
+    partition points at, a join's build-side list, a constant; else None (rows of lists of their
+    own, or too few child rows to look: :data:`SHARED_ENTRIES_MIN`)."""
+    codes = col.data.reshape(-1).expand(len(col))
+    sizes = col.dictionary.sizes(codes)
+    valid = None if col.valid is None else col.valid.reshape(-1).expand(len(col))
+    if valid is not None:
+        sizes = sizes * valid
+    by_rows = int(sizes.sum())
+    if by_rows <= SHARED_ENTRIES_MIN:
+        return None
+    keyed = codes if valid is None else torch.where(valid, codes, torch.full_like(codes, -1))
+    entries, where = torch.unique(keyed, return_inverse=True)
+    if valid is not None and entries.numel() and int(entries[0]) < 0:  # NULL rows: no entry
+        entries, where = entries[1:], (where - 1).clamp_(min=0)
+    if 2 * (int(col.dictionary.sizes(entries).sum()) + entries.numel()) >= by_rows:
+        return None
+    return entries, where.to(torch.int32)
+
+
+def _compact(v: NestedValues) -> bool:
+    """Whether every child row of ``v`` lies between its first and last offset, from 0 (values
+    concatenated as they are must: the offsets of the whole are one running sum)."""
+    if v.offsets is None:
+        return True
+    end = int(v.offsets[-1])
+    return int(v.offsets[0]) == 0 and all(len(k) == end for k in v.children)
+
+
 def _concat_nested(cols: list[Column], unify: bool) -> Column:
     """Each column's values end to end (offsets moved by the child rows before, codes by the
-    entries before). A column's values are first gathered to row order (only the child rows its
-    rows use) unless its rows share entries: then its values are kept as they are, so that rows
-    pointing at one entry (a window's list per partition, a repeated constant) still point at
-    one entry and are never copied out once per row."""
-    parts, codes = [], []
+    entries before). A column's values are kept as they are where its rows use more child rows
+    than they hold (and one copy serves every column of the same values: slices of one chunk);
+    else cut to the entries its rows share where they share some (:func:`shared_entries`), else
+    gathered to row order (only the child rows its rows use). So rows pointing at one entry (a
+    window's list per partition, a repeated constant) still point at one entry and are never
+    copied out once per row -- also when the values they point into are far larger than what
+    the rows use (pages read back from a spill, each with its own entries)."""
+    parts, codes, kept = [], [], {}
+    t = cols[0].type
     for c in cols:
         v = c.dictionary
         shared_cost = len(v) if v.offsets is None else int(v.offsets[-1]) + len(v)
@@ -241,13 +282,20 @@ def _concat_nested(cols: list[Column], unify: bool) -> Column:
         else:
             used = v.sizes(c.data.reshape(-1))
             row_cost = int((used if c.valid is None else used * c.valid.reshape(-1)).sum()) + len(c)
-        if row_cost <= shared_cost:
+        if row_cost > shared_cost and _compact(v):
+            if id(v) not in kept:
+                kept[id(v)] = len(parts)
+                parts.append(v)
+            codes.append((kept[id(v)], c.data.reshape(-1)))
+            continue
+        shared = None if v.offsets is None else shared_entries(c)
+        if shared is None:
             parts.append(row_values(c))
-            codes.append(torch.arange(len(c), dtype=torch.int64, device=c.data.device))
+            codes.append((len(parts) - 1, torch.arange(len(c), dtype=torch.int64, device=c.data.device)))
         else:
-            parts.append(v)
-            codes.append(c.data.reshape(-1))
-    t = cols[0].type
+            entries, where = shared
+            parts.append(row_values(Column(entries, t, None, v)))
+            codes.append((len(parts) - 1, where.to(torch.int64)))
     kids = tuple(concat_columns([p.children[i] for p in parts], unify) for i in range(len(parts[0].children)))
     offsets = None
     if t.kind != "struct":
@@ -256,16 +304,16 @@ def _concat_nested(cols: list[Column], unify: bool) -> Column:
             pieces.append(p.offsets[1:] + base)
             base += int(p.offsets[-1])
         offsets = torch.cat(pieces)
-    entries, base = [], 0
-    for p, k in zip(parts, codes):
-        entries.append(k + base)
+    bases, base = [], 0
+    for p in parts:
+        bases.append(base)
         base += p.size
     values = NestedValues(kids, offsets, base)
     valid = None
     if any(c.valid is not None for c in cols):
         valid = torch.cat([c.valid.reshape(-1).expand(len(c)) if c.valid is not None
                            else torch.ones(len(c), dtype=torch.bool, device=c.data.device) for c in cols])
-    return Column(torch.cat(entries), t, valid, values)
+    return Column(torch.cat([k + bases[i] for i, k in codes]), t, valid, values)
 
 
 def filter_columns(cols: Mapping[str, Column], mask: torch.Tensor) -> dict[str, Column]:

@@ -121,7 +121,7 @@ def make_func(op: str, args: list[Expr], params: tuple = ()) -> Expr:
 #: Functions whose binding takes a NULL of no type as it is (it takes the other branches' type,
 #: is a NULL string, is cast, or is only tested for NULL).
 _NULL_AWARE = frozenset(("case", "coalesce", "cast", "try_cast", "cast_null", "concat", "is_null",
-                         "is_not_null", "single_row"))
+                         "is_not_null", "single_row", "list_value", "list_has_any", "list_has_all"))
 #: The types a NULL of no type is tried at, after those of the function's other arguments.
 _NULL_CANDIDATES = (STRING, BOOL, INT64, FLOAT64, DATE, TIMESTAMP)
 

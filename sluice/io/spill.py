@@ -108,7 +108,14 @@ class SpillFile:
                 yield page
 
     def delete(self) -> None:
-        self.flush()
+        """Remove the file once its writes are done. A failed write is not raised again here: it
+        reaches the query from the write's own wait (``flush`` / the next append), and a
+        generator closing in an error's wake that raised it once more printed Python's
+        'Exception ignored in' and a traceback."""
+        try:
+            self.flush()
+        except ResourcesExhausted:
+            pass
         try:
             self.path.unlink()
         except FileNotFoundError:

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from sluice.chunk import Column, computable, entry_rows, row_values
+from sluice.chunk import Column, computable, entry_rows, row_values, shared_entries
 from sluice.kernels.buffers import host_tensor, string_buffers, to_device
 from sluice.kernels.values import float_order_key
 from sluice.types import BOOL, STRING, LType
@@ -73,6 +73,12 @@ def key_column(col: Column) -> Column:
         k = order_key(col.expand(1))
         v = None if k.valid is None else k.valid.reshape(())
         return Column(k.data.reshape(()), STRING, v, k.dictionary)
+    if col.type.kind != "struct":
+        shared = shared_entries(col)
+        if shared is not None:  # rows sharing lists (a window's per partition): a key per list, not per row
+            entries, where = shared
+            k = order_key(Column(entries, col.type, None, col.dictionary))
+            return Column(where, STRING, col.valid, k.dictionary)
     return order_key(col)
 
 

@@ -125,7 +125,8 @@ NESTED_CALLS = {"list_sum": "list_sum", "list_min": "list_min", "list_max": "lis
                 "map_extract_value": "map_extract_value", "map_values": "map_values", "cardinality": "list_len",
                 "len": "list_len", "list_concat": "list_concat", "list_cat": "list_concat",
                 "array_concat": "list_concat", "list_sort": "list_sort", "list_distinct": "list_distinct",
-                "list_slice": "list_slice", "map_entries": "map_entries"}
+                "list_slice": "list_slice", "map_entries": "map_entries", "list_has_all": "list_has_all",
+                "array_has_any": "list_has_any", "list_has_any": "list_has_any", "array_has_all": "list_has_all"}
 
 #: Lambda functions over lists (``sluice.sql.lambdas``), by lower-case name -> what they do.
 LAMBDA_CALLS = {"list_transform": "transform", "array_transform": "transform", "list_apply": "transform",
@@ -317,6 +318,9 @@ SUPPORTED: dict[type, dict[str, Rule]] = {
     exp.ArraySize: {"this": READ, "expression": refuse("ARRAY_LENGTH of a dimension")},
     exp.ArrayContains: {"this": READ, "expression": READ, "ensure_variant": refuse("LIST_CONTAINS of variants"),
                         "check_null": refuse("ARRAY_CONTAINS of a dialect's NULL rule")},
+    exp.ArrayOverlaps: {"this": READ, "expression": READ, "null_safe": refuse("a dialect's NULL-safe ARRAY_OVERLAPS")},
+    exp.ArrayContainsAll: _BINARY,
+    exp.ArrayContainedBy: _BINARY,
     exp.ArrayConcat: {"this": READ, "expressions": READ, "null_propagation": only(lambda v: not v, "LIST_CONCAT "
                                                                                    "that is NULL with a NULL list")},
     exp.ArraySort: {"this": READ, "expression": refuse("LIST_SORT with a comparator"), "asc": READ, "nulls_first": READ},

@@ -161,6 +161,14 @@ class NestedExpressions:
     def _x_array_contains(self, n, ctx):
         return E.make_func("list_contains", [self.expr(n.this, ctx), self.expr(n.expression, ctx)])
 
+    @handles(exp.ArrayOverlaps, exp.ArrayContainsAll, exp.ArrayContainedBy)
+    def _x_list_sets(self, n, ctx):
+        """``list_has_any`` / ``&&``, ``list_has_all`` / ``@>``, and ``a <@ b`` (``b @> a``)."""
+        a, b = self.expr(n.this, ctx), self.expr(n.expression, ctx)
+        if isinstance(n, exp.ArrayOverlaps):
+            return E.make_func("list_has_any", [a, b])
+        return E.make_func("list_has_all", [a, b] if isinstance(n, exp.ArrayContainsAll) else [b, a])
+
     @handles(exp.ArrayConcat)
     def _x_array_concat(self, n, ctx):
         if len(n.expressions) != 1:
@@ -279,7 +287,7 @@ class NestedExpressions:
         if op == "list_slice":
             return self._slice(args)
         want = {"list_concat": 2, "list_contains": 2, "list_extract": 2, "map_extract": 2,
-                "map_extract_value": 2}.get(op, 1)
+                "map_extract_value": 2, "list_has_any": 2, "list_has_all": 2}.get(op, 1)
         if len(args) != want:
             raise PlanError(f"no function {name.upper()} with {len(args)} arguments")
         if op == "list_len" and name == "len" and args[0].type.kind == "string":

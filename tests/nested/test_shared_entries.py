@@ -36,3 +36,30 @@ def test_concat_gathers_rows_that_use_few_child_rows():
     assert len(out.dictionary.children[0]) == 6
     assert out.valid.tolist() == [True, False, True, False]
     assert row_values(out).children[0].data.tolist() == [0, 1, 2, 0, 1, 2]
+
+
+def test_concat_of_rows_sharing_one_entry_of_large_values_keeps_only_that_entry():
+    """Pages read back from a spill each bring their own entries: a page's rows share one entry
+    of values far larger than it (64 entries of 1,000 here); concatenating such pieces once
+    copied each row's list out (rows x list length), now the entry is cut out once per piece."""
+    child = Column(torch.arange(64_000, dtype=torch.int64), INT64)
+    values = NestedValues((child,), torch.arange(0, 64_001, 1000, dtype=torch.int64), 64)
+    pieces = [Column(torch.full((40,), k, dtype=torch.int64), list_of(INT64), None, values) for k in range(0, 64, 8)]
+    out = concat_columns(pieces)
+    assert len(out) == 320
+    assert len(out.dictionary.children[0]) == 8 * 1000  # not 320 x 1000
+    rv = row_values(out.take(torch.tensor([0, 39, 40, 319])))
+    assert rv.children[0].data[rv.offsets[:-1]].tolist() == [0, 0, 8000, 56000]
+    assert (rv.offsets[1:] - rv.offsets[:-1]).tolist() == [1000] * 4
+
+
+def test_concat_of_values_whose_children_do_not_start_at_zero():
+    """Values whose offsets start past 0 (a slice of an Arrow list) are gathered, not appended
+    as they are: the offsets of the whole are one running sum."""
+    child = Column(torch.arange(10, dtype=torch.int64), INT64)
+    sliced = NestedValues((child,), torch.tensor([4, 6, 9], dtype=torch.int64), 2)
+    a = Column(torch.tensor([0, 1, 1, 1, 0, 1]), list_of(INT64), None, sliced)
+    out = concat_columns([a, a])
+    rv = row_values(out)
+    got = [rv.children[0].data[s:e].tolist() for s, e in zip(rv.offsets[:-1].tolist(), rv.offsets[1:].tolist())]
+    assert got == [[4, 5], [6, 7, 8], [6, 7, 8], [6, 7, 8], [4, 5], [6, 7, 8]] * 2

@@ -23,7 +23,7 @@ from sluice.expr.functions.registry import _REGISTRY, Function, register  # noqa
 #: The family modules, loaded together on the first lookup.
 FAMILIES = ("arithmetic", "numeric", "comparison", "logic", "strings", "similarity", "datetime", "conditional", "cast",
             "printf", "bar", "nested", "string_lists", "lambdas", "maps", "string_slices", "byte_sizes",
-            "translate", "bits", "float_steps", "time_bucket", "timestamp_average")
+            "translate", "bits", "float_steps", "time_bucket", "timestamp_average", "list_sets")
 
 
 _loaded = False

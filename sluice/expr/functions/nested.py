@@ -88,9 +88,9 @@ def _bind_list_value(args, params):
         return [], list_of(NULL)
     nested = [a.type for a in args if a.type.is_nested]  # (a string beside them is cast to their type)
     t = common_type(list(args), "list elements") if not nested else supertype(nested, "list elements")
-    if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] an INTEGER[] (DuckDB's NULL[] stores so)
+    if t.kind == "null":  # NULLs only: [NULL::BIGINT] is a BIGINT[]; [NULL] DuckDB's "NULL"[], as [] is
         typed = [a.type for a in args if a.type.kind != "null"]
-        t = supertype(typed, "list elements") if typed else INT32
+        t = supertype(typed, "list elements") if typed else NULL
     return [a if a.type == t else coerce(a, t) for a in args], list_of(t)
 
 
