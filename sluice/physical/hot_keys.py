@@ -70,6 +70,8 @@ def _sampled(path: str, stamp: tuple, index: int, column: str, rows: int) -> np.
     if batch is None:
         return np.zeros(0, np.int64)
     values = batch.column(0).drop_null()
+    if not pa.types.is_integer(values.type):  # a struct field's path reads as its struct: no sample
+        return np.zeros(0, np.int64)
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
