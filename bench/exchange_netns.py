@@ -1,16 +1,20 @@
-"""Overlap against a network slower than compute (root, Linux): two ranks in two network
-namespaces joined by a veth pair whose rate ``tc`` limits, started by two ``torchrun``
-launchers (static rendezvous over the veth, gloo bound to it), run a partitioned join with
-each exchange variant and receive side (``exchange_receive``: pipelined -- the consumer probes
-each round as it lands -- or materialized); each wall time is set beside the compute-bound time (the same join on
-an unlimited veth), the network-bound time (the bytes each rank sends over the rate) and
-their max (perfect overlap) and sum (none).
+"""Overlap against a network slower than compute (root, Linux): N ranks (2 or 4) in N network
+namespaces, each joined to a bridge by a veth pair whose rate ``tc`` limits at both ends (a
+full-duplex link of that rate per rank), started by N ``torchrun`` launchers (static
+rendezvous over the bridge, gloo bound to the veth), run a partitioned join with each exchange
+variant and receive side (``exchange_receive``: pipelined -- the consumer probes each round as
+it lands -- or materialized); each wall time is set beside the compute-bound time (the same
+join unthrottled), the network-bound time (the bytes the busiest rank sends over the raw
+``all_to_all_single`` rate on the same link) and their max (perfect overlap) and sum (none).
+``exch/raw``: the lineitem exchange's rate (the busiest rank's bytes over the exchange's stage
+time, slowest rank) over the raw rate.
 
-    sudo python bench/exchange_netns.py --data data/tpch-sf1 [--rates 200mbit,400mbit,1gbit] [--runs 3]
-        [--query join|q03|q03l|q10] [--variants deferred] [--receive pipelined,materialized]
+    sudo python bench/exchange_netns.py --data data/tpch-sf1 [--ranks 2,4] [--rates 50mbit,100mbit,1gbit]
+        [--runs 2] [--query join|q03|q03l|q10] [--variants deferred] [--receive pipelined,materialized]
+        [--combos blocking/materialized,deferred/materialized,deferred/pipelined]
 
-This machine has two cores: one per rank, so compute cannot scale here, but whether the
-network stays busy while compute runs can be measured. Nothing here asserts times.
+On a machine with fewer cores than ranks compute cannot scale, but whether the network stays
+busy while compute runs can be measured. Nothing here asserts times.
 """
 
 from __future__ import annotations
@@ -44,73 +48,109 @@ QUERIES = {
             "and c_nationkey = n_nationkey group by c_custkey, c_name, c_acctbal, n_name "
             "order by revenue desc limit 20"),
 }
-NS, DEV, ADDR = ("slr0", "slr1"), ("slv0", "slv1"), ("10.77.0.1", "10.77.0.2")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+BRIDGE_NS, BRIDGE = "slrb", "slbr0"
+WORLD = 2  # ranks of the current set-up (setup())
+
+
+def ns(i: int) -> str:
+    return f"slr{i}"
+
+
+def dev(i: int) -> str:
+    return f"slv{i}"
+
+
+def addr(i: int) -> str:
+    return f"10.77.0.{i + 1}"
 
 
 def sh(*cmd: str) -> None:
     subprocess.run(cmd, check=True, capture_output=True)
 
 
-def setup() -> None:
+def setup(world: int = 2) -> None:
+    """``world`` namespaces, each with a veth to a bridge in its own namespace."""
+    global WORLD
     teardown()
-    for ns in NS:
-        sh("ip", "netns", "add", ns)
-    sh("ip", "link", "add", DEV[0], "type", "veth", "peer", "name", DEV[1])
-    for ns, dev, addr in zip(NS, DEV, ADDR):
-        sh("ip", "link", "set", dev, "netns", ns)
-        sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
-        sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    WORLD = world
+    sh("ip", "netns", "add", BRIDGE_NS)
+    sh("ip", "-n", BRIDGE_NS, "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "-n", BRIDGE_NS, "link", "set", BRIDGE, "up")
+    for i in range(world):
+        sh("ip", "netns", "add", ns(i))
+        sh("ip", "link", "add", dev(i), "type", "veth", "peer", "name", f"slb{i}")
+        sh("ip", "link", "set", dev(i), "netns", ns(i))
+        sh("ip", "link", "set", f"slb{i}", "netns", BRIDGE_NS)
+        sh("ip", "-n", BRIDGE_NS, "link", "set", f"slb{i}", "master", BRIDGE)
+        sh("ip", "-n", BRIDGE_NS, "link", "set", f"slb{i}", "up")
+        sh("ip", "-n", ns(i), "addr", "add", f"{addr(i)}/24", "dev", dev(i))
+        sh("ip", "-n", ns(i), "link", "set", dev(i), "up")
+        sh("ip", "-n", ns(i), "link", "set", "lo", "up")
+
+
+def _ends():
+    for i in range(WORLD):
+        yield ns(i), dev(i)  # what rank i sends
+        yield BRIDGE_NS, f"slb{i}"  # what it receives
 
 
 def limit(rate: str | None) -> None:
-    for ns, dev in zip(NS, DEV):
-        subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], capture_output=True)
+    for n, d in _ends():
+        subprocess.run(["tc", "-n", n, "qdisc", "del", "dev", d, "root"], capture_output=True)
         if rate:
-            sh("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
+            sh("tc", "-n", n, "qdisc", "add", "dev", d, "root", "tbf", "rate", rate, "burst", "256kb",
                "latency", "100ms")
 
 
 def teardown() -> None:
-    for ns in NS:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    for n in [BRIDGE_NS] + [ns(i) for i in range(8)]:
+        subprocess.run(["ip", "netns", "del", n], capture_output=True)
 
 
 def _launch(i: int, port: int, args: list[str]) -> subprocess.Popen:
-    cmd = ["ip", "netns", "exec", NS[i], "env", f"GLOO_SOCKET_IFNAME={DEV[i]}", "OMP_NUM_THREADS=1",
-           sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-           "--node-rank", str(i), "--master-addr", ADDR[0], "--master-port", str(port), *args]
+    cmd = ["ip", "netns", "exec", ns(i), "env", f"GLOO_SOCKET_IFNAME={dev(i)}", "OMP_NUM_THREADS=1",
+           sys.executable, "-m", "torch.distributed.run", "--nnodes", str(WORLD), "--nproc-per-node", "1",
+           "--node-rank", str(i), "--master-addr", addr(0), "--master-port", str(port), *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
 def raw_rate(port: int) -> float:
     """all_to_all_single over the link, bytes/s one rank sends, at 4 MiB per destination."""
     import json
-    procs = [_launch(i, port, ["-m", "sluice.ranks.bandwidth"]) for i in range(2)]
+    procs = [_launch(i, port, ["-m", "sluice.ranks.bandwidth"]) for i in range(WORLD)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     return json.loads(next(o for o in outs if o.strip()))[str(4 << 20)]
 
 
 def run_join(data: str, variant: str, port: int, wire: str = "none", receive: str = "pipelined",
-             sql: str = JOIN) -> tuple[float, int]:
-    """(wall seconds of the query on rank 0, most bytes one rank sent -- after compression)."""
+             sql: str = JOIN) -> tuple[float, int, float, int]:
+    """(wall seconds of the query on rank 0, most bytes one rank sent -- after compression --, the
+    largest exchange's bytes per rank over its stage time (slowest rank), its rounds)."""
     procs = [_launch(i, port, ["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set",
                                "broadcast_bytes=0", "--set", f"exchange={variant}", "--set", "dist_timeout_s=60",
                                "--set", f"exchange_compression={wire}", "--set", f"exchange_receive={receive}",
-                               "--analyze", sql]) for i in range(2)]
+                               "--analyze", sql]) for i in range(WORLD)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     out = next(o for o in outs if "total " in o)
     wall = float(re.search(r"^total ([\d.]+) ms", out, re.M).group(1)) / 1000
     sent = 0
-    for m in re.finditer(r"^\s+[01]\s+[\d.]+ms\s+[\d,]+\s+[\d.]+ \w+\s+([\d.]+) (\w+)", out, re.M):
+    for m in re.finditer(r"^\s+\d+\s+[\d.]+ms\s+[\d,]+\s+[\d.]+ \w+\s+([\d.]+) (\w+)", out, re.M):
         sent = max(sent, int(float(m.group(1)) * UNITS[m.group(2)]))
-    return wall, sent
+    rate, rounds, most = 0.0, 0, -1
+    for m in re.finditer(r"^  Exchange .*?: [\d,]+ rows, ([\d.]+) (\w+) between ranks in (\d+) rounds; "
+                         r"stage ([\d.]+) ms", out, re.M):
+        moved = float(m.group(1)) * UNITS[m.group(2)]
+        if moved > most:
+            most, rounds = moved, int(m.group(3))
+            rate = moved / WORLD / (float(m.group(4)) / 1000)
+    return wall, sent, rate, rounds
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
+    ap.add_argument("--ranks", default="2", help="rank counts to set up in turn, e.g. 2,4")
     ap.add_argument("--rates", default="200mbit,400mbit,1gbit")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--variants", default="blocking,chunked,deferred")
@@ -118,45 +158,56 @@ def main() -> None:
                     help="exchange_compression values to run each variant with, e.g. none,auto,lz4")
     ap.add_argument("--receive", default="pipelined,materialized",
                     help="exchange_receive values to run each variant with")
+    ap.add_argument("--combos", default=None,
+                    help="variant/receive pairs instead of every variant with every receive, "
+                         "e.g. blocking/materialized,deferred/pipelined")
     ap.add_argument("--query", default="join", choices=sorted(QUERIES))
     args = ap.parse_args()
     sql = QUERIES[args.query]
     if os.geteuid() != 0:
         sys.exit("needs root (ip netns, tc)")
     data = str(Path(args.data).resolve())
-    setup()
+    if args.combos:
+        combos = [tuple(c.split("/")) for c in args.combos.split(",")]
+    else:
+        combos = list(itertools.product(args.variants.split(","), args.receive.split(",")))
     port = 29700
+    print(sql)
     try:
-        def best(variant, wire="none", receive="pipelined"):
-            nonlocal port
-            results = []
-            for _ in range(args.runs):
+        for world in (int(n) for n in args.ranks.split(",")):
+            setup(world)
+
+            def best(variant, wire="none", receive="pipelined"):
+                nonlocal port
+                results = []
+                for _ in range(args.runs):
+                    port += 1
+                    results.append(run_join(data, variant, port, wire, receive, sql))
+                return min(results)
+            limit(None)
+            compute = {(v, r): best(v, "none", r)[0] for v, r in combos}
+            t_c = min(compute.values())
+            print(f"{world} ranks, unlimited (compute-bound): " + ", ".join(f"{v}/{r} {t:.2f}s"
+                                                                           for (v, r), t in compute.items()))
+            print("T_net: the bytes the busiest rank sent (compressed where it was) over the raw "
+                  "all_to_all_single rate on the same link; exch/raw: the largest exchange's bytes per rank "
+                  "over its stage time, over the raw rate")
+            print(f"{'ranks':>5} {'rate':>8} {'raw a2a':>11} {'variant':<9} {'receive':<12} {'wire':<5} {'wall s':>7} "
+                  f"{'T_net s':>8} {'T_comp s':>9} {'max':>6} {'sum':>6} {'wall/max':>9} {'vs first':>9} "
+                  f"{'rounds':>6} {'exch/raw':>9}")
+            for rate in args.rates.split(","):
+                limit(rate)
                 port += 1
-                results.append(run_join(data, variant, port, wire, receive, sql))
-            return min(results)
-        limit(None)
-        receives = args.receive.split(",")
-        compute = {(v, r): best(v, "none", r)[0] for v in args.variants.split(",") for r in receives}
-        t_c = min(compute.values())
-        print(f"{sql}\nunlimited veth (compute-bound): " + ", ".join(f"{v}/{r} {t:.2f}s"
-                                                                     for (v, r), t in compute.items()))
-        print("T_net: the bytes the busiest rank sent (compressed where it was) over the raw "
-              "all_to_all_single rate on the same link")
-        print(f"{'rate':>8} {'raw a2a':>11} {'variant':<9} {'receive':<12} {'wire':<5} {'wall s':>7} {'T_net s':>8} {'T_comp s':>9} {'max':>6} "
-              f"{'sum':>6} {'wall/max':>9} {'vs first':>9} {'exch. rate/raw':>15}")
-        for rate in args.rates.split(","):
-            limit(rate)
-            port += 1
-            bps = raw_rate(port)
-            base = None
-            for variant, wire, receive in itertools.product(args.variants.split(","), args.compression.split(","),
-                                                            receives):
-                wall, sent = best(variant, wire, receive)
-                t_n = sent / bps
-                base = base or wall
-                print(f"{rate:>8} {bps / 2**20:>7.1f}MiB/s {variant:<9} {receive:<12} {wire:<5} {wall:>7.2f} {t_n:>8.2f} {t_c:>9.2f} "
-                      f"{max(t_n, t_c):>6.2f} {t_n + t_c:>6.2f} {wall / max(t_n, t_c):>9.2f} {base / wall:>9.2f} "
-                      f"{sent / wall / bps:>15.2f}", flush=True)
+                bps = raw_rate(port)
+                base = None
+                for (variant, receive), wire in itertools.product(combos, args.compression.split(",")):
+                    wall, sent, xrate, rounds = best(variant, wire, receive)
+                    t_n = sent / bps
+                    base = base or wall
+                    print(f"{world:>5} {rate:>8} {bps / 2**20:>7.1f}MiB/s {variant:<9} {receive:<12} {wire:<5} "
+                          f"{wall:>7.2f} {t_n:>8.2f} {t_c:>9.2f} {max(t_n, t_c):>6.2f} {t_n + t_c:>6.2f} "
+                          f"{wall / max(t_n, t_c):>9.2f} {base / wall:>9.2f} {rounds:>6} {xrate / bps:>9.2f}",
+                          flush=True)
     finally:
         teardown()
 

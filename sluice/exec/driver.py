@@ -10,8 +10,9 @@ import pyarrow as pa
 
 from sluice.kernels.checks import deferred_checks
 from sluice.exec.context import ExecContext
-from sluice.exec.exchange import (close_pipelined, drain_pipelined, plan_fingerprint, rank_summary, run_exchanges,
-                                  wire_of)
+from sluice.exec.exchange import plan_fingerprint, rank_summary, run_exchanges
+from sluice.exec.exchange_rounds import wire_of
+from sluice.exec.pipelined_receive import close_pipelined, drain_pipelined
 from sluice.exec.operators import Operator
 from sluice.arrow import result_array, result_field
 from sluice.ranks import liveness

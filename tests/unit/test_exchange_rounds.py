@@ -2,7 +2,7 @@
 batch is per destination, so messages keep their size as ranks are added; all destinations
 together stay within a batch each and an eighth of the memory budget."""
 
-from sluice.exec.exchange import round_cap
+from sluice.exec.exchange_rounds import round_cap
 
 
 def test_a_batch_per_destination_within_an_eighth_of_memory():

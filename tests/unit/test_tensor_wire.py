@@ -124,7 +124,7 @@ def test_auto_wire_is_nccl_only_with_a_gpu_per_rank(monkeypatch, device, local_r
     from types import SimpleNamespace
 
     from sluice.config import Config
-    from sluice.exec.exchange import wire_of
+    from sluice.exec.exchange_rounds import wire_of
     monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local_ranks))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     ctx = SimpleNamespace(device=torch.device(device), config=Config(exchange_wire=setting))
