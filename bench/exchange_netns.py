@@ -11,7 +11,7 @@ time, slowest rank) over the raw rate.
 
     sudo python bench/exchange_netns.py --data data/tpch-sf1 [--ranks 2,4] [--rates 50mbit,100mbit,1gbit]
         [--runs 2] [--query join|q03|q03l|q10] [--variants deferred] [--receive pipelined,materialized]
-        [--combos blocking/materialized,deferred/materialized,deferred/pipelined]
+        [--combos blocking/materialized,deferred/materialized,deferred/pipelined] [--set KEY=VALUE]
 
 On a machine with fewer cores than ranks compute cannot scale, but whether the network stays
 busy while compute runs can be measured. Nothing here asserts times.
@@ -115,23 +115,36 @@ def _launch(i: int, port: int, args: list[str]) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
+def _run(args: list[str], port: int) -> list[str]:
+    """Every rank's stdout; a launch that stalls (a torchrun rendezvous lost under load) is
+    stopped and started again on the next port."""
+    for attempt in range(3):
+        procs = [_launch(i, port + 1000 * attempt, args) for i in range(WORLD)]
+        try:
+            return [p.communicate(timeout=240)[0] for p in procs]
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+                p.wait()
+            print(f"(a launch stalled; started again on port {port + 1000 * (attempt + 1)})", file=sys.stderr)
+    raise SystemExit("three launches stalled")
+
+
 def raw_rate(port: int) -> float:
     """all_to_all_single over the link, bytes/s one rank sends, at 4 MiB per destination."""
     import json
-    procs = [_launch(i, port, ["-m", "sluice.ranks.bandwidth"]) for i in range(WORLD)]
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    outs = _run(["-m", "sluice.ranks.bandwidth"], port)
     return json.loads(next(o for o in outs if o.strip()))[str(4 << 20)]
 
 
 def run_join(data: str, variant: str, port: int, wire: str = "none", receive: str = "pipelined",
-             sql: str = JOIN) -> tuple[float, int, float, int]:
+             sql: str = JOIN, extra: tuple = ()) -> tuple[float, int, float, int]:
     """(wall seconds of the query on rank 0, most bytes one rank sent -- after compression --, the
     largest exchange's bytes per rank over its stage time (slowest rank), its rounds)."""
-    procs = [_launch(i, port, ["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set",
-                               "broadcast_bytes=0", "--set", f"exchange={variant}", "--set", "dist_timeout_s=60",
-                               "--set", f"exchange_compression={wire}", "--set", f"exchange_receive={receive}",
-                               "--analyze", sql]) for i in range(WORLD)]
-    outs = [p.communicate(timeout=300)[0] for p in procs]
+    outs = _run(["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set", "broadcast_bytes=0",
+                 "--set", f"exchange={variant}", "--set", "dist_timeout_s=60", "--set", f"exchange_compression={wire}",
+                 "--set", f"exchange_receive={receive}", *[a for kv in extra for a in ("--set", kv)], "--analyze", sql],
+                port)
     out = next(o for o in outs if "total " in o)
     wall = float(re.search(r"^total ([\d.]+) ms", out, re.M).group(1)) / 1000
     sent = 0
@@ -162,6 +175,8 @@ def main() -> None:
                     help="variant/receive pairs instead of every variant with every receive, "
                          "e.g. blocking/materialized,deferred/pipelined")
     ap.add_argument("--query", default="join", choices=sorted(QUERIES))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a setting for every run, e.g. exchange_batch_bytes=1048576 (more rounds)")
     args = ap.parse_args()
     sql = QUERIES[args.query]
     if os.geteuid() != 0:
@@ -172,7 +187,7 @@ def main() -> None:
     else:
         combos = list(itertools.product(args.variants.split(","), args.receive.split(",")))
     port = 29700
-    print(sql)
+    print(sql + "".join(f"\n--set {kv}" for kv in args.set))
     try:
         for world in (int(n) for n in args.ranks.split(",")):
             setup(world)
@@ -182,7 +197,7 @@ def main() -> None:
                 results = []
                 for _ in range(args.runs):
                     port += 1
-                    results.append(run_join(data, variant, port, wire, receive, sql))
+                    results.append(run_join(data, variant, port, wire, receive, sql, tuple(args.set)))
                 return min(results)
             limit(None)
             compute = {(v, r): best(v, "none", r)[0] for v, r in combos}
