@@ -51,6 +51,7 @@ QUERIES = {
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 BRIDGE_NS, BRIDGE = "slrb", "slbr0"
 WORLD = 2  # ranks of the current set-up (setup())
+ERR = "/tmp/exchange_netns.err"
 
 
 def ns(i: int) -> str:
@@ -112,7 +113,8 @@ def _launch(i: int, port: int, args: list[str]) -> subprocess.Popen:
     cmd = ["ip", "netns", "exec", ns(i), "env", f"GLOO_SOCKET_IFNAME={dev(i)}", "OMP_NUM_THREADS=1",
            sys.executable, "-m", "torch.distributed.run", "--nnodes", str(WORLD), "--nproc-per-node", "1",
            "--node-rank", str(i), "--master-addr", addr(0), "--master-port", str(port), *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    with open(f"{ERR}.{i}", "w") as err:  # the last launch's stderr, per rank
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
 
 
 def _run(args: list[str], port: int) -> list[str]:
@@ -141,11 +143,17 @@ def run_join(data: str, variant: str, port: int, wire: str = "none", receive: st
              sql: str = JOIN, extra: tuple = ()) -> tuple[float, int, float, int]:
     """(wall seconds of the query on rank 0, most bytes one rank sent -- after compression --, the
     largest exchange's bytes per rank over its stage time (slowest rank), its rounds)."""
-    outs = _run(["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set", "broadcast_bytes=0",
-                 "--set", f"exchange={variant}", "--set", "dist_timeout_s=60", "--set", f"exchange_compression={wire}",
-                 "--set", f"exchange_receive={receive}", *[a for kv in extra for a in ("--set", kv)], "--analyze", sql],
-                port)
-    out = next(o for o in outs if "total " in o)
+    for attempt in range(3):  # a run that failed to start (a rendezvous lost under load) runs again
+        outs = _run(["-m", "sluice", "query", "--data", data, "--device", "cpu", "--set", "broadcast_bytes=0",
+                     "--set", f"exchange={variant}", "--set", "dist_timeout_s=60", "--set",
+                     f"exchange_compression={wire}", "--set", f"exchange_receive={receive}",
+                     *[a for kv in extra for a in ("--set", kv)], "--analyze", sql], port + 2000 * attempt)
+        out = next((o for o in outs if "total " in o), None)
+        if out is not None:
+            break
+        print(f"(a run failed; see {ERR}; again on port {port + 2000 * (attempt + 1)})", file=sys.stderr)
+    else:
+        raise SystemExit(f"three runs failed: see {ERR}")
     wall = float(re.search(r"^total ([\d.]+) ms", out, re.M).group(1)) / 1000
     sent = 0
     for m in re.finditer(r"^\s+\d+\s+[\d.]+ms\s+[\d,]+\s+[\d.]+ \w+\s+([\d.]+) (\w+)", out, re.M):

@@ -355,8 +355,9 @@ class Config:
     exchange of a plan whose consumer streams -- a join's probe side, an aggregate, a filter --
     is handed each round's rows as they land, so they are probed while the next round is on the
     wire; every rank still takes part in every round, draining what nobody reads). Pipelined
-    was 1.1-1.2x faster on a link throttled to 50-100 Mbit/s, but not shown to be no slower
-    where compute is the bottleneck: bench/results/2026-12-07-pipelined-receive-2core-cpu.md."""
+    was up to 1.3x faster than blocking on a link throttled to 100 Mbit/s (2 ranks), but slower
+    (0.85x) where compute is the bottleneck (1 Gbit/s, 2 and 4 ranks on 2 shared cores):
+    bench/results/2026-12-07-exchange-4ranks-netns-2core-cpu.md."""
 
     exchange_batch_bytes: int = 4 << 20
     """Bytes buffered for one destination rank before a round of transfers goes out (smaller
