@@ -165,7 +165,9 @@ def test_bad_input_with_ranks_is_refused_before_any_rank_starts(args, words, tpc
     res = subprocess.run(_sluice(*argv), capture_output=True, text=True, timeout=60, env=_env(tmp_path, "x"))
     assert res.returncode == 1, res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and words in res.stderr.lower(), res.stderr
-    assert time.time() - t < 15
+    # Refused in the launcher: an interpreter's start-up (3-5 s; 17 s measured at load 15), not ranks
+    # started and timed out (dist_timeout_s, a minute)
+    assert time.time() - t < 30
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("sluice-")] == []
 
 
