@@ -51,6 +51,7 @@ from sluice.exec import range_partition
 from sluice.exec.exchange_rounds import ExchangeStats, Rounds, hash_rows
 from sluice.exec.materialize import Materializer
 from sluice.exec.ordered_pages import OrderedPages
+from sluice.exec.hot_keys import split_by_destination
 from sluice.exec.operators import Operator, ScanOp
 from sluice.exec.pipelined_receive import PipelinedReceive, drain_pipelined
 from sluice.expr.evaluate import evaluate
@@ -160,14 +161,7 @@ class ExchangeOp(Operator):
             dest = (_srl(h, _DEST_SHIFT) & 0xFFFF) % world
             if self.hot is not None:
                 return self.hot.destinations(chunk, dest, world, rank)
-        counts = torch.bincount(dest, minlength=world).tolist()
-        order = torch.argsort(dest, stable=True)
-        out, start = [], 0
-        for d, c in enumerate(counts):
-            if c:
-                out.append((d, chunk.take(order[start:start + c])))
-            start += c
-        return out
+        return split_by_destination(chunk, dest, world)
 
     def _shuffle(self, ctx, g, st: ExchangeStats, local) -> Iterator[list[tuple[int, Chunk]]]:
         """This rank's input sent in rounds (:class:`Rounds`), each round's received pages (with

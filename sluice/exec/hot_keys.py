@@ -55,15 +55,18 @@ class HotKeys:
         hot = self.hot_rows(chunk)
         if self.role == "stay":
             dest = torch.where(hot, torch.full_like(dest, rank), dest)
-            return _split(chunk, dest, world)
+            return split_by_destination(chunk, dest, world)
         if not bool(hot.any()):
-            return _split(chunk, dest, world)
-        cold = _split(chunk.take(torch.nonzero(~hot).flatten()), dest[~hot], world)
+            return split_by_destination(chunk, dest, world)
+        cold = split_by_destination(chunk.take(torch.nonzero(~hot).flatten()), dest[~hot], world)
         rows = chunk.take(torch.nonzero(hot).flatten())
         return cold + [(d, rows) for d in range(world)]
 
 
-def _split(chunk: Chunk, dest: torch.Tensor, world: int) -> list[tuple[int, Chunk]]:
+
+def split_by_destination(chunk: Chunk, dest: torch.Tensor, world: int) -> list[tuple[int, Chunk]]:
+    """(destination, its rows) for each destination in ``dest`` (a rank per row) that gets any,
+    in rank order, each destination's rows in their order."""
     counts = torch.bincount(dest, minlength=world).tolist()
     order = torch.argsort(dest, stable=True)
     out, start = [], 0
