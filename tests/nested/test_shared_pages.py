@@ -166,7 +166,7 @@ def test_received_pages_with_nested_columns_stay_whole_at_the_first_spill_level(
     """An exchange's received rows spill partitioned by their hash; split 64 ways, a page of rows
     sharing one list wrote the list once per piece (over 40 GB for an ordered LIST at a million
     events on 2 ranks). Such a page now goes whole to one partition; deeper levels still split."""
-    from sluice.exec.exchange import _hash_rows
+    from sluice.exec.exchange_rounds import hash_rows as _hash_rows
     from sluice.exec.materialize import PARTITION_BITS
     from sluice.kernels.hash import partition_of
 
