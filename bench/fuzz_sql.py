@@ -402,7 +402,51 @@ def nested_query():
     # their own RNG, drawn after the query above so _NR's stream is unchanged
     q = nested_value_query() if _VR.random() < 0.5 else q
     q = struct_key_query() if _SR.random() < 0.2 else q
+    q = list_order_query() if _OR.random() < 0.15 else q
+    q = struct_order_query() if _OR.random() < 0.12 else q
     return lambda_form_query() if _LR.random() < 0.3 else q
+
+
+_OR = random.Random(210_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))
+
+
+def list_order_query():
+    """Comparisons of LISTs of numbers (kernels/list_compare: position by position, then the
+    all-elements kernel for rows agreeing past :data:`POSITIONS`): a list against itself
+    sorted, its own prefix, a copy with one element changed, long constants with NULLs."""
+    r = _OR
+    op = r.choice(["=", "<>", "<", "<=", ">", ">="])
+    k = r.randint(1, 7)
+    const = "[" + ", ".join(r.choice(["null", str(r.randint(0, 900))]) for _ in range(r.randint(0, 7))) + "]"
+    other = r.choice([
+        "list_sort(scores)", f"scores[1:{k}]", f"scores[:{k}] || [{r.choice(['null', str(r.randint(0, 900))])}::bigint]",
+        f"list_transform(scores, lambda x, i: case when i = {k} then x + 1 else x end)", const,
+        "coalesce(scores, [])", f"case when event_id % {r.randint(2, 4)} = 0 then scores end"])
+    left = r.choice(["scores", "scores || scores", "list_transform(scores, lambda x: x / 2)"])
+    if left.endswith("x / 2)"):
+        other = f"list_transform({other}, lambda x: x / 2)"
+    if r.random() < .5:
+        return f"select event_id, {left} {op} {other} from ev order by event_id"
+    return f"select count(*), count({left} {op} {other}) from ev where {left} {op} {other}"
+
+
+#: STRUCT sort keys (sorted as their fields: kernels/struct_order.py): NULL structs and fields,
+#: a struct within a struct, LIST and string fields.
+_STRUCT_SORTS = ["user", "user.address", "{'c': user.address.city, 'i': user.id}", "{'t': tags, 'k': kind}",
+                 "{'a': user.address, 's': scores[1]}", "{'n': user.name, 'z': case when event_id % 3 = 0 then null "
+                 "else user.address.zip end}"]
+
+
+def struct_order_query():
+    """ORDER BY STRUCT keys, in both directions and NULL placements, with and without LIMIT,
+    and a window ordered by one."""
+    r = _OR
+    keys = ", ".join(f"{r.choice(_STRUCT_SORTS)} {r.choice(['', 'asc', 'desc'])} {r.choice(['', 'nulls first', 'nulls last'])}"
+                     for _ in range(r.randint(1, 2)))
+    if r.random() < .2:
+        return f"select event_id, row_number() over (order by {keys}, event_id) from ev order by event_id"
+    lim = r.choice(["", "", f" limit {r.randint(1, 30)}", f" limit {r.randint(1, 10)} offset {r.randint(1, 9)}"])
+    return f"select event_id, user.address from ev order by {keys}, event_id{lim}"
 
 
 _SR = random.Random(130_000 + (int(ARGS[1]) if len(ARGS) > 1 else 0))

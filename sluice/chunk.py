@@ -245,6 +245,8 @@ def shared_entries(col: Column) -> tuple[torch.Tensor, torch.Tensor] | None:
     by_rows = int(sizes.sum())
     if by_rows <= SHARED_ENTRIES_MIN:
         return None
+    if _distinct_in_order(codes if valid is None else codes[valid]):
+        return None  # each row its own entry (a column as read, or filtered): nothing to sort
     keyed = codes if valid is None else torch.where(valid, codes, torch.full_like(codes, -1))
     entries, where = torch.unique(keyed, return_inverse=True)
     if valid is not None and entries.numel() and int(entries[0]) < 0:  # NULL rows: no entry
@@ -252,6 +254,13 @@ def shared_entries(col: Column) -> tuple[torch.Tensor, torch.Tensor] | None:
     if 2 * (int(col.dictionary.sizes(entries).sum()) + entries.numel()) >= by_rows:
         return None
     return entries, where.to(torch.int32)
+
+
+def _distinct_in_order(codes: torch.Tensor) -> bool:
+    """Whether ``codes`` rise strictly -- so no two rows share an entry: one pass, where
+    :func:`shared_entries`' ``torch.unique`` sorts (it ran on every key build of a column as
+    read, whose codes are 0..n-1)."""
+    return codes.numel() < 2 or bool((codes[1:] > codes[:-1]).all())
 
 
 def _compact(v: NestedValues) -> bool:

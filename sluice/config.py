@@ -355,14 +355,16 @@ class Config:
     exchange of a plan whose consumer streams -- a join's probe side, an aggregate, a filter --
     is handed each round's rows as they land, so they are probed while the next round is on the
     wire; every rank still takes part in every round, draining what nobody reads). Pipelined
-    was up to 1.3x faster than blocking on a link throttled to 100 Mbit/s (2 ranks), but slower
-    (0.85x) where compute is the bottleneck (1 Gbit/s, 2 and 4 ranks on 2 shared cores):
-    bench/results/2026-12-07-exchange-4ranks-netns-2core-cpu.md."""
+    was 1.18-1.27x faster than blocking on links throttled to 50-100 Mbit/s (2 ranks), but
+    not shown to be no slower where compute is the bottleneck (1 Gbit/s on 2 cores shared with
+    other jobs): bench/results/2026-12-08-exchange-pipelined-netns-2core-cpu.md."""
 
     exchange_batch_bytes: int = 4 << 20
     """Bytes buffered for one destination rank before a round of transfers goes out (smaller
     messages fall below the network's bandwidth); all destinations together buffer at most a
-    batch each, and at most an eighth of the memory budget."""
+    batch each, and at most an eighth of the memory budget. The first three rounds of
+    ``deferred`` and ``chunked`` take 1/8, 1/4 and 1/2 of it (slow start: the link, and a
+    pipelined consumer, start before a whole batch is packed)."""
 
     exchange_compression: str = "auto"
     """Compression of the rows an exchange sends over the Arrow wire: ``auto`` (self-regulating,

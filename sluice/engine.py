@@ -27,7 +27,7 @@ from sluice.exec.context import ExecContext
 from sluice.exec.driver import explain as explain_ops, result_schema, run_batches, run_to_arrow
 from sluice.physical.lower import lower_plan
 from sluice.io.column_cache import ColumnCache
-from sluice.io.memory import MemoryPool, configure_allocator, default_host_limit
+from sluice.io.memory import MemoryPool, configure_allocator, default_rank_host_limit
 from sluice.io.spill import clean_stale
 from sluice.kernels.parallel import IO_THREAD_PREFIX
 from sluice.catalog import TableInfo
@@ -124,7 +124,7 @@ class Connection:
         elif self.group is not None:  # the ranks on this machine share its cores
             _compute_threads(max(1, (os.cpu_count() or 1) // _local_ranks()))
         if self.group is not None and not self.config.host_memory_limit:  # ... and its memory
-            self.config = replace(self.config, host_memory_limit=default_host_limit() // _local_ranks())
+            self.config = replace(self.config, host_memory_limit=default_rank_host_limit(_local_ranks()))
         if not self.config.io_threads:
             cores = (os.cpu_count() or 1) // (_local_ranks() if self.group is not None else 1)
             self.config = replace(self.config, io_threads=auto_io_threads(self.device.type, cores))

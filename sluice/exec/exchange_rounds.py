@@ -51,13 +51,25 @@ WIRE_WINDOW = 1
 PREFIX = 3
 PREFIX_BYTES = PREFIX * 8
 
+#: Rounds whose batch starts small (slow start, ``deferred`` and ``chunked``): round k's batch is
+#: ``exchange_batch_bytes >> (SLOW_START - k)``, the full batch from round SLOW_START on. Nothing
+#: crosses the link while the first batch is packed, and nothing is consumed before it lands:
+#: at 4 MiB a destination and 2 ranks, TPC-H SF 1's lineitem went in 4 rounds, the first a
+#: quarter of the scan with the link idle (bench/results/2026-12-08-exchange-pipelined-netns-2core-cpu.md).
+SLOW_START = 3
+#: The smallest slow-start batch: below it a message falls far below the link's rate.
+SLOW_START_MIN = 64 << 10
 
-def sliced(chunks: Iterator[Chunk], max_bytes: int) -> Iterator[Chunk]:
-    """``chunks`` in slices of at most about ``max_bytes`` (:attr:`Chunk.nbytes`): a 1 M-row
-    chunk of strings is tens of MiB, and each of its copies on the way to the wire (the parts
-    per destination, the joined send buffer, the receive buffer) is held outside the budget's
-    spilling -- sliced, a round holds what its cap says."""
+
+def sliced(chunks: Iterator[Chunk], max_bytes) -> Iterator[Chunk]:
+    """``chunks`` in slices of at most about ``max_bytes`` (:attr:`Chunk.nbytes`; a callable: the
+    limit when each chunk is pulled): a 1 M-row chunk of strings is tens of MiB, and each of its
+    copies on the way to the wire (the parts per destination, the joined send buffer, the
+    receive buffer) is held outside the budget's spilling -- sliced, a round holds what its cap
+    says."""
+    limit = max_bytes if callable(max_bytes) else (lambda: max_bytes)
     for chunk in chunks:
+        max_bytes = limit()
         nb, n = chunk.nbytes, chunk.num_rows
         if nb <= max_bytes or n <= 1:
             yield chunk
@@ -73,6 +85,15 @@ def round_cap(batch_bytes: int, world: int, memory_limit: int) -> int:
     memory budget (at least one batch): at 64 ranks 63 batches of 4 MiB would be 252 MiB of
     send buffers, and as much received."""
     return max(batch_bytes, min(batch_bytes * max(1, world - 1), memory_limit // 8))
+
+
+def batch_limits(batch_bytes: int, cap: int, filled: int, variant: str) -> tuple[int, int]:
+    """Batch ``filled``'s (bytes for one destination, bytes for all destinations): smaller for
+    the first :data:`SLOW_START` rounds (slow start), so the link and the consumer start early;
+    ``blocking`` sends its whole input in one round."""
+    shift = max(0, SLOW_START - filled) if variant != "blocking" else 0
+    batch = max(min(batch_bytes, SLOW_START_MIN), batch_bytes >> shift)
+    return batch, max(batch, cap >> shift)
 
 
 @dataclass
@@ -208,6 +229,10 @@ class Rounds:
         self.cap = round_cap(self.batch_bytes, g.world, ctx.memory.limit)
         self.expect: np.ndarray | None = None  # (sender, PREFIX): what the next round brings
         self.header_s = 0.0
+        self.filled = 0  # batches packed so far (slow start)
+
+    def _limits(self) -> tuple[int, int]:
+        return batch_limits(self.batch_bytes, self.cap, self.filled, self.variant)
 
     def run(self, source: Iterator[Chunk], cuts=None) -> Iterator[list[tuple[int, Chunk]]]:
         """Send ``source`` in rounds, yielding each round's received (sender, page)s once the
@@ -216,7 +241,7 @@ class Rounds:
         self.res = ctx.memory.reservation(f"{label} send buffers")
         self.dres = ctx.state_pool.reservation(f"{label} send buffers") if self.tensors else None
         if self.variant != "blocking" and not self.tensors:  # a round of host bytes: about its cap
-            source = sliced(source, self.cap)
+            source = sliced(source, lambda: self._limits()[1])
         self.cuts = cuts
         inflight = None
         try:
@@ -258,6 +283,7 @@ class Rounds:
         destination's batch or the round's cap is full (``blocking``: the whole input)."""
         ctx, st, op, world, rank = self.ctx, self.st, self.op, self.g.world, self.g.rank
         b = self._empty()
+        batch_bytes, cap = self._limits()
         t0 = time.perf_counter()
         while True:
             ti = time.perf_counter()
@@ -294,11 +320,11 @@ class Rounds:
                 self.res.force(wire.host.nbytes)
                 if self.dres is not None:
                     self.dres.force(wire.device_bytes)
-            if self.variant != "blocking" and (max(b.to_dest) >= self.batch_bytes or
-                                               b.held + b.dheld >= self.cap):
+            if self.variant != "blocking" and (max(b.to_dest) >= batch_bytes or b.held + b.dheld >= cap):
                 b.more = True
                 break
         st.partition_s += time.perf_counter() - t0
+        self.filled += 1
         return b
 
     def _first_sizes(self, first: _Batch) -> _Round:

@@ -321,20 +321,35 @@ class UnnestOp(Operator):
             # (once per chunk, not per slice: whether a list is as long as the longest everywhere,
             # so that no position past its end needs a NULL -- one list alone always is)
             full = [len(sizes) == 1 and not self.keep or bool(torch.equal(size, longest)) for size in sizes]
+            # (row_values' lists are one after another from their first offset: a list as long
+            # as the longest everywhere has output row p's element at that offset + p -- a slice)
+            base = [int(v.offsets[0]) if whole else 0 for v, whole in zip(values, full)]
             for start in range(0, int(rows.numel()), step):
                 r = rows[start: start + step]
-                k = torch.arange(start, start + int(r.numel()), device=r.device) - offsets[:-1][r]
+                stop = start + int(r.numel())
+                k = None if all(full) and self.ordinality is None else \
+                    torch.arange(start, stop, device=r.device) - offsets[:-1][r]
                 part = chunk.take(r)
                 cols = dict(part.columns)
-                for v, size, out, whole in zip(values, sizes, self.outs, full):
-                    idx = v.offsets[:-1][r] + k
-                    cols[out] = v.children[0].take(idx) if whole else _element_or_null(v.children[0], idx, k < size[r])
+                for v, size, out, whole, b in zip(values, sizes, self.outs, full, base):
+                    if whole:
+                        cols[out] = _child_rows(v.children[0], b + start, b + stop)
+                    else:
+                        cols[out] = _element_or_null(v.children[0], v.offsets[:-1][r] + k, k < size[r])
                 if self.ordinality is not None:
                     cols[self.ordinality] = Column(k + 1, INT64)
                 yield Chunk(cols, part.num_rows, part.seq, part.home)
 
     def describe(self):
         return unnest_text(self)
+
+
+def _child_rows(child: Column, lo: int, hi: int) -> Column:
+    """``child``'s rows ``lo:hi``: a view, not a gather."""
+    if child.is_const:
+        return child.take(torch.arange(lo, hi, device=child.data.device))
+    return Column(child.data[lo:hi], child.type, None if child.valid is None else child.valid[lo:hi],
+                  child.dictionary, None if child.wide is None else child.wide[lo:hi])
 
 
 def _element_or_null(child: Column, idx: torch.Tensor, ok: torch.Tensor) -> Column:

@@ -43,8 +43,10 @@ class OrderedPages:
             if self.files[source] is None:
                 self._hold(source, page, nb)
                 return
-            self.res.shrink(nb)  # this source went to its file meanwhile: the page follows it
-        self._to_file(source, [page])
+            self._to_file(source, [page], nb)  # this source went to its file meanwhile
+            return
+        self.res.force(nb)
+        self._to_file(source, [page], nb)
 
     def _hold(self, source: int, page: Chunk, nb: int) -> None:
         self.held[source].append(page)
@@ -57,15 +59,18 @@ class OrderedPages:
             return False
         pages, nb = self.held[src], self.held_bytes[src]
         self.held[src], self.held_bytes[src] = [], 0
-        self._to_file(src, pages)
-        self.res.shrink(nb)
+        self._to_file(src, pages, nb)
+        self.files[src].flush()  # at the budget: wait until its bytes are free (a rank throttles)
         return True
 
-    def _to_file(self, source: int, pages: list[Chunk]) -> None:
+    def _to_file(self, source: int, pages: list[Chunk], nb: int) -> None:
+        """Write ``pages`` to ``source``'s file; their ``nb`` bytes (reserved) stay reserved until
+        they are written: the spill writer holds them (and their encoded copy) meanwhile, and a
+        rank whose gather spilled every page held tens of MiB that no pool saw."""
         if self.files[source] is None:
             self.files[source] = self.ctx.spill_target(f"{self.owner}-from{source}")
             self.stats.spilled_partitions += 1
-        self.files[source].append(pages)
+        self.files[source].append(pages, on_written=lambda: self.res.shrink(nb))
         self.stats.spilled_bytes += sum(p.nbytes for p in pages)
         self.stats.spilled_pages += len(pages)
 

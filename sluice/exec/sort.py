@@ -38,6 +38,7 @@ from sluice.exec.list_topk import list_candidates_mask
 from sluice.exec.string_prefix import string_prefix_keys
 from sluice.expr.evaluate import evaluate
 from sluice.kernels.keys import sortable
+from sluice.kernels.struct_order import struct_sort_keys
 from sluice.metrics import MaterializeStats
 from sluice.exec.operators import Operator
 from sluice.io.spill import SpillFile
@@ -63,17 +64,19 @@ def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
     n = chunk.num_rows
     dev = chunk.device
     perm = torch.arange(n, device=dev)
-    for k in reversed(keys):
-        col = evaluate(k.expr, chunk).expand(n)
+    # (a STRUCT key sorts as its fields: kernels/struct_order.py)
+    flat = [leaf for k in keys for leaf in struct_sort_keys(evaluate(k.expr, chunk).expand(n), k.ascending, k.nulls_first)]
+    for col, ascending, nulls_first in reversed(flat):
         v = sortable(col)
         if v.dtype == torch.bool:
             v = v.to(torch.int8)
-        if col.valid is not None:  # NULLs tie here (whatever their data) so later keys order them
-            v = torch.where(col.valid, v, torch.zeros_like(v))
-        order = torch.sort(v[perm], stable=True, descending=not k.ascending).indices
+        valid = None if col.valid is None else col.valid.reshape(-1).expand(n)
+        if valid is not None:  # NULLs tie here (whatever their data) so later keys order them
+            v = torch.where(valid, v, torch.zeros_like(v))
+        order = torch.sort(v[perm], stable=True, descending=not ascending).indices
         perm = perm[order]
-        if col.valid is not None:
-            nullkey = col.valid[perm] if k.nulls_first else ~col.valid[perm]
+        if valid is not None:
+            nullkey = valid[perm] if nulls_first else ~valid[perm]
             perm = perm[torch.sort(nullkey.to(torch.int8), stable=True).indices]
     return perm
 
@@ -159,6 +162,9 @@ class SortOp(Operator):
             stats.spilled_pages += 1
         run.flush()
         stats.partitions += 1  # runs
+        # The rows are freed before the reservation is: releasing it may hand freed heap memory
+        # back to the OS (MemoryPool._release), which finds nothing of them while they are held.
+        del data, perm
         res.free()
         return run
 
@@ -188,36 +194,47 @@ class SortOp(Operator):
         cursors = [r.read(ctx.device) for r in runs]
         current: list[Chunk | None] = [_next_page(c, stats) for c in cursors]
         leftover: Chunk | None = None
-        while True:
-            active = [i for i, p in enumerate(current) if p is not None]
-            if not active:
-                break
-            # The bound: the smallest last row among the loaded pages (tagged by its run).
-            pages = [current[i] for i in active]
-            window = concat_chunks(([leftover] if leftover is not None and leftover.num_rows else []) + pages)
-            offsets, off = [], (leftover.num_rows if leftover is not None else 0)
-            for p in pages:
-                offsets.append(off + p.num_rows - 1)
-                off += p.num_rows
-            tail = window.take(torch.tensor(offsets, device=window.device))
-            first_last = int(sort_permutation(tail, self.keys)[0])
-            bound = offsets[first_last]
-            # Held at once: the loaded pages, their joined window, and its sorted parts.
-            nb = SORT_COPIES * window.nbytes + sum(p.nbytes for p in pages)
-            res.force(nb)
-            stats.peak_reserved = max(stats.peak_reserved, res.size)
-            perm = sort_permutation(window, self.keys)
-            pos = int((perm == bound).nonzero()[0, 0])
-            out = compact_strings(window.take(perm[:pos + 1]))
-            leftover = compact_strings(window.take(perm[pos + 1:]))
-            del window, pages
-            res.shrink(nb)
-            for i in active:  # every loaded page went into the window
-                current[i] = _next_page(cursors[i], stats)
-            if out.num_rows:
-                yield out
-        if leftover is not None and leftover.num_rows:
-            yield leftover
+        # The loaded pages (one per run) and the rows left over stay held between steps, while
+        # the consumer works on what a step emitted: counted all along, not only while a step
+        # sorts (a 2-rank SF 10 sort's merge windows held tens of MiB per rank that no pool saw).
+        held = _held_bytes(current, leftover)
+        res.force(held)
+        try:
+            while True:
+                active = [i for i, p in enumerate(current) if p is not None]
+                if not active:
+                    break
+                # The bound: the smallest last row among the loaded pages (tagged by its run).
+                pages = [current[i] for i in active]
+                window = concat_chunks(([leftover] if leftover is not None and leftover.num_rows else []) + pages)
+                offsets, off = [], (leftover.num_rows if leftover is not None else 0)
+                for p in pages:
+                    offsets.append(off + p.num_rows - 1)
+                    off += p.num_rows
+                tail = window.take(torch.tensor(offsets, device=window.device))
+                first_last = int(sort_permutation(tail, self.keys)[0])
+                bound = offsets[first_last]
+                # Held at once besides the loaded pages: their joined window and its sorted parts.
+                nb = SORT_COPIES * window.nbytes
+                res.force(nb)
+                stats.peak_reserved = max(stats.peak_reserved, res.size)
+                perm = sort_permutation(window, self.keys)
+                pos = int((perm == bound).nonzero()[0, 0])
+                out = compact_strings(window.take(perm[:pos + 1]))
+                leftover = compact_strings(window.take(perm[pos + 1:]))
+                del window, pages
+                for i in active:  # every loaded page went into the window
+                    current[i] = _next_page(cursors[i], stats)
+                now = _held_bytes(current, leftover)
+                res.force(now)
+                res.shrink(nb + held)
+                held = now
+                if out.num_rows:
+                    yield out
+            if leftover is not None and leftover.num_rows:
+                yield leftover
+        finally:
+            res.shrink(held)
 
     # ---------------------------------------------------------------- top-k
 
@@ -307,6 +324,11 @@ def _string_candidates_mask(col, keep: int, k0) -> torch.Tensor | None:
     if int(mask.sum()) > n // 2:
         return None
     return mask
+
+
+def _held_bytes(pages: list[Chunk | None], leftover: Chunk | None) -> int:
+    """Bytes of a merge's loaded pages and its rows left over."""
+    return sum(p.nbytes for p in pages if p is not None) + (leftover.nbytes if leftover is not None else 0)
 
 
 def _next_page(cursor, stats: MaterializeStats) -> Chunk | None:

@@ -101,7 +101,12 @@ def compute(call: WindowCall, data: Chunk, idx, part: K.Segments, peers: K.Segme
         if call.exclude:
             return _excluding(call.func, r.x, r.t, K.exclusion_pieces(call.exclude, r.lo, r.hi, idx, peers),
                               part, r.n, dev)
-    return fn.compute(r)
+    out = fn.compute(r)
+    if call.once:  # (WindowCall.once) NULL but on each partition's first row
+        first = part.first == idx
+        valid = first if out.valid is None else out.valid.expand(r.n) & first
+        out = Column(out.data.expand(r.n) if out.is_const else out.data, out.type, valid, out.dictionary, out.wide)
+    return out
 
 
 # ---------------------------------------------------------------- ranking and distribution

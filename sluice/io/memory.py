@@ -28,6 +28,7 @@ import threading
 import time
 import weakref
 from sluice.errors import ResourcesExhausted
+from sluice.io.cgroup_stats import cgroup_held, cgroup_held_bytes, cgroup_memory_limit, limiting_cgroup  # noqa: F401
 from sluice.metrics import fmt_bytes
 import pyarrow
 import torch
@@ -185,12 +186,18 @@ RESIDENT_FLOOR_SHARE = 0.125
 RESIDENT_FLOOR_MIN = 32 << 20
 #: Within this share of the cap the pool counts as under pressure (freed memory is trimmed).
 RESIDENT_PRESSURE_SHARE = 0.125
+#: Where a memory cgroup limits the process, the pool also watches what the whole cgroup holds
+#: (every rank on this machine and their launcher, :func:`cgroup_held_bytes`) against its limit
+#: less the margin: each rank's share of the cap is only fair, and a rank whose untracked memory
+#: outgrows its share must not get its peer killed. Its ``memory.stat`` costs about 0.1 ms, so it
+#: is read at most this often (below half the limit, ten times less often).
+CGROUP_CHECK_INTERVAL = 0.1
 
 
 def resident_cap() -> int | None:
     """What this process's anonymous resident memory should stay under: the memory of its cgroup
-    (or the machine) less a margin for what is allocated between two reads of it, shared by
-    the ranks of a job on this machine."""
+    (or the machine) less a margin for what is allocated between two reads of it and less the
+    libraries' pages mapped into it, shared by the ranks of a job on this machine."""
     m = physical_memory()
     if m <= 0:
         return None
@@ -199,7 +206,30 @@ def resident_cap() -> int | None:
     # default budgets do -- what is left after the process that started them (torchrun's agent,
     # or the --ranks launcher), which holds its own share of the same cgroup: two SF 10 ranks
     # in a 1.5 GiB cgroup were killed with each capped at half of it beside a 200 MiB launcher.
-    return (m - launcher_resident_bytes()) // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    # The pages of the libraries (torch, pyarrow: about 130 MiB) are charged to the cgroup once
+    # for all of them (where they were first read inside it), and cannot be taken back while
+    # they run.
+    m -= launcher_resident_bytes() + charged_mapped_bytes()
+    return m // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+
+
+def charged_mapped_bytes() -> int:
+    """This process's mapped file pages as far as its memory cgroup was charged for mapped
+    files (pages first read outside it are charged elsewhere); without a cgroup, all of them."""
+    mine = mapped_file_bytes()
+    found = limiting_cgroup()
+    held = cgroup_held(found[1]) if found else None
+    return mine if held is None else min(mine, held.get("mapped", 0))
+
+
+def mapped_file_bytes() -> int:
+    """This process's resident file-backed and shared pages (statm's ``shared``: the libraries'
+    code and data, mapped files); 0 where /proc is not there."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[2]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def launcher_resident_bytes() -> int:
@@ -233,43 +263,25 @@ def physical_memory() -> int:
     return min(total, limit) if limit else total
 
 
-def cgroup_memory_limit() -> int | None:
-    """The memory limit of this process's cgroup (v2 ``memory.max`` or v1
-    ``memory.limit_in_bytes``), or None when unlimited or unknown."""
-    try:
-        lines = open("/proc/self/cgroup").read().splitlines()
-    except OSError:
-        return None
-    candidates = []
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":  # cgroup v2
-            candidates.append(f"/sys/fs/cgroup{path}/memory.max")
-        elif "memory" in controllers.split(","):
-            candidates.append(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
-    candidates += ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
-    for c in candidates:
-        try:
-            text = open(c).read().strip()
-        except OSError:
-            continue
-        if text == "max":
-            continue
-        try:
-            v = int(text)
-        except ValueError:
-            continue
-        if 0 < v < (1 << 60):
-            return v
-    return None
-
-
-def default_host_limit() -> int:
-    m = physical_memory()
+def default_host_limit(memory: int | None = None) -> int:
+    """The default host budget of a process with ``memory`` (default: the machine's or its
+    cgroup's) to itself."""
+    m = physical_memory() if memory is None else memory
     return int(max(MIN_HOST_SHARE * m, DEFAULT_HOST_SHARE * (m - RESERVED_BYTES)))
+
+
+def default_rank_host_limit(ranks: int) -> int:
+    """Each of the ``ranks`` local ranks' default host budget: the default budget of what the
+    machine (or cgroup) leaves after the process that started them and the other ranks' own
+    images -- each as large as this one's anonymous memory now (the interpreter, torch, pyarrow,
+    the process group: about 200 MiB) -- shared among them. RESERVED_BYTES covers one process's
+    image; two SF 10 sort ranks in a 1.8 GiB cgroup, each budgeted 327 MiB beside three
+    processes of 200 MiB, were killed at 899 and 764 MiB."""
+    ranks = max(1, ranks)
+    if ranks == 1:
+        return default_host_limit()
+    m = physical_memory() - launcher_resident_bytes() - (ranks - 1) * anonymous_resident_bytes()
+    return default_host_limit(max(m, 0)) // ranks
 
 
 def default_device_limit(device) -> int:
@@ -302,6 +314,13 @@ class MemoryPool:
         # The anonymous resident memory when the pool was made: with every byte reserved since,
         # a lower bound on what the process will hold (reservations come before their memory).
         self._base = anonymous_resident_bytes() if self.cap is not None else 0
+        # (the cgroup's limit less the margin, its memory.stat) where one limits this process
+        found = limiting_cgroup() if self.cap is not None else None
+        self._cgroup = None if found is None else (
+            found[0] - max(RESIDENT_MARGIN_MIN, int(RESIDENT_MARGIN_SHARE * found[0])), found[1])
+        self._cg = self._cg_used = 0
+        self._cg_at = -1.0
+        self._cg_near = True
         room = limit if self.cap is None else min(limit, max(0, self.cap - self._base))
         self._floor = max(int(RESIDENT_FLOOR_SHARE * room), min(limit // 8, RESIDENT_FLOOR_MIN))
         self._trimming = threading.Lock()
@@ -415,7 +434,22 @@ class MemoryPool:
         # Reserved bytes not yet allocated are not in the reading: the pool's own account (its
         # start plus what it holds reserved) bounds the resident set from below.
         held = max(self._rss + (self.used - self._rss_used), self._base + self.used)
-        return max(self.cap - held, self._floor - self.used)
+        room = self.cap - held
+        if self._cgroup is not None:
+            room = min(room, self._cgroup_room(now))
+        return max(room, self._floor - self.used)
+
+    def _cgroup_room(self, now: float) -> int:
+        """Bytes the cgroup has left under its limit less the margin (CGROUP_CHECK_INTERVAL)."""
+        limit, stat = self._cgroup
+        if now - self._cg_at >= CGROUP_CHECK_INTERVAL * (1 if self._cg_near else 10):
+            cg = cgroup_held_bytes(stat)
+            if cg is None:  # gone (the process moved): the per-process cap alone
+                self._cgroup = None
+                return limit
+            self._cg, self._cg_used, self._cg_at = cg, self.used, now
+            self._cg_near = cg >= RESIDENT_FAR_SHARE * limit
+        return limit - (self._cg + max(0, self.used - self._cg_used))
 
     def _resident_allows(self, n: int) -> bool:
         """Whether ``n`` more bytes fit under the resident cap; if not, freed heap memory goes
@@ -438,7 +472,7 @@ class MemoryPool:
         try:
             self._trimmed_at = time.monotonic()
             release_to_os()
-            self._rss_at = -1.0
+            self._rss_at = self._cg_at = -1.0
         finally:
             self._trimming.release()
         return True
@@ -470,6 +504,14 @@ class MemoryPool:
         with self._lock:
             self.used += n
             self.peak = max(self.peak, self.used)
+        # Bytes that exist past the resident cap (a merge window, a chunk being worked on): what
+        # the allocators keep freed goes back now (at most every TRIM_INTERVAL), not only when
+        # a reservation is refused -- a 2-rank SF 10 sort's merge, forcing its windows, sat
+        # 300 MiB of freed memory past its cap and its cgroup was killed.
+        if self.cap is not None:
+            room = self._resident_room()
+            if room is not None and room < 0:
+                self.trim_for_room()
 
     def _release(self, n: int) -> None:
         with self._lock:

@@ -282,6 +282,11 @@ class WindowCall:
     #: the frame's EXCLUDE: "" (NO OTHERS), "current row", "group" (the row's peers) or "ties"
     #: (its peers but itself); aggregates only (count, sum, avg, min, max)
     exclude: str = ""
+    #: the result on each partition's first row only, NULL on the others: a holistic
+    #: aggregate's per-group value, which the aggregation above picks from a non-NULL row
+    #: (``sql/holistic_aggregates.py``). The rows then carry a group's list once through later
+    #: sorts, windows and spill pages, not once per row.
+    once: bool = False
 
     @property
     def type(self) -> LType:
@@ -310,7 +315,8 @@ class WindowCall:
             return {"unbounded": "unbounded", "current": "current row"}.get(w, f"{k} {w}")
         nulls = " ignore nulls" if self.ignore_nulls else ""
         excl = f" exclude {self.exclude}" if self.exclude else ""
-        return f"{self.func}({args}){nulls} {kind} {b_(s, a)}..{b_(e, b)}{excl}"
+        once = " on first row" if self.once else ""
+        return f"{self.func}({args}){nulls} {kind} {b_(s, a)}..{b_(e, b)}{excl}{once}"
 
 
 @dataclass(frozen=True, eq=False)

@@ -172,8 +172,10 @@ class Aggregation(HolisticAggregates):
             if isinstance(node, HOLISTIC) or is_named_holistic(node) or (
                     isinstance(node, exp.Filter) and (isinstance(node.this, HOLISTIC) or is_named_holistic(node.this))):
                 plan, call = self._holistic(plan, node, keys, bool(set_keys), ctx)
+                plan = self._on_first_rows(plan, call)
             elif (got := self._nested_extreme(plan, node, keys, bool(set_keys), ctx)) is not None:
                 plan, call = got
+                plan = self._on_first_rows(plan, call)
             elif (halves := self._timestamp_halves(node, ctx)) is not None:
                 cols = []
                 for part in halves:  # AVG of timestamps: two exact sums and a count (timestamp_average)

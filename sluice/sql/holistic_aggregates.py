@@ -6,6 +6,8 @@ planned as a Window over the group's rows whose per-group constant the aggregati
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from sluice.errors import PlanError, UnsupportedError
@@ -54,6 +56,18 @@ class HolisticAggregates:
         wname = self.fresh(node.sql(dialect="duckdb"))
         plan = Window(plan, tuple(k for _, k in keys), order, ((wname, call),))
         return plan, AggCall("min", Col(wname, call.type))
+
+    @staticmethod
+    def _on_first_rows(plan: PlanNode, agg: AggCall) -> PlanNode:
+        """The Window on top of ``plan`` with the calls ``agg`` picks from put on each
+        partition's first row only (``WindowCall.once``): the aggregation takes a group's value
+        from a non-NULL row, and every other row then carries NULL, not the group's list, through
+        what comes after (more windows and their sorts, spill pages)."""
+        if not isinstance(plan, Window):
+            return plan
+        names = agg.arg.columns()
+        calls = tuple((n, replace(c, once=True) if n in names else c) for n, c in plan.calls)
+        return Window(plan.child, plan.partition, plan.order, calls)
 
     def _holistic(self, plan, node, keys, grouping_sets: bool, ctx: Ctx) -> tuple[PlanNode, AggCall]:
         """Aggregates that need a group's rows in an order: a Window over the rows partitioned

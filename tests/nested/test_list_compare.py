@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import sluice
 from sluice.testing.oracle import compare, duckdb_answer
 
 ROWS = 300
@@ -74,3 +75,41 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES, ids=[f"q{i}" for i in range(len(QUERIES))])
 def test_list_comparisons_answer_as_duckdb(sql, con, duck):
     compare(con.sql(sql).to_arrow(), duckdb_answer(duck, sql), [0] if "order by id" in sql else None)
+
+
+@pytest.fixture(scope="module")
+def long_dir(tmp_path_factory):
+    """Lists of up to 9 elements over a two-value alphabet with NULLs: many rows agree on more
+    positions than :data:`~sluice.kernels.list_compare.POSITIONS` and are decided by the
+    all-elements kernel (the path after the position-by-position one)."""
+    d = tmp_path_factory.mktemp("list_compare_long")
+    rng = np.random.default_rng(210_000)
+
+    def lists():
+        return [None if rng.random() < 0.05 else
+                [None if rng.random() < 0.1 else int(rng.integers(0, 2)) for _ in range(int(rng.integers(0, 10)))]
+                for _ in range(120)]
+    pq.write_table(pa.table({"id": pa.array(range(120), pa.int64()), "a": pa.array(lists(), pa.list_(pa.int64())),
+                             "b": pa.array(lists(), pa.list_(pa.int64())),
+                             "f": pa.array([None if x is None else [float(v) if v is not None else None for v in x]
+                                            for x in lists()], pa.list_(pa.float64()))}),
+                   d / "lists.parquet", row_group_size=50)
+    return d
+
+
+def test_lists_agreeing_past_the_positions_answer_as_duckdb(long_dir, monkeypatch):
+    """Rows equal on their first positions go to the all-elements kernel: the same answers
+    whether it decides from the fifth position on or (forced) from the second, in 7-row
+    chunks too."""
+    import duckdb
+
+    from sluice.kernels import list_compare
+    sql = ("select id, " + ", ".join(f"a {op} b" for op in OPS) + ", a < [0, 0, 0, 0, 0, 1], "
+           "[1, null, 1, 0, 1] <= a, f > [0.0::double, 1.0, 0.0, 1.0, 1.0], a = a from lists order by id")
+    duck = duckdb.connect()
+    duck.execute(f"create view lists as select * from read_parquet('{long_dir / 'lists.parquet'}')")
+    want = duckdb_answer(duck, sql)
+    for positions, settings in ((list_compare.POSITIONS, {}), (1, {}), (1, {"chunk_rows": 7})):
+        monkeypatch.setattr(list_compare, "POSITIONS", positions)
+        con = sluice.connect(str(long_dir), device="cpu", **settings)
+        compare(con.sql(sql).to_arrow(), want, [0])

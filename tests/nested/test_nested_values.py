@@ -39,6 +39,11 @@ QUERIES = [
     "select event_id, items from events order by items nulls first, event_id limit 40",
     "select event_id, attrs from events order by attrs desc, event_id",
     "select distinct scores from events order by scores nulls first",
+    # a STRUCT sorts as its fields (kernels/struct_order.py): a NULL field above every value,
+    # structs within structs, a LIST field, strings and numbers; top-k and spilled runs too
+    "select event_id from events order by user.address, {'t': tags, 'n': user.name} desc nulls first, "
+    "user nulls first, event_id",
+    "select event_id, user.address from events order by user.address desc, user.id, event_id limit 30",
     # comparisons
     "select count(*) from events where tags = ['red']",
     "select event_id, scores < [50], scores >= [50, null], tags <> ['red', 'blue'], [-1, null] > scores "

@@ -63,3 +63,26 @@ def test_concat_of_values_whose_children_do_not_start_at_zero():
     rv = row_values(out)
     got = [rv.children[0].data[s:e].tolist() for s, e in zip(rv.offsets[:-1].tolist(), rv.offsets[1:].tolist())]
     assert got == [[4, 5], [6, 7, 8], [6, 7, 8], [6, 7, 8], [4, 5], [6, 7, 8]] * 2
+
+
+def test_rows_of_their_own_entries_are_not_sorted(monkeypatch):
+    """A column as read (codes 0..n-1, NULL rows among them) or filtered (codes rising) shares
+    no entry: found in one pass, without ``torch.unique``'s sort; rows pointing at one entry
+    still are found shared."""
+    from sluice.chunk import shared_entries
+    child = Column(torch.arange(30_000, dtype=torch.int64), INT64)
+    values = NestedValues((child,), torch.arange(0, 30_001, 3, dtype=torch.int64), 10_000)
+    valid = torch.arange(10_000) % 7 != 0
+    as_read = Column(torch.arange(10_000, dtype=torch.int64), list_of(INT64), valid, values)
+    filtered = Column(torch.arange(0, 10_000, 2, dtype=torch.int64), list_of(INT64), None, values)
+    shared = Column(torch.arange(10_000, dtype=torch.int64) % 50, list_of(INT64), valid, values)
+    real_unique = torch.unique
+
+    def unique(*a, **k):
+        raise AssertionError("sorted the codes of rows with entries of their own")
+    monkeypatch.setattr(torch, "unique", unique)
+    assert shared_entries(as_read) is None and shared_entries(filtered) is None
+    monkeypatch.setattr(torch, "unique", real_unique)
+    entries, where = shared_entries(shared)
+    assert entries.tolist() == list(range(50))
+    assert where[valid].tolist() == (torch.arange(10_000) % 50)[valid].tolist()  # (a NULL row's: any)

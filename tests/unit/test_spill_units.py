@@ -151,7 +151,8 @@ def test_pool_watches_the_resident_set(monkeypatch):
     monkeypatch.setattr(M, "physical_memory", lambda: 4 << 30)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # two ranks on this machine share it
     monkeypatch.setattr(M, "launcher_resident_bytes", lambda: 200 << 20)  # beside their launcher
-    assert M.resident_cap() == ((4 << 30) * (1 - M.RESIDENT_MARGIN_SHARE) - (200 << 20)) // 2
+    monkeypatch.setattr(M, "charged_mapped_bytes", lambda: 50 << 20)      # and the libraries' pages
+    assert M.resident_cap() == int((4 << 30) * (1 - M.RESIDENT_MARGIN_SHARE) - (250 << 20)) // 2
 
 
 def test_pool_reservations_and_errors():

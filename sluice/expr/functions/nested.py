@@ -96,12 +96,18 @@ def _bind_list_value(args, params):
 
 @register("list_value", bind=_bind_list_value)
 def list_value(e, args, chunk) -> Column:
-    """``[a, b, ...]``: the arguments interleaved row by row as the child."""
+    """``[a, b, ...]``: the arguments interleaved row by row as the child; of constants, a
+    constant (``scores < [500]`` built a million one-element lists to compare with)."""
     n, k = _n(chunk), len(args)
     device = chunk.device
     if not k:  # []: every row the one empty list
         values = NestedValues((empty_column(e.type.element, device),), torch.zeros(2, dtype=torch.int64, device=device), 1)
         return Column(torch.zeros(n, dtype=torch.int64, device=device), e.type, None, values)
+    if all(a.is_const for a in args):  # [500]: one list for every row, a constant (not n copies of it)
+        child = concat_columns([a.expand(1) for a in args])
+        offsets = torch.tensor([0, k], dtype=torch.int64, device=device)
+        return Column(torch.zeros((), dtype=torch.int64, device=device), e.type, None,
+                      NestedValues((child,), offsets, 1))
     cols = [a.expand(n) for a in args]
     child = concat_columns(cols)
     idx = (torch.arange(k, device=device).reshape(1, k) * n + torch.arange(n, device=device).reshape(n, 1)).reshape(-1)
@@ -266,7 +272,7 @@ def list_contains(e, args, chunk) -> Column:
     x = args[1].expand(n)
     hit = torch.zeros(n, dtype=torch.int64, device=rv.offsets.device)
     if rows.numel():
-        eq = _equal(child, x.take(rows))
+        eq = _key_matches(child, args[1], rows, n)  # (a constant string: matched in the dictionary once)
         if child.valid is not None:
             eq = eq & child.valid
         hit.index_add_(0, rows, eq.to(torch.int64))
@@ -465,7 +471,8 @@ def _bind_map_lookup(op: str):
 
 
 def _key_matches(keys: Column, key: Column, rows: torch.Tensor, n: int) -> torch.Tensor:
-    """Whether each map entry's key equals its row's lookup ``key``. A constant string key
+    """Whether each map entry's key (or list element: ``list_contains``) equals its row's
+    lookup ``key``. A constant string key
     (``m['k1']``: the usual lookup) is compared with each entry of the keys' dictionary once, by
     Arrow's kernel, then gathered by code -- not by unifying the two dictionaries, which hashed
     every key string of the chunk again (1.7 s of the 2.2 of ``sum(attrs['k1'])`` over a
