@@ -75,6 +75,7 @@ class WindowOp(Operator):
     def execute(self, ctx) -> Iterator[Chunk]:
         stats = ctx.memory_stats(self)
         pending: list[Chunk] = []  # rows of the open partition, held
+        held = 0  # their bytes (a running total: summing them per chunk is quadratic in chunks)
         parked: SpillFile | None = None  # or written here
         last: Chunk | None = None  # the open partition's last row
         with ctx.memory.reservation(f"{self.label} partition") as res:
@@ -97,12 +98,13 @@ class WindowOp(Operator):
                             cut = int(hits[-1])
                             done = pending + ([chunk.slice(0, cut)] if cut else [])
                             pending = [chunk.slice(cut, n) if cut else chunk]
+                            held = pending[0].nbytes
                             if done:
                                 yield from self._compute(concat_chunks(done))
                         else:
                             pending.append(chunk)
+                            held += chunk.nbytes
                         last = chunk.slice(n - 1, n)
-                        held = sum(c.nbytes for c in pending)
                         spans = len(pending) > 1
                         res.shrink(res.size - held)
                         if (ctx.config.force_spill and spans) or not res.try_grow(held - res.size):
@@ -110,7 +112,7 @@ class WindowOp(Operator):
                             stats.partitions += 1
                             for c in pending:
                                 self._park(parked, c, stats)
-                            pending = []
+                            pending, held = [], 0
                             res.free()
                         stats.peak_reserved = max(stats.peak_reserved, res.size)
                         break

@@ -58,3 +58,20 @@ def test_series_refused_in_one_line(data, connect, sql, error):
     with pytest.raises(error) as ei:
         connect(str(data)).sql(sql).to_arrow()
     assert "\n" not in str(ei.value)
+
+
+def test_one_long_window_partition_costs_linear_in_its_chunks(data, connect, monkeypatch):
+    """A series is numbered by a Window over one partition: it summed the bytes of every chunk
+    it held on each new chunk -- quadratic in chunks (range(100000) in 3-row chunks: 43 s for
+    30,000 rows, 15 minutes of CI for 100,000). Counted, not timed: Chunk.nbytes calls per chunk."""
+    from sluice.chunk import Chunk
+    calls = [0]
+    nbytes = Chunk.nbytes
+
+    def counted(self):
+        calls[0] += 1
+        return nbytes.fget(self)
+    monkeypatch.setattr(Chunk, "nbytes", property(counted))
+    out = connect(str(data), chunk_rows=3).sql("select count(*), sum(range) from range(6000)").to_arrow()
+    assert out.column(0).to_pylist() == [6000] and out.column(1).to_pylist() == [sum(range(6000))]
+    assert calls[0] < 20 * 2000, calls[0]
