@@ -11,11 +11,12 @@
 1. Chunks are held against the memory pool, counted twice (sorting takes a copy). When a chunk
    does not fit (or with force_spill), the held pages are joined, sorted into a run and written
    page by page, each page taken from the joined rows in order (never a second full copy).
-   Pages are sized so that a merge window of up to :data:`FAN_IN` runs fits the budget; more
-   runs are merged in passes of :data:`FAN_IN` first.
-2. Merge: each step loads the next page of every run, sorts them with the rows left over
-   from the step before, and emits the rows that are <= the smallest last row among the
-   loaded pages (no later row of any run can precede them); the others are left over.
+   Pages are sized so that a merge window of up to :data:`FAN_IN` runs fits half the budget;
+   where rows are wide (a page is at least 1,024 rows), fewer runs are merged at once
+   (:func:`merge_fan_in`); more runs than that are merged in passes first.
+2. Merge: each run holds the rows of its page not yet emitted; each step sorts them together
+   and emits the rows that are <= the smallest last row among the runs (no later row of any
+   run can precede them); a run with nothing left loads its next page.
 3. With a LIMIT, only ``offset + limit`` rows are kept between chunks, and a chunk is first
    cut to the rows whose leading key can still make it (one ``topk`` per chunk). Once that
    many rows are known, the last one's leading key bounds the scan it comes from (a runtime
@@ -48,16 +49,28 @@ from sluice.plan.logical import SortKey
 RUN_PAGE_ROWS = 1 << 16
 #: Runs merged at once: a merge window holds one page of each (more runs: merge passes first).
 FAN_IN = 64
+#: The share of the budget a merge's window may take (the operator it feeds holds the rest).
+MERGE_SHARE = 0.5
 #: Copies of its rows a sort holds while it sorts them: the rows and their sorted copy.
 SORT_COPIES = 2
 
 
 def _page_rows(data: Chunk, limit: int) -> int:
     """Rows per page of a run: small enough that a merge window -- one page of each of up to
-    :data:`FAN_IN` runs, held with its sorted copy and the pages it was joined from (about
-    three times over) -- stays within the budget ``limit``."""
+    :data:`FAN_IN` runs, held with its joined copy and its sorted parts (three times over) --
+    stays within :data:`MERGE_SHARE` of the budget ``limit``."""
     row_bytes = max(1, data.nbytes // max(1, data.num_rows))
-    return int(min(RUN_PAGE_ROWS, max(1024, limit // (3 * FAN_IN * row_bytes))))
+    return int(min(RUN_PAGE_ROWS, max(1024, MERGE_SHARE * limit // (3 * FAN_IN * row_bytes))))
+
+
+def merge_fan_in(runs: list[SpillFile], limit: int) -> int:
+    """How many runs one merge may read at once: their window (a page of each, three times
+    over) within :data:`MERGE_SHARE` of the budget ``limit`` -- the rest is for the operator
+    the merge feeds, which holds rows too (a Window reading a parked partition back). Pages are
+    sized for :data:`FAN_IN` runs, but a page is at least 1,024 rows: wide rows merge fewer
+    runs at once, in more passes. At least 2."""
+    page = max((r.largest_page for r in runs), default=0)
+    return int(max(2, min(FAN_IN, MERGE_SHARE * limit // max(1, 3 * page))))
 
 
 def sort_permutation(chunk: Chunk, keys: tuple[SortKey, ...]) -> torch.Tensor:
@@ -137,8 +150,9 @@ class SortOp(Operator):
             if held:
                 runs.append(self._write_run(ctx, held, res, stats))
                 held = []
-            while len(runs) > FAN_IN:  # merge passes: a window of one page per run must fit
-                runs = self._merge_pass(ctx, runs, res, stats)
+            fan = merge_fan_in(runs, ctx.state_pool.limit)
+            while len(runs) > fan:  # merge passes: a window of one page per run must fit
+                runs = self._merge_pass(ctx, runs, fan, res, stats)
             yield from _skip(self._merge(ctx, runs, res, stats), self.offset)
         finally:
             res.free()
@@ -168,11 +182,11 @@ class SortOp(Operator):
         res.free()
         return run
 
-    def _merge_pass(self, ctx, runs: list[SpillFile], res, stats: MaterializeStats) -> list[SpillFile]:
-        """Runs merged :data:`FAN_IN` at a time into longer runs (each read once more)."""
+    def _merge_pass(self, ctx, runs: list[SpillFile], fan: int, res, stats: MaterializeStats) -> list[SpillFile]:
+        """Runs merged ``fan`` at a time into longer runs (each read once more)."""
         out = []
-        for i in range(0, len(runs), FAN_IN):
-            group = runs[i:i + FAN_IN]
+        for i in range(0, len(runs), fan):
+            group = runs[i:i + fan]
             if len(group) == 1:
                 out.append(group[0])
                 continue
@@ -191,48 +205,58 @@ class SortOp(Operator):
         return out
 
     def _merge(self, ctx, runs: list[SpillFile], res, stats: MaterializeStats) -> Iterator[Chunk]:
+        """Each step joins the rows each run has loaded and not yet emitted, sorts them, and
+        emits those up to the bound -- the smallest last row among the runs (no later row of
+        any run can precede it); a run whose rows are all emitted loads its next page. So each
+        run holds at most one page: before, every run loaded a page every step, and rows above
+        the bound piled up -- on input sorted already, a whole run held at once."""
         cursors = [r.read(ctx.device) for r in runs]
         current: list[Chunk | None] = [_next_page(c, stats) for c in cursors]
-        leftover: Chunk | None = None
-        # The loaded pages (one per run) and the rows left over stay held between steps, while
-        # the consumer works on what a step emitted: counted all along, not only while a step
-        # sorts (a 2-rank SF 10 sort's merge windows held tens of MiB per rank that no pool saw).
-        held = _held_bytes(current, leftover)
+        # The loaded rows stay held between steps, while the consumer works on what a step
+        # emitted: counted all along, not only while a step sorts (a 2-rank SF 10 sort's merge
+        # windows held tens of MiB per rank that no pool saw).
+        held = _held_bytes(current)
         res.force(held)
         try:
             while True:
                 active = [i for i, p in enumerate(current) if p is not None]
                 if not active:
                     break
-                # The bound: the smallest last row among the loaded pages (tagged by its run).
                 pages = [current[i] for i in active]
-                window = concat_chunks(([leftover] if leftover is not None and leftover.num_rows else []) + pages)
-                offsets, off = [], (leftover.num_rows if leftover is not None else 0)
-                for p in pages:
-                    offsets.append(off + p.num_rows - 1)
-                    off += p.num_rows
-                tail = window.take(torch.tensor(offsets, device=window.device))
-                first_last = int(sort_permutation(tail, self.keys)[0])
-                bound = offsets[first_last]
-                # Held at once besides the loaded pages: their joined window and its sorted parts.
-                nb = SORT_COPIES * window.nbytes
-                res.force(nb)
-                stats.peak_reserved = max(stats.peak_reserved, res.size)
-                perm = sort_permutation(window, self.keys)
-                pos = int((perm == bound).nonzero()[0, 0])
-                out = compact_strings(window.take(perm[:pos + 1]))
-                leftover = compact_strings(window.take(perm[pos + 1:]))
-                del window, pages
-                for i in active:  # every loaded page went into the window
-                    current[i] = _next_page(cursors[i], stats)
-                now = _held_bytes(current, leftover)
+                if len(pages) == 1:  # the last run: its rows follow in order
+                    out, current[active[0]] = pages[0], _next_page(cursors[active[0]], stats)
+                else:
+                    window = concat_chunks(pages)
+                    dev = window.device
+                    sizes = torch.tensor([p.num_rows for p in pages], device=dev)
+                    ends = torch.cumsum(sizes, 0) - 1
+                    # the bound: the smallest last row among the runs (the first of equals)
+                    bound = int(ends[int(sort_permutation(window.take(ends), self.keys)[0])])
+                    # Held at once besides the loaded rows: their joined window and its sorted parts.
+                    nb = SORT_COPIES * window.nbytes
+                    res.force(nb)
+                    stats.peak_reserved = max(stats.peak_reserved, res.size)
+                    perm = sort_permutation(window, self.keys)
+                    pos = int((perm == bound).nonzero()[0, 0])
+                    out = compact_strings(window.take(perm[:pos + 1]))
+                    # the rest, back to the runs they came from, in order (the sort is stable)
+                    rest = perm[pos + 1:]
+                    run_of = torch.repeat_interleave(torch.arange(len(pages), device=dev), sizes)[rest]
+                    rest = rest[torch.sort(run_of, stable=True).indices]
+                    left = torch.bincount(run_of, minlength=len(pages)).tolist()
+                    kept = compact_strings(window.take(rest)) if rest.numel() else None
+                    del window, perm
+                    at = 0
+                    for i, n in zip(active, left):
+                        current[i] = kept.slice(at, at + n) if n else _next_page(cursors[i], stats)
+                        at += n
+                    res.shrink(nb)
+                now = _held_bytes(current)
                 res.force(now)
-                res.shrink(nb + held)
+                res.shrink(held)
                 held = now
                 if out.num_rows:
                     yield out
-            if leftover is not None and leftover.num_rows:
-                yield leftover
         finally:
             res.shrink(held)
 
@@ -326,9 +350,9 @@ def _string_candidates_mask(col, keep: int, k0) -> torch.Tensor | None:
     return mask
 
 
-def _held_bytes(pages: list[Chunk | None], leftover: Chunk | None) -> int:
-    """Bytes of a merge's loaded pages and its rows left over."""
-    return sum(p.nbytes for p in pages if p is not None) + (leftover.nbytes if leftover is not None else 0)
+def _held_bytes(pages: list[Chunk | None]) -> int:
+    """Bytes of the rows a merge's runs have loaded and not yet emitted."""
+    return sum(p.nbytes for p in pages if p is not None)
 
 
 def _next_page(cursor, stats: MaterializeStats) -> Chunk | None:

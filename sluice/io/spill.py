@@ -49,6 +49,7 @@ class SpillFile:
         self.path = path
         self.pages = 0
         self.raw_bytes = 0
+        self.largest_page = 0  # raw bytes
         self.stored_bytes = 0
         self._pending: list[Future] = []
         self._lock = threading.Lock()
@@ -79,6 +80,7 @@ class SpillFile:
                 f.write(fr)
         t2 = time.perf_counter()
         raw = sum(p.nbytes for p in pages)
+        self.largest_page = max(self.largest_page, max(p.nbytes for p in pages))
         self.pages += len(pages)
         self.raw_bytes += raw
         self.stored_bytes += stored

@@ -22,7 +22,7 @@ QUERIES = {
     "unordered_list": ("select event_id % 2 k, list_sort(list(event_id)), max(user.address.city), "
                        "max(items[1].sku) from events group by k", 8 << 20),
     "list_of_structs": ("select kind k, len(list(user)), list(user order by event_id)[-1] from events group by k",
-                        6 << 20),
+                        4 << 20),
     "string_agg": ("select event_id % 2 k, string_agg(cast(event_id as varchar), ';' order by event_id), "
                    "max(user.name), count(tags) from events group by k", 8 << 20),
     "two_ordered_lists": ("select event_id % 2 k, len(list(event_id order by event_id)), "
