@@ -30,6 +30,8 @@ row, never a loop over rows); a top-level NULL is a NULL key."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -204,7 +206,13 @@ class _Seg:
 
 
 _BIN = pa.large_binary()
-_EMPTY = pa.scalar(b"", _BIN)
+
+
+@functools.cache
+def _empty() -> pa.Scalar:
+    """b"" as a large_binary scalar, made on first use: making a pyarrow scalar imports pandas
+    (0.2 s of every process's start: each rank, each CLI call)."""
+    return pa.scalar(b"", _BIN)
 
 
 def _arrow(p: _Seg, n: int) -> pa.Array | None:
@@ -233,7 +241,7 @@ def _concat(parts: list[_Seg], n: int, dev) -> _Seg:
     if dev.type == "cpu" and n and not all(p.mat is not None for p in parts):
         arrs = [_arrow(p, n) for p in parts]
         if all(a is not None for a in arrs):  # Arrow joins each row's parts in C++
-            return _Seg(arr=pc.binary_join_element_wise(*arrs, _EMPTY) if len(arrs) > 1 else arrs[0])
+            return _Seg(arr=pc.binary_join_element_wise(*arrs, _empty()) if len(arrs) > 1 else arrs[0])
     if all(p.mat is not None for p in parts):
         return _Seg(mat=torch.cat([p.mat for p in parts], 1) if parts else
                     torch.zeros((n, 0), dtype=torch.uint8, device=dev))
@@ -278,7 +286,7 @@ def _child(col: Column, n: int) -> _Seg:
     if seg.mat is not None:
         return _Seg(mat=torch.cat([_marker(valid), seg.mat * valid.unsqueeze(1).to(torch.uint8)], 1))
     if seg.arr is not None:  # (CPU) a NULL child's bytes dropped by Arrow
-        kept = pc.if_else(pa.array(valid.numpy()), seg.arr, _EMPTY)
+        kept = pc.if_else(pa.array(valid.numpy()), seg.arr, _empty())
         return _concat([_Seg(mat=_marker(valid)), _Seg(arr=kept)], n, dev)
     buf, st, ln = seg.var()
     return _concat([_Seg(mat=_marker(valid)), _Seg(buf=buf, starts=st, lens=ln * valid)], n, dev)
@@ -371,7 +379,7 @@ def _string(col: Column, n: int) -> _Seg:
         keys = pa.LargeBinaryArray.from_buffers(_BIN, len(offs) - 1, [None, pa.py_buffer(offs - offs[0]),
                                                                         pa.py_buffer(np.ascontiguousarray(
                                                                             data[offs[0]:offs[0] + ends.sum()]))])
-        keys = pc.binary_join_element_wise(keys, pa.scalar(bytes([_TERM, _TERM]), _BIN), _EMPTY)
+        keys = pc.binary_join_element_wise(keys, pa.scalar(bytes([_TERM, _TERM]), _BIN), _empty())
         return _Seg(arr=keys.take(pa.array(codes.numpy())))
     starts = offs_t[codes]
     lens = offs_t[codes + 1] - starts
