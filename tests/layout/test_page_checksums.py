@@ -80,6 +80,8 @@ def test_checksums_keep_data_and_layout(generated, tmp_path):
 @pytest.mark.parametrize("decoder", ["arrow", "device"])
 @pytest.mark.parametrize("name", ["q01", "q06", "q12"])
 def test_generated_files_answer_as_duckdb(name, decoder, generated, connect):
+    if decoder == "device" and name == "q01":  # (q01 in Triton's interpreter: test_decoder_setting.py's, 25 s)
+        pytest.skip("q01 on the device decoder is tests/decode/test_decoder_setting.py's")
     sql = tpch_queries()[name]
     ours = connect(generated / "tpch", decoder=decoder).sql(sql).to_arrow()
     theirs = duckdb_connect(generated / "tpch").sql(sql).to_arrow_table()
@@ -95,10 +97,16 @@ def test_generated_ssb_answers_as_duckdb(decoder, generated, connect):
 
 @pytest.mark.parametrize("decoder", ["arrow", "device"])
 def test_rewritten_for_gpu_has_matching_crcs(decoder, generated, tmp_path, connect):
-    """``sluice rewrite --for gpu`` (small row groups: several per file) on files without CRCs."""
-    rewrite(generated / "raw", tmp_path, options_from("gpu", row_group_rows=4_000))
-    pages, ok = page_crcs(tmp_path / "lineitem.parquet")
-    assert pages and ok == pages
+    """``sluice rewrite --for gpu`` (small row groups: several per file) on files without CRCs --
+    3,000 of the lineitem rows, 4 pages a column chunk (the preset's 100 tiny pages cost Triton's interpreter
+    ~40 ms each)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    pq.write_table(pq.read_table(generated / "raw" / "lineitem.parquet").slice(0, 3_000), raw / "lineitem.parquet")
+    out = tmp_path / "out"
+    rewrite(raw, out, options_from("gpu", row_group_rows=1_000, pages_per_chunk=4))
+    pages, ok = page_crcs(out / "lineitem.parquet")
+    assert pages and ok == pages and pq.read_metadata(out / "lineitem.parquet").num_row_groups == 3
     sql = tpch_queries()["q01"]
-    ours = connect(tmp_path, decoder=decoder).sql(sql).to_arrow()
-    compare(ours, duckdb_connect(generated / "raw").sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))
+    ours = connect(out, decoder=decoder).sql(sql).to_arrow()
+    compare(ours, duckdb_connect(raw).sql(sql).to_arrow_table(), order_by_columns(sql, ours.column_names))

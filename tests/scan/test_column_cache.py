@@ -152,7 +152,7 @@ def test_second_runs_are_served_from_the_cache(settings, tpch_dir, tpch_duck, de
         tpch_dir = device_decoder_dirs[0]
         tpch_duck = duckdb_connect(tpch_dir)
         if "small-pages" in tpch_dir.parent.name:
-            names = ["q01", "q03", "q06"]
+            names = ["q03", "q06", "q12"]  # (q01 in the interpreter: 25 s)
     con = connect(tpch_dir, column_cache_bytes="1GiB", **settings)
     queries = tpch_queries()
     for name in names:

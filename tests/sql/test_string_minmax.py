@@ -85,7 +85,7 @@ def test_forced_onto_every_chunk(data, connect, monkeypatch):
     for name, value in (("FIRST_BYTE_MIN_ROWS", 0), ("FIRST_BYTE_ROWS_PER_GROUP", 0),
                         ("FIRST_BYTE_MIN_ENTRIES_PER_ROW", 0), ("FIRST_BYTE_MAX_GROUPS", 1 << 30)):
         monkeypatch.setattr(string_prefix, name, value)
-    con = connect(data, chunk_rows=7)
+    con = connect(data, chunk_rows=29)  # (~1,000 chunks)
     for q in [*QUERIES, "select f, k, max(s) as a from {t} group by f, k"]:
         theirs = duckdb.sql(q.format(t=f"'{data / 't.parquet'}'")).to_arrow_table()
         compare(con.sql(q.format(t="t")).to_arrow(), theirs, [])
