@@ -10,7 +10,7 @@ join unthrottled), the network-bound time (the bytes the busiest rank sends over
 time, slowest rank) over the raw rate.
 
     sudo python bench/exchange_netns.py --data data/tpch-sf1 [--ranks 2,4] [--rates 50mbit,100mbit,1gbit]
-        [--runs 2] [--query join|q03|q03l|q10] [--variants deferred] [--receive pipelined,materialized]
+        [--runs 2] [--query join|q03|q03l|q03x|q10] [--variants deferred] [--receive pipelined,materialized]
         [--combos blocking/materialized,deferred/materialized,deferred/pipelined] [--set KEY=VALUE]
 
 On a machine with fewer cores than ranks compute cannot scale, but whether the network stays
@@ -42,6 +42,14 @@ QUERIES = {
     "q03l": ("select l_orderkey, sum(l_extendedprice * (1 - l_discount)) as revenue, o_orderdate, o_shippriority "
              "from orders, lineitem where l_orderkey = o_orderkey and o_orderdate < date '1995-03-15' "
              "group by l_orderkey, o_orderdate, o_shippriority order by revenue desc, o_orderdate limit 10"),
+    # q03l with a heavier consumer per byte received: more aggregates over the same columns
+    # (a probe and an aggregate costing about what the link does at a few hundred Mbit)
+    "q03x": ("select l_orderkey, sum(l_extendedprice * (1 - l_discount)) as revenue, "
+             "sum(l_extendedprice * (1 - l_discount) * (1 + l_discount)) c, avg(l_extendedprice) a, "
+             "stddev_samp(l_extendedprice) sd, min(l_extendedprice) mn, max(l_discount) mx, count(*) n, "
+             "o_orderdate, o_shippriority from orders, lineitem where l_orderkey = o_orderkey "
+             "and o_orderdate < date '1995-03-15' group by l_orderkey, o_orderdate, o_shippriority "
+             "order by revenue desc, o_orderdate limit 10"),
     "q10": ("select c_custkey, c_name, sum(l_extendedprice * (1 - l_discount)) as revenue, c_acctbal, n_name "
             "from customer, orders, lineitem, nation where c_custkey = o_custkey and l_orderkey = o_orderkey "
             "and o_orderdate >= date '1993-10-01' and o_orderdate < date '1994-01-01' and l_returnflag = 'R' "
