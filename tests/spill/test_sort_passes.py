@@ -3,9 +3,22 @@ passes first, and the answer is DuckDB's, in order -- strings, both directions, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sluice
 from sluice.exec import sort
+from sluice.exec.operators import Operator
 from sluice.testing.oracle import compare, duckdb_connect
+
+@dataclass(eq=False)
+class Pages(Operator):
+    """Stands in for a scan: the chunks it was given."""
+    pages: list
+    label = "Pages"
+
+    def execute(self, ctx):
+        yield from self.pages
+
 
 QUERY = ("select o_orderkey, o_custkey, o_comment, nullif(o_shippriority + o_orderkey % 3, 1) p from orders "
          "where o_orderkey % 7 = 1 order by p nulls first, o_custkey desc, o_orderkey")
@@ -27,26 +40,16 @@ def test_a_merge_counts_the_pages_it_holds_between_steps(tmp_path):
     between steps -- a 2-rank SF 10 sort's merge windows held tens of MiB per rank past its
     budget, in a cgroup where that got it killed)."""
     import random
-    from dataclasses import dataclass
 
     import torch
 
     from sluice.chunk import Chunk, Column
     from sluice.config import Config
     from sluice.exec.context import ExecContext
-    from sluice.exec.operators import Operator
     from sluice.expr.nodes import Col
     from sluice.io.memory import MemoryPool
     from sluice.plan.logical import SortKey
     from sluice.types import INT64
-
-    @dataclass(eq=False)
-    class Pages(Operator):
-        pages: list
-        label = "Pages"
-
-        def execute(self, ctx):
-            yield from self.pages
 
     r = random.Random(5)
     pages = [Chunk({"k": Column(torch.tensor([r.randrange(1 << 40) for _ in range(2000)]), INT64)}, 2000)
@@ -69,7 +72,6 @@ def test_wide_rows_merge_fewer_runs_at_once_within_the_budget(tmp_path):
     pool never holds more than the budget (before: 64 runs' pages forced past it -- 11.9 MiB on
     8 -- and the Window the sort fed was refused the room to read a parked partition back)."""
     import random
-    from dataclasses import dataclass
 
     import pyarrow as pa
     import torch
@@ -78,19 +80,10 @@ def test_wide_rows_merge_fewer_runs_at_once_within_the_budget(tmp_path):
     from sluice.chunk import Chunk
     from sluice.config import Config
     from sluice.exec.context import ExecContext
-    from sluice.exec.operators import Operator
     from sluice.expr.nodes import Col
     from sluice.io.memory import MemoryPool
     from sluice.plan.logical import SortKey
     from sluice.types import STRING
-
-    @dataclass(eq=False)
-    class Pages(Operator):
-        pages: list
-        label = "Pages"
-
-        def execute(self, ctx):
-            yield from self.pages
 
     r = random.Random(7)
     words = [[f"{r.randrange(10**9):09d}" + "x" * 200 for _ in range(1200)] for _ in range(40)]
@@ -112,26 +105,16 @@ def test_input_sorted_already_holds_a_page_per_run(tmp_path):
     merge emits the first run while the others wait, each holding one page. Before, every run
     loaded its next page every step and the rows above the bound piled up -- all of the later
     runs held at once, past the budget."""
-    from dataclasses import dataclass
 
     import torch
 
     from sluice.chunk import Chunk, Column
     from sluice.config import Config
     from sluice.exec.context import ExecContext
-    from sluice.exec.operators import Operator
     from sluice.expr.nodes import Col
     from sluice.io.memory import MemoryPool
     from sluice.plan.logical import SortKey
     from sluice.types import INT64
-
-    @dataclass(eq=False)
-    class Pages(Operator):
-        pages: list
-        label = "Pages"
-
-        def execute(self, ctx):
-            yield from self.pages
 
     n = 20_000
     pages = [Chunk({"k": Column(torch.arange(i * n, (i + 1) * n), INT64)}, n) for i in range(8)]
